@@ -1,0 +1,39 @@
+# Two commands for a newcomer: `make demo` (install + run the main job) and `make test`.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The CPU build of torch; pip on these machines finds it on local disk. Elsewhere, point
+# TORCH_PIP_ARGS at PyTorch's CPU wheel index to avoid a multi-GB CUDA download.
+TORCH_PIP_ARGS ?=
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+
+.PHONY: install demo test lint bench ui clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0 $(TORCH_PIP_ARGS)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: install
+	$(BIN)/chronicle demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install
+	$(BIN)/python -m bench.run_all
+
+ui: install
+	$(BIN)/prefect server start
+
+clean:
+	rm -rf $(VENV) .chronicle

@@ -1,0 +1,1 @@
+"""Benchmarks: each script measures Chronicle against a named baseline in the same run."""

@@ -1,0 +1,61 @@
+"""Which parser reads a file: decided from the name and, for .json, a peek at the content."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+
+NOTE_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:-[^/]*)?\.md$")
+SUPPORTED_SUFFIXES = {".md", ".jsonl", ".ndjson", ".csv", ".json"}
+
+
+def detect_format(path: Path) -> str:
+    """`note`, `jsonl`, `csv`, `locomo`, or `unsupported`."""
+    suffix = path.suffix.lower()
+    if suffix == ".md":
+        return "note" if NOTE_NAME.match(path.name) else "unsupported"
+    if suffix in {".jsonl", ".ndjson"}:
+        return "jsonl"
+    if suffix == ".csv":
+        return "csv"
+    if suffix == ".json":
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+        return "locomo" if b'"conversation"' in head or b'"qa"' in head else "jsonl"
+    return "unsupported"
+
+
+def note_date(path: Path) -> date:
+    """Date of a daily note from its file name; raises ValueError for impossible dates (2026-02-30)."""
+    match = NOTE_NAME.match(path.name)
+    if not match:
+        raise ValueError(f"not a daily-note name: {path.name} (expected YYYY-MM-DD.md or YYYY-MM-DD-slug.md)")
+    year, month, day = (int(g) for g in match.groups())
+    return date(year, month, day)
+
+
+def discover(paths: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(log files, other files) under `paths`, recursive and sorted; hidden folders are skipped.
+
+    A file named explicitly is always a log file (an unsupported one is rejected with a reason);
+    inside folders, files that are not logs (README.md, MEMORY.md, images) are listed as skipped.
+    """
+    found: set[Path] = set()
+    skipped: set[Path] = set()
+    for root in paths:
+        root = root.expanduser()
+        if root.is_file():
+            found.add(root.resolve())
+            continue
+        if not root.exists():
+            raise FileNotFoundError(f"no such file or folder: {root}")
+        for p in root.rglob("*"):
+            rel = p.relative_to(root).parts
+            if not p.is_file() or any(part.startswith(".") for part in rel):
+                continue
+            if p.suffix.lower() in SUPPORTED_SUFFIXES and detect_format(p) != "unsupported":
+                found.add(p.resolve())
+            else:
+                skipped.add(p.resolve())
+    return sorted(found), sorted(skipped)

@@ -1,0 +1,69 @@
+"""Plain records the parsers produce and the store consumes."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+# Event types the weekly stats know by name; any other type is kept and counted under its own name.
+STANDARD_TYPES = ("message", "enrollment", "ae", "sae", "deviation", "query", "decision")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One raw log entry, already placed in UTC and in its project's local ISO week."""
+
+    entry_id: str
+    project_id: str
+    source: str
+    source_file: str
+    line_no: int | None
+    byte_offset: int | None
+    ts: datetime
+    local_date: date
+    iso_year: int
+    iso_week: int
+    actor: str | None
+    type: str
+    content: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def week_number(self) -> int:
+        return self.iso_year * 100 + self.iso_week
+
+
+@dataclass(frozen=True)
+class Reject:
+    """Input refused with a reason; the raw text is kept so nothing is silently dropped."""
+
+    source_file: str
+    line_no: int | None
+    byte_offset: int | None
+    reason: str
+    detail: str
+    raw: str
+
+    @property
+    def reject_id(self) -> str:
+        return stable_id(self.source_file, self.line_no, self.byte_offset, self.reason)
+
+
+@dataclass
+class FileResult:
+    """What ingesting one file did."""
+
+    path: str
+    format: str
+    status: str  # ingested | appended | unchanged | rejected
+    entries_added: int = 0
+    entries_removed: int = 0
+    rejects: dict[str, int] = field(default_factory=dict)
+
+
+def stable_id(*parts: object) -> str:
+    """Deterministic id from parts: the same input read twice gets the same id."""
+    joined = "\x1f".join("" if p is None else str(p) for p in parts)
+    return hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()[:24]

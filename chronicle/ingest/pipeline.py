@@ -1,0 +1,186 @@
+"""Ingest one file: decide full read / append / skip, parse, and write it in one transaction."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from chronicle.ingest.detect import detect_format
+from chronicle.ingest.lines import decode_lines, escape, is_binary, sniff_encoding
+from chronicle.ingest.model import FileResult, Reject
+from chronicle.ingest.structured import locomo_entries, note_entries
+from chronicle.settings import Settings
+from storage import raw_logs
+from storage.db import connect, transaction
+
+# A file untouched for this long is finished: its unterminated last line is judged, not awaited.
+SETTLED_AFTER_S = 60.0
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _csv_to_json_lines(text: str, file: str) -> tuple[list[str], list[int], list[Reject]]:
+    """CSV rows as JSON objects, so they go through the same SQL stage as JSONL."""
+    reader = csv.reader(io.StringIO(text))
+    out, line_nos, rejects = [], [], []
+    header: list[str] | None = None
+    for row in reader:
+        if header is None:
+            header = [h.strip().lstrip("\ufeff") for h in row]
+            continue
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            rejects.append(Reject(file, reader.line_num, None, "csv_field_count",
+                                  f"{len(row)} fields, header has {len(header)}", ",".join(row)))
+            continue
+        out.append(json.dumps(dict(zip(header, row, strict=True)), ensure_ascii=False))
+        line_nos.append(reader.line_num)
+    return out, line_nos, rejects
+
+
+class FileIngestor:
+    """Reads one path against its stored state. Parsing happens before the write window opens."""
+
+    def __init__(self, settings: Settings, project: str | None = None) -> None:
+        self.settings = settings
+        self.project = project
+
+    def ingest(self, path: Path) -> FileResult:
+        path = path.resolve()
+        key, fmt = str(path), detect_format(path)
+        stat = path.stat()
+        with connect(self.settings) as conn:
+            prev = raw_logs.file_state(conn, key)
+        if prev and prev["size"] == stat.st_size and prev["mtime_ns"] == stat.st_mtime_ns:
+            return FileResult(key, fmt, "unchanged")
+        data = path.read_bytes()
+        state = {"path": key, "project_id": self.project, "format": fmt, "size": len(data),
+                 "mtime_ns": stat.st_mtime_ns, "parsed_bytes": len(data), "parsed_lines": 0,
+                 "prefix_sha256": "", "entries": 0, "rejects": 0}
+        whole_file_reject = self._whole_file_reject(key, fmt, data)
+        if whole_file_reject:
+            return self._write_rejected(state, whole_file_reject)
+        encoding = sniff_encoding(data[:4])
+        if fmt == "jsonl" and encoding == "utf-8":
+            settled = time.time() - stat.st_mtime > SETTLED_AFTER_S
+            return self._ingest_lines(state, data, prev, settled)
+        text = data.decode(encoding)  # other encodings were checked by _whole_file_reject
+        if fmt == "jsonl":
+            return self._write_json_lines(state, text.split("\n"), None, [])
+        if fmt == "csv":
+            return self._write_json_lines(state, *_csv_to_json_lines(text, key))
+        return self._ingest_structured(state, path, fmt, text)
+
+    # --- whole-file verdicts ----------------------------------------------------------------
+    def _whole_file_reject(self, key: str, fmt: str, data: bytes) -> Reject | None:
+        if fmt == "unsupported":
+            return Reject(key, None, None, "unsupported_format", "not .jsonl/.ndjson/.csv/.json or a daily note",
+                          escape(data, 4096))
+        if not data.strip():
+            return Reject(key, None, None, "empty_file", f"{len(data)} bytes of nothing", escape(data))
+        if is_binary(data[:8192]):
+            return Reject(key, None, None, "binary_file", "NUL bytes in the first 8 KiB", escape(data, 4096))
+        if fmt != "jsonl" or sniff_encoding(data[:4]) != "utf-8":
+            try:
+                data.decode(sniff_encoding(data[:4]))
+            except UnicodeDecodeError as exc:
+                return Reject(key, None, None, "invalid_encoding", str(exc), escape(data))
+        return None
+
+    def _write_rejected(self, state: dict, reject: Reject) -> FileResult:
+        with transaction(self.settings) as conn:
+            removed = raw_logs.forget_file(conn, state["path"])
+            raw_logs.insert_rejects(conn, [reject])
+            state.update(prefix_sha256=_sha256(b""), rejects=1)
+            raw_logs.save_file_state(conn, state)
+        return FileResult(state["path"], state["format"], "rejected", 0, removed, {reject.reason: 1})
+
+    # --- JSONL: append-aware -----------------------------------------------------------------
+    def _ingest_lines(self, state: dict, data: bytes, prev: dict | None, settled: bool) -> FileResult:
+        start, first_line = 0, 1
+        resumed = bool(
+            prev and prev["format"] == "jsonl" and len(data) >= prev["parsed_bytes"]
+            and _sha256(data[: prev["parsed_bytes"]]) == prev["prefix_sha256"]
+        )
+        if resumed:
+            start, first_line = prev["parsed_bytes"], prev["parsed_lines"] + 1
+            if data[start : start + 1] == b"\n":  # the newline ending a last line read before
+                start += 1
+        chunk = data[start:]
+        end = len(chunk)
+        if chunk and not chunk.endswith(b"\n") and not settled:
+            tail_start = chunk.rfind(b"\n") + 1
+            if not _is_json(chunk[tail_start:].decode("utf-8", "replace")):
+                end = tail_start  # a writer may be mid-line: leave the tail for the next run
+        body = chunk[:end]
+        text, rejects = decode_lines(body, source_file=state["path"], first_line_no=first_line)
+        n_lines = body.count(b"\n") + (0 if body.endswith(b"\n") or not body else 1)
+        state.update(parsed_bytes=start + end, parsed_lines=first_line - 1 + n_lines,
+                     prefix_sha256=_sha256(data[: start + end]))
+        return self._commit(state, rejects, "appended" if resumed else "ingested", full=not resumed,
+                            text=text, first_line_no=first_line)
+
+    def _write_json_lines(self, state: dict, lines: list[str], line_nos: list[int] | None,
+                          rejects: list[Reject]) -> FileResult:
+        if line_nos is None:
+            return self._commit(state, rejects, "ingested", full=True, text="\n".join(lines))
+        state.update(parsed_lines=len(lines), prefix_sha256=_sha256(b"%d" % state["size"]))
+        return self._commit(state, rejects, "ingested", full=True, lines=lines, line_nos=line_nos)
+
+    def _commit(self, state: dict, rejects: list[Reject], status: str, *, full: bool, **source: Any) -> FileResult:
+        s = self.settings
+        with transaction(s) as conn:
+            before = raw_logs.count_file(conn, state["path"])[0]
+            if full:
+                raw_logs.forget_file(conn, state["path"])
+            raw_logs.stage_lines(
+                conn, source_file=state["path"], default_project=self.project, default_tz=s.timezone,
+                project_tz=s.project_timezones, column_map=s.column_map, max_line_bytes=s.max_line_bytes, **source,
+            )
+            counts = raw_logs.commit_staged(conn, source=state["format"], source_file=state["path"])
+            raw_logs.insert_rejects(conn, rejects)
+            for r in rejects:
+                counts[r.reason] = counts.get(r.reason, 0) + 1
+            state["entries"], state["rejects"] = raw_logs.count_file(conn, state["path"])
+            raw_logs.save_file_state(conn, state)
+        after = state["entries"]
+        return FileResult(state["path"], state["format"], status, max(0, after - before), max(0, before - after),
+                          counts)
+
+    # --- notes and LoCoMo: re-read whole, keep unchanged ids ---------------------------------
+    def _ingest_structured(self, state: dict, path: Path, fmt: str, text: str) -> FileResult:
+        s = self.settings
+        if fmt == "note":
+            project = self.project or s.notes_project
+            entries, rejects = note_entries(path, text, project, s.tz_for(project), s.max_line_bytes)
+        else:
+            tz = s.tz_for(self.project) if self.project else s.tz_for("")
+            entries, rejects = locomo_entries(path, text, self.project, tz)
+        state.update(prefix_sha256=_sha256(text.encode()), parsed_lines=text.count("\n") + 1)
+        with transaction(s) as conn:
+            removed = raw_logs.remove_entries_not_in(conn, state["path"], [e.entry_id for e in entries])
+            raw_logs.clear_rejects(conn, state["path"])
+            added = raw_logs.insert_entries(conn, entries)
+            raw_logs.insert_rejects(conn, rejects)
+            state["entries"], state["rejects"] = raw_logs.count_file(conn, state["path"])
+            raw_logs.save_file_state(conn, state)
+        counts: dict[str, int] = {}
+        for r in rejects:
+            counts[r.reason] = counts.get(r.reason, 0) + 1
+        return FileResult(state["path"], fmt, "ingested", added, removed, counts)
+
+
+def _is_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,1 @@
+"""Distilled memories: the shared model, embeddings, and search scoring."""

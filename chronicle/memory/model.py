@@ -1,0 +1,78 @@
+"""A memory in seed 002's shape, validated, plus the lineage Chronicle adds."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from chronicle.settings import KNOWLEDGE_FILES
+
+TargetFile = Literal["MEMORY.md", "SOUL.md", "USER.md", "IDENTITY.md", "AGENTS.md", "TOOLS.md"]
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+class Memory(BaseModel):
+    """One distilled memory (seed 002: content, summary, keyInfo, tags, importance, targetFile, action)."""
+
+    content: str = Field(min_length=1)
+    summary: str = Field(min_length=1)
+    key_info: list[str] = Field(default_factory=list, alias="keyInfo")
+    tags: list[str] = Field(default_factory=list)
+    importance: float = Field(ge=0.0, le=1.0)
+    target_file: TargetFile = Field(alias="targetFile")
+    action: Literal["append", "overwrite"] = "append"
+    source: str = ""
+    """Daily-note file name(s) the memory came from, e.g. `2026-03-23.md`."""
+    source_entry_ids: list[str] = Field(default_factory=list)
+
+    model_config = {"populate_by_name": True, "extra": "ignore"}
+
+    @field_validator("tags")
+    @classmethod
+    def _clean_tags(cls, tags: list[str]) -> list[str]:
+        out: list[str] = []
+        for tag in tags:
+            t = tag.strip().lstrip("#").strip()
+            if t and t not in out:
+                out.append(t)
+        return out
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.content)
+
+    @property
+    def language(self) -> str:
+        return detect_language(self.content)
+
+    def memory_id(self, created: datetime) -> str:
+        """Seed 002 ids look like `2026-03-23-xxx`; the suffix is the content hash so reruns agree."""
+        return f"{created:%Y-%m-%d}-{self.content_hash[:12]}"
+
+
+def normalise(text: str) -> str:
+    """Text as compared for exact duplicates: NFKC, case-folded, whitespace and trailing punctuation folded."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = re.sub(r"\s+", " ", text).strip()
+    return text.rstrip("。.!！?？;；,， ")
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()
+
+
+def detect_language(text: str) -> str:
+    """`zh` when CJK characters make up a fair share of the letters, else `en` (enough for routing/FTS)."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return "und"
+    cjk = sum(1 for c in letters if _CJK.match(c))
+    return "zh" if cjk / len(letters) >= 0.2 else "en"
+
+
+assert set(KNOWLEDGE_FILES) == set(TargetFile.__args__)  # type: ignore[attr-defined]

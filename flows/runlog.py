@@ -1,0 +1,36 @@
+"""Run bookkeeping shared by every flow: a `pipeline_runs` row that ends COMPLETED or FAILED."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from prefect.runtime import flow_run
+
+from chronicle.settings import Settings
+from storage import runs
+from storage.db import connect
+
+
+def current_flow_run_id() -> str:
+    """The Prefect flow run id, or a fresh id when called outside a flow (plain Python use)."""
+    return str(flow_run.get_id() or uuid.uuid4())
+
+
+@contextmanager
+def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Record the run; the caller fills the yielded dict with counts for the final row."""
+    run_id = current_flow_run_id()
+    counts: dict[str, Any] = {}
+    with connect(settings) as conn:
+        runs.run_started(conn, run_id, flow_name, parameters)
+    try:
+        yield counts
+    except BaseException as exc:
+        with connect(settings) as conn:
+            runs.run_finished(conn, run_id, "FAILED", counts, f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    with connect(settings) as conn:
+        runs.run_finished(conn, run_id, "COMPLETED", counts)

@@ -1,0 +1,109 @@
+"""DuckDB connections: short, serialised write windows that survive a busy file.
+
+DuckDB lets one process hold the file for writing, and even a read-only connection from another
+process conflicts with it. So every Chronicle connection is short-lived and taken under a
+cross-process file lock (`<db>.lock`), and a file held by someone who does not take that lock
+(an analyst's `duckdb` shell) is waited for with backoff and a log line instead of crashing.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+from filelock import FileLock, Timeout
+
+from chronicle.settings import Settings, get_settings
+from storage.migrations import apply_migrations
+
+log = logging.getLogger("chronicle.storage")
+
+_thread_lock = threading.RLock()
+_migrated: set[Path] = set()
+
+
+class DatabaseBusyError(RuntimeError):
+    """The DuckDB file stayed locked by another process for longer than `db_lock_timeout_s`."""
+
+
+def _is_lock_conflict(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text and ("conflicting" in text or "could not set" in text)
+
+
+def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnection:
+    attempt = 0
+    while True:
+        try:
+            conn = duckdb.connect(str(path), read_only=read_only)
+            # Timestamps are stored as naive UTC; make TIMESTAMPTZ display agree on every machine.
+            conn.execute("SET TimeZone = 'UTC'")
+            return conn
+        except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            if not _is_lock_conflict(exc):
+                raise
+            attempt += 1
+            if time.monotonic() > deadline:
+                raise DatabaseBusyError(
+                    f"{path} is held by another process (e.g. an open duckdb shell) and was not released "
+                    f"in time; close it or query the snapshot instead. Last error: {exc}"
+                ) from exc
+            delay = min(5.0, 0.05 * 2**attempt) * (0.5 + random.random() / 2)
+            log.warning("DuckDB file %s is held by another process; waiting %.2fs (attempt %d)", path, delay, attempt)
+            time.sleep(delay)
+
+
+@contextmanager
+def connect(settings: Settings | None = None, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the pipeline database for one short unit of work.
+
+    Writers and readers of this process tree are serialised by `<db>.lock`; keep the `with` block
+    short (no LLM calls inside) so concurrent flow runs interleave instead of queueing for minutes.
+    """
+    settings = settings or get_settings()
+    path = settings.db_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path) + ".lock", thread_local=False)
+    with _thread_lock:
+        try:
+            lock.acquire(timeout=settings.db_lock_timeout_s)
+        except Timeout as exc:
+            raise DatabaseBusyError(f"another Chronicle process kept {path}.lock for {exc}") from exc
+        try:
+            deadline = time.monotonic() + settings.db_lock_timeout_s
+            # A missing file cannot be opened read-only; the first open creates and migrates it.
+            ro = read_only and path.exists() and path in _migrated
+            conn = _open(path, ro, deadline)
+            try:
+                if not ro and path not in _migrated:
+                    apply_migrations(conn)
+                    _migrated.add(path)
+                yield conn
+            finally:
+                conn.close()
+        finally:
+            lock.release()
+
+
+@contextmanager
+def transaction(settings: Settings | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A write connection inside BEGIN/COMMIT: all of the block lands, or none of it."""
+    with connect(settings) as conn:
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
+def forget_migrations() -> None:
+    """Make the next connection re-check migrations (tests that delete database files)."""
+    _migrated.clear()

@@ -1,0 +1,267 @@
+"""Raw-log store: per-file state, and the SQL stage that turns JSON lines into week-bucketed rows.
+
+JSONL/CSV lines are validated, timestamped and bucketed inside DuckDB (vectorised) rather than
+row by row in Python: that is what keeps ingest close to DuckDB's own `read_json` speed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from chronicle.ingest.model import Entry, Reject
+
+CANONICAL = ("project_id", "ts", "actor", "type", "content")
+
+_REASON_SQL = """
+CASE WHEN strlen(raw) > $max_bytes THEN 'line_too_long'
+     WHEN j IS NULL THEN 'invalid_json'
+     WHEN json_type(j) <> 'OBJECT' THEN 'not_an_object'
+     WHEN project_id IS NULL THEN 'missing_project'
+     WHEN ts_text IS NULL THEN 'missing_timestamp'
+     WHEN ts_tz IS NULL THEN 'invalid_timestamp'
+     WHEN ts_tz > $now + INTERVAL 2 DAY THEN 'future_timestamp'
+     WHEN ts_tz < TIMESTAMPTZ '1970-01-01 00:00:00+00' THEN 'implausible_timestamp'
+     WHEN content IS NULL OR trim(content) = '' THEN 'missing_content'
+END"""
+
+
+def _lit(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _json_path(key: str) -> str:
+    # Quoted so dots or spaces in export column names are not read as path syntax.
+    return "$." + json.dumps(key)
+
+
+def stage_lines_sql(column_map: dict[str, str], project_tz: dict[str, str], from_text: bool) -> str:
+    """SQL turning lines (`$text`, or the registered Arrow table `src`) into the `staged` rows.
+
+    All candidate keys are extracted in ONE `json_extract_string(j, [paths])` call per line,
+    which is what keeps this close to DuckDB's own `read_json`.
+    """
+    paths: list[str] = []
+    fields: dict[str, str] = {}
+    for name in CANONICAL:
+        keys = [src for src, dst in column_map.items() if dst == name] + [name]
+        idx = []
+        for key in keys:
+            paths.append(_json_path(key))
+            idx.append(f"v[{len(paths)}]")
+        fields[name] = f"coalesce({', '.join(idx)})"
+    path_list = "[" + ", ".join(_lit(p) for p in paths) + "]"
+    used = sorted({*CANONICAL, *column_map})
+    patch = _lit(json.dumps(dict.fromkeys(used)))
+    tz_expr = "$default_tz"
+    if project_tz:
+        whens = " ".join(f"WHEN {_lit(p)} THEN {_lit(tz)}" for p, tz in project_tz.items())
+        tz_expr = f"CASE project_id {whens} ELSE $default_tz END"
+    if from_text:
+        source = """SELECT ($first_line + i - 1)::BIGINT AS line_no, NULL::BIGINT AS byte_offset,
+                           rtrim(raw, chr(13)) AS raw
+                    FROM (SELECT unnest(arr) AS raw, generate_subscripts(arr, 1) AS i
+                          FROM (SELECT string_split($text, chr(10)) AS arr))"""
+    else:
+        source = "SELECT line_no, byte_offset, rtrim(raw, chr(13)) AS raw FROM src"
+    return f"""
+WITH s AS ({source}),
+c AS (SELECT *, CASE WHEN strlen(raw) <= $max_bytes THEN try_cast(raw AS JSON) END AS j
+      FROM s WHERE trim(raw) <> ''),
+e AS (SELECT *, CASE WHEN json_type(j) = 'OBJECT' THEN json_extract_string(j, {path_list}) END AS v FROM c),
+f AS (
+  SELECT line_no, byte_offset, raw, j,
+    nullif(trim(coalesce({fields["project_id"]}, $default_project)), '') AS project_id,
+    nullif(trim({fields["ts"]}), '') AS ts_text,
+    nullif(trim({fields["actor"]}), '') AS actor,
+    lower(coalesce(nullif(trim({fields["type"]}), ''), 'message')) AS type,
+    {fields["content"]} AS content
+  FROM e
+),
+t AS (
+  SELECT *,
+    CASE WHEN regexp_matches(ts_text, '([zZ]|[+-]\\d\\d(:?\\d\\d)?)$') THEN try_cast(ts_text AS TIMESTAMPTZ)
+         ELSE timezone({tz_expr}, try_cast(ts_text AS TIMESTAMP)) END AS ts_tz,
+    {tz_expr} AS tz
+  FROM f
+),
+r AS (SELECT *, {_REASON_SQL} AS reason FROM t)
+SELECT line_no, byte_offset, raw, reason, project_id, actor, type, content,
+  substr(md5($file || chr(31) || line_no::VARCHAR || chr(31) || raw), 1, 24) AS entry_id,
+  CASE WHEN reason IS NULL THEN json_merge_patch(j, {patch}) END AS metadata,
+  CASE WHEN reason IS NULL THEN timezone('UTC', ts_tz) END AS ts,
+  CASE WHEN reason IS NULL THEN timezone(tz, ts_tz) END AS local_ts
+FROM r"""
+
+
+def _unregister(conn: duckdb.DuckDBPyConnection, *names: str) -> None:
+    # After a failed statement the transaction is aborted and unregister raises too; the first error matters.
+    for name in names:
+        with contextlib.suppress(duckdb.Error):
+            conn.unregister(name)
+
+
+def stage_lines(
+    conn: duckdb.DuckDBPyConnection,
+    *,
+    source_file: str,
+    text: str | None = None,
+    first_line_no: int = 1,
+    lines: Sequence[str] | None = None,
+    line_nos: Sequence[int] | None = None,
+    default_project: str | None,
+    default_tz: str,
+    project_tz: dict[str, str],
+    column_map: dict[str, str],
+    max_line_bytes: int,
+) -> None:
+    """Validate lines into the temp table `staged` (one row per non-blank line, `reason` NULL if good).
+
+    Give either `text` (a JSONL body; split inside DuckDB, numbered from `first_line_no`) or
+    `lines` with their `line_nos` (CSV rows already turned into JSON objects).
+    """
+    params = {"max_bytes": max_line_bytes, "default_project": default_project, "default_tz": default_tz,
+              "now": datetime.now(UTC), "file": source_file}
+    sql = stage_lines_sql(column_map, project_tz, from_text=text is not None)
+    if text is not None:
+        # string_split of an empty string yields one empty line, which the blank-line filter drops.
+        params.update(text=text, first_line=first_line_no)
+        conn.execute(f"CREATE OR REPLACE TEMP TABLE staged AS {sql}", params)
+        return
+    assert lines is not None and line_nos is not None
+    src = pa.table({"line_no": pa.array(line_nos, pa.int64()), "byte_offset": pa.nulls(len(lines), pa.int64()),
+                    "raw": pa.array(lines, pa.string())})
+    conn.register("src", src)
+    try:
+        conn.execute(f"CREATE OR REPLACE TEMP TABLE staged AS {sql}", params)
+    finally:
+        _unregister(conn, "src")
+
+
+def commit_staged(conn: duckdb.DuckDBPyConnection, *, source: str, source_file: str) -> dict[str, int]:
+    """Move `staged` into raw_logs / rejects; returns rejects by reason.
+
+    No primary-key index on raw_logs (it made inserts several times slower); ids already stored
+    for this file are skipped by an anti-join, which is what keeps re-reads idempotent.
+    """
+    conn.execute(
+        """
+        INSERT INTO raw_logs (entry_id, project_id, source, source_file, line_no, byte_offset, ts,
+            local_date, iso_year, iso_week, week_number, actor, type, content, metadata)
+        SELECT entry_id, project_id, $source, $file, line_no, byte_offset, ts,
+            CAST(local_ts AS DATE), isoyear(local_ts), week(local_ts), isoyear(local_ts) * 100 + week(local_ts),
+            actor, type, content, metadata
+        FROM staged
+        WHERE reason IS NULL
+          AND entry_id NOT IN (SELECT entry_id FROM raw_logs WHERE source_file = $file)
+        """,
+        {"file": source_file, "source": source},
+    )
+    conn.execute(
+        """
+        INSERT OR IGNORE INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw)
+        SELECT substr(md5($file || chr(31) || line_no::VARCHAR || chr(31) || reason), 1, 24),
+               $file, line_no, byte_offset, reason,
+               CASE reason WHEN 'invalid_timestamp' THEN 'cannot parse ts for project ' || coalesce(project_id, '')
+               END, raw
+        FROM staged WHERE reason IS NOT NULL
+        """,
+        {"file": source_file},
+    )
+    return dict(conn.execute("SELECT reason, count(*) FROM staged WHERE reason IS NOT NULL GROUP BY 1").fetchall())
+
+
+def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry]) -> int:
+    """Insert parsed entries (notes, LoCoMo); existing ids are left alone. Returns rows added."""
+    if not entries:
+        return 0
+    rows = [asdict(e) for e in entries]
+    for row in rows:
+        row["week_number"] = row["iso_year"] * 100 + row["iso_week"]
+        row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False)
+    table = pa.Table.from_pylist(rows)
+    before = conn.execute("SELECT count(*) FROM raw_logs").fetchall()[0][0]
+    conn.register("new_entries", table)
+    try:
+        conn.execute(
+            """INSERT INTO raw_logs (entry_id, project_id, source, source_file, line_no, byte_offset, ts,
+                 local_date, iso_year, iso_week, week_number, actor, type, content, metadata)
+               SELECT entry_id, project_id, source, source_file, line_no, byte_offset, ts, local_date, iso_year,
+                 iso_week, week_number, actor, type, content, metadata::JSON FROM new_entries
+               WHERE entry_id NOT IN (SELECT entry_id FROM raw_logs
+                                      WHERE source_file IN (SELECT DISTINCT source_file FROM new_entries))"""
+        )
+    finally:
+        _unregister(conn, "new_entries")
+    return conn.execute("SELECT count(*) FROM raw_logs").fetchall()[0][0] - before
+
+
+def remove_entries_not_in(conn: duckdb.DuckDBPyConnection, source_file: str, keep_ids: Sequence[str]) -> int:
+    """A rewritten file: drop its rows that the new version no longer has."""
+    conn.register("keep_ids", pa.table({"entry_id": pa.array(list(keep_ids), pa.string())}))
+    try:
+        n = conn.execute(
+            "SELECT count(*) FROM raw_logs WHERE source_file = ? AND entry_id NOT IN (SELECT entry_id FROM keep_ids)",
+            [source_file],
+        ).fetchall()[0][0]
+        conn.execute(
+            "DELETE FROM raw_logs WHERE source_file = ? AND entry_id NOT IN (SELECT entry_id FROM keep_ids)",
+            [source_file],
+        )
+    finally:
+        _unregister(conn, "keep_ids")
+    return n
+
+
+def forget_file(conn: duckdb.DuckDBPyConnection, source_file: str) -> int:
+    """Remove every row and reject of a file before it is re-read from the start."""
+    n = conn.execute("SELECT count(*) FROM raw_logs WHERE source_file = ?", [source_file]).fetchall()[0][0]
+    conn.execute("DELETE FROM raw_logs WHERE source_file = ?", [source_file])
+    conn.execute("DELETE FROM rejects WHERE source_file = ?", [source_file])
+    return n
+
+
+def clear_rejects(conn: duckdb.DuckDBPyConnection, source_file: str) -> None:
+    conn.execute("DELETE FROM rejects WHERE source_file = ?", [source_file])
+
+
+def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -> None:
+    if not rejects:
+        return
+    conn.executemany(
+        "INSERT OR IGNORE INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [[r.reject_id, r.source_file, r.line_no, r.byte_offset, r.reason, r.detail, r.raw] for r in rejects],
+    )
+
+
+def file_state(conn: duckdb.DuckDBPyConnection, path: str) -> dict[str, Any] | None:
+    cur = conn.execute("SELECT * FROM ingest_files WHERE path = ?", [path])
+    rows = cur.fetchall()
+    if not rows:
+        return None
+    return dict(zip([d[0] for d in cur.description], rows[0], strict=True))
+
+
+def save_file_state(conn: duckdb.DuckDBPyConnection, state: dict[str, Any]) -> None:
+    conn.execute(
+        """INSERT OR REPLACE INTO ingest_files (path, project_id, format, size, mtime_ns, parsed_bytes,
+             parsed_lines, prefix_sha256, entries, rejects, ingested_at)
+           VALUES ($path, $project_id, $format, $size, $mtime_ns, $parsed_bytes, $parsed_lines,
+             $prefix_sha256, $entries, $rejects, current_timestamp)""",
+        state,
+    )
+
+
+def count_file(conn: duckdb.DuckDBPyConnection, path: str) -> tuple[int, int]:
+    """(rows, rejects) currently stored for one file."""
+    rows = conn.execute("SELECT count(*) FROM raw_logs WHERE source_file = ?", [path]).fetchall()[0][0]
+    rej = conn.execute("SELECT count(*) FROM rejects WHERE source_file = ?", [path]).fetchall()[0][0]
+    return rows, rej

@@ -1,0 +1,25 @@
+"""Ingest tasks: thin Prefect wrappers over `chronicle.ingest` (no retries: nothing here is networked)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from chronicle.ingest.detect import discover
+from chronicle.ingest.pipeline import FileIngestor
+from chronicle.settings import get_settings
+
+
+@task(name="discover-files", cache_policy=NO_CACHE)
+def discover_files(paths: list[str]) -> tuple[list[str], list[str]]:
+    files, skipped = discover([Path(p) for p in paths])
+    return [str(f) for f in files], [str(s) for s in skipped]
+
+
+# The file's own state in `ingest_files` is the cache: an unchanged file is skipped there.
+@task(name="ingest-file", task_run_name="ingest {path}", cache_policy=NO_CACHE)
+def ingest_file(path: str, project: str | None) -> dict:
+    return asdict(FileIngestor(get_settings(), project).ingest(Path(path)))

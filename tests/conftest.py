@@ -1,0 +1,63 @@
+"""Session-wide real Prefect API, per-test data folders, and the local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+for _name in [k for k in os.environ if k in {"LLM_URL", "LLM_MODEL", "LLM_API_KEY", "EMBEDDING_URL",
+                                             "EMBEDDING_MODEL", "EMBEDDING_API_KEY", "DISTILL_DAYS"}
+              or k.startswith("CHRONICLE_")]:
+    # A developer's own endpoint or data folder must never leak into the tests.
+    del os.environ[_name]
+
+pytest_plugins = ["tests.fakellm.plugin"]
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prefect_api() -> Iterator[None]:
+    """One real Prefect API (SQLite-backed server) for the whole session; starting it takes ~13 s."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture()
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh CHRONICLE_HOME (DuckDB file, LanceDB folder, workspace) for one test."""
+    from chronicle.settings import reset_settings
+    from storage.db import forget_migrations
+
+    h = tmp_path / "home"
+    monkeypatch.setenv("CHRONICLE_HOME", str(h))
+    monkeypatch.chdir(tmp_path)
+    reset_settings()
+    forget_migrations()
+    yield h
+    reset_settings()
+
+
+@pytest.fixture()
+def settings(home: Path):
+    from chronicle.settings import get_settings
+
+    return get_settings()
+
+
+@pytest.fixture(scope="session")
+def sample_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The generated sample trial, written once per session (generation is deterministic)."""
+    from chronicle.sample import generate_sample
+
+    out = tmp_path_factory.mktemp("sample")
+    generate_sample(out)
+    return out

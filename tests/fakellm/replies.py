@@ -1,0 +1,124 @@
+"""Pure payload builders of the fake OpenAI-compatible server (no sockets here)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import struct
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+ERROR_MESSAGES = {
+    400: "Bad request",
+    401: "Incorrect API key provided",
+    403: "You are not allowed to use this model",
+    404: "The model does not exist or the URL is wrong",
+    422: "Unprocessable request",
+    429: "Rate limit reached, slow down",
+    500: "Internal server error",
+    502: "Bad gateway",
+    503: "Model is loading, try again",
+}
+
+
+@dataclass
+class Reply:
+    """One scripted answer. `content=None` means "let the responder answer"; `""` sends an empty message.
+
+    `raw_body` is sent verbatim (malformed bodies); `headers` are added to the response (e.g. Retry-After,
+    or Content-Type to override `application/json`). Usage counts default to len // 4 estimates.
+    """
+
+    status: int = 200
+    content: str | None = None
+    delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    raw_body: bytes | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    omit_usage: bool = False
+
+
+def message_text(content: Any) -> str:
+    """Text of a message `content`, which may be a string or a list of typed parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def default_responder(request: dict[str, Any]) -> str:
+    """A short deterministic Markdown answer derived from the last user message."""
+    users = [m for m in request.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
+    text = message_text(users[-1].get("content")) if users else ""
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+    head = " ".join(text.split())[:80] or "(empty)"
+    return f"## Summary\n\n- {head}\n- ref `{digest}`\n"
+
+
+def error_body(status: int, message: str | None = None) -> dict[str, Any]:
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    text = message or ERROR_MESSAGES.get(status, f"HTTP {status}")
+    return {"error": {"message": text, "type": kind, "param": None, "code": str(status)}}
+
+
+def chat_body(request: dict[str, Any], content: str, reply: Reply | None = None) -> dict[str, Any]:
+    messages = [m for m in request.get("messages", []) if isinstance(m, dict)]
+    prompt = "".join(message_text(m.get("content")) for m in messages)
+    prompt_tokens = len(prompt) // 4
+    completion = len(content) // 4
+    if reply and reply.prompt_tokens is not None:
+        prompt_tokens = reply.prompt_tokens
+    if reply and reply.completion_tokens is not None:
+        completion = reply.completion_tokens
+    body: dict[str, Any] = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model") or "fake-model",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion,
+            "total_tokens": prompt_tokens + completion,
+        },
+    }
+    if reply and reply.omit_usage:
+        del body["usage"]
+    return body
+
+
+def embed_text(text: str, dim: int) -> list[float]:
+    """Deterministic unit vector from a hash of `text`."""
+    raw = hashlib.shake_256(text.encode("utf-8")).digest(4 * dim)
+    values = [(n / 0xFFFFFFFF) * 2.0 - 1.0 for n in struct.unpack(f"<{dim}I", raw)]
+    norm = math.sqrt(sum(v * v for v in values)) or 1.0
+    return [v / norm for v in values]
+
+
+def embeddings_body(request: dict[str, Any], dim: int) -> dict[str, Any]:
+    inputs = request.get("input")
+    texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+    if not all(isinstance(t, str) for t in texts):
+        raise ValueError("fake server only embeds strings")
+    data = []
+    for i, text in enumerate(texts):
+        vector = embed_text(text, dim)
+        if request.get("encoding_format") == "base64":
+            encoded: Any = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode("ascii")
+        else:
+            encoded = vector
+        data.append({"object": "embedding", "index": i, "embedding": encoded})
+    tokens = sum(len(t) // 4 for t in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": request.get("model") or "fake-embedding",
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
