@@ -52,6 +52,7 @@ print(json.dumps({{"seconds": dt, "rows": r.entries_added, "rss_mb": rss}}))
 NATIVE = """
 import json, resource, time, duckdb
 conn = duckdb.connect({db!r})
+conn.execute("SET enable_progress_bar = false")
 t0 = time.perf_counter()
 conn.execute("CREATE TABLE t AS SELECT * FROM read_json({file!r}, format='newline_delimited')")
 n = conn.execute("SELECT count(*) FROM t").fetchall()[0][0]

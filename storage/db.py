@@ -44,6 +44,7 @@ def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnec
             conn = duckdb.connect(str(path), read_only=read_only)
             # Timestamps are stored as naive UTC; make TIMESTAMPTZ display agree on every machine.
             conn.execute("SET TimeZone = 'UTC'")
+            conn.execute("SET enable_progress_bar = false")  # it would print into the CLI's stdout
             return conn
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_conflict(exc):

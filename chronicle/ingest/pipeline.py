@@ -125,13 +125,23 @@ class FileIngestor:
         n_lines = body.count(b"\n") + (0 if body.endswith(b"\n") or not body else 1)
         state.update(parsed_bytes=start + end, parsed_lines=first_line - 1 + n_lines,
                      prefix_sha256=_sha256(data[: start + end]))
-        return self._commit(state, rejects, "appended" if resumed else "ingested", full=not resumed,
-                            text=text, first_line_no=first_line)
+        status = "appended" if resumed else "ingested"
+        crlf = body.count(b"\r\n")
+        if not rejects and b"\x01" not in body and body.count(b"\r") == crlf:
+            try:
+                return self._commit(state, [], status, full=not resumed, path=state["path"],
+                                    first_line_no=first_line, last_line_no=first_line - 1 + n_lines,
+                                    new_line="\\r\\n" if crlf else "\\n")
+            except raw_logs.FastPathError:
+                pass  # e.g. a line over DuckDB's reader limit: the Arrow path below keeps it as a reject
+        lines = text.split("\n")[:n_lines]
+        return self._commit(state, rejects, status, full=not resumed, lines=lines,
+                            line_nos=range(first_line, first_line + len(lines)))
 
     def _write_json_lines(self, state: dict, lines: list[str], line_nos: list[int] | None,
                           rejects: list[Reject]) -> FileResult:
         if line_nos is None:
-            return self._commit(state, rejects, "ingested", full=True, text="\n".join(lines))
+            line_nos = list(range(1, len(lines) + 1))
         state.update(parsed_lines=len(lines), prefix_sha256=_sha256(b"%d" % state["size"]))
         return self._commit(state, rejects, "ingested", full=True, lines=lines, line_nos=line_nos)
 
