@@ -153,8 +153,25 @@ class Settings(BaseSettings):
     distill_chunk_chars: int = 6000
     """Characters of (redacted) note text per distillation prompt; a bigger day is split into several chunks."""
 
+    search_fulltext_weight: float = 0.5
+    """Share of full-text (BM25, max-normalised per query) in hybrid memory search's semantic relevance."""
+
     ann_min_rows: int = 50_000
-    """Memory-table size from which an approximate (IVF_HNSW_SQ) vector index is built; below it search is exact."""
+    """Memory-table size from which an approximate (IVF_SQ) vector index is built; below it search is exact."""
+
+    # --- deployments (issue 5) -------------------------------------------------------------
+    source_paths: list[str] = Field(default_factory=list)
+    """Files or folders the scheduled `ingest` deployment reads (recursive). Empty = its schedule is created paused."""
+
+    ingest_interval_minutes: int = Field(default=60, ge=1)
+    """Minutes between two scheduled ingest runs over `source_paths`."""
+
+    backfill_max_workers: int | None = Field(default=None, ge=1)
+    """Weeks summarised at once by a backfill/weekly run (task threads); default 2 × `llm_concurrency`,
+    so one week's DuckDB work overlaps another week's LLM call."""
+
+    chronicle_context_tokens: int = Field(default=32000, ge=500)
+    """Token budget of the chronicle block `chronicle ask` sends; older weeks fold into rollups beyond it."""
 
     @classmethod
     def settings_customise_sources(

@@ -10,9 +10,11 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 
+from chronicle.params import OptionalProjectId, SourcePaths
 from chronicle.progress import report
 from chronicle.settings import get_settings
 from flows.runlog import tracked_run
+from storage.snapshot import publish_snapshot
 from tasks.ingest import discover_files, ingest_file
 
 
@@ -33,7 +35,7 @@ def _run_name() -> str:
 
 
 @flow(name="ingest-logs", flow_run_name=_run_name, log_prints=False)
-def ingest_logs(paths: list[str], project: str | None = None) -> dict[str, Any]:
+def ingest_logs(paths: SourcePaths, project: OptionalProjectId = None) -> dict[str, Any]:
     """Ingest daily notes, JSONL/NDJSON, CSV and LoCoMo files found under `paths` (recursive).
 
     An unchanged file is skipped, an appended one adds only its new lines, a rewritten one is
@@ -60,4 +62,5 @@ def ingest_logs(paths: list[str], project: str | None = None) -> dict[str, Any]:
                     sum(rejects.values()))
         create_markdown_artifact(markdown=_summary_markdown(summary), key="ingest-summary",
                                  description="What the last ingest read and refused")
+    publish_snapshot(settings)  # analysts query the snapshot, never the file flows write (docs/deploy.md)
     return summary

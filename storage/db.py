@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -37,14 +38,23 @@ def _is_lock_conflict(exc: Exception) -> bool:
     return "lock" in text and ("conflicting" in text or "could not set" in text)
 
 
+def _holder(exc: Exception) -> str:
+    # DuckDB names the holder: "... Conflicting lock is held in /usr/bin/python3 (PID 1234) ..."
+    match = re.search(r"held in (.+?\(PID \d+\))", str(exc))
+    return match.group(1) if match else "another process"
+
+
 def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnection:
-    attempt = 0
+    attempt, waited_since = 0, None
     while True:
         try:
             conn = duckdb.connect(str(path), read_only=read_only)
             # Timestamps are stored as naive UTC; make TIMESTAMPTZ display agree on every machine.
             conn.execute("SET TimeZone = 'UTC'")
             conn.execute("SET enable_progress_bar = false")  # it would print into the CLI's stdout
+            if waited_since is not None:
+                log.warning("DuckDB file %s is free again after %.1fs; continuing", path,
+                            time.monotonic() - waited_since)
             return conn
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_conflict(exc):
@@ -52,12 +62,14 @@ def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnec
             attempt += 1
             if time.monotonic() > deadline:
                 raise DatabaseBusyError(
-                    f"{path} is held by another process (e.g. an open duckdb shell) and was not released "
-                    f"in time; close it or query the snapshot instead. Last error: {exc}"
+                    f"{path} is held by {_holder(exc)} (e.g. an open duckdb shell) and was not released "
+                    f"in time; close it, or query the snapshot instead. Last error: {exc}"
                 ) from exc
-            delay = min(5.0, 0.05 * 2**attempt) * (0.5 + random.random() / 2)
-            log.warning("DuckDB file %s is held by another process; waiting %.2fs (attempt %d)", path, delay, attempt)
-            time.sleep(delay)
+            if waited_since is None:
+                waited_since = time.monotonic()
+                log.warning("DuckDB file %s is held by %s; waiting for it (up to %.0fs)", path, _holder(exc),
+                            deadline - waited_since)
+            time.sleep(min(5.0, 0.05 * 2**attempt) * (0.5 + random.random() / 2))
 
 
 @contextmanager
@@ -73,9 +85,13 @@ def connect(settings: Settings | None = None, *, read_only: bool = False) -> Ite
     lock = FileLock(str(path) + ".lock", thread_local=False)
     with _thread_lock:
         try:
-            lock.acquire(timeout=settings.db_lock_timeout_s)
-        except Timeout as exc:
-            raise DatabaseBusyError(f"another Chronicle process kept {path}.lock for {exc}") from exc
+            lock.acquire(timeout=1.0)
+        except Timeout:
+            log.warning("another Chronicle process is writing %s; waiting for its lock", path)
+            try:
+                lock.acquire(timeout=settings.db_lock_timeout_s)
+            except Timeout as exc:
+                raise DatabaseBusyError(f"another Chronicle process kept {path}.lock for {exc}") from exc
         try:
             deadline = time.monotonic() + settings.db_lock_timeout_s
             # A missing file cannot be opened read-only; the first open creates and migrates it.

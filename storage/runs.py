@@ -29,11 +29,14 @@ def run_finished(conn: duckdb.DuckDBPyConnection, flow_run_id: str, state: str, 
     )
 
 
-def recent_runs(conn: duckdb.DuckDBPyConnection, limit: int = 20) -> list[dict[str, Any]]:
+def recent_runs(conn: duckdb.DuckDBPyConnection, limit: int = 20,
+                flow_name: str | None = None) -> list[dict[str, Any]]:
+    """Newest runs first; `flow_name` matches part of the flow's name."""
     cur = conn.execute(
         "SELECT flow_run_id, flow_name, state, started_at, ended_at, parameters, counts, message "
-        "FROM pipeline_runs ORDER BY started_at DESC LIMIT ?",
-        [limit],
+        "FROM pipeline_runs WHERE $flow IS NULL OR flow_name ILIKE '%' || $flow || '%' "
+        "ORDER BY started_at DESC LIMIT $limit",
+        {"flow": flow_name, "limit": limit},
     )
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]

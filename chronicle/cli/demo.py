@@ -49,6 +49,24 @@ def run_demo(home: str | None, seed: int) -> Settings:
     print_week_table(trial[:6] + trial[-3:])
     console.print(f"... {len(trial)} project-weeks in all; full table: chronicle weeks --home {settings.home}")
 
+    _step("3. weekly chronicle: backfill every sample week")
+    from chronicle.cli.report_cmds import demo_weekly
+
+    demo_weekly(settings)
+
+    _step("4. distill the daily notes into LanceDB and the knowledge files")
+    from chronicle.cli.memory_cmds import demo_distill
+
+    demo_distill(settings)
+
+    _step("5. charts")
+    from chronicle.cli.analyst_cmds import write_charts
+
+    chart_dir = settings.home.resolve() / "charts"
+    for project in manifest.projects:
+        for path in write_charts(project, chart_dir):
+            console.print(f"chart: {path}")
+
     _step("done")
     console.print(f"DuckDB: {settings.db_path}")
     sql = "select week_number, count(*) from raw_logs group by 1 order by 1"

@@ -106,7 +106,7 @@ def _register_subcommands() -> None:
     # Each capability registers its commands from its own module, keeping this file small.
     import importlib
 
-    for name in ("demo", "report_cmds", "memory_cmds"):
+    for name in ("demo", "report_cmds", "memory_cmds", "ops_cmds", "analyst_cmds"):
         try:
             module = importlib.import_module(f"chronicle.cli.{name}")
         except ModuleNotFoundError as exc:  # while a capability's module is being written

@@ -10,10 +10,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.reliability.killer import kill_at, kill_points, python_cmd, run
+from tests.reliability.killer import python_cmd
+from tests.reliability.procs import MARK, kill_marked, run_marked, spread_points
 
-# The file-level ingest without Prefect start-up, so kill points land in the DuckDB writes.
-INGEST = """
+# The file-level ingest without Prefect start-up; kill points are timed from MARK, after the imports.
+INGEST = f"""
 import sys
 from pathlib import Path
 from chronicle.ingest.detect import discover
@@ -21,6 +22,7 @@ from chronicle.ingest.pipeline import FileIngestor
 from chronicle.settings import get_settings
 files, _ = discover([Path(sys.argv[1])])
 ing = FileIngestor(get_settings())
+print({MARK!r}, flush=True)
 for f in files:
     ing.ingest(f)
 """
@@ -49,15 +51,14 @@ def test_kill_during_ingest_then_rerun(tmp_path: Path, sample_dir: Path) -> None
     cmd = [*python_cmd(INGEST), str(logs)]
 
     clean_env = {**base_env, "CHRONICLE_HOME": str(tmp_path / "clean")}
-    duration = run(cmd, clean_env, tmp_path)
+    duration, _ = run_marked(cmd, clean_env, tmp_path)
     expected, _, n_files = _state(tmp_path / "clean" / "chronicle.duckdb")
 
     killed = 0
-    # Start-up (imports) takes ~1 s; the writes fill the rest of `duration`.
-    for i, point in enumerate(kill_points(seed=20261130, n=8, start=1.0, end=max(1.5, duration * 0.95))):
+    for i, point in enumerate(spread_points(seed=20261130, n=8, start=0.05, end=max(0.1, duration * 0.9))):
         env = {**base_env, "CHRONICLE_HOME": str(tmp_path / f"killed{i}")}
-        killed += kill_at(cmd, env, tmp_path, point)
-        run(cmd, env, tmp_path)
+        killed += kill_marked(cmd, env, tmp_path, point)
+        run_marked(cmd, env, tmp_path)
         rows, dupes, files = _state(tmp_path / f"killed{i}" / "chronicle.duckdb")
         assert dupes == 0, f"kill at {point:.2f}s"
         assert files == n_files, f"kill at {point:.2f}s"

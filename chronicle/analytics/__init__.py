@@ -1,0 +1,1 @@
+"""Analyst-facing outputs: charts and exports over the weekly stats."""

@@ -1,0 +1,112 @@
+"""Weekly trend charts as PNG: enrolment (bars + cumulative line) and safety signals (AE / SAE / deviations).
+
+Pure: rows in, files out. Matplotlib runs on the Agg backend (no display) and uses the Noto Sans
+CJK font shipped by the `mplfonts` package, so Chinese titles render on a bare server.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib import font_manager
+from matplotlib.ticker import MaxNLocator
+
+CHART_SIZE_IN = (11.0, 5.0)
+DPI = 110  # 11 x 5 in at 110 dpi = 1210 x 550 px
+
+
+def _cjk_font() -> str | None:
+    spec = importlib.util.find_spec("mplfonts")
+    if not spec or not spec.submodule_search_locations:
+        return None
+    path = Path(spec.submodule_search_locations[0]) / "fonts" / "NotoSansCJKsc-Regular.otf"
+    if not path.exists():
+        return None
+    font_manager.fontManager.addfont(str(path))
+    return font_manager.FontProperties(fname=str(path)).get_name()
+
+
+_FONT = _cjk_font()
+if _FONT:
+    plt.rcParams["font.sans-serif"] = [_FONT, "DejaVu Sans"]
+    plt.rcParams["font.family"] = "sans-serif"
+plt.rcParams["axes.unicode_minus"] = False
+
+
+def week_label(week_number: int) -> str:
+    return f"{week_number // 100}-W{week_number % 100:02d}"
+
+
+def _ticks(ax: Any, labels: Sequence[str]) -> None:
+    step = max(1, len(labels) // 14)  # about 14 readable labels whatever the range
+    positions = list(range(0, len(labels), step))
+    ax.set_xticks(positions)
+    ax.set_xticklabels([labels[i] for i in positions], rotation=45, ha="right", fontsize=8)
+    ax.set_xlim(-0.6, len(labels) - 0.4)
+
+
+def enrolment_chart(project_id: str, rows: Sequence[dict[str, Any]], out: Path) -> Path:
+    """Bars: subjects enrolled per ISO week; line: cumulative enrolment (right axis)."""
+    labels = [week_label(r["week_number"]) for r in rows]
+    x = range(len(rows))
+    fig, ax = plt.subplots(figsize=CHART_SIZE_IN, dpi=DPI)
+    ax.bar(x, [r["enrolled"] for r in rows], color="#4C78A8", label="每周入组 enrolled / week")
+    ax.set_ylabel("每周入组人数 (subjects / week)")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax2 = ax.twinx()
+    ax2.plot(x, [r["enrolled_total"] for r in rows], color="#F58518", linewidth=2, marker="o", markersize=3,
+             label="累计入组 cumulative")
+    ax2.set_ylabel("累计入组 (cumulative)")
+    ax2.set_ylim(bottom=0)
+    _ticks(ax, labels)
+    ax.set_xlabel("ISO 周 (ISO week)")
+    ax.set_title(f"{project_id} 入组进度 · Weekly enrolment")
+    handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+    ax.legend(handles, [h.get_label() for h in handles], loc="upper left", fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, out)
+
+
+def safety_chart(project_id: str, rows: Sequence[dict[str, Any]], out: Path) -> Path:
+    """Weekly AE, SAE and protocol deviations as lines."""
+    labels = [week_label(r["week_number"]) for r in rows]
+    x = list(range(len(rows)))
+    fig, ax = plt.subplots(figsize=CHART_SIZE_IN, dpi=DPI)
+    for key, name, color in (("ae", "不良事件 AE", "#E45756"), ("sae", "严重不良事件 SAE", "#72171A"),
+                             ("deviations", "方案偏离 deviations", "#54A24B")):
+        ax.plot(x, [r[key] for r in rows], label=name, color=color, linewidth=1.8, marker="o", markersize=3)
+    _ticks(ax, labels)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("ISO 周 (ISO week)")
+    ax.set_ylabel("每周例数 (events / week)")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(f"{project_id} 安全性与方案偏离 · AE / SAE / deviations")
+    ax.legend(loc="upper left", fontsize=8)
+    ax.grid(alpha=0.3)
+    return _save(fig, out)
+
+
+def _save(fig: Any, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    tmp = out.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=DPI)
+    plt.close(fig)
+    tmp.replace(out)  # a reader never sees half a PNG
+    return out
+
+
+def project_charts(project_id: str, rows: Sequence[dict[str, Any]], out_dir: Path) -> list[Path]:
+    """Both charts for one project; rows are `weekly_stats` rows in week order."""
+    if not rows:
+        raise ValueError(f"no weekly stats for project {project_id!r}: ingest its logs first")
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in project_id)
+    return [enrolment_chart(project_id, rows, out_dir / f"{safe}_enrolment.png"),
+            safety_chart(project_id, rows, out_dir / f"{safe}_safety.png")]

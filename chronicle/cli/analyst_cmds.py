@@ -1,0 +1,88 @@
+"""Analyst commands: `chronicle stats`, `chronicle export`, `chronicle chart`."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from chronicle.cli.common import console, err, load_settings
+from chronicle.weeks import IsoWeek
+
+STATS_COLUMNS = ("week_number", "entries", "messages", "enrolled", "enrolled_total", "ae", "sae", "deviations",
+                 "queries", "decisions", "report_status", "report_engine", "report_stale", "report_needs_review")
+
+
+def _week(value: str | None) -> int | None:
+    return IsoWeek.parse(value).number if value else None
+
+
+def stats_rows(project: str, start: str | None, end: str | None) -> list[dict]:
+    from storage.analytics import weekly_stats
+    from storage.db import connect
+
+    with connect(load_settings()) as conn:
+        return weekly_stats(conn, project, _week(start), _week(end))
+
+
+def write_charts(project: str, out_dir: Path) -> list[Path]:
+    from chronicle.analytics.charts import project_charts
+
+    return project_charts(project, stats_rows(project, None, None), out_dir)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def stats(project: str = typer.Option(..., "--project", "-p"),
+              start: str | None = typer.Option(None, "--from", help="First ISO week, e.g. 2026-W01."),
+              end: str | None = typer.Option(None, "--to", help="Last ISO week."),
+              fmt: str = typer.Option("table", "--format", help="table | csv | json"),
+              home: str | None = typer.Option(None, "--home")) -> None:
+        """Weekly stats of a project (the `weekly_stats` view), including weeks without a report."""
+        load_settings(home)
+        rows = stats_rows(project, start, end)
+        if not rows:
+            err.print(f"[red]no weeks for project {project!r}[/]")
+            raise typer.Exit(1)
+        if fmt == "json":
+            print(json.dumps(rows, default=str, ensure_ascii=False, indent=1))
+        elif fmt == "csv":
+            writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        elif fmt == "table":
+            table = Table(*STATS_COLUMNS, title=f"{project} weekly stats")
+            for row in rows:
+                table.add_row(*(str(row[c]) for c in STATS_COLUMNS))
+            console.print(table)
+        else:
+            raise typer.BadParameter("--format must be table, csv or json")
+
+    @app.command()
+    def export(out_dir: Path = typer.Argument(..., help="Folder for the Parquet files."),
+               fmt: str = typer.Option("parquet", "--format", help="Only parquet for now."),
+               home: str | None = typer.Option(None, "--home")) -> None:
+        """Every table and view as Parquet, for BI tools."""
+        if fmt != "parquet":
+            raise typer.BadParameter("only --format parquet is supported")
+        settings = load_settings(home)
+        from storage.analytics import export_parquet
+        from storage.db import connect
+
+        with connect(settings, read_only=True) as conn:
+            written = export_parquet(conn, out_dir)
+        for name, path, n in written:
+            console.print(f"{name:<24} {n:>8} rows -> {path}")
+
+    @app.command()
+    def chart(project: str = typer.Option(..., "--project", "-p"),
+              out: Path = typer.Option(Path("charts"), "--out", help="Folder for the PNG files."),
+              home: str | None = typer.Option(None, "--home")) -> None:
+        """Weekly enrolment (bars + cumulative) and AE / SAE / deviation charts as PNG."""
+        load_settings(home)
+        for path in write_charts(project, out):
+            console.print(f"chart: {path}")

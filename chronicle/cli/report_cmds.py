@@ -1,0 +1,336 @@
+"""`chronicle report show|edit|history|list`, `weekly`, `backfill`, `context`, `ask` — the weekly chronicle."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from chronicle.cli.common import console, err, load_settings, progress_bar
+from chronicle.settings import Settings
+from chronicle.weeks import IsoWeek
+
+HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
+ProjectOpt = typer.Option(..., "--project", "-p", help="Project id.")
+WeekOpt = typer.Option(..., "--week", "-w", help="ISO week, e.g. 2026-W05.")
+_COLS = ("project", "week", "outcome", "engine", "duration_s", "entries", "llm_calls", "needs_review")
+
+
+def engine_banner(settings: Settings) -> str:
+    """Which engine writes reports — said on every command that writes them."""
+    if settings.offline_llm:
+        return ("engine: [bold]offline-extractive[/] (no LLM_URL set: deterministic extractive reports; "
+                "configure an endpoint and rerun to regenerate those weeks with the model)")
+    from chronicle.llm import base_url
+
+    return f"engine: [bold]LLM {escape(settings.llm_model)}[/] at {escape(base_url(settings.llm_url or ''))}"
+
+
+def _table(*columns: str, title: str | None = None) -> Table:
+    """A table whose cells wrap instead of being cut with an ellipsis (ids, authors, reasons matter)."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+def _parse_week(text: str) -> IsoWeek:
+    try:
+        return IsoWeek.parse(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+
+
+def print_outcomes(rows: list[dict[str, Any]], limit: int = 30) -> None:
+    """The per-week outcome table; long runs show what changed and summarise the cached weeks."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
+    shown = rows if len(rows) <= limit else [r for r in rows if r["outcome"] != "cached" or r["needs_review"]]
+    table = _table(*_COLS, title="weeks")
+    for row in shown[:limit]:
+        style = "red" if row["outcome"] == "failed" else "yellow" if row["needs_review"] else None
+        table.add_row(*(escape(str(row.get(c, ""))) for c in _COLS), style=style)
+    if shown:
+        console.print(table)
+    if len(shown) > limit:
+        console.print(f"... {len(shown) - limit} more rows (see the Prefect table artifact)")
+    console.print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    for row in rows:
+        if row["outcome"] == "failed":
+            err.print(f"[red]failed {row['project']} {row['week']}: {escape(str(row.get('message')))}[/]")
+        elif row["needs_review"] and row.get("reasons"):
+            console.print(f"[yellow]needs review {row['project']} {row['week']}: "
+                          f"{escape('; '.join(row['reasons']))}[/]")
+
+
+def run_backfill(settings: Settings, **params: Any) -> tuple[list[dict[str, Any]], bool]:
+    """Run the backfill flow with a progress bar; (outcome rows, all weeks succeeded)."""
+    from flows.backfill_weeks import WeeksFailedError, backfill_weeks
+
+    try:
+        with progress_bar():
+            return backfill_weeks(**params), True
+    except WeeksFailedError as exc:
+        return exc.rows, False
+
+
+def show_report(settings: Settings, project: str, week: IsoWeek) -> None:
+    from chronicle.weekly.faithfulness import describe
+    from chronicle.weekly.report_md import stats_table
+    from storage import reports
+    from storage.db import connect
+    from tasks.weekly import read_week
+
+    with connect(settings) as conn:
+        row = reports.get_report(conn, project, week.number)
+    if row is None:
+        err.print(f"[red]no report for {project} {week}[/] — run `chronicle backfill --project {project} "
+                  f"--from {week} --to {week}`")
+        raise typer.Exit(1)
+    current, _ = read_week(settings, project, week)
+    console.print(f"[bold]{project} {week}[/] ({row['start_date']} – {row['end_date']}) · {row['status']} · "
+                  f"{row['model']} · prompt {row['prompt_version']} · version {row['version']} · "
+                  f"updated {row['updated_at']:%Y-%m-%d %H:%M} UTC")
+    if row["needs_review"]:
+        for reason in row["review_reasons"] or []:
+            console.print(f"[yellow]needs review: {escape(describe(reason))}[/]")
+    if row["stale"] or current.input_hash != row["input_hash"]:
+        console.print(f"[yellow]stale: the week's entries changed since this text was written "
+                      f"({row['entry_count']} then, {len(current.entries)} now)[/]")
+    console.print()
+    console.print(escape(row["summary"]), soft_wrap=True)
+    console.print()
+    console.print(escape(stats_table(row["stats"])))
+    if row["citations"]:
+        console.print("citations: " + ", ".join(f"{k}→{v}" for k, v in row["citations"].items()))
+    if row["llm_stats"]:
+        console.print(f"LLM stats (not used as counts): {escape(str(row['llm_stats']))}")
+
+
+def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | None, reason: str | None,
+                author: str | None) -> None:
+    from chronicle.weekly.faithfulness import cited_ids
+    from storage import reports
+    from storage.db import connect, transaction
+    from tasks.weekly import read_week
+
+    with connect(settings) as conn:
+        row = reports.get_report(conn, project, week.number)
+    if row is None:
+        err.print(f"[red]no report for {project} {week}[/]; generate it before correcting it")
+        raise typer.Exit(1)
+    text = file.read_text(encoding="utf-8") if file else click.edit(row["summary"], extension=".md")
+    if text is None or text.strip() == row["summary"].strip():
+        console.print("no change; nothing stored")
+        return
+    # The week's inputs now: the edit is checked for staleness against them from here on.
+    week_input, _ = read_week(settings, project, week)
+    known = week_input.citation_map
+    cited = cited_ids(text)
+    with transaction(settings) as conn:
+        version = reports.save_edit(conn, project, week.number, text.strip(),
+                                    citations={s: known[s] for s in cited if s in known},
+                                    input_hash=week_input.input_hash, stats=week_input.stats,
+                                    author=author or os.environ.get("USER") or getpass.getuser(), reason=reason)
+    console.print(f"stored version {version} of {project} {week} (edited; regeneration will keep it)")
+    unknown = [s for s in cited if s not in known]
+    if unknown:
+        console.print(f"[yellow]note: {', '.join(unknown)} are not entries of this week; kept as text only[/]")
+
+
+def print_history(settings: Settings, project: str, week: IsoWeek, full: bool) -> None:
+    from storage import reports
+    from storage.db import connect
+
+    with connect(settings) as conn:
+        rows = reports.history(conn, project, week.number)
+    if not rows:
+        err.print(f"[red]no versions for {project} {week}[/]")
+        raise typer.Exit(1)
+    table = _table("version", "status", "author", "when (UTC)", "reason", "model", "input", "review",
+                   title=f"{project} {week}")
+    for r in rows:
+        table.add_row(str(r["version"]), r["status"], escape(r["author"]), f"{r['created_at']:%Y-%m-%d %H:%M}",
+                      escape(r["reason"] or ""), escape(r["model"]), r["input_hash"][:10],
+                      "yes" if r["needs_review"] else "")
+    console.print(table)
+    for r in rows if full else []:
+        console.rule(f"version {r['version']}")
+        console.print(escape(r["summary"]))
+
+
+def print_context_excerpt(context: str, head: int = 12, tail: int = 3) -> None:
+    """First and last lines of a chronicle (each wrapped to the terminal)."""
+    lines = context.splitlines()
+    if len(lines) > head + tail + 1:
+        lines = [*lines[:head], f"... {len(lines) - head - tail} more lines ...", *lines[-tail:]]
+    for line in lines:
+        console.print(escape(line))
+
+
+def print_run_summary(rows: list[dict[str, Any]], seconds: float) -> None:
+    """One paragraph for a whole run: outcomes, empty weeks, flags, LLM calls."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
+    projects = sorted({r["project"] for r in rows})
+    empty = [f"{r['project']} {r['week']}" for r in rows if r["outcome"] == "empty"]
+    console.print(f"{len(rows)} project-weeks of {', '.join(projects)} in {seconds:.1f}s: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+                  + f"; needs review {sum(1 for r in rows if r['needs_review'])}"
+                  + f"; LLM calls {sum(r['llm_calls'] for r in rows)}")
+    if empty:
+        console.print(f"weeks without entries get the fixed “本周无记录” report: {', '.join(empty)}")
+
+
+def demo_weekly(settings: Settings) -> None:
+    """Backfill every week of every project, then print one project's chronicle (head and tail)."""
+    from chronicle.weekly import build_history_context
+    from storage import reports
+    from storage.db import connect
+
+    console.print(engine_banner(settings))
+    started = time.perf_counter()
+    rows, ok = run_backfill(settings, project_id="all")
+    print_run_summary(rows, time.perf_counter() - started)
+    with connect(settings) as conn:
+        projects = reports.report_projects(conn)
+    if not projects:
+        console.print("no reports written (no entries ingested?)")
+        return
+    trial = [p for p in projects if p.upper().startswith("XH")] or projects
+    project = trial[0]
+    console.rule(f"chronicle of {project} (build_history_context)")
+    print_context_excerpt(build_history_context(project, settings=settings))
+    console.print(f"more: chronicle report show --project {project} --week <YYYY-Www> · "
+                  f"chronicle context --project {project} · chronicle ask --project {project} \"哪几周发生了 SAE？\"")
+    if not ok:
+        err.print("[red]some weeks failed; rerun `chronicle backfill --all` to retry only those[/]")
+
+
+def register(app: typer.Typer) -> None:
+    report = typer.Typer(help="Read, correct and trace weekly reports (a human edit is the truth).",
+                         no_args_is_help=True)
+
+    @report.command("show")
+    def show(project: str = ProjectOpt, week: str = WeekOpt, home: str | None = HomeOpt) -> None:
+        """The week's report, its review flags, staleness, stats and citations."""
+        show_report(load_settings(home), project, _parse_week(week))
+
+    @report.command("edit")
+    def edit(project: str = ProjectOpt, week: str = WeekOpt,
+             file: Path | None = typer.Option(None, "--file", "-f", exists=True, dir_okay=False,
+                                              help="New text from this file instead of $EDITOR."),
+             reason: str | None = typer.Option(None, "--reason", help="Why (kept in the history)."),
+             author: str | None = typer.Option(None, "--author", help="Who (default $USER)."),
+             home: str | None = HomeOpt) -> None:
+        """Correct a report; the edit becomes the truth and survives regeneration."""
+        edit_report(load_settings(home), project, _parse_week(week), file, reason, author)
+
+    @report.command("history")
+    def history(project: str = ProjectOpt, week: str = WeekOpt,
+                full: bool = typer.Option(False, "--full", help="Print every version's text."),
+                home: str | None = HomeOpt) -> None:
+        """Every version ever written for the week: generated and edited, who, when, why."""
+        print_history(load_settings(home), project, _parse_week(week), full)
+
+    @report.command("list")
+    def list_(project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
+        """One line per stored week of a project."""
+        from storage import reports
+        from storage.db import connect
+
+        with connect(load_settings(home)) as conn:
+            rows = reports.list_reports(conn, project)
+        table = _table("week", "status", "model", "stale", "needs_review", "entries", "chars", "version")
+        for r in rows:
+            table.add_row(str(IsoWeek.from_number(r["week_number"])), r["status"], escape(r["model"]),
+                          "yes" if r["stale"] else "", "yes" if r["needs_review"] else "", str(r["entry_count"]),
+                          str(r["chars"]), str(r["version"]))
+        console.print(table if rows else f"no reports for {project}")
+
+    app.add_typer(report, name="report")
+
+    @app.command()
+    def weekly(week: str | None = typer.Option(None, "--week", "-w", help="Default: last completed week."),
+               force: bool = typer.Option(False, "--force", help="Regenerate even current reports."),
+               home: str | None = HomeOpt) -> None:
+        """Write last week's report for every project (the Monday job of seed 000)."""
+        settings = load_settings(home)
+        from flows.backfill_weeks import WeeksFailedError
+        from flows.weekly_chronicle import weekly_chronicle
+
+        console.print(engine_banner(settings))
+        try:
+            with progress_bar():
+                rows, ok = weekly_chronicle(week=str(_parse_week(week)) if week else None, force=force), True
+        except WeeksFailedError as exc:
+            rows, ok = exc.rows, False
+        print_outcomes(rows)
+        if not ok:
+            raise typer.Exit(1)
+
+    @app.command()
+    def backfill(project: str | None = typer.Option(None, "--project", "-p", help="One project."),
+                 all_: bool = typer.Option(False, "--all", help="Every project."),
+                 start: str | None = typer.Option(None, "--from", help="First ISO week (default: first with entries)."),
+                 end: str | None = typer.Option(None, "--to", help="Last ISO week (default: last with entries)."),
+                 force: bool = typer.Option(False, "--force", help="Regenerate all but human edits."),
+                 overwrite_edited: bool = typer.Option(False, "--overwrite-edited",
+                                                       help="Regenerate human edits too (they stay in the history)."),
+                 every_week: bool = typer.Option(False, "--every-week",
+                                                 help="Run a task for every week, not only missing/stale ones."),
+                 workers: int | None = typer.Option(None, "--workers", min=1, help="Weeks in flight at once."),
+                 home: str | None = HomeOpt) -> None:
+        """Write the reports of a range of past weeks, concurrently; a rerun does only what is missing."""
+        if bool(project) == all_:
+            raise typer.BadParameter("give exactly one of --project P or --all")
+        settings = load_settings(home)
+        console.print(engine_banner(settings))
+        rows, ok = run_backfill(settings, project_id=project or "all",
+                                start_week=str(_parse_week(start)) if start else None,
+                                end_week=str(_parse_week(end)) if end else None, only_missing=not every_week,
+                                force=force, overwrite_edited=overwrite_edited, max_workers=workers)
+        print_outcomes(rows)
+        if not ok:
+            raise typer.Exit(1)
+
+    @app.command()
+    def context(project: str = ProjectOpt,
+                max_tokens: int | None = typer.Option(None, "--max-tokens", min=100,
+                                                      help="Fold older weeks into rollups beyond this budget."),
+                home: str | None = HomeOpt) -> None:
+        """Print the project chronicle block (seed 000) an assistant reads."""
+        settings = load_settings(home)
+        from chronicle.weekly import build_history_context
+
+        # soft_wrap: the block is meant to be piped into a prompt, so no hard line breaks are added.
+        console.print(escape(build_history_context(project, max_tokens, settings=settings)), soft_wrap=True)
+
+    @app.command()
+    def ask(question: str = typer.Argument(..., help="The question, in any language."),
+            project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
+        """Answer a question from the project's chronicle (offline: the weeks matching its terms)."""
+        settings = load_settings(home)
+        from chronicle.weekly import ask_chronicle
+
+        answer = ask_chronicle(project, question, settings=settings)
+        if answer.engine != "offline":
+            console.print(f"[dim]answered by {escape(answer.engine)} from the chronicle[/]")
+            console.print(escape(answer.text), soft_wrap=True)
+            return
+        console.print("[bold]offline[/]: no LLM endpoint configured (LLM_URL), so no answer is written; "
+                      "these chronicle weeks match the question's terms:")
+        if not answer.weeks:
+            console.print("no week matches")
+        for w in answer.weeks:
+            console.print(f"\\[Week {w['week']}] ({escape(', '.join(w['terms'][:6]))}): {escape(w['text'])}",
+                          soft_wrap=True)

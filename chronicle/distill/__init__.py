@@ -1,0 +1,1 @@
+"""Memory distillation: redaction, prompts, reply validation, offline rules and knowledge-file writes."""

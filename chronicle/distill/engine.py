@@ -1,0 +1,131 @@
+"""Distill one chunk: the LLM engine (reply recovery, one repair, quarantine) or the offline rules.
+
+Both return a `ChunkOutcome`; nothing here touches DuckDB, LanceDB or files. Memories are redacted once
+more on the way out: the model only ever saw redacted text, but what gets stored must not depend on it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from chronicle.distill.chunks import Chunk
+from chronicle.distill.offline import OFFLINE_ENGINE_VERSION, OFFLINE_MODEL, distill_entries
+from chronicle.distill.parse import ReplyError, parse_reply
+from chronicle.distill.prompt import DISTILL_PROMPT_VERSION, distill_messages, repair_messages
+from chronicle.distill.redact import Redactor
+from chronicle.distill.validate import Rejection, looks_like_injection, validate
+from chronicle.llm import ChatClient, LLMUnavailableError
+from chronicle.llm.records import CallLogger, LLMCallRecord
+from chronicle.memory.model import Memory
+from chronicle.settings import Settings
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What the chunk cache is keyed on besides the input: which engine, model and prompt/rules version."""
+
+    name: Literal["llm", "offline"]
+    model: str
+    version: str
+
+
+def engine_info(settings: Settings) -> EngineInfo:
+    if settings.offline_llm:
+        return EngineInfo("offline", OFFLINE_MODEL, OFFLINE_ENGINE_VERSION)
+    return EngineInfo("llm", settings.llm_model, DISTILL_PROMPT_VERSION)
+
+
+@dataclass
+class ChunkOutcome:
+    chunk_key: str
+    status: Literal["ok", "quarantined", "failed"]
+    memories: list[Memory] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    warnings: Counter[str] = field(default_factory=Counter)
+    redactions: Counter[str] = field(default_factory=Counter)
+    """Redactions applied to the *output* (the input's are counted when the window is read)."""
+    llm_calls: int = 0
+    repaired: bool = False
+    reason: str | None = None
+    raw_reply: str | None = None
+    repair_reply: str | None = None
+
+
+class RedactingLogger:
+    """Wraps a `CallLogger` so prompts and replies are redacted before `llm_calls` stores them."""
+
+    def __init__(self, inner: CallLogger, redactor: Redactor) -> None:
+        self.inner = inner
+        self.redactor = redactor
+
+    def log(self, record: LLMCallRecord) -> None:
+        self.inner.log(replace(
+            record,
+            prompt=self.redactor.redact(record.prompt),
+            response=self.redactor.redact(record.response) if record.response is not None else None,
+            error=self.redactor.redact(record.error) if record.error is not None else None,
+        ))
+
+
+def scrub_memory(memory: Memory, redactor: Redactor, counts: Counter[str]) -> Memory:
+    """The memory with every text field redacted (a no-op for clean memories)."""
+    return memory.model_copy(update={
+        "content": redactor.redact(memory.content, counts),
+        "summary": redactor.redact(memory.summary, counts),
+        "key_info": redactor.redact_all(memory.key_info, counts),
+        "tags": redactor.redact_all(memory.tags, counts),
+    })
+
+
+def _finish(outcome: ChunkOutcome, chunk: Chunk, items: list, redactor: Redactor) -> ChunkOutcome:
+    checked = validate(items, source=chunk.source, entry_ids=[e.entry_id for e in chunk.entries])
+    outcome.memories = [scrub_memory(m, redactor, outcome.redactions) for m in checked.memories]
+    outcome.rejections = checked.rejections
+    for r in outcome.rejections:
+        r.target_file = redactor.redact(r.target_file) if r.target_file else r.target_file
+    outcome.warnings.update(checked.warnings)
+    return outcome
+
+
+def distill_offline(chunk: Chunk, redactor: Redactor) -> ChunkOutcome:
+    """Rule-based memories of the chunk's entries (deterministic, no network)."""
+    outcome = ChunkOutcome(chunk.key, "ok")
+    for memory in distill_entries(list(chunk.entries)):
+        if looks_like_injection(memory.content):
+            outcome.rejections.append(Rejection("suspected_injection", memory.target_file, memory.importance,
+                                                memory.tags, memory.content_hash))
+        else:
+            outcome.memories.append(scrub_memory(memory, redactor, outcome.redactions))
+    return outcome
+
+
+def distill_with_llm(chunk: Chunk, client: ChatClient, redactor: Redactor) -> ChunkOutcome:
+    """Ask the model; an unparseable reply is sent back once for repair, then the chunk is quarantined.
+
+    `LLMUnavailableError` (retries exhausted) fails only this chunk; `PermanentLLMError` propagates,
+    because a bad key or model name fails every other chunk the same way.
+    """
+    outcome = ChunkOutcome(chunk.key, "ok")
+    try:
+        outcome.llm_calls += 1
+        reply = client.complete(distill_messages(chunk), purpose="distill", project_id=chunk.project_id).text
+        try:
+            return _finish(outcome, chunk, parse_reply(reply), redactor)
+        except ReplyError as first:
+            outcome.raw_reply = redactor.redact(reply)
+            outcome.llm_calls += 1
+            repair = client.complete(repair_messages(outcome.raw_reply, str(first)), purpose="repair",
+                                     project_id=chunk.project_id).text
+            outcome.repair_reply = redactor.redact(repair)
+            try:
+                items = parse_reply(repair)
+            except ReplyError as second:
+                outcome.status, outcome.reason = "quarantined", f"invalid_json: {second}"
+                return outcome
+            outcome.repaired = True
+            return _finish(outcome, chunk, items, redactor)
+    except LLMUnavailableError as exc:
+        outcome.status, outcome.reason = "failed", redactor.redact(exc.message)[:500]
+        return outcome

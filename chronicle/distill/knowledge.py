@@ -1,0 +1,120 @@
+"""Knowledge files on disk: safe paths, timestamped backups, atomic replace, one writer at a time.
+
+`sections.apply` decides the new text; this module only decides whether and how it lands: nothing
+changes -> no write and no backup; otherwise back up the old file, write a temp file in the same folder,
+fsync, `os.replace`. File names come from the allowlist and must resolve inside the workspace, so neither
+settings nor an LLM reply can point a write elsewhere (`../x`, `/etc/passwd`, a symlink out).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from filelock import FileLock
+
+from chronicle.distill.sections import Item, Stats, apply
+from chronicle.settings import KNOWLEDGE_FILES
+
+BACKUP_DIR = ".backups"
+
+
+class UnsafePathError(ValueError):
+    """A knowledge-file path that is not one of the six files directly inside the workspace."""
+
+
+@dataclass(frozen=True)
+class FileResult:
+    name: str
+    changed: bool
+    stats: Stats
+    backup: Path | None = None
+
+
+def effective_action(action: str, name: str, overwrite_allowed: list[str]) -> tuple[str, bool]:
+    """(action to apply, downgraded?): `overwrite` only for files the settings allow, else `append`."""
+    if action == "overwrite" and name not in overwrite_allowed:
+        return "append", True
+    return action, False
+
+
+def safe_path(workspace: Path, name: str) -> Path:
+    """`workspace/name`, refusing anything but an allowlisted name that resolves directly inside it."""
+    if name not in KNOWLEDGE_FILES:
+        raise UnsafePathError(f"not a knowledge file: {name[:80]!r}")
+    root = workspace.resolve()
+    path = (root / name).resolve()
+    if path.parent != root:
+        raise UnsafePathError(f"{name} resolves outside the workspace")
+    return path
+
+
+def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: datetime | None = None) -> FileResult:
+    """Place `items` in `workspace/name` under the workspace lock; back up and replace only on change."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    path = safe_path(workspace, name)
+    with FileLock(str(workspace / ".chronicle-knowledge.lock")):
+        # Bytes, not read_text: universal newlines would turn a human's CRLF into LF on our next write.
+        old = path.read_bytes().decode("utf-8") if path.exists() else ""
+        new, stats = apply(old, items)
+        if new == old:
+            return FileResult(name, False, stats)
+        backup = backup_file(workspace, path, now or datetime.now(UTC), keep) if path.exists() else None
+        atomic_write(path, new)
+    return FileResult(name, True, stats, backup)
+
+
+def backup_file(workspace: Path, path: Path, now: datetime, keep: int) -> Path:
+    """Copy `path` to `.backups/<name>.<UTC timestamp>` and keep the newest `keep` (at least one)."""
+    folder = (workspace.resolve() / BACKUP_DIR).resolve()
+    if not folder.is_relative_to(workspace.resolve()):
+        raise UnsafePathError(f"{BACKUP_DIR} resolves outside the workspace")
+    folder.mkdir(exist_ok=True)
+    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    target = folder / f"{path.name}.{stamp}"
+    n = 1
+    while target.exists():  # two writes within one microsecond: keep both
+        target, n = folder / f"{path.name}.{stamp}-{n}", n + 1
+    # Copy under a temp name, then rename: a process killed mid-copy leaves no truncated backup behind.
+    partial = folder / f".{target.name}.tmp"
+    shutil.copy2(path, partial)
+    os.replace(partial, target)
+    # Timestamps sort lexicographically, so name order is age order.
+    backups = sorted(p for p in folder.iterdir() if p.name.startswith(f"{path.name}.") and p.is_file())
+    for old in backups[: max(0, len(backups) - max(1, keep))]:
+        old.unlink()
+    return target
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Readers see the old file or the new one, never half of it, even if the process dies mid-write."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        # mkstemp makes 0600 files; keep the old file's mode, or give a new one the usual 0644.
+        os.chmod(tmp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    # The rename itself is durable only once the directory entry is flushed (POSIX; a no-op elsewhere).
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,137 @@
+"""Offline distillation engine: deterministic, rule-based memories when no LLM is configured (pure).
+
+One memory per substantive note entry (code, tables, bold-only labels and short fragments are skipped):
+target file from `routing` (seed 002's keyword table), summary = first sentence, key info = numbers,
+versions, ports, names and code spans, tags = file category + headings, importance by heuristics.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from chronicle.distill.chunks import NoteEntry
+from chronicle.distill.routing import TABLE, target_file
+from chronicle.distill.validate import first_sentence
+from chronicle.memory.model import Memory, detect_language
+
+OFFLINE_ENGINE_VERSION = "offline-v1"
+OFFLINE_MODEL = "offline-rules"
+MIN_SUBSTANCE = 16
+"""Entries scoring less (ASCII letters/digits count 1, CJK characters 2) are too short to be a memory."""
+
+_IMPORTANT = re.compile(
+    r"决定|决策|重要|关键|必须|务必|不能|不要|禁止|原则|教训|规则|"
+    r"(?<![a-z])(?:decision|decided|important|critical|must|never|always|rule|lesson|principle|key insight)",
+    re.I,
+)
+_KEY_HEADING = re.compile(
+    r"key (?:insight|decision|lesson)s?|decisions?|lessons?|important|决策|决定|教训|重要|原则", re.I
+)
+_DONE, _PENDING = re.compile(r"✅|\bdone\b|完成"), re.compile(r"⏳|🚧|\bTODO\b|待办|进行中", re.I)
+_KEY_INFO = re.compile(
+    r"`[^`\n]{1,80}`"                                   # code spans: commands, env vars, paths
+    r"|https?://[^\s)>\]]+"                             # URLs
+    r"|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{2,5})?\b"        # IPs (with port)
+    r"|\bv?\d+(?:\.\d+){1,3}\b"                         # versions
+    r"|\b[Pp]ort\s+\d{2,5}\b|:\d{4,5}\b"                # ports
+    r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}\b"         # dates, times
+    r"|\d[\d,.]*\s*(?:%|\+|[kKmM]\b|例|个|天|周|字|words?\b|lines?\b)"  # quantities
+    r"|\b[A-Z]{2,}[0-9]*\b"                             # acronyms: JWT, RBAC, SAE, EDC
+    r"|\b[A-Z][a-z]+[A-Z][A-Za-z]+\b",                  # CamelCase names: WebSocket, OpenClaw
+)
+_HEADING_NOISE = re.compile(r"\d{4}-\d{2}-\d{2}|^\d{1,2}:\d{2}\b")
+_BOLD_LABEL = re.compile(r"^\*\*[^*]+\*\*[:：]?$")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def clean(text: str) -> str:
+    """Markdown emphasis and link syntax removed, whitespace folded."""
+    text = re.sub(r"\*\*|__", "", text)
+    text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r"\1 (\2)", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def substance(text: str) -> int:
+    return sum(2 if _CJK.match(c) else 1 for c in text if c.isalnum())
+
+
+def is_substantive(entry: NoteEntry) -> bool:
+    """Skips code/tables, bold-only labels ("**Core Infrastructure**") and short fragments."""
+    if entry.kind in ("code", "table") or _BOLD_LABEL.match(entry.content.strip()):
+        return False
+    return substance(clean(entry.content)) >= MIN_SUBSTANCE
+
+
+def importance(entry: NoteEntry) -> float:
+    """0.5 base; decision/rule words and key headings up, ✅ a little up, in-progress markers down."""
+    heading = " ".join(entry.heading_path)
+    score = 0.5
+    if _IMPORTANT.search(entry.content):
+        score += 0.2
+    if _KEY_HEADING.search(heading):
+        score += 0.2
+    if _DONE.search(entry.content) or _DONE.search(heading):
+        score += 0.1
+    if _PENDING.search(entry.content):
+        score -= 0.1
+    return round(min(1.0, max(0.1, score)), 2)
+
+
+def key_info(text: str, limit: int = 8) -> list[str]:
+    found: list[str] = []
+    for match in _KEY_INFO.finditer(text):
+        item = match.group(0).strip().strip("`").rstrip(".,;")
+        if item and item not in found:
+            found.append(item)
+    return found[:limit]
+
+
+def tags(entry: NoteEntry, category: int, language: str) -> list[str]:
+    """The file category's tag, "decision" when it is one, then heading segments from the deepest up."""
+    out: list[str] = []
+    if category >= 0:
+        out.append(TABLE[category][1] if language == "zh" else TABLE[category][2])
+    if re.search(r"决定|决策|decision|decided", entry.content + " ".join(entry.heading_path), re.I):
+        out.append("决策" if language == "zh" else "decision")
+    for heading in reversed(entry.heading_path):
+        for part in re.split(r"\s+/\s+", re.sub(r"\([^)]*\)?", "", heading)):
+            # Letters, numbers, spaces and punctuation only: emoji and symbols are not useful tags.
+            part = "".join(c for c in clean(part) if unicodedata.category(c)[0] in "LNZP").strip(" :：-")
+            part = re.sub(r"^\d+[.)]\s*", "", part)
+            if part and not _HEADING_NOISE.search(part) and len(part) <= 40:
+                out.append(part)
+    return list(dict.fromkeys(out))[:6]
+
+
+def entry_memory(entry: NoteEntry) -> Memory | None:
+    """The memory of one entry, or None if it is not substantive."""
+    if not is_substantive(entry):
+        return None
+    body = clean(entry.content)
+    content = f"{clean(entry.parent)}: {body}" if entry.parent and not _PENDING.search(entry.parent) else body
+    file, category = target_file(entry)
+    language = detect_language(content)
+    return Memory(
+        content=content,
+        summary=first_sentence(body),
+        key_info=key_info(entry.content),
+        tags=tags(entry, category, language),
+        importance=importance(entry),
+        target_file=file,
+        action="append",
+        source=entry.source_name,
+        source_entry_ids=[entry.entry_id],
+    )
+
+
+def distill_entries(entries: list[NoteEntry]) -> list[Memory]:
+    """Memories of a chunk's entries, in note order, exact duplicates (same content hash) dropped."""
+    seen: set[str] = set()
+    out = []
+    for entry in entries:
+        memory = entry_memory(entry)
+        if memory and memory.content_hash not in seen:
+            seen.add(memory.content_hash)
+            out.append(memory)
+    return out

@@ -1,0 +1,181 @@
+"""One week, start to finish, without I/O: the cache decision, then the offline or the LLM engine.
+
+The LLM is reached only through the `call(messages, purpose)` function the task layer passes in
+(a `ChatClient` behind the shared `llm` concurrency slot), so everything here is testable with a
+scripted callable and holds no database connection.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from chronicle.weekly.faithfulness import check_report, cited_ids
+from chronicle.weekly.model import EMPTY_MODEL, OFFLINE_MODEL, StoredReport, WeekInput, WeekReport
+from chronicle.weekly.offline import EMPTY_SUMMARY, clean_length, language_of, offline_report
+from chronicle.weekly.prompt import PROMPT_VERSION, entry_line, map_messages, shorten_messages, weekly_messages
+from chronicle.weekly.stats import parse_llm_stats
+from chronicle.weekly.tokens import estimate_tokens
+
+LLMCall = Callable[[list[dict[str, str]], str], str]
+"""`call(messages, purpose) -> text`; raises the `chronicle.llm` errors."""
+
+MAX_SHORTEN = 2  # seed 000 wants ≤ 500 字; two polite requests, then a human decides
+MAX_MAP_LEVELS = 3
+_EXTRAS_RE = re.compile(r"```json\s*(\{.*?\})\s*```", re.S)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with one week: write it, answer from the stored report, or leave a human edit alone."""
+
+    action: Literal["generate", "cached", "skip-edited"]
+    why: str
+    stale: bool = False  # skip-edited only: the week's inputs changed since the edit
+
+
+def target_model(week: WeekInput, engine_model: str) -> str:
+    """The model a fresh report would record: zero-entry weeks need none."""
+    return engine_model if week.entries else EMPTY_MODEL
+
+
+def decide(stored: StoredReport | None, week: WeekInput, engine_model: str, *, force: bool = False,
+           overwrite_edited: bool = False) -> Decision:
+    """The cache decision. The stored (input_hash, model, prompt_version) IS the cache key."""
+    model = target_model(week, engine_model)
+    if stored is None:
+        return Decision("generate", "no report yet")
+    if stored.status == "edited":
+        if overwrite_edited:
+            return Decision("generate", "edited report overwritten on request")
+        return Decision("skip-edited", "human edit is the truth", stale=stored.input_hash != week.input_hash)
+    if force:
+        return Decision("generate", "forced")
+    if stored.input_hash != week.input_hash:
+        return Decision("generate", "inputs changed")
+    if stored.model != model:
+        return Decision("generate", f"model changed ({stored.model} -> {model})")
+    if stored.prompt_version != PROMPT_VERSION:
+        return Decision("generate", f"prompt changed ({stored.prompt_version} -> {PROMPT_VERSION})")
+    if stored.stale:
+        return Decision("generate", "marked stale")
+    return Decision("cached", "inputs, model and prompt unchanged")
+
+
+def recheck(stored: StoredReport, week: WeekInput) -> list[dict[str, Any]]:
+    """Review reasons of a kept generated report against the week's current stats (no new text)."""
+    kept = [r for r in stored.review_reasons if r.get("kind") == "over_length"]  # length does not change
+    extras = stored.llm_stats if stored.llm_stats and "_rejected" not in stored.llm_stats else None
+    return kept + check_report(stored.summary, week, llm_stats=extras)
+
+
+def _report(week: WeekInput, summary: str, model: str, engine: str, **extra: Any) -> WeekReport:
+    known = week.citation_map
+    citations = {sid: known[sid] for sid in cited_ids(summary) if sid in known}
+    return WeekReport(week.project_id, week.week, summary, week.stats, citations, model, PROMPT_VERSION,
+                      week.input_hash, len(week.entries), engine, **extra)
+
+
+def empty_report(week: WeekInput) -> WeekReport:
+    """A week without entries gets a fixed text, so the chronicle has no gaps (no LLM call)."""
+    return _report(week, EMPTY_SUMMARY, EMPTY_MODEL, "empty")
+
+
+def _over_length(text: str, max_chars: int, attempts: int) -> list[dict[str, Any]]:
+    chars = clean_length(text)
+    if chars <= max_chars:
+        return []
+    return [{"kind": "over_length", "chars": chars, "limit": max_chars, "attempts": attempts}]
+
+
+def offline_week(week: WeekInput, max_chars: int) -> WeekReport:
+    """The extractive report, checked like any other."""
+    if not week.entries:
+        return empty_report(week)
+    text = offline_report(week, max_chars)
+    reasons = _over_length(text, max_chars, 0) + check_report(text, week)
+    return _report(week, text, OFFLINE_MODEL, "offline", needs_review=bool(reasons), review_reasons=reasons)
+
+
+def split_extras(text: str) -> tuple[str, Any | None, str | None]:
+    """(report without its ```json block, parsed block or None, parse error or None)."""
+    # The last block is the extras; a report may legitimately quote JSON earlier.
+    blocks = list(_EXTRAS_RE.finditer(text))
+    match = blocks[-1] if blocks else None
+    if match is None:
+        return text.strip(), None, None
+    body = (text[: match.start()] + text[match.end():]).strip()
+    try:
+        return body, json.loads(match.group(1)), None
+    except ValueError as exc:
+        return body, None, f"invalid JSON: {exc}"
+
+
+def chunk_lines(lines: Sequence[str], budget: int) -> list[list[str]]:
+    """Consecutive groups of whole lines, each within `budget` tokens (a single huge line stands alone)."""
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    used = 0
+    for line in lines:
+        cost = estimate_tokens(line) + 1
+        if current and used + cost > budget:
+            chunks.append(current)
+            current, used = [], 0
+        current.append(line)
+        used += cost
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _condense(week: WeekInput, lines: list[str], call: LLMCall, *, budget: int, max_chars: int,
+              lang: str) -> tuple[list[str], int]:
+    """Map steps until the notes fit the budget; returns (notes, calls made). Nothing is truncated."""
+    calls = 0
+    for _ in range(MAX_MAP_LEVELS):
+        if estimate_tokens("\n".join(lines)) <= budget:
+            break
+        chunks = chunk_lines(lines, budget)
+        notes = []
+        for i, chunk in enumerate(chunks, start=1):
+            notes.append(call(map_messages(week, chunk, part=i, parts=len(chunks), language=lang,
+                                           max_chars=max_chars), "map").strip())
+            calls += 1
+        lines = notes
+    return lines, calls
+
+
+def llm_week(week: WeekInput, call: LLMCall, *, model: str, max_chars: int, context_tokens: int) -> WeekReport:
+    """Write the report with the LLM: map-reduce for big weeks, shorten loop, faithfulness check."""
+    if not week.entries:
+        return empty_report(week)
+    lang = language_of(week)
+    lines = [entry_line(e) for e in week.entries]
+    calls = 0
+    if estimate_tokens("\n".join(lines)) > context_tokens:
+        notes, calls = _condense(week, lines, call, budget=context_tokens, max_chars=max_chars, lang=lang)
+        answer = call(weekly_messages(week, notes, max_chars=max_chars, language=lang, partial=True), "reduce")
+    else:
+        answer = call(weekly_messages(week, lines, max_chars=max_chars, language=lang), "weekly_report")
+    calls += 1
+    text, extras, extras_error = split_extras(answer)
+    attempts = 0
+    while clean_length(text) > max_chars and attempts < MAX_SHORTEN:
+        attempts += 1
+        shorter = call(shorten_messages(text, chars=clean_length(text), max_chars=max_chars, language=lang),
+                       "shorten")
+        calls += 1
+        text, again, again_error = split_extras(shorter)
+        if again is not None or again_error:
+            extras, extras_error = again, again_error
+    llm_stats = None
+    if extras is not None:
+        llm_stats, extras_error = parse_llm_stats(extras)
+    reasons = _over_length(text, max_chars, attempts) + check_report(text, week, llm_stats=llm_stats)
+    if extras_error:
+        llm_stats = {"_rejected": extras_error}  # kept visible, never used as counts
+    return _report(week, text, model, "llm", needs_review=bool(reasons), review_reasons=reasons,
+                   llm_stats=llm_stats, llm_calls=calls)

@@ -1,0 +1,130 @@
+"""The chronicle's read side: `build_history_context` (seed 000's block) and `ask_chronicle`.
+
+Unlike the rest of `chronicle.weekly` this module does I/O: one short read of `weekly_reports`
+(edited text where it exists), rollups built only for folded periods whose covered reports
+changed (offline: extractively; with an endpoint: purpose "rollup"), and one short write of them.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from chronicle.settings import Settings, get_settings
+from chronicle.weekly.context import Block, ChronicleWeek, covered_hash, one_line, plan_blocks, render
+from chronicle.weekly.engine import chunk_lines
+from chronicle.weekly.faithfulness import strip_citations
+from chronicle.weekly.model import OFFLINE_MODEL
+from chronicle.weekly.offline import offline_rollup
+from chronicle.weekly.prompt import ask_messages, rollup_messages
+from chronicle.weekly.search import rank_weeks
+from chronicle.weekly.tokens import estimate_tokens, is_chinese
+from flows.concurrency import reserve_llm
+from storage import reports, rollups
+from storage.db import connect, transaction
+
+
+def _model(settings: Settings) -> str:
+    return OFFLINE_MODEL if settings.offline_llm else settings.llm_model
+
+
+def _rollup_tokens(weeks: list[ChronicleWeek], max_chars: int) -> int:
+    # Upper bound of one rollup line: its length limit in the chronicle's language.
+    sample = [w.text for w in weeks[-20:]]
+    return estimate_tokens(("字" if is_chinese(sample) else "a") * max_chars) + 12
+
+
+def _llm_rollup(settings: Settings, project_id: str, block: Block, texts: list[str]) -> str:
+    from flows.runlog import current_flow_run_id
+    from tasks.weekly import llm_caller  # the LLM path only; keeps the offline read side light
+
+    call = llm_caller(settings, project_id, None, current_flow_run_id())
+    lang = "zh" if is_chinese(texts) else "en"
+    # A long period is folded in budget-sized parts first; nothing is truncated.
+    while estimate_tokens("\n".join(texts)) > settings.llm_context_tokens and len(texts) > 1:
+        texts = [call(rollup_messages(project_id, block.period, chunk, max_chars=settings.report_max_chars,
+                                      language=lang), "rollup").strip()
+                 for chunk in chunk_lines(texts, settings.llm_context_tokens)]
+    return call(rollup_messages(project_id, block.period, texts, max_chars=settings.report_max_chars,
+                                language=lang), "rollup").strip()
+
+
+def _build_rollups(settings: Settings, project_id: str, blocks: list[Block],
+                   stored: dict[tuple[str, str], rollups.Rollup]) -> dict[tuple[str, str], str]:
+    """Rollup texts for the folded blocks: stored ones whose covered hash still matches, new ones built."""
+    folded = [b for b in blocks if b.level != "week"]
+    if not folded:
+        return {}
+    model = _model(settings)
+    texts: dict[tuple[str, str], str] = {}
+    missing: list[tuple[Block, str]] = []
+    for block in folded:
+        digest = covered_hash(block.weeks)
+        kept = stored.get((block.level, block.period))
+        if kept is not None and kept.covered_hash == digest and kept.model == model:
+            texts[(block.level, block.period)] = kept.summary
+        else:
+            missing.append((block, digest))
+    fresh: list[rollups.Rollup] = []
+    # One `llm` slot for the whole rebuild (not one reservation per rollup); the offline engine takes none.
+    with nullcontext() if settings.offline_llm or not missing else reserve_llm(settings, 1):
+        for block, digest in missing:
+            if settings.offline_llm:
+                summary = offline_rollup(block.period, [(w.week_number, w.source, w.stats) for w in block.weeks],
+                                         settings.report_max_chars)
+            else:
+                summary = _llm_rollup(settings, project_id, block,
+                                      [f"[Week {w.week_number}]: {w.text}" for w in block.weeks])
+            texts[(block.level, block.period)] = summary
+            fresh.append(rollups.Rollup(project_id, block.level, block.period, block.first, block.last,
+                                        tuple(w.week_number for w in block.weeks), digest, summary, model))
+    if fresh:
+        with transaction(settings) as conn:
+            rollups.save(conn, fresh)
+    return texts
+
+
+def build_history_context(project_id: str, max_tokens: int | None = None, *, settings: Settings | None = None) -> str:
+    """Seed 000's `=== 项目编年史 (Project Chronicle) ===` block for one project, oldest week first.
+
+    Each line is `[Week YYYYWW]: summary` with citations stripped (the human edit where there is one).
+    Over `max_tokens` the oldest months (then quarters, years) become rollup lines, newest weeks stay verbatim.
+    """
+    settings = settings or get_settings()
+    folding = max_tokens is not None
+    with connect(settings) as conn:  # one short window for the reports and, when folding, the rollups
+        rows = reports.chronicle_rows(conn, project_id)
+        stored = rollups.load(conn, project_id) if folding else {}
+    weeks = [ChronicleWeek(n, one_line(s), json.loads(st), strip_citations(s)) if folding
+             else ChronicleWeek(n, one_line(s)) for n, s, st in rows]
+    blocks = plan_blocks(weeks, max_tokens, _rollup_tokens(weeks, settings.report_max_chars))
+    return render(blocks, _build_rollups(settings, project_id, blocks, stored) if folding else None)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """`chronicle ask`'s result: the model's answer, or (offline) the matching weeks."""
+
+    engine: str
+    text: str
+    weeks: list[dict[str, Any]]
+
+
+def ask_chronicle(project_id: str, question: str, *, settings: Settings | None = None, limit: int = 6) -> Answer:
+    """Answer `question` from the project's chronicle: via the endpoint, or offline by term matching."""
+    settings = settings or get_settings()
+    if settings.offline_llm:
+        with connect(settings) as conn:
+            rows = reports.chronicle_rows(conn, project_id)
+        texts = {n: one_line(s) for n, s, _ in rows}
+        ranked = rank_weeks(question, list(texts.items()), limit=limit)
+        weeks = [{"week": n, "score": score, "terms": terms, "text": texts[n]} for n, score, terms in ranked]
+        return Answer("offline", "", weeks)
+    from flows.runlog import current_flow_run_id
+    from tasks.weekly import llm_caller
+
+    context = build_history_context(project_id, settings.chronicle_context_tokens, settings=settings)
+    call = llm_caller(settings, project_id, None, current_flow_run_id())
+    return Answer(settings.llm_model, call(ask_messages(context, question), "ask").strip(), [])

@@ -1,0 +1,128 @@
+"""Plain records of the weekly chronicle: one week's input, the report written for it, what is stored."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from chronicle.distill.redact import Redactor
+from chronicle.settings import get_settings
+from chronicle.weekly.stats import week_stats
+from chronicle.weeks import IsoWeek
+
+OFFLINE_MODEL = "offline-extractive"
+EMPTY_MODEL = "none"
+"""`model` of a zero-entry week: no engine wrote it, so configuring an endpoint does not redo it."""
+
+
+@dataclass(frozen=True)
+class WeekEntry:
+    """One raw-log entry as the weekly engines see it; `short_id` (E1, E2, ...) is what reports cite."""
+
+    short_id: str
+    entry_id: str
+    when: str  # project-local "MM-DD HH:MM", for prompts and extractive text
+    actor: str | None
+    type: str
+    content: str
+
+
+@dataclass(frozen=True)
+class WeekInput:
+    """Everything needed to write one project-week, read in one short DuckDB window."""
+
+    project_id: str
+    week: IsoWeek
+    entries: tuple[WeekEntry, ...]
+    stats: dict[str, Any]
+    input_hash: str
+
+    @property
+    def citation_map(self) -> dict[str, str]:
+        return {e.short_id: e.entry_id for e in self.entries}
+
+
+def input_hash(rows: Sequence[Mapping[str, Any]]) -> str:
+    """sha256 of the ordered (entry_id, content) pairs: a late or changed entry changes it."""
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(str(row["entry_id"]).encode())
+        digest.update(b"\x1f")
+        digest.update(str(row["content"]).encode("utf-8"))
+        digest.update(b"\x1e")
+    return digest.hexdigest()
+
+
+def _local(ts: datetime, tz: ZoneInfo) -> str:
+    aware = ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts
+    return aware.astimezone(tz).strftime("%m-%d %H:%M")
+
+
+def make_week_input(
+    project_id: str, week: IsoWeek, rows: Sequence[Mapping[str, Any]], enrolled_before: int, tz: ZoneInfo
+) -> WeekInput:
+    """Build a `WeekInput` from raw_logs rows already ordered by (ts, entry_id).
+
+    Short ids follow that order, so the same week always maps E7 to the same entry and the
+    mapping can be rebuilt later (e.g. to resolve citations of a human edit).
+
+    Content and actor are redacted first (`chronicle.distill.redact`, plus `redact_extra_patterns`), like
+    the notes before distillation: no secret or personal identifier reaches a prompt, a report or its
+    stats. `input_hash` stays that of the rows as stored.
+    """
+    redactor = _redactor(tuple(get_settings().redact_extra_patterns))
+    shown = [{**r, "content": redactor.redact(str(r["content"])),
+              "actor": redactor.redact(str(r["actor"])) if r.get("actor") else r.get("actor")} for r in rows]
+    entries = tuple(
+        WeekEntry(f"E{i}", str(r["entry_id"]), _local(r["ts"], tz), r["actor"], str(r["type"]), r["content"])
+        for i, r in enumerate(shown, start=1)
+    )
+    return WeekInput(project_id, week, entries, week_stats(shown, enrolled_before), input_hash(rows))
+
+
+@lru_cache(maxsize=8)
+def _redactor(extra_patterns: tuple[str, ...]) -> Redactor:
+    return Redactor.build(extra_patterns)
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    """The part of a stored `weekly_reports` row the cache decision and the writer need."""
+
+    report_id: str
+    status: str  # generated | edited
+    model: str
+    prompt_version: str
+    input_hash: str
+    stale: bool
+    version: int
+    summary: str
+    stats: dict[str, Any]
+    needs_review: bool = False
+    review_reasons: list[dict[str, Any]] = field(default_factory=list)
+    llm_stats: dict[str, Any] | None = None
+
+
+@dataclass
+class WeekReport:
+    """A freshly written report for one week, ready to be stored."""
+
+    project_id: str
+    week: IsoWeek
+    summary: str
+    stats: dict[str, Any]
+    citations: dict[str, str]
+    model: str
+    prompt_version: str
+    input_hash: str
+    entry_count: int
+    engine: str  # offline | llm | empty
+    needs_review: bool = False
+    review_reasons: list[dict[str, Any]] = field(default_factory=list)
+    llm_stats: dict[str, Any] | None = None
+    llm_calls: int = 0

@@ -1,0 +1,48 @@
+"""Markdown views of weekly reports and run outcomes (Prefect artifacts, `chronicle report show`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from chronicle.weekly.faithfulness import describe
+from chronicle.weekly.model import WeekReport
+
+_COUNTS = ("entries", "enrolled", "enrolled_total", "ae", "sae", "deviations", "queries", "decisions", "messages")
+
+
+def stats_table(stats: Mapping[str, Any]) -> str:
+    head = "| " + " | ".join(_COUNTS) + " |"
+    rule = "|" + "---|" * len(_COUNTS)
+    return f"{head}\n{rule}\n| " + " | ".join(str(stats.get(k, "")) for k in _COUNTS) + " |"
+
+
+def review_block(needs_review: bool, reasons: Sequence[Mapping[str, Any]]) -> str:
+    if not needs_review:
+        return ""
+    items = "\n".join(f"- {describe(r)}" for r in reasons) or "- (no reason recorded)"
+    return f"> **needs review**\n\n{items}\n\n"
+
+
+def report_markdown(report: WeekReport) -> str:
+    """One generated report as a Prefect Markdown artifact."""
+    w = report.week
+    cites = ", ".join(f"{k}→{v[:10]}" for k, v in report.citations.items()) or "—"
+    return (f"# {report.project_id} {w} ({w.start_date} – {w.end_date})\n\n"
+            f"engine: `{report.model}`, prompt `{report.prompt_version}`, entries: {report.entry_count}, "
+            f"LLM calls: {report.llm_calls}\n\n{review_block(report.needs_review, report.review_reasons)}"
+            f"{report.summary}\n\n## Stats\n\n{stats_table(report.stats)}\n\n## Citations\n\n{cites}\n")
+
+
+def outcome_markdown(title: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """Summary of a fan-out by outcome, with the failed and flagged weeks spelled out."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
+    lines = [f"# {title}", "", ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no weeks", ""]
+    for row in rows:
+        if row["outcome"] == "failed":
+            lines.append(f"- FAILED {row['project']} {row['week']}: {row.get('message', '')}")
+        elif row.get("needs_review"):
+            lines.append(f"- needs review {row['project']} {row['week']}: {'; '.join(row.get('reasons') or [])}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,92 @@
+"""SQL of memory distillation: reading the notes window, the chunk cache, quarantine and `memory_events`."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, date, datetime
+
+import duckdb
+
+from chronicle.distill.chunks import NoteEntry
+from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def load_note_entries(conn: duckdb.DuckDBPyConnection, after: date, until: date) -> list[NoteEntry]:
+    """Daily-note entries with `after < local_date <= until`, in note order."""
+    rows = conn.execute(
+        """SELECT entry_id, project_id, local_date, source_file, line_no, content, metadata
+           FROM raw_logs WHERE source = 'note' AND local_date > ? AND local_date <= ?
+           ORDER BY local_date, source_file, line_no, entry_id""",
+        [after, until],
+    ).fetchall()
+    out = []
+    for entry_id, project, day, file, line_no, content, metadata in rows:
+        meta = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
+        out.append(NoteEntry(
+            entry_id=entry_id, project_id=project, day=day, source_file=file, line_no=line_no,
+            kind=str(meta.get("kind") or "paragraph"), content=content,
+            heading_path=tuple(str(h) for h in meta.get("heading_path") or ()), parent=meta.get("parent"),
+        ))
+    return out
+
+
+def note_date_range(conn: duckdb.DuckDBPyConnection, project: str | None = None) -> tuple[date, date] | None:
+    """(first, last) local date of the daily notes (of `project`, if given); None without notes."""
+    sql = "SELECT min(local_date), max(local_date) FROM raw_logs WHERE source = 'note'"
+    params: list[str] = []
+    if project:
+        sql += " AND project_id = ?"
+        params.append(project)
+    first, last = conn.execute(sql, params).fetchall()[0]
+    return None if first is None else (first, last)
+
+
+def distilled_hashes(conn: duckdb.DuckDBPyConnection, hashes: Iterable[str], prompt_version: str,
+                     model: str) -> set[str]:
+    """Which of `hashes` were already distilled successfully with this prompt version and model."""
+    wanted = sorted(set(hashes))
+    if not wanted:
+        return set()
+    rows = conn.execute(
+        "SELECT input_hash FROM distill_chunks WHERE prompt_version = ? AND model = ? AND list_contains(?, input_hash)",
+        [prompt_version, model, wanted],
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def record_chunks(conn: duckdb.DuckDBPyConnection, records: list[ChunkRecord]) -> None:
+    for r in records:
+        conn.execute(
+            """INSERT OR REPLACE INTO distill_chunks (input_hash, prompt_version, model, chunk_key, note_date, source,
+               entries, memories, rejected, repaired, memory_ids, flow_run_id, distilled_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            [r.input_hash, r.prompt_version, r.model, r.chunk_key, r.note_date, r.source, r.entries, r.memories,
+             r.rejected, r.repaired, r.memory_ids, r.flow_run_id, _now()],
+        )
+
+
+def record_quarantine(conn: duckdb.DuckDBPyConnection, records: list[QuarantineRecord]) -> None:
+    for r in records:
+        conn.execute(
+            """INSERT INTO distill_quarantine (quarantine_id, chunk_key, input_hash, prompt_version, model, reason,
+               raw_reply, repair_reply, flow_run_id, quarantined_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            [str(uuid.uuid4()), r.chunk_key, r.input_hash, r.prompt_version, r.model, r.reason, r.raw_reply,
+             r.repair_reply, r.flow_run_id, _now()],
+        )
+
+
+def record_events(conn: duckdb.DuckDBPyConnection, events: list[EventRow]) -> None:
+    at = _now()
+    for e in events:
+        conn.execute(
+            """INSERT INTO memory_events (event_id, flow_run_id, "at", event, memory_id, content_hash, target_file,
+               importance, tags, similarity, reason, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            [str(uuid.uuid4()), e.flow_run_id, at, e.event, e.memory_id, e.content_hash, e.target_file,
+             e.importance, list(e.tags), e.similarity, e.reason, e.source],
+        )

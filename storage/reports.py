@@ -1,0 +1,336 @@
+"""SQL of the weekly chronicle: week inputs from raw_logs, `weekly_reports` and their versions.
+
+Every function takes an open connection; callers keep windows short (read -> close -> LLM ->
+open -> write). `save_report` re-reads the row inside the write window, so a human edit that landed
+while the LLM was busy is never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+
+from chronicle.weekly.model import StoredReport, WeekReport
+from storage.db import transaction
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def _js(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _unjs(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+# --- inputs ----------------------------------------------------------------------------------
+def week_rows(conn: duckdb.DuckDBPyConnection, project_id: str, first: int, last: int) -> dict[int, list[dict]]:
+    """Entries of weeks first..last, per week, ordered by (ts, entry_id) — the short-id order."""
+    cur = conn.execute(
+        """SELECT week_number, entry_id, ts, actor, type, content FROM raw_logs
+           WHERE project_id = ? AND week_number BETWEEN ? AND ? ORDER BY week_number, ts, entry_id""",
+        [project_id, first, last],
+    )
+    out: dict[int, list[dict]] = {}
+    for row in _dicts(cur):
+        out.setdefault(row.pop("week_number"), []).append(row)
+    return out
+
+
+def enrolled_before(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM raw_logs WHERE project_id = ? AND type = 'enrollment' AND week_number < ?",
+        [project_id, week_number],
+    ).fetchall()[0][0]
+
+
+def week_span(conn: duckdb.DuckDBPyConnection, project_id: str) -> tuple[int, int] | None:
+    """(first, last) week with entries, or None for an unknown project."""
+    first, last = conn.execute(
+        "SELECT min(week_number), max(week_number) FROM raw_logs WHERE project_id = ?", [project_id]
+    ).fetchall()[0]
+    return None if first is None else (first, last)
+
+
+# --- stored reports --------------------------------------------------------------------------
+def stored_reports(conn: duckdb.DuckDBPyConnection, project_id: str, first: int, last: int) -> dict[int, StoredReport]:
+    cur = conn.execute(
+        """SELECT week_number, id, status, model, prompt_version, input_hash, stale, version, summary, stats,
+                  needs_review, review_reasons, llm_stats
+           FROM weekly_reports WHERE project_id = ? AND week_number BETWEEN ? AND ?""",
+        [project_id, first, last],
+    )
+    return {r["week_number"]: StoredReport(r["id"], r["status"], r["model"], r["prompt_version"], r["input_hash"],
+                                           r["stale"], r["version"], r["summary"], _unjs(r["stats"]) or {},
+                                           r["needs_review"], _unjs(r["review_reasons"]) or [],
+                                           _unjs(r["llm_stats"]))
+            for r in _dicts(cur)}
+
+
+def get_report(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) -> dict[str, Any] | None:
+    rows = _dicts(conn.execute("SELECT * FROM weekly_reports WHERE project_id = ? AND week_number = ?",
+                               [project_id, week_number]))
+    if not rows:
+        return None
+    row = rows[0]
+    for key in ("stats", "llm_stats", "citations", "review_reasons"):
+        row[key] = _unjs(row[key])
+    return row
+
+
+def list_reports(conn: duckdb.DuckDBPyConnection, project_id: str) -> list[dict[str, Any]]:
+    cur = conn.execute(
+        """SELECT week_number, status, model, stale, needs_review, entry_count, length(summary) AS chars, version,
+                  updated_at FROM weekly_reports WHERE project_id = ? ORDER BY week_number""",
+        [project_id],
+    )
+    return _dicts(cur)
+
+
+def history(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) -> list[dict[str, Any]]:
+    cur = conn.execute(
+        """SELECT version, status, author, reason, model, prompt_version, input_hash, needs_review, review_reasons,
+                  created_at, summary FROM weekly_report_versions
+           WHERE project_id = ? AND week_number = ? ORDER BY version""",
+        [project_id, week_number],
+    )
+    rows = _dicts(cur)
+    for row in rows:
+        row["review_reasons"] = _unjs(row["review_reasons"])
+    return rows
+
+
+def chronicle_rows(conn: duckdb.DuckDBPyConnection, project_id: str) -> list[tuple[int, str, str]]:
+    """(week_number, summary, stats JSON text) of every report, oldest first; edited text is the summary."""
+    return conn.execute(
+        "SELECT week_number, summary, stats FROM weekly_reports WHERE project_id = ? ORDER BY week_number",
+        [project_id],
+    ).fetchall()
+
+
+def report_projects(conn: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT DISTINCT project_id FROM weekly_reports ORDER BY 1").fetchall()]
+
+
+# --- writes ----------------------------------------------------------------------------------
+_REPORT_COLS = ("id", "project_id", "week_number", "iso_year", "iso_week", "start_date", "end_date", "summary",
+                "stats", "llm_stats", "citations", "model", "prompt_version", "input_hash", "entry_count", "status",
+                "stale", "needs_review", "review_reasons", "version", "flow_run_id", "created_at", "updated_at")
+_VERSION_COLS = ("report_id", "project_id", "week_number", "version", "status", "summary", "stats", "citations",
+                 "needs_review", "review_reasons", "model", "prompt_version", "input_hash", "author", "reason",
+                 "flow_run_id", "created_at")
+Item = tuple[WeekReport, bool, str, str | None]  # (report, overwrite_edited, reason, flow_run_id)
+
+
+def _keyed(conn: duckdb.DuckDBPyConnection, sql: str, keys: list[tuple[str, int]]) -> list[tuple]:
+    """Run `sql` (which joins `k(p, w)`) against a VALUES list of (project, week) keys."""
+    values = ", ".join("(?, ?)" for _ in keys)
+    return conn.execute(sql.format(keys=f"(VALUES {values}) k(p, w)"), [x for key in keys for x in key]).fetchall()
+
+
+def _insert(conn: duckdb.DuckDBPyConnection, table: str, cols: tuple[str, ...], rows: list[tuple],
+            conflict: str = "") -> None:
+    one = "(" + ", ".join("?" for _ in cols) + ")"
+    conn.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES {', '.join(one for _ in rows)} {conflict}",
+                 [x for row in rows for x in row])
+
+
+def save_reports(conn: duckdb.DuckDBPyConnection, items: list[Item]) -> list[str]:
+    """Store freshly written reports as their weeks' new versions; one outcome per item, in order.
+
+    A week holding a human edit (and no overwrite asked) is `skipped-edited`: the edit stays, marked
+    stale if the inputs it was written against have changed since. One statement per table for the
+    whole batch: a row-by-row upsert costs ~4 ms, the batch about that in all.
+    """
+    keys = list(dict.fromkeys((r.project_id, r.week.number) for r, *_ in items))
+    current = {(p, w): (i, st, h) for p, w, i, st, h in _keyed(
+        conn, "SELECT r.project_id, r.week_number, r.id, r.status, r.input_hash FROM weekly_reports r "
+              "JOIN {keys} ON r.project_id = k.p AND r.week_number = k.w", keys)}
+    versions = {(p, w): v for p, w, v in _keyed(
+        conn, "SELECT v.project_id, v.week_number, max(v.version) FROM weekly_report_versions v "
+              "JOIN {keys} ON v.project_id = k.p AND v.week_number = k.w GROUP BY ALL", keys)}
+    now = _now()
+    outcomes: list[str] = []
+    reports: dict[tuple[str, int], tuple] = {}  # the last write of a week in this batch wins
+    history: list[tuple] = []
+    for report, overwrite_edited, reason, flow_run_id in items:
+        key, w = (report.project_id, report.week.number), report.week
+        report_id, status, old_hash = current.get(key, (None, None, None))
+        if status == "edited" and not overwrite_edited:
+            conn.execute("UPDATE weekly_reports SET stale = ?, stats = ?, updated_at = ? WHERE id = ?",
+                         [old_hash != report.input_hash, _js(report.stats), now, report_id])
+            outcomes.append("skipped-edited")
+            continue
+        report_id = report_id or str(uuid.uuid4())
+        versions[key] = version = versions.get(key, 0) + 1
+        current[key] = (report_id, "generated", report.input_hash)
+        shared = (_js(report.stats), _js(report.citations))
+        reasons = _js(report.review_reasons)
+        reports[key] = (report_id, *key, w.year, w.week, w.start_date, w.end_date, report.summary, shared[0],
+                        _js(report.llm_stats), shared[1], report.model, report.prompt_version, report.input_hash,
+                        report.entry_count, "generated", False, report.needs_review, reasons, version, flow_run_id,
+                        now, now)
+        history.append((report_id, *key, version, "generated", report.summary, *shared, report.needs_review,
+                        reasons, report.model, report.prompt_version, report.input_hash, f"engine:{report.model}",
+                        reason, flow_run_id, now))
+        outcomes.append("empty" if report.engine == "empty" else "generated")
+    if reports:
+        updates = ", ".join(f"{c} = excluded.{c}" for c in _REPORT_COLS
+                            if c not in ("id", "project_id", "week_number", "created_at"))
+        _insert(conn, "weekly_reports", _REPORT_COLS, list(reports.values()),
+                f"ON CONFLICT (project_id, week_number) DO UPDATE SET {updates}")
+        _insert(conn, "weekly_report_versions", _VERSION_COLS, history)
+    return outcomes
+
+
+def save_report(conn: duckdb.DuckDBPyConnection, report: WeekReport, *, overwrite_edited: bool, reason: str,
+                flow_run_id: str | None) -> str:
+    """`save_reports` for one report."""
+    return save_reports(conn, [(report, overwrite_edited, reason, flow_run_id)])[0]
+
+
+def _next_version(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) -> int:
+    return conn.execute(
+        "SELECT coalesce(max(version), 0) + 1 FROM weekly_report_versions WHERE project_id = ? AND week_number = ?",
+        [project_id, week_number],
+    ).fetchall()[0][0]
+
+
+def save_edit(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int, summary: str, *,
+              citations: dict[str, str], input_hash: str, stats: dict[str, Any], author: str,
+              reason: str | None) -> int:
+    """Store a human correction as the week's new version (the truth from now on); returns its number."""
+    current = get_report(conn, project_id, week_number)
+    if current is None:
+        raise LookupError(f"no report for {project_id} week {week_number}; generate it first")
+    now, version = _now(), _next_version(conn, project_id, week_number)
+    stats_js, cites_js = _js(stats), _js(citations)
+    conn.execute(
+        """UPDATE weekly_reports SET summary = ?, stats = ?, citations = ?, status = 'edited', stale = false,
+               needs_review = false, review_reasons = '[]', input_hash = ?, version = ?, updated_at = ? WHERE id = ?""",
+        [summary, stats_js, cites_js, input_hash, version, now, current["id"]],
+    )
+    _insert(conn, "weekly_report_versions", _VERSION_COLS, [(
+        current["id"], project_id, week_number, version, "edited", summary, stats_js, cites_js, False, "[]",
+        current["model"], current["prompt_version"], input_hash, author, reason, current["flow_run_id"], now)])
+    return version
+
+
+def refresh(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int, *, stats: dict[str, Any],
+            stale: bool | None = None, review_reasons: list[dict[str, Any]] | None = None) -> None:
+    """Update what changes without new text: stats (e.g. enrolled_total), staleness, review flags."""
+    sets, args = ["stats = ?", "updated_at = ?"], [_js(stats), _now()]
+    if stale is not None:
+        sets.append("stale = ?")
+        args.append(stale)
+    if review_reasons is not None:
+        sets += ["needs_review = ?", "review_reasons = ?"]
+        args += [bool(review_reasons), _js(review_reasons)]
+    conn.execute(f"UPDATE weekly_reports SET {', '.join(sets)} WHERE project_id = ? AND week_number = ?",
+                 [*args, project_id, week_number])
+
+
+def mark_stale(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) -> None:
+    conn.execute("UPDATE weekly_reports SET stale = true, updated_at = ? WHERE project_id = ? AND week_number = ?",
+                 [_now(), project_id, week_number])
+
+
+# --- group commit ----------------------------------------------------------------------------
+class _Ticket:
+    __slots__ = ("args", "done", "error", "outcome")
+
+    def __init__(self, args: tuple[Any, ...]) -> None:
+        self.args = args
+        self.done = False
+        self.outcome: str | None = None
+        self.error: BaseException | None = None
+
+
+class ReportWriter:
+    """Group commit for concurrent week tasks: whoever arrives while no write is running writes
+    everything queued so far in ONE short transaction; the others wait for it.
+
+    Opening DuckDB costs ~12 ms, so one window per report would serialise a backfill on the file
+    lock; each caller still returns only once its own row is committed (nothing is lost on a crash).
+    A failing batch is retried row by row, so one bad report cannot fail its neighbours.
+    """
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        self._cond = threading.Condition()
+        self._queue: list[_Ticket] = []
+        self._writing = False
+
+    def save(self, report: WeekReport, *, overwrite_edited: bool, reason: str, flow_run_id: str | None) -> str:
+        ticket = _Ticket((report, overwrite_edited, reason, flow_run_id))
+        with self._cond:
+            self._queue.append(ticket)
+            while not ticket.done and self._writing:
+                self._cond.wait()
+            batch: list[_Ticket] | None = None
+            if not ticket.done:
+                batch, self._queue, self._writing = self._queue, [], True
+        if batch is not None:
+            try:
+                self._flush(batch)
+            finally:
+                with self._cond:
+                    self._writing = False
+                    self._cond.notify_all()
+        if ticket.error is not None:
+            raise ticket.error
+        assert ticket.outcome is not None
+        return ticket.outcome
+
+    def _write(self, tickets: list[_Ticket]) -> None:
+        with transaction(self.settings) as conn:
+            outcomes = save_reports(conn, [t.args for t in tickets])
+        for t, outcome in zip(tickets, outcomes, strict=True):
+            t.outcome, t.done = outcome, True
+
+    def _flush(self, batch: list[_Ticket]) -> None:
+        try:
+            try:
+                self._write(batch)
+                return
+            except Exception:
+                if len(batch) == 1:
+                    raise
+            for t in batch:
+                try:
+                    self._write([t])
+                except Exception as exc:
+                    t.error, t.done = exc, True
+        except BaseException as exc:
+            # Nobody may wait forever on a ticket: every unfinished one gets the error.
+            for t in batch:
+                if not t.done:
+                    t.error, t.done = exc, True
+            if not isinstance(exc, Exception):
+                raise
+
+
+_writers: dict[Any, ReportWriter] = {}
+_writers_lock = threading.Lock()
+
+
+def writer_for(settings: Any) -> ReportWriter:
+    """The process's writer for this database file."""
+    with _writers_lock:
+        writer = _writers.get(settings.db_path)
+        if writer is None or writer.settings is not settings:
+            writer = _writers[settings.db_path] = ReportWriter(settings)
+        return writer

@@ -1,0 +1,86 @@
+"""Read snapshot for analysts: a copy of the pipeline database, replaced atomically after each writing flow.
+
+DuckDB gives a file to one process at a time for writing, and even a read-only connection from a
+second process conflicts with that writer. An analyst who keeps `duckdb chronicle.duckdb` open would
+therefore stall every flow run. Instead, analysts open `$CHRONICLE_HOME/chronicle.snapshot.duckdb`
+(read-only), which no flow ever opens for writing:
+
+    duckdb -readonly "$CHRONICLE_HOME/chronicle.snapshot.duckdb"
+
+Publishing copies the main file while holding the pipeline's cross-process lock *and* an open DuckDB
+connection (so neither a Chronicle process nor a foreign one can write meanwhile), right after a
+CHECKPOINT has moved the write-ahead log into the main file; the copy goes to a temporary file next to
+the snapshot and is swapped in with `os.replace`. A session that has the old snapshot open keeps
+reading the old file (POSIX keeps the unlinked inode alive); its next connection sees the new one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from chronicle.settings import Settings, get_settings
+from storage.db import connect
+
+log = logging.getLogger("chronicle.storage.snapshot")
+
+SNAPSHOT_NAME = "chronicle.snapshot.duckdb"
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """Where a snapshot was published, how big it is and how long the copy held the database."""
+
+    path: Path
+    bytes: int
+    tables: int
+    seconds: float
+
+
+def snapshot_path(settings: Settings | None = None) -> Path:
+    """`$CHRONICLE_HOME/chronicle.snapshot.duckdb` (next to the main file's default location)."""
+    settings = settings or get_settings()
+    return (settings.home / SNAPSHOT_NAME).expanduser().resolve()
+
+
+def _check_copy(path: Path) -> int:
+    """Open the fresh copy read-only before it replaces the old snapshot: a bad copy never goes live."""
+    with duckdb.connect(str(path), read_only=True) as conn:
+        return conn.execute("SELECT count(*) FROM duckdb_tables()").fetchall()[0][0]
+
+
+def publish_snapshot(settings: Settings | None = None) -> SnapshotInfo:
+    """Copy the pipeline database to the snapshot path atomically; returns what was published.
+
+    Holds the database for one CHECKPOINT plus a file copy (a fraction of a second for a few hundred MB),
+    the same short write window as any other Chronicle writer.
+    """
+    settings = settings or get_settings()
+    target = snapshot_path(settings)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Unique per process and thread: two publishers never share a temporary file.
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    started = time.monotonic()
+    try:
+        with connect(settings) as conn:
+            held_from = time.monotonic()
+            # CHECKPOINT folds the WAL into the main file, so the file alone is the whole database.
+            conn.execute("CHECKPOINT")
+            shutil.copyfile(settings.db_path, tmp)
+            held = time.monotonic() - held_from
+            tables = _check_copy(tmp)
+            # Replace while still holding the lock: snapshots are published in the order they were taken.
+            os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    info = SnapshotInfo(target, target.stat().st_size, tables, time.monotonic() - started)
+    log.info("published read snapshot %s (%d tables, %.1f MB; database held %.2fs)", target, tables,
+             info.bytes / 1e6, held)
+    return info

@@ -1,0 +1,166 @@
+"""The deployment registry, prefect.yaml, `chronicle setup` and the typed parameters, against the real API."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from prefect.client.orchestration import get_client
+from pydantic import TypeAdapter, ValidationError
+from typer.testing import CliRunner
+
+from chronicle.cli.main import app
+from chronicle.params import ISO_WEEK_PATTERN, IsoWeekStr, OptionalIsoWeekStr
+from chronicle.settings import Settings, get_settings, reset_settings
+from deployments.definitions import DEPLOYMENTS, WORK_POOL, by_name
+from deployments.setup import run_setup
+from deployments.yamlfile import differences
+from tests.deployments.conftest import REPO
+
+EXPECTED = {"ingest-logs/ingest", "weekly-chronicle/weekly-chronicle", "distill-memory/distill-memory",
+            "backfill-weeks/backfill-weeks"}
+
+
+def test_registry_names_the_four_deployments_and_their_flows_import() -> None:
+    assert {s.full_name for s in DEPLOYMENTS} == EXPECTED
+    for spec in DEPLOYMENTS:
+        assert spec.load_flow().name == spec.flow_name, spec.entrypoint
+
+
+def test_repo_prefect_yaml_matches_the_registry(settings: Settings) -> None:
+    assert differences(REPO / "prefect.yaml", settings) == []
+
+
+def test_deploy_check_flags_other_settings_and_write_fixes_it(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHRONICLE_TIMEZONE", "Europe/Berlin")
+    monkeypatch.setenv("CHRONICLE_SOURCE_PATHS", '["/data/exports"]')
+    reset_settings()
+    problems = differences(REPO / "prefect.yaml", get_settings())
+    assert any("weekly-chronicle" in p and "Europe/Berlin" in p for p in problems), problems
+    assert any("'ingest'" in p and "/data/exports" in p for p in problems), problems
+
+    target = home.parent / "site" / "prefect.yaml"
+    target.parent.mkdir()
+    runner = CliRunner()
+    assert runner.invoke(app, ["deploy-check", "--file", str(target)]).exit_code == 1
+    assert runner.invoke(app, ["deploy-check", "--write", "--file", str(target)]).exit_code == 0
+    result = runner.invoke(app, ["deploy-check", "--file", str(target)])
+    assert result.exit_code == 0, result.output
+    target.write_text(target.read_text().replace("0 2 * * 1", "0 3 * * 1"))
+    assert runner.invoke(app, ["deploy-check", "--file", str(target)]).exit_code == 1
+
+
+def _next(schedule, n: int, start: datetime) -> list[datetime]:
+    """Next run times as the Prefect server's scheduler computes them."""
+    from prefect.server.schemas import schedules as server
+
+    kind = server.CronSchedule if getattr(schedule, "cron", None) else server.IntervalSchedule
+    return asyncio.run(kind(**schedule.model_dump()).get_dates(n=n, start=start))
+
+
+def test_schedules_follow_the_configured_timezone(settings: Settings) -> None:
+    tz = ZoneInfo(settings.timezone)
+    start = datetime(2026, 3, 4, tzinfo=UTC)
+
+    weekly = by_name("weekly-chronicle").to_runner_deployment(settings).schedules[0].schedule
+    runs = [d.astimezone(tz) for d in _next(weekly, 3, start)]
+    assert [(d.isoweekday(), d.hour, d.minute) for d in runs] == [(1, 2, 0)] * 3  # Monday 02:00 local
+    assert runs[1] - runs[0] == timedelta(weeks=1)
+
+    distill = by_name("distill-memory").to_runner_deployment(settings).schedules[0].schedule
+    runs = [d.astimezone(tz) for d in _next(distill, 3, start)]
+    assert {(d.hour, d.minute) for d in runs} == {(3, 0)} and runs[2] - runs[0] == timedelta(days=6)
+
+    ingest = by_name("ingest").to_runner_deployment(settings)
+    assert ingest.schedules[0].schedule.interval == timedelta(minutes=settings.ingest_interval_minutes)
+    assert ingest.schedules[0].active is False  # no source_paths configured: nothing to read yet
+    assert not by_name("backfill-weeks").to_runner_deployment(settings).schedules
+
+
+def test_ingest_reads_configured_source_paths(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHRONICLE_SOURCE_PATHS", '["/srv/logs", "/srv/notes"]')
+    reset_settings()
+    deployment = by_name("ingest").to_runner_deployment(get_settings())
+    assert deployment.parameters == {"paths": ["/srv/logs", "/srv/notes"]}
+    assert deployment.schedules[0].active is True
+
+
+@pytest.mark.parametrize("good", ["2026-W05", "2020-W53", "1999-W01"])
+def test_iso_week_type_accepts(good: str) -> None:
+    assert TypeAdapter(IsoWeekStr).validate_python(good) == good
+
+
+@pytest.mark.parametrize("bad", ["2026-5", "2026W05", "2026-W00", "2026-W54", "26-W05", "2026-W5", ""])
+def test_iso_week_type_rejects(bad: str) -> None:
+    with pytest.raises(ValidationError):
+        TypeAdapter(IsoWeekStr).validate_python(bad)
+    assert TypeAdapter(OptionalIsoWeekStr).validate_python(None) is None
+
+
+def _pattern(prop: dict) -> str | None:
+    """The string pattern of a parameter, also when it is optional (`anyOf: [{string...}, {null}]`)."""
+    return next((b["pattern"] for b in [prop, *prop.get("anyOf", [])] if "pattern" in b), None)
+
+
+def test_backfill_form_has_typed_described_parameters(settings: Settings) -> None:
+    schema = by_name("backfill-weeks").to_runner_deployment(settings)._parameter_openapi_schema.model_dump()
+    props = schema["properties"]
+    for week in ("start_week", "end_week"):
+        assert _pattern(props[week]) == ISO_WEEK_PATTERN, props[week]  # chronicle.params.IsoWeekStr
+        assert props[week].get("description"), week  # shown above the field in the UI form
+    for flag in ("only_missing", "force"):
+        assert props[flag]["type"] == "boolean" and props[flag].get("description"), flag
+    assert props["only_missing"]["default"] is True and props["force"]["default"] is False
+    assert props["project_id"]["default"] == "all" and props["project_id"].get("description")
+
+
+@pytest.mark.parametrize("spec", DEPLOYMENTS, ids=lambda s: s.name)
+def test_every_parameter_has_help_text_in_the_form(spec, settings: Settings) -> None:
+    props = spec.to_runner_deployment(settings)._parameter_openapi_schema.model_dump()["properties"]
+    undocumented = [name for name, p in props.items() if not p.get("description")]
+    assert not undocumented, f"{spec.full_name}: parameters without a description: {undocumented}"
+
+
+def test_setup_is_idempotent_and_corrects_limits(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "3")
+    reset_settings()
+    run_setup(get_settings())
+    second = run_setup(get_settings())
+    assert all("already" in line for line in second), second
+    monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "5")
+    reset_settings()
+    third = run_setup(get_settings(), work_pool=False)
+    assert any("updated" in line and "'llm'" in line for line in third), third
+    with get_client(sync_client=True) as client:
+        assert client.read_global_concurrency_limit_by_name("llm").limit == 5
+        assert client.read_global_concurrency_limit_by_name("duckdb-writer").limit == 1
+        assert client.read_work_pool(WORK_POOL).type == "process"
+
+
+def test_prefect_deploy_all_creates_the_four_deployments(home: Path, api_url: str) -> None:
+    """The real CLI path a data engineer takes: `chronicle setup` then `prefect deploy --all` from the repo."""
+    import os
+
+    run_setup(get_settings())
+    env = {**os.environ, "PREFECT_API_URL": api_url}
+    prefect = str(Path(sys.executable).parent / "prefect")  # this venv's CLI, whatever PATH says
+    done = subprocess.run([prefect, "--no-prompt", "deploy", "--all"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    with get_client(sync_client=True) as client:
+        for spec in DEPLOYMENTS:
+            d = client.read_deployment_by_name(spec.full_name)
+            assert d.work_pool_name == WORK_POOL and d.entrypoint == spec.entrypoint
+            assert d.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": str(REPO)}}]
+            assert d.global_concurrency_limit is not None and d.global_concurrency_limit.limit == 1
+            assert sorted(d.tags) == sorted(spec.tags)
+            assert d.job_variables["env"]["PREFECT_LOGGING_EXTRA_LOGGERS"] == "chronicle"
+        weekly = client.read_deployment_by_name("weekly-chronicle/weekly-chronicle").schedules[0]
+        assert (weekly.schedule.cron, weekly.schedule.timezone, weekly.active) == ("0 2 * * 1", "Asia/Shanghai", True)
+        props = client.read_deployment_by_name("backfill-weeks/backfill-weeks").parameter_openapi_schema["properties"]
+        assert _pattern(props["start_week"]), props["start_week"]

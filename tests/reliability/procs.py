@@ -1,0 +1,133 @@
+"""Child processes that run a flow, and a SIGKILL whose clock starts when the flow starts.
+
+`killer.kill_at` counts from process start, so its kill points include interpreter and Prefect
+imports, whose duration varies a lot on a loaded machine. The drivers here print `MARK` right before
+calling the flow; `run_marked` times an undisturbed run from that mark (tests then read from DuckDB
+when the flow body ran and wrote), and `kill_marked` kills that long after the mark, so seeded kill
+points (`killer.kill_points`, one per slice of the window: `spread_points`) land inside the writes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+MARK = "CHRONICLE-FLOW-START"
+
+# Backfill every week of one project (offline engine: deterministic, holds no LLM slot).
+WEEKLY_DRIVER = f"""
+import sys
+from flows.backfill_weeks import backfill_weeks
+print({MARK!r}, flush=True)
+backfill_weeks(project_id=sys.argv[1])
+"""
+
+# Distill the notes of (until - days, until].
+DISTILL_DRIVER = f"""
+import sys
+from datetime import date
+from flows.distill_memory import distill_memory
+print({MARK!r}, flush=True)
+distill_memory(days=int(sys.argv[1]), until=date.fromisoformat(sys.argv[2]))
+"""
+
+
+# Write a growing MEMORY.md through the real knowledge-file writer, one memory per write (no Prefect).
+KNOWLEDGE_DRIVER = f"""
+import sys
+from pathlib import Path
+from chronicle.distill.knowledge import sync_file
+from tests.reliability.procs import knowledge_item
+print({MARK!r}, flush=True)
+for k in range(int(sys.argv[2])):
+    sync_file(Path(sys.argv[1]), "MEMORY.md", [knowledge_item(k)], keep=3)
+"""
+REPO = Path(__file__).resolve().parents[2]
+
+
+def knowledge_item(k: int):
+    """The k-th memory of KNOWLEDGE_DRIVER: big (the write takes a while), three note sources."""
+    import hashlib
+
+    from chronicle.distill.sections import Item
+
+    digest = hashlib.sha256(str(k).encode()).hexdigest()
+    text = f"memory {k}: " + " ".join(f"{digest}{j}" for j in range(1500))
+    return Item(memory_id=f"2026-04-0{1 + k % 3}-{digest[:12]}", content_hash=digest, text=text,
+                day=f"2026-04-0{1 + k % 3}", source=f"2026-04-0{1 + k % 3}.md")
+
+
+def child_env(home: Path, api_url: str, **extra: str) -> dict[str, str]:
+    """This test's CHRONICLE_HOME and the session's Prefect API (no ephemeral server start-up in the child)."""
+    return {**os.environ, "CHRONICLE_HOME": str(home), "PREFECT_API_URL": api_url,
+            "PREFECT_LOGGING_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])), **extra}
+
+
+def _start(cmd: list[str], env: dict[str, str], cwd: Path, err) -> tuple[subprocess.Popen, float]:
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True,
+                            start_new_session=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.strip() == MARK:
+            return proc, time.monotonic()
+    proc.wait()
+    return proc, time.monotonic()
+
+
+def run_marked(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> tuple[float, datetime]:
+    """Run to completion: (seconds from the mark to exit, UTC wall time of the mark, naive like DuckDB's
+    timestamps). Raises with the child's stderr on failure."""
+    with tempfile.TemporaryFile("w+") as err:
+        proc, t0 = _start(cmd, env, cwd, err)
+        marked_at = datetime.now(UTC).replace(tzinfo=None)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+        proc.stdout.close()
+        if rc != 0:
+            err.seek(0)
+            raise RuntimeError(f"{cmd[-3:]} failed ({rc}):\n{err.read()[-4000:]}")
+        return time.monotonic() - t0, marked_at
+
+
+def kill_marked(cmd: list[str], env: dict[str, str], cwd: Path, after_s: float) -> bool:
+    """SIGKILL the child `after_s` seconds after its mark; True if it was still running then."""
+    proc, _ = _start(cmd, env, cwd, subprocess.DEVNULL)
+    try:
+        proc.wait(timeout=after_s)
+        return False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return True
+    finally:
+        proc.stdout.close()
+
+
+def spread_points(seed: int, n: int, start: float, end: float) -> list[float]:
+    """`n` seeded kill points, one per equal slice of [start, end], so they cover the whole run."""
+    from tests.reliability.killer import kill_points
+
+    step = (end - start) / n
+    return [kill_points(seed + i, 1, start + i * step, start + (i + 1) * step)[0] for i in range(n)]
+
+
+def hold_duckdb(db: Path, seconds: float) -> subprocess.Popen:
+    """A foreign process (an analyst's `duckdb` shell; it takes no Chronicle lock) holding the file for writing.
+
+    Returns once the file is held, so the conflict is real when the caller goes on.
+    """
+    code = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
+            "time.sleep(float(sys.argv[2])); c.close()")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(db), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc

@@ -1,0 +1,162 @@
+"""Secret canaries of every redaction kind, in daily notes AND trial logs, never leave the raw log table: not to
+the LLM (weekly reports and distillation), the embeddings endpoint, LanceDB, knowledge files, Prefect artifacts,
+`llm_calls`, `weekly_reports` or the logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakellm import FakeLLMServer
+from tests.security.canaries import CN_ID, CN_ID_TRIAL, NOTE_DAY, TRIAL_PROJECT, leaks, write_inputs
+
+UNTIL = date.fromisoformat(NOTE_DAY)
+
+
+def _user(request: dict[str, Any]) -> str:
+    return next(m["content"] for m in request["messages"] if m["role"] == "user")
+
+
+def echoing(request: dict[str, Any]) -> str:
+    """A model that quotes its input back: whatever the prompt held ends up in every sink after it."""
+    user = _user(request)
+    if request["messages"][0]["content"].startswith("You distill"):
+        entries = re.findall(r"^\[\d+\] (.*)$", user, flags=re.M)
+        return json.dumps([{"content": text, "summary": text[:60], "tags": ["t"], "importance": 0.7,
+                            "targetFile": "MEMORY.md", "action": "append"} for text in entries], ensure_ascii=False)
+    lines = [line for line in user.splitlines() if line.startswith("[E")]  # short enough: no `shorten` call
+    return "## 周报\n\n" + "\n".join(f"- {line[:90]}" for line in lines[:4])
+
+
+@contextmanager
+def listening(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """Capture the Prefect run loggers and Chronicle's own. Prefect (re)configures logging when the process's
+    first flow starts, dropping handlers it did not install, so enter this after one flow has run."""
+    loggers = [logging.getLogger(n) for n in ("prefect", "chronicle", "httpx", "openai")]
+    caplog.set_level(logging.DEBUG, logger="chronicle")
+    caplog.set_level(logging.INFO, logger="prefect")  # run loggers inherit it; INFO is where the summaries are
+    for lg in loggers:
+        lg.addHandler(caplog.handler)
+    try:
+        yield
+    finally:
+        for lg in loggers:
+            lg.removeHandler(caplog.handler)
+
+
+def tree(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+
+
+def table_text(*tables: str) -> dict[str, str]:
+    from storage.db import connect
+
+    with connect() as conn:
+        return {t: "\n".join(repr(r) for r in conn.execute(f"SELECT * FROM {t}").fetchall()) for t in tables}
+
+
+def artifacts_text() -> tuple[int, str]:
+    """Every Prefect artifact of this test's flow runs, read back through the API."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    from storage.db import connect
+
+    with connect() as conn:
+        run_ids = [r[0] for r in conn.execute("SELECT flow_run_id FROM pipeline_runs").fetchall()]
+    with get_client(sync_client=True) as client:
+        arts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=run_ids)))
+    return len(arts), "\n".join(f"{a.key} {a.description} {a.data}" for a in arts)
+
+
+def assert_clean(where: str, blob: str | bytes) -> None:
+    found = leaks(blob)
+    assert not found, f"secret canaries leaked into {where}: {found}"
+
+
+def test_canaries_reach_no_llm_request_and_no_store(home: Path, tmp_path: Path, fake_llm: FakeLLMServer,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    from chronicle.settings import get_settings, reset_settings
+    from flows.backfill_weeks import backfill_weeks
+    from flows.distill_memory import distill_memory
+    from flows.ingest_logs import ingest_logs
+
+    for key, value in {"LLM_URL": fake_llm.base_url, "LLM_MODEL": "fake-model", "EMBEDDING_URL": fake_llm.base_url,
+                       "EMBEDDING_MODEL": "fake-embedding", "CHRONICLE_LLM_BACKOFF_BASE_S": "0.01"}.items():
+        monkeypatch.setenv(key, value)
+    reset_settings()
+    fake_llm.responder = echoing
+    ingest_logs([str(write_inputs(tmp_path / "in"))])
+    with listening(caplog):
+        distilled = distill_memory(days=3, until=UNTIL)
+        rows = backfill_weeks(project_id="all")
+    settings = get_settings()
+
+    # Positive controls: both paths really called the model with this data, and the data really got stored.
+    chats = [r for r in fake_llm.requests if r.path.endswith("/chat/completions")]
+    weekly = [r for r in chats if "流水账" in _user(r.json)]
+    assert distilled["llm_calls"] >= 1 and distilled["redactions"].get("cn_id") == 1
+    assert {r["project"] for r in rows if r["outcome"] == "generated"} == {"assistant", TRIAL_PROJECT}
+    assert any("SEC-01-001" in _user(r.json) for r in weekly) and any("王老师" in _user(r.json) for r in weekly)
+    assert any(r.path.endswith("/embeddings") for r in fake_llm.requests)
+    lance = tree(Path(settings.lance_uri))
+    assert "王老师习惯早上 7:30".encode() in lance  # the store's bytes are greppable: the leak check means something
+    assert b"[REDACTED:" in tree(settings.workspace_dir)
+
+    for request in fake_llm.requests:  # the LLM, and the embeddings endpoint (patient ids: neither)
+        assert_clean(f"a request to {request.path}", request.body)
+    assert_clean("LanceDB", lance)
+    assert_clean("knowledge files", tree(settings.workspace_dir))
+    for table, text in table_text("llm_calls", "weekly_reports", "weekly_report_versions", "memory_events",
+                                  "distill_quarantine", "pipeline_runs").items():
+        assert text or table == "distill_quarantine", f"{table} is empty: nothing to check"
+        assert_clean(f"table {table}", text)
+    n_artifacts, artifacts = artifacts_text()
+    assert n_artifacts >= 4 and "REDACTED" in artifacts  # report artifacts quote the (redacted) entries
+    assert_clean("Prefect artifacts", artifacts)
+    messages = "\n".join(r.getMessage() for r in caplog.records)
+    assert "distilled" in messages and "backfill" in messages
+    assert_clean("logs", messages)
+    assert CN_ID not in lance.decode("utf-8", "replace") and CN_ID_TRIAL.encode() not in lance
+
+
+def test_offline_engines_store_no_canary(home: Path, tmp_path: Path, fake_llm: FakeLLMServer,
+                                         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """No LLM configured: the extractive weekly report and the rule-based distiller copy note text verbatim,
+    so they must copy the redacted text."""
+    from chronicle.settings import get_settings, reset_settings
+    from flows.backfill_weeks import backfill_weeks
+    from flows.distill_memory import distill_memory
+    from flows.ingest_logs import ingest_logs
+
+    monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
+    monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
+    reset_settings()
+    ingest_logs([str(write_inputs(tmp_path / "in"))])
+    with listening(caplog):
+        distilled = distill_memory(days=3, until=UNTIL)
+        rows = backfill_weeks(project_id="all")
+    settings = get_settings()
+
+    assert distilled["engine"] == "offline" and distilled["memories"] > 3
+    assert {r["engine"] for r in rows} == {"offline-extractive"}
+    reports = table_text("weekly_reports")["weekly_reports"]
+    assert "SEC-01-001" in reports  # the extractive report quotes the trial log
+    assert not [r for r in fake_llm.requests if r.path.endswith("/chat/completions")]
+    for request in fake_llm.requests:
+        assert_clean(f"a request to {request.path}", request.body)
+    assert_clean("LanceDB", tree(Path(settings.lance_uri)))
+    assert_clean("knowledge files", tree(settings.workspace_dir))
+    for table, text in table_text("weekly_reports", "weekly_report_versions", "memory_events").items():
+        assert_clean(f"table {table}", text)
+    assert_clean("Prefect artifacts", artifacts_text()[1])
+    assert_clean("logs", "\n".join(r.getMessage() for r in caplog.records))

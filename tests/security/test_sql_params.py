@@ -1,0 +1,105 @@
+"""SQL built from CLI arguments is parameterised (DuckDB) or quoted (LanceDB filters): hostile project ids and
+tags match nothing and drop nothing, while the real values do match (so "nothing matched" means something)."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.fakellm import FakeLLMServer
+from tests.security.canaries import TRIAL_PROJECT, write_inputs
+
+runner = CliRunner()
+HOSTILE_PROJECTS = [
+    "x' OR 1=1; DROP TABLE raw_logs; --",
+    f"{TRIAL_PROJECT}' OR '1'='1",
+    f'{TRIAL_PROJECT}" OR "1"="1',
+    "x'); DELETE FROM weekly_reports; --",
+]
+HOSTILE_TAGS = ["t']) OR true OR array_has_any(tags, ['t", "x' OR 1=1 --", "'; DROP TABLE memories; --"]
+TABLES = ("raw_logs", "weekly_reports", "weekly_report_versions", "memory_events", "distill_chunks", "llm_calls")
+
+
+@pytest.fixture(autouse=True)
+def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.cli.common import console
+
+    monkeypatch.setattr(console, "_width", 200)
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    from chronicle.cli.main import app
+
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def _counts() -> dict[str, int]:
+    from storage.db import connect
+    from storage.memory_store import MemoryStore
+
+    with connect() as conn:
+        counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in TABLES}
+    from chronicle.settings import get_settings
+
+    counts["lancedb memories"] = MemoryStore(get_settings()).count()
+    return counts
+
+
+def test_hostile_cli_arguments_match_nothing_and_drop_nothing(home: Path, tmp_path: Path, fake_llm: FakeLLMServer,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.settings import reset_settings
+    from flows.backfill_weeks import backfill_weeks
+    from flows.distill_memory import distill_memory
+    from flows.ingest_logs import ingest_logs
+
+    monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
+    monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
+    reset_settings()
+    ingest_logs([str(write_inputs(tmp_path / "in"))])
+    backfill_weeks(project_id="all")
+    distill_memory(days=3, until=date(2026, 3, 2))
+    before = _counts()
+    assert all(v for k, v in before.items() if k != "llm_calls"), before  # offline: no llm_calls
+
+    # Positive controls: the real values match.
+    assert _cli("report", "show", "--project", TRIAL_PROJECT, "--week", "2026-W10")[0] == 0
+    assert _cli("stats", "--project", TRIAL_PROJECT, "--format", "json")[0] == 0
+    assert TRIAL_PROJECT in _cli("weeks", "--project", TRIAL_PROJECT, "--csv")[1]
+    code, out = _cli("memory", "search", "王老师", "--tag", "偏好", "--json")
+    assert code == 0 and json.loads(out), out
+
+    for project in HOSTILE_PROJECTS:
+        code, out = _cli("report", "show", "--project", project, "--week", "2026-W10")
+        assert code == 1 and "no report for" in out, out
+        code, out = _cli("report", "history", "--project", project, "--week", "2026-W10")
+        assert code == 1 and "no versions for" in out, out
+        assert "no reports for" in _cli("report", "list", "--project", project)[1]
+        code, out = _cli("stats", "--project", project, "--format", "json")
+        assert code == 1 and "no weeks for project" in out, out
+        code, out = _cli("weeks", "--project", project, "--csv")
+        assert code == 0 and out.strip().splitlines()[1:] == [], out  # the CSV header only
+        assert "no entries yet" in _cli("weeks", "--project", project)[1]
+        code, out = _cli("backfill", "--project", project)
+        assert code == 0 and "generated" not in out and TRIAL_PROJECT not in out.replace(project, ""), out
+        assert _counts() == before, f"tables changed after hostile --project {project!r}"
+    for tag in HOSTILE_TAGS:
+        for args in (("memory", "search", "王老师", "--tag", tag, "--json"), ("memory", "list", "--tag", tag, "--json"),
+                     ("memory", "search", "王老师", "--file", tag, "--json"),
+                     ("memory", "list", "--file", f"MEMORY.md' OR '1'='1{tag}", "--json")):
+            code, out = _cli(*args)
+            assert code == 0 and json.loads(out) == [], (args, out)
+    assert _counts() == before
+
+    from storage.db import connect
+
+    with connect() as conn:  # the hostile ids were stored as values (run parameters), nothing more
+        params = [r[0] for r in conn.execute(
+            "SELECT parameters FROM pipeline_runs WHERE flow_name = 'backfill-weeks' ORDER BY started_at").fetchall()]
+        reports = conn.execute("SELECT DISTINCT project_id FROM weekly_reports ORDER BY 1").fetchall()
+    assert [json.loads(p)["project_id"] for p in params[1:]] == HOSTILE_PROJECTS
+    assert sorted(reports) == sorted([("assistant",), (TRIAL_PROJECT,)])

@@ -1,0 +1,90 @@
+"""Weekly-chronicle fixtures: the sample trial ingested once per session, copied into each test's home."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakellm import FakeLLMServer
+
+SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "type", "text": "content"}
+
+
+@pytest.fixture(scope="session")
+def ingested_db(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DuckDB file holding the sample's logs (both projects), ingested through the real flow once."""
+    from chronicle.settings import reset_settings
+    from flows.ingest_logs import ingest_logs
+    from storage.db import forget_migrations
+
+    home = tmp_path_factory.mktemp("weekly-ingest") / "home"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CHRONICLE_HOME", str(home))
+        mp.setenv("CHRONICLE_COLUMN_MAP", json.dumps(SAMPLE_MAP))
+        reset_settings()
+        forget_migrations()
+        summary = ingest_logs([str(sample_dir / "logs")])
+        assert summary["rejects"] == {}
+    reset_settings()
+    forget_migrations()
+    return home / "chronicle.duckdb"
+
+
+@pytest.fixture
+def trial(home: Path, ingested_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's home with the ingested sample; returns the home folder."""
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ingested_db, home / "chronicle.duckdb")
+    monkeypatch.setenv("CHRONICLE_COLUMN_MAP", json.dumps(SAMPLE_MAP))
+    from chronicle.settings import reset_settings
+
+    reset_settings()
+    return home
+
+
+@pytest.fixture
+def truth(sample_dir: Path) -> dict[str, Any]:
+    return json.loads((sample_dir / "ground_truth.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def online(fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
+    """Chronicle pointed at the fake endpoint with small backoff and timeout."""
+    from chronicle.settings import reset_settings
+
+    monkeypatch.setenv("LLM_URL", fake_llm.base_url)
+    monkeypatch.setenv("LLM_MODEL", "fake-model")
+    monkeypatch.setenv("CHRONICLE_LLM_BACKOFF_BASE_S", "0.01")
+    monkeypatch.setenv("CHRONICLE_LLM_BACKOFF_MAX_S", "0.05")
+    monkeypatch.setenv("CHRONICLE_LLM_TIMEOUT_S", "1")
+    reset_settings()
+    yield fake_llm
+    reset_settings()
+
+
+def week_of_request(request: dict[str, Any]) -> int | None:
+    """The week_number a weekly prompt is about (from its header line), or None."""
+    import re
+
+    for message in request.get("messages", []):
+        match = re.search(r"week_number (\d{6})", str(message.get("content", "")))
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def cite_first(request: dict[str, Any]) -> str:
+    """A well-behaved model: a short report citing the first entry it was shown."""
+    return "## 本周要点\n\n- 项目按计划推进，详见流水账 [E1]。\n"
+
+
+def db_rows(sql: str, params: list[Any] | None = None) -> list[tuple]:
+    from storage.db import connect
+
+    with connect() as conn:
+        return conn.execute(sql, params or []).fetchall()

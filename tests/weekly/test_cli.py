@@ -1,0 +1,104 @@
+"""`chronicle backfill|weekly|report|context|ask` through the typer app, and the weekly flows' run names."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.weekly.conftest import db_rows
+
+pytestmark = pytest.mark.timeout(300)
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables at 200 columns, so assertions see whole cells (a terminal of 80 would wrap them)."""
+    from chronicle.cli.common import console
+
+    monkeypatch.setattr(console, "_width", 200)
+
+
+def _cli(*args: str) -> str:
+    from chronicle.cli.main import app
+
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_backfill_show_edit_history_context_ask(trial: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _cli("backfill", "--project", "XH201", "--from", "2025-W29", "--to", "2025-W31")
+    assert "engine: offline-extractive" in out and "generated 3" in out
+
+    shown = _cli("report", "show", "--project", "XH201", "--week", "2025-W30")
+    assert "generated · offline-extractive" in shown and "本周记录 44 条" in shown and "enrolled_total" in shown
+
+    fixed = tmp_path / "fixed.md"
+    fixed.write_text("人工修正：本周入组 3 人 [E9]，其中 1 例入排标准违背已上报 [E12]。\n", encoding="utf-8")
+    out = _cli("report", "edit", "--project", "XH201", "--week", "2025-W30", "--file", str(fixed),
+               "--reason", "补充偏离说明", "--author", "dr-li")
+    assert "stored version 2" in out
+
+    # $EDITOR path: click runs "$EDITOR <file>"; this editor appends a line.
+    editor = tmp_path / "editor.py"
+    editor.write_text("import sys\nopen(sys.argv[1], 'a', encoding='utf-8').write('\\n另：监查已完成。')\n")
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
+    monkeypatch.setenv("USER", "crc-wang")
+    assert "stored version 3" in _cli("report", "edit", "--project", "XH201", "--week", "2025-W30")
+
+    history = _cli("report", "history", "--project", "XH201", "--week", "2025-W30")
+    for expected in ("generated", "edited", "dr-li", "补充偏离说明", "crc-wang"):
+        assert expected in history
+    again = _cli("backfill", "--project", "XH201", "--from", "2025-W29", "--to", "2025-W31", "--force")
+    assert "skipped-edited" in again and "generated 2" in again
+
+    context = _cli("context", "--project", "XH201")
+    assert "[Week 202530]: 人工修正：本周入组 3 人，其中 1 例入排标准违背已上报。 另：监查已完成。" in context
+    assert context.splitlines()[0] == "=== 项目编年史 (Project Chronicle) ==="
+
+    answer = _cli("ask", "--project", "XH201", "哪周有入排标准违背？")
+    assert "offline" in answer and "[Week 202530]" in answer
+
+
+def test_backfill_needs_exactly_one_scope(trial: Path) -> None:
+    from chronicle.cli.main import app
+
+    result = runner.invoke(app, ["backfill", "--project", "XH201", "--all"])
+    assert result.exit_code != 0 and "exactly one" in result.output
+
+
+def test_show_of_a_missing_week_fails_with_a_hint(trial: Path) -> None:
+    from chronicle.cli.main import app
+
+    result = runner.invoke(app, ["report", "show", "--project", "XH201", "--week", "2025-W30"])
+    assert result.exit_code == 1
+
+
+def test_weekly_flow_writes_the_last_completed_week_of_every_project(trial: Path) -> None:
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+
+    from chronicle.settings import get_settings
+    from chronicle.weeks import last_completed_week
+    from flows.summarize_week import summarize_week
+    from flows.weekly_chronicle import weekly_chronicle
+
+    rows = weekly_chronicle(week="2026-W05")
+    assert {(r["project"], r["week"], r["outcome"]) for r in rows} == {("XH201", "2026-W05", "generated"),
+                                                                       ("XH305", "2026-W05", "generated")}
+    out = _cli("weekly")  # default: the week before this one, in each project's timezone
+    expected = str(last_completed_week(datetime.now(UTC), get_settings().tz_for("XH201")))
+    assert expected in out
+    weeks = {w for w, in db_rows("SELECT DISTINCT week_number FROM weekly_reports")}
+    assert weeks == {202605, int(expected.replace("-W", ""))}
+
+    summarize_week("XH201", "2026-W06")
+    [(run_id,)] = db_rows("SELECT flow_run_id FROM pipeline_runs WHERE flow_name = 'summarize-week'")
+    with get_client(sync_client=True) as client:
+        assert client.read_flow_run(UUID(run_id)).name == "weekly-XH201-2026W06"

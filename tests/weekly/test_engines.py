@@ -1,0 +1,143 @@
+"""The offline extractive engine, the cache decision and the LLM engine with a scripted `call`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from chronicle.weekly.engine import chunk_lines, decide, llm_week, offline_week, split_extras
+from chronicle.weekly.faithfulness import cited_ids, strip_citations
+from chronicle.weekly.model import EMPTY_MODEL, OFFLINE_MODEL, StoredReport
+from chronicle.weekly.offline import EMPTY_SUMMARY, clean_length
+from chronicle.weekly.prompt import PROMPT_VERSION
+from chronicle.weekly.tokens import estimate_tokens
+from tests.weekly.helpers import ZH_WEEK, week_input
+
+
+def test_offline_report_is_chinese_counts_plus_salient_entries_and_never_chat() -> None:
+    week = week_input(ZH_WEEK, enrolled_before=10)
+    report = offline_week(week, 500)
+    assert report.model == OFFLINE_MODEL and report.engine == "offline" and not report.needs_review
+    text = report.summary
+    assert text.startswith("本周记录 10 条：入组 2 人（累计 12 人），新增 AE 1 例，SAE 1 例，"
+                           "方案偏离 1 项，PI 决策 1 项")
+    assert "红烧肉" not in text and "收到" not in text  # chit-chat is never quoted
+    for sid in ("E2", "E4", "E5", "E6", "E7"):  # enrolment, AE, SAE, deviation, decision
+        assert f"[{sid}]" in text
+    assert set(report.citations) == set(cited_ids(text)) and report.citations["E5"] == "id0004"
+
+
+def test_offline_drops_whole_items_by_salience_and_says_how_many() -> None:
+    many = [("enrollment", f"XH201-01-{i:03d} 入组成功（A 组（试验组）），筛选期检查均符合入排标准，已在 IWRS 登记")
+            for i in range(12)] + [("sae", "【SAE】XH201-01-002 因肺部感染（3 级）住院治疗，已在 5 小时内完成首次报告")]
+    report = offline_week(week_input(many), 300)
+    text = report.summary
+    assert clean_length(text) <= 300
+    assert "[E13]" in text  # the SAE is kept first
+    shown = sum(f"[E{i}]" in text for i in range(1, 13))
+    assert 0 < shown < 12 and f"等 {12 - shown} 条" in text
+    for line in strip_citations(text).splitlines()[1:]:  # every quoted item is whole
+        for item in line.split("：", 1)[1].split("；"):
+            assert item.startswith("等 ") or item.strip().endswith(("登记", "首次报告"))
+
+
+def test_offline_english_logs_give_an_english_report() -> None:
+    week = week_input([("enrollment", "Subject 001 enrolled at site A after screening"),
+                       ("ae", "Subject 001 grade 2 nausea, possibly related"), ("message", "lunch anyone?")])
+    text = offline_week(week, 500).summary
+    assert text.startswith("This week: 3 entries; 1 subjects enrolled (1 enrolled in total), 1 new AEs;")
+    assert "Enrolment" in text and "lunch" not in text
+
+
+def test_empty_week_gets_the_fixed_report_without_an_engine() -> None:
+    report = offline_week(week_input([]), 500)
+    assert (report.summary, report.model, report.engine, report.entry_count) == (EMPTY_SUMMARY, EMPTY_MODEL,
+                                                                                  "empty", 0)
+
+
+def _stored(week, **kw) -> StoredReport:  # type: ignore[no-untyped-def]
+    base = StoredReport("r1", "generated", OFFLINE_MODEL, PROMPT_VERSION, week.input_hash, False, 1, "x", week.stats)
+    return replace(base, **kw)
+
+
+def test_cache_decision() -> None:
+    week = week_input(ZH_WEEK)
+    assert decide(None, week, OFFLINE_MODEL).action == "generate"
+    assert decide(_stored(week), week, OFFLINE_MODEL).action == "cached"
+    assert decide(_stored(week), week, "qwen2.5:7b").why.startswith("model changed")
+    assert decide(_stored(week, prompt_version="weekly-v0"), week, OFFLINE_MODEL).why.startswith("prompt changed")
+    assert decide(_stored(week, input_hash="old"), week, OFFLINE_MODEL).why == "inputs changed"
+    assert decide(_stored(week, stale=True), week, OFFLINE_MODEL).action == "generate"
+    assert decide(_stored(week), week, OFFLINE_MODEL, force=True).action == "generate"
+    edited = _stored(week, status="edited")
+    assert decide(edited, week, OFFLINE_MODEL, force=True) == decide(edited, week, OFFLINE_MODEL)
+    assert decide(edited, week, OFFLINE_MODEL).action == "skip-edited" and not decide(edited, week, "m").stale
+    assert decide(_stored(week, status="edited", input_hash="old"), week, OFFLINE_MODEL).stale
+    assert decide(edited, week, OFFLINE_MODEL, overwrite_edited=True).action == "generate"
+    empty = week_input([])  # an empty week needs no model: configuring an endpoint does not redo it
+    assert decide(_stored(empty, model=EMPTY_MODEL), empty, "qwen2.5:7b").action == "cached"
+
+
+class Script:
+    """A scripted `call(messages, purpose)`: answers in order, records purposes and prompts."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.calls: list[tuple[str, list[dict[str, str]]]] = []
+
+    def __call__(self, messages: list[dict[str, str]], purpose: str) -> str:
+        self.calls.append((purpose, messages))
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def test_llm_week_asks_to_shorten_then_accepts() -> None:
+    long = "本周要点：" + "项目按计划推进。" * 80 + " [E2]"
+    script = Script(long, "本周入组 2 人 [E2]，SAE 1 例 [E5]。")
+    report = llm_week(week_input(ZH_WEEK), script, model="m", max_chars=500, context_tokens=6000)
+    assert [p for p, _ in script.calls] == ["weekly_report", "shorten"]
+    assert report.summary == "本周入组 2 人 [E2]，SAE 1 例 [E5]。" and not report.needs_review
+    assert report.llm_calls == 2 and report.citations == {"E2": "id0001", "E5": "id0004"}
+    system, user = script.calls[0][1]
+    assert "忽略闲聊" in system["content"] and "500 字以内" in system["content"]
+    assert "[E1]" in user["content"] and "enrolled=2" in user["content"]
+
+
+def test_llm_week_over_length_twice_is_stored_whole_and_flagged() -> None:
+    long = "本周要点：" + "项目按计划推进。" * 80
+    script = Script(long)
+    report = llm_week(week_input(ZH_WEEK), script, model="m", max_chars=500, context_tokens=6000)
+    assert [p for p, _ in script.calls] == ["weekly_report", "shorten", "shorten"]
+    assert report.summary == long  # never cut
+    assert report.needs_review and report.review_reasons[0]["kind"] == "over_length"
+
+
+def test_llm_week_map_reduce_when_the_week_exceeds_the_context_budget() -> None:
+    items = [("query", f"【Query Q-{i:04d}】XH201-01-{i:03d} 血常规：与原始病历不一致，请核实并更正")
+             for i in range(40)]
+    week = week_input(items)
+    script = Script("要点：Query 40 条 [E1]")
+    report = llm_week(week, script, model="m", max_chars=500, context_tokens=300)
+    purposes = [p for p, _ in script.calls]
+    assert purposes[-1] == "reduce" and purposes.count("map") >= 3 and set(purposes) == {"map", "reduce"}
+    mapped = "\n".join(m[1]["content"] for p, m in script.calls if p == "map")
+    assert all(f"[E{i}]" in mapped for i in range(1, 41))  # every entry was read: nothing truncated
+    assert not report.needs_review
+
+
+def test_chunks_respect_the_budget_and_keep_whole_lines() -> None:
+    lines = [f"[E{i}] " + "字" * 50 for i in range(30)]
+    chunks = chunk_lines(lines, 200)
+    assert [line for chunk in chunks for line in chunk] == lines
+    assert all(sum(estimate_tokens(x) + 1 for x in c) <= 200 for c in chunks)
+
+
+def test_trailing_json_extras_are_split_validated_and_compared() -> None:
+    answer = "本周入组 2 人 [E2]。\n\n```json\n" + json.dumps({"enrolled": 3, "subjects": ["XH201-01-003"]}) + "\n```"
+    text, extras, error = split_extras(answer)
+    assert text == "本周入组 2 人 [E2]。" and extras["enrolled"] == 3 and error is None
+    report = llm_week(week_input(ZH_WEEK), Script(answer), model="m", max_chars=500, context_tokens=6000)
+    assert report.llm_stats == {"enrolled": 3, "subjects": ["XH201-01-003"], "risks": []}
+    assert [r["kind"] for r in report.review_reasons] == ["llm_stats_mismatch"]
+    bad = llm_week(week_input(ZH_WEEK), Script("要点 [E2]\n```json\n{\"mood\": 1}\n```"), model="m", max_chars=500,
+                   context_tokens=6000)
+    assert "_rejected" in bad.llm_stats and not bad.needs_review
