@@ -36,6 +36,8 @@ from flows.concurrency import reserve_llm
 from flows.runlog import tracked_run
 from storage import queries
 from storage.db import connect
+from storage.snapshot import publish_snapshot
+from tasks.analytics import publish_charts
 from tasks.weekly import ProjectPlan, artifact_key, artifacts, plan_project, summarize_week_task
 
 TABLE_COLUMNS = ("project", "week", "outcome", "engine", "duration_s", "entries", "llm_calls", "needs_review")
@@ -189,4 +191,6 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
         rows = fan_out(settings, plans, key=f"backfill-{run_label(project_id)}", title=flow_run.name or "backfill",
                        force=force, overwrite_edited=overwrite_edited, max_workers=max_workers, counts=counts)
         get_run_logger().info("backfill %s: %s", project_id, counts.get("outcomes"))
+    publish_charts(projects)
+    publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
     return rows

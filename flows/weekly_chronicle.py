@@ -15,6 +15,8 @@ from flows.backfill_weeks import fan_out
 from flows.runlog import tracked_run
 from storage import queries
 from storage.db import connect
+from storage.snapshot import publish_snapshot
+from tasks.analytics import publish_charts
 from tasks.weekly import plan_project
 
 
@@ -50,4 +52,6 @@ def weekly_chronicle(week: OptionalIsoWeekStr = None, force: Force = False) -> l
         rows = fan_out(settings, plans, key="weekly-chronicle", title=flow_run.name or "weekly", force=force,
                        overwrite_edited=False, max_workers=None, counts=counts)
         get_run_logger().info("weekly chronicle: %s", counts.get("outcomes"))
+    publish_charts(projects)
+    publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
     return rows

@@ -92,3 +92,20 @@ def test_chart_pngs(trial: Path, tmp_path: Path) -> None:
         path = tmp_path / "charts" / name
         assert _png_size(path) == (1210, 550)
         assert path.stat().st_size > 20_000  # bars, lines and text, not an empty canvas
+
+
+def test_backfill_attaches_chart_artifacts_and_publishes_snapshot(trial: Path) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    from flows.backfill_weeks import backfill_weeks
+
+    backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W22")
+    with get_client(sync_client=True) as client:
+        arts = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["charts-xh201"])))
+    assert arts, "no chart artifact for XH201"
+    body = str(arts[0].data)
+    assert body.count("data:image/png;base64,") == 2
+    assert (trial.parent / "charts" / "XH201_enrolment.png").exists()
+    with duckdb.connect(str(trial.parent / "chronicle.snapshot.duckdb"), read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM weekly_reports").fetchall()[0][0] == 3
