@@ -26,6 +26,9 @@ from storage.migrations import apply_migrations
 log = logging.getLogger("chronicle.storage")
 
 _thread_lock = threading.RLock()
+# Files keep DuckDB 1.4's storage format, so analysts' `duckdb` CLI releases (1.4/1.5 on PyPI today)
+# can open them; the Python package writes a newer format by default that those CLIs refuse.
+_CONFIG = {"storage_compatibility_version": "v1.4.0"}
 _migrated: set[Path] = set()
 
 
@@ -48,7 +51,7 @@ def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnec
     attempt, waited_since = 0, None
     while True:
         try:
-            conn = duckdb.connect(str(path), read_only=read_only)
+            conn = duckdb.connect(str(path), read_only=read_only, config=_CONFIG)
             # Timestamps are stored as naive UTC; make TIMESTAMPTZ display agree on every machine.
             conn.execute("SET TimeZone = 'UTC'")
             conn.execute("SET enable_progress_bar = false")  # it would print into the CLI's stdout

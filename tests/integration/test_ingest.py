@@ -185,3 +185,23 @@ def test_cli_ingest_and_weeks(home: Path, tmp_path: Path) -> None:
     assert result.output.splitlines()[1].startswith("P,202602,2026-01-05,1,1,")
     result = runner.invoke(app, ["config", "--json"])
     assert json.loads(result.output)["db_path"] == str(home.resolve() / "chronicle.duckdb")
+
+
+def test_duckdb_shell_reads_the_database(mapped: Path, sample_dir: Path) -> None:
+    """The README's query, through the real `duckdb` shell installed with the package (duckdb-cli)."""
+    import subprocess
+    import sys
+
+    ingest_logs([str(sample_dir / "logs")])
+    shell = Path(sys.executable).parent / "duckdb"
+    out = subprocess.run([str(shell), "-readonly", "-csv", str(mapped / "chronicle.duckdb"), "-c",
+                          "select week_number, count(*) from raw_logs group by 1 order by 1"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    truth = json.loads((sample_dir / "ground_truth.json").read_text())["projects"]
+    expected: dict[int, int] = {}
+    for data in truth.values():
+        for week, counts in data["weeks"].items():
+            if counts["entries"]:
+                expected[int(week)] = expected.get(int(week), 0) + counts["entries"]
+    assert out[0].startswith("week_number")
+    assert {int(a): int(b) for a, b in (line.split(",") for line in out[1:])} == expected

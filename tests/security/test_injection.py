@@ -124,7 +124,7 @@ def test_injected_logs_and_hostile_replies_stay_inside_the_allowlist(
     names = {p.name for p in ws.iterdir()}
     assert names <= {*KNOWLEDGE_FILES, ".backups", ".chronicle-knowledge.lock"}, names
     assert {p.name for p in home.iterdir()} <= {"chronicle.duckdb", "chronicle.duckdb.lock", "lancedb", "workspace",
-                                                "chronicle.snapshot.duckdb", "chronicle.snapshot.duckdb.lock"}
+                                                "chronicle.snapshot.duckdb", "chronicle.snapshot.duckdb.lock", "charts"}
     _assert_protected(ws)
     assert "Weekly reports go out on Monday mornings" in (ws / "MEMORY.md").read_text(encoding="utf-8")
     with connect() as conn:
