@@ -104,15 +104,9 @@ def print_week_table(rows: list[dict]) -> None:
 
 def _register_subcommands() -> None:
     # Each capability registers its commands from its own module, keeping this file small.
-    import importlib
+    from chronicle.cli import analyst_cmds, demo, memory_cmds, ops_cmds, report_cmds
 
-    for name in ("demo", "report_cmds", "memory_cmds", "ops_cmds", "analyst_cmds"):
-        try:
-            module = importlib.import_module(f"chronicle.cli.{name}")
-        except ModuleNotFoundError as exc:  # while a capability's module is being written
-            if exc.name != f"chronicle.cli.{name}":
-                raise
-            continue
+    for module in (demo, report_cmds, memory_cmds, ops_cmds, analyst_cmds):
         module.register(app)
 
 

@@ -1,7 +1,7 @@
 """Child processes that run a flow, and a SIGKILL whose clock starts when the flow starts.
 
-`killer.kill_at` counts from process start, so its kill points include interpreter and Prefect
-imports, whose duration varies a lot on a loaded machine. The drivers here print `MARK` right before
+Timing kills from process start would put kill points into interpreter and Prefect imports, whose
+duration varies a lot on a loaded machine. The drivers here print `MARK` right before
 calling the flow; `run_marked` times an undisturbed run from that mark (tests then read from DuckDB
 when the flow body ran and wrote), and `kill_marked` kills that long after the mark, so seeded kill
 points (`killer.kill_points`, one per slice of the window: `spread_points`) land inside the writes.
