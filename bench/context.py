@@ -68,7 +68,7 @@ def main() -> None:
     args = parser.parse_args()
     bench_env(Path(tempfile.mkdtemp(prefix="bench-context-")) / "home")
 
-    from chronicle.weekly import build_history_context
+    from services.history import build_history_context
     from storage.db import connect
 
     _write_reports(args.weeks)

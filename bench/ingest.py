@@ -36,7 +36,7 @@ OURS = """
 import json, os, resource, time
 os.environ["CHRONICLE_HOME"] = {home!r}
 from pathlib import Path
-from chronicle.ingest.pipeline import FileIngestor
+from services.ingest import FileIngestor
 from chronicle.settings import get_settings
 from storage.db import connect
 s = get_settings()

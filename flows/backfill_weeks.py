@@ -32,8 +32,8 @@ from chronicle.progress import report
 from chronicle.settings import Settings, get_settings
 from chronicle.weekly.report_md import outcome_markdown
 from chronicle.weeks import IsoWeek
-from flows.concurrency import reserve_llm
-from flows.runlog import tracked_run
+from services.llm_gate import reserve_llm
+from services.runs import tracked_run
 from storage import queries
 from storage.db import connect
 from storage.snapshot import publish_snapshot

@@ -24,7 +24,7 @@ from chronicle.distill.tally import Tally, chunk_record, plan_chunk, quarantine_
 from chronicle.params import DistillDays, UntilDate
 from chronicle.progress import report
 from chronicle.settings import Settings, get_settings
-from flows.runlog import current_flow_run_id, tracked_run
+from services.runs import current_flow_run_id, tracked_run
 from storage.snapshot import publish_snapshot
 from tasks import distill as t
 

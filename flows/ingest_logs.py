@@ -13,7 +13,7 @@ from prefect.runtime import flow_run
 from chronicle.params import OptionalProjectId, SourcePaths
 from chronicle.progress import report
 from chronicle.settings import get_settings
-from flows.runlog import tracked_run
+from services.runs import tracked_run
 from storage.snapshot import publish_snapshot
 from tasks.ingest import discover_files, ingest_file
 

@@ -11,7 +11,7 @@ from chronicle.params import Force, IsoWeekStr
 from chronicle.settings import get_settings
 from chronicle.weeks import IsoWeek
 from flows.backfill_weeks import fan_out, run_label
-from flows.runlog import tracked_run
+from services.runs import tracked_run
 from tasks.weekly import plan_project
 
 

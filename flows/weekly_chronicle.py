@@ -12,7 +12,7 @@ from chronicle.params import Force, OptionalIsoWeekStr
 from chronicle.settings import get_settings
 from chronicle.weeks import IsoWeek, last_completed_week
 from flows.backfill_weeks import fan_out
-from flows.runlog import tracked_run
+from services.runs import tracked_run
 from storage import queries
 from storage.db import connect
 from storage.snapshot import publish_snapshot

@@ -9,8 +9,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from chronicle.ingest.detect import discover
-from chronicle.ingest.pipeline import FileIngestor
 from chronicle.settings import get_settings
+from services.ingest import FileIngestor
 
 
 @task(name="discover-files", cache_policy=NO_CACHE)

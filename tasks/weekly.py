@@ -28,8 +28,8 @@ from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.model import OFFLINE_MODEL, StoredReport, WeekInput, make_week_input
 from chronicle.weekly.report_md import report_markdown
 from chronicle.weeks import IsoWeek, week_range
-from flows.concurrency import llm_slot
-from flows.runlog import current_flow_run_id
+from services.llm_gate import llm_slot
+from services.runs import current_flow_run_id
 from storage import reports
 from storage.db import connect, transaction
 from storage.llm_log import DuckDBCallLogger

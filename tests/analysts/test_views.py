@@ -11,7 +11,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from chronicle.cli.main import app
+from cli.main import app
 from flows.ingest_logs import ingest_logs
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "analysts.md"

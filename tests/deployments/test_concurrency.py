@@ -13,8 +13,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from chronicle.cli.main import app
 from chronicle.settings import Settings
+from cli.main import app
 from storage.db import connect
 from storage.snapshot import publish_snapshot, snapshot_path
 from tests.deployments.conftest import CHRONICLE, query, start_holder, write_jsonl

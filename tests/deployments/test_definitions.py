@@ -14,9 +14,9 @@ from prefect.client.orchestration import get_client
 from pydantic import TypeAdapter, ValidationError
 from typer.testing import CliRunner
 
-from chronicle.cli.main import app
 from chronicle.params import ISO_WEEK_PATTERN, IsoWeekStr, OptionalIsoWeekStr
 from chronicle.settings import Settings, get_settings, reset_settings
+from cli.main import app
 from deployments.definitions import DEPLOYMENTS, WORK_POOL, by_name
 from deployments.setup import run_setup
 from deployments.yamlfile import differences

@@ -14,7 +14,7 @@ from tests.fakellm import FakeLLMServer, Reply
 
 
 def test_cli_distill_and_memory_commands(distill_env: Path, notes_dir: Path) -> None:
-    from chronicle.cli.main import app
+    from cli.main import app
 
     ingest(notes_dir)
     runner = CliRunner()
@@ -47,8 +47,8 @@ def test_cli_distill_and_memory_commands(distill_env: Path, notes_dir: Path) -> 
 
 
 def test_demo_distill_covers_all_ingested_notes(distill_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from chronicle.cli.memory_cmds import DEMO_QUERIES, demo_distill
     from chronicle.settings import get_settings
+    from cli.memory_cmds import DEMO_QUERIES, demo_distill
     from storage.db import connect
 
     settings = get_settings()

@@ -169,7 +169,7 @@ def test_real_corpora_ingest_without_rejects(home: Path, tmp_path: Path) -> None
 def test_cli_ingest_and_weeks(home: Path, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from chronicle.cli.main import app
+    from cli.main import app
 
     runner = CliRunner()
     only_bad = tmp_path / "only_bad"

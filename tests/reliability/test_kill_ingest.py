@@ -18,7 +18,7 @@ INGEST = f"""
 import sys
 from pathlib import Path
 from chronicle.ingest.detect import discover
-from chronicle.ingest.pipeline import FileIngestor
+from services.ingest import FileIngestor
 from chronicle.settings import get_settings
 files, _ = discover([Path(sys.argv[1])])
 ing = FileIngestor(get_settings())

@@ -26,13 +26,13 @@ TABLES = ("raw_logs", "weekly_reports", "weekly_report_versions", "memory_events
 
 @pytest.fixture(autouse=True)
 def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.cli.common import console
+    from cli.common import console
 
     monkeypatch.setattr(console, "_width", 200)
 
 
 def _cli(*args: str) -> tuple[int, str]:
-    from chronicle.cli.main import app
+    from cli.main import app
 
     result = runner.invoke(app, list(args), catch_exceptions=False)
     return result.exit_code, result.output

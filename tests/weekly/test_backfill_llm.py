@@ -201,7 +201,7 @@ def test_one_shared_llm_limit_bounds_calls_in_flight(trial: Path, online: FakeLL
 
     from chronicle.settings import reset_settings
     from flows.backfill_weeks import backfill_weeks
-    from flows.concurrency import ensure_llm_limit
+    from services.llm_gate import ensure_llm_limit
 
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "2")
     reset_settings()
@@ -219,10 +219,10 @@ def test_without_the_prefect_api_a_process_local_limit_is_used(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     import prefect.client.orchestration
 
-    import flows.concurrency
+    import services.llm_gate
     from chronicle.settings import get_settings, reset_settings
     from flows.backfill_weeks import backfill_weeks
-    from flows.concurrency import reserve_llm
+    from services.llm_gate import reserve_llm
 
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "2")
     reset_settings()
@@ -236,7 +236,7 @@ def test_without_the_prefect_api_a_process_local_limit_is_used(
             assert (gate.source, gate.slots) == ("local", 2)
     assert "process-local" in caplog.text
     # A whole backfill on the fallback (the flow itself still reports to the API): still bounded.
-    monkeypatch.setattr(flows.concurrency, "ensure_llm_limit", lambda slots: False)
+    monkeypatch.setattr(services.llm_gate, "ensure_llm_limit", lambda slots: False)
     online.responder = meter = InFlight(0.1)
     rows = backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W25")
     assert {r["outcome"] for r in rows} == {"generated"} and meter.peak == 2
@@ -245,9 +245,9 @@ def test_without_the_prefect_api_a_process_local_limit_is_used(
 def test_rollups_and_ask_go_through_the_endpoint_and_rollups_are_rebuilt_only_on_change(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     from chronicle.settings import get_settings
-    from chronicle.weekly import ask_chronicle, build_history_context
     from chronicle.weeks import IsoWeek
     from flows.backfill_weeks import backfill_weeks
+    from services.history import ask_chronicle, build_history_context
     from storage import reports
     from storage.db import transaction
     from tasks.weekly import read_week

@@ -73,9 +73,9 @@ def test_offline_backfill_of_the_sample_matches_ground_truth_then_caches(trial: 
 
 def test_an_edit_survives_regeneration_and_is_the_chronicle(trial: Path) -> None:
     from chronicle.settings import get_settings
-    from chronicle.weekly import build_history_context
     from chronicle.weeks import IsoWeek
     from flows.backfill_weeks import backfill_weeks
+    from services.history import build_history_context
     from storage import reports
     from storage.db import connect, transaction
     from tasks.weekly import read_week

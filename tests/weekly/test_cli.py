@@ -18,13 +18,13 @@ runner = CliRunner()
 @pytest.fixture(autouse=True)
 def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tables at 200 columns, so assertions see whole cells (a terminal of 80 would wrap them)."""
-    from chronicle.cli.common import console
+    from cli.common import console
 
     monkeypatch.setattr(console, "_width", 200)
 
 
 def _cli(*args: str) -> str:
-    from chronicle.cli.main import app
+    from cli.main import app
 
     result = runner.invoke(app, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -66,14 +66,14 @@ def test_backfill_show_edit_history_context_ask(trial: Path, tmp_path: Path, mon
 
 
 def test_backfill_needs_exactly_one_scope(trial: Path) -> None:
-    from chronicle.cli.main import app
+    from cli.main import app
 
     result = runner.invoke(app, ["backfill", "--project", "XH201", "--all"])
     assert result.exit_code != 0 and "exactly one" in result.output
 
 
 def test_show_of_a_missing_week_fails_with_a_hint(trial: Path) -> None:
-    from chronicle.cli.main import app
+    from cli.main import app
 
     result = runner.invoke(app, ["report", "show", "--project", "XH201", "--week", "2025-W30"])
     assert result.exit_code == 1

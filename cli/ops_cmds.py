@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from chronicle.cli.common import console, err, load_settings
+from cli.common import console, err, load_settings
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 

@@ -8,8 +8,8 @@ import time
 
 import typer
 
-from chronicle.cli.common import console, load_settings, progress_bar
 from chronicle.settings import Settings, reset_settings
+from cli.common import console, load_settings, progress_bar
 
 
 def _step(title: str) -> None:
@@ -33,7 +33,7 @@ def run_demo(home: str | None, seed: int) -> Settings:
         settings = load_settings()
 
     _step("2. ingest into DuckDB")
-    from chronicle.cli.main import print_ingest_summary, print_week_table
+    from cli.main import print_ingest_summary, print_week_table
     from flows.ingest_logs import ingest_logs
 
     with progress_bar():
@@ -50,17 +50,17 @@ def run_demo(home: str | None, seed: int) -> Settings:
     console.print(f"... {len(trial)} project-weeks in all; full table: chronicle weeks --home {settings.home}")
 
     _step("3. weekly chronicle: backfill every sample week")
-    from chronicle.cli.report_cmds import demo_weekly
+    from cli.report_cmds import demo_weekly
 
     demo_weekly(settings)
 
     _step("4. distill the daily notes into LanceDB and the knowledge files")
-    from chronicle.cli.memory_cmds import demo_distill
+    from cli.memory_cmds import demo_distill
 
     demo_distill(settings)
 
     _step("5. charts")
-    from chronicle.cli.analyst_cmds import write_charts
+    from cli.analyst_cmds import write_charts
 
     chart_dir = settings.home.resolve() / "charts"
     for project in manifest.projects:

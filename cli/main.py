@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from chronicle.cli.common import console, err, load_settings, progress_bar
+from cli.common import console, err, load_settings, progress_bar
 
 app = typer.Typer(help="Chronicle: raw project logs -> weekly chronicle + distilled memory.", no_args_is_help=True)
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
@@ -104,7 +104,7 @@ def print_week_table(rows: list[dict]) -> None:
 
 def _register_subcommands() -> None:
     # Each capability registers its commands from its own module, keeping this file small.
-    from chronicle.cli import analyst_cmds, demo, memory_cmds, ops_cmds, report_cmds
+    from cli import analyst_cmds, demo, memory_cmds, ops_cmds, report_cmds
 
     for module in (demo, report_cmds, memory_cmds, ops_cmds, analyst_cmds):
         module.register(app)

@@ -13,9 +13,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from chronicle.cli.common import console, err, load_settings, progress_bar
 from chronicle.settings import Settings
 from chronicle.weeks import IsoWeek
+from cli.common import console, err, load_settings, progress_bar
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 ProjectOpt = typer.Option(..., "--project", "-p", help="Project id.")
@@ -193,7 +193,7 @@ def print_run_summary(rows: list[dict[str, Any]], seconds: float) -> None:
 
 def demo_weekly(settings: Settings) -> None:
     """Backfill every week of every project, then print one project's chronicle (head and tail)."""
-    from chronicle.weekly import build_history_context
+    from services.history import build_history_context
     from storage import reports
     from storage.db import connect
 
@@ -310,7 +310,7 @@ def register(app: typer.Typer) -> None:
                 home: str | None = HomeOpt) -> None:
         """Print the project chronicle block (seed 000) an assistant reads."""
         settings = load_settings(home)
-        from chronicle.weekly import build_history_context
+        from services.history import build_history_context
 
         # soft_wrap: the block is meant to be piped into a prompt, so no hard line breaks are added.
         console.print(escape(build_history_context(project, max_tokens, settings=settings)), soft_wrap=True)
@@ -320,7 +320,7 @@ def register(app: typer.Typer) -> None:
             project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
         """Answer a question from the project's chronicle (offline: the weeks matching its terms)."""
         settings = load_settings(home)
-        from chronicle.weekly import ask_chronicle
+        from services.history import ask_chronicle
 
         answer = ask_chronicle(project, question, settings=settings)
         if answer.engine != "offline":

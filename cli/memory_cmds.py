@@ -10,8 +10,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from chronicle.cli.common import console, err, load_settings, progress_bar
 from chronicle.settings import Settings
+from cli.common import console, err, load_settings, progress_bar
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 _HIDDEN = {"fts_text", "merged_hashes"}
@@ -67,7 +67,7 @@ def _rows(items: list[Any]) -> str:
 
 def demo_distill(settings: Settings) -> None:
     """Distill every ingested daily note of the notes project, then run a Chinese and an English search."""
-    from chronicle.distill.api import search_memories
+    from services.memory import search_memories
     from storage.db import connect
     from storage.memory_events import note_date_range
 
@@ -108,7 +108,7 @@ def register(app: typer.Typer) -> None:
                limit: int = typer.Option(10, "--limit", min=1), as_json: bool = typer.Option(False, "--json"),
                home: str | None = HomeOpt) -> None:
         """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3."""
-        from chronicle.distill.api import search_memories
+        from services.memory import search_memories
 
         hits = search_memories(query, tags=tag or None, min_importance=min_importance, target_file=file,
                                limit=limit, settings=load_settings(home))

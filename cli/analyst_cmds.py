@@ -10,8 +10,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from chronicle.cli.common import console, err, load_settings
 from chronicle.weeks import IsoWeek
+from cli.common import console, err, load_settings
 
 STATS_COLUMNS = ("week_number", "entries", "messages", "enrolled", "enrolled_total", "ae", "sae", "deviations",
                  "queries", "decisions", "report_status", "report_engine", "report_stale", "report_needs_review")

@@ -21,7 +21,7 @@ from chronicle.weekly.offline import offline_rollup
 from chronicle.weekly.prompt import ask_messages, rollup_messages
 from chronicle.weekly.search import rank_weeks
 from chronicle.weekly.tokens import estimate_tokens, is_chinese
-from flows.concurrency import reserve_llm
+from services.llm_gate import reserve_llm
 from storage import reports, rollups
 from storage.db import connect, transaction
 
@@ -37,7 +37,7 @@ def _rollup_tokens(weeks: list[ChronicleWeek], max_chars: int) -> int:
 
 
 def _llm_rollup(settings: Settings, project_id: str, block: Block, texts: list[str]) -> str:
-    from flows.runlog import current_flow_run_id
+    from services.runs import current_flow_run_id
     from tasks.weekly import llm_caller  # the LLM path only; keeps the offline read side light
 
     call = llm_caller(settings, project_id, None, current_flow_run_id())
@@ -122,7 +122,7 @@ def ask_chronicle(project_id: str, question: str, *, settings: Settings | None =
         ranked = rank_weeks(question, list(texts.items()), limit=limit)
         weeks = [{"week": n, "score": score, "terms": terms, "text": texts[n]} for n, score, terms in ranked]
         return Answer("offline", "", weeks)
-    from flows.runlog import current_flow_run_id
+    from services.runs import current_flow_run_id
     from tasks.weekly import llm_caller
 
     context = build_history_context(project_id, settings.chronicle_context_tokens, settings=settings)
