@@ -22,9 +22,10 @@ REPLY = "本周入组与随访按计划推进 [E1]。新增 AE 已按方案记�
 
 
 def _reset(project: str) -> None:
+    from chronicle.settings import Settings
     from storage.db import transaction
 
-    with transaction() as conn:
+    with transaction(Settings()) as conn:
         conn.execute("DELETE FROM weekly_reports WHERE project_id = ?", [project])
         conn.execute("DELETE FROM weekly_report_versions WHERE project_id = ?", [project])
 
@@ -55,7 +56,7 @@ class _Windows:
         return out
 
 
-def _run(project: str) -> tuple[float, list[dict[str, Any]]]:
+def _run(project: str) -> tuple[float, list[Any]]:
     from flows.backfill_weeks import backfill_weeks
 
     t0 = time.perf_counter()
@@ -94,7 +95,7 @@ def main() -> None:
 
     from prefect.testing.utilities import prefect_test_harness
 
-    from chronicle.settings import get_settings, reset_settings
+    from chronicle.settings import Settings
     from storage.db import transaction
     from storage.raw_logs import insert_entries
     from tests.fakellm import FakeLLMServer
@@ -108,9 +109,8 @@ def main() -> None:
     with prefect_test_harness(server_startup_timeout=120), FakeLLMServer() as server:
         os.environ["LLM_URL"] = server.base_url
         os.environ["CHRONICLE_LLM_CONCURRENCY"] = str(args.concurrency)
-        reset_settings()
         server.responder = responder
-        with transaction(get_settings()) as conn:
+        with transaction(Settings()) as conn:
             insert_entries(conn, synthetic_entries("BENCH", args.weeks))
             insert_entries(conn, synthetic_entries("WARMUP", 3, seed=9))
         _run("WARMUP")  # imports, first flow run, client pools: not what a backfill costs per week
@@ -122,7 +122,7 @@ def main() -> None:
         per_week_ms = 1000 * wall0 / args.weeks
         opens, batches = windows.reset()
         print(f"latency 0 ms: {args.weeks} weeks in {wall0:.2f}s -> {per_week_ms:.1f} ms/week "
-              f"(task median {1000 * statistics.median(r['duration_s'] for r in rows0):.1f} ms); "
+              f"(task median {1000 * statistics.median(r.duration_s for r in rows0):.1f} ms); "
               f"{opens} DuckDB windows for {calls0} LLM calls (one llm_calls window each) + {batches} report "
               f"write batches + flow bookkeeping")
 
@@ -139,7 +139,7 @@ def main() -> None:
         before = server.calls()
         wall2, rows2 = _run("BENCH")
         rerun_calls = server.calls() - before
-        cached = sum(r["outcome"] == "cached" for r in rows2)
+        cached = sum(r.outcome == "cached" for r in rows2)
         print(f"rerun: {wall2:.2f}s, {rerun_calls} LLM calls, {cached}/{len(rows2)} weeks cached")
 
         diagnostic = None
@@ -159,7 +159,7 @@ def main() -> None:
                         "wall_latency_s": wall1, "ideal_s": ideal, "ratio_vs_ideal": wall1 / ideal,
                         "diagnostic_ms_per_week_without_llm_calls_rows": diagnostic,
                         "rerun_s": wall2, "rerun_calls": rerun_calls, "rerun_cached_weeks": cached,
-                        "outcomes": {o: sum(r["outcome"] == o for r in rows1) for o in {r["outcome"] for r in rows1}}})
+                        "outcomes": {o: sum(r.outcome == o for r in rows1) for o in {r.outcome for r in rows1}}})
 
 
 if __name__ == "__main__":

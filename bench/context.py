@@ -36,15 +36,16 @@ def _timings(*fns: Callable[[], object], runs: int) -> list[list[float]]:
 def _write_reports(weeks: int) -> None:
     from collections import defaultdict
 
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from chronicle.weekly.engine import offline_week
     from chronicle.weekly.model import make_week_input
     from chronicle.weeks import IsoWeek
+    from services.llm_gate import redactor_for
     from storage import reports
     from storage.db import transaction
     from storage.raw_logs import insert_entries
 
-    settings = get_settings()
+    settings = Settings()
     entries = synthetic_entries(PROJECT, weeks)
     by_week: dict[int, list[dict]] = defaultdict(list)
     for e in sorted(entries, key=lambda e: (e.ts, e.entry_id)):
@@ -55,7 +56,7 @@ def _write_reports(weeks: int) -> None:
         running, items = 0, []
         for number in sorted(by_week):
             week_input = make_week_input(PROJECT, IsoWeek.from_number(number), by_week[number], running,
-                                         settings.tz_for(PROJECT))
+                                         settings.tz_for(PROJECT), redactor_for(settings))
             running = week_input.stats["enrolled_total"]
             items.append((offline_week(week_input, settings.report_max_chars), False, "bench", None))
         reports.save_reports(conn, items)
@@ -68,25 +69,28 @@ def main() -> None:
     args = parser.parse_args()
     bench_env(Path(tempfile.mkdtemp(prefix="bench-context-")) / "home")
 
+    from chronicle.settings import Settings
     from services.history import build_history_context
     from storage.db import connect
+
+    settings = Settings()
 
     _write_reports(args.weeks)
 
     def baseline() -> str:
-        with connect() as conn:
+        with connect(settings) as conn:
             return conn.execute(
                 "SELECT string_agg('[Week ' || week_number || ']: ' || summary, chr(10) ORDER BY week_number) "
                 "FROM weekly_reports WHERE project_id = ?", [PROJECT]).fetchall()[0][0]
 
-    ours, base = _timings(lambda: build_history_context(PROJECT), baseline, runs=args.runs)
-    text = build_history_context(PROJECT)
+    ours, base = _timings(lambda: build_history_context(settings, PROJECT), baseline, runs=args.runs)
+    text = build_history_context(settings, PROJECT)
     assert text.count("[Week ") == args.weeks
     budget = 8000
     t0 = time.perf_counter()
-    folded = build_history_context(PROJECT, max_tokens=budget)
+    folded = build_history_context(settings, PROJECT, max_tokens=budget)
     first_fold = 1000 * (time.perf_counter() - t0)
-    [cached_fold] = _timings(lambda: build_history_context(PROJECT, max_tokens=budget), runs=args.runs)
+    [cached_fold] = _timings(lambda: build_history_context(settings, PROJECT, max_tokens=budget), runs=args.runs)
     med, med_base = statistics.median(ours), statistics.median(base)
     print(f"{args.weeks} weeks, {len(text)} chars: build_history_context median {med:.2f} ms "
           f"(p90 {sorted(ours)[int(0.9 * len(ours))]:.2f}), SQL string_agg median {med_base:.2f} ms")

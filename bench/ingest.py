@@ -37,9 +37,9 @@ import json, os, resource, time
 os.environ["CHRONICLE_HOME"] = {home!r}
 from pathlib import Path
 from services.ingest import FileIngestor
-from chronicle.settings import get_settings
+from chronicle.settings import Settings
 from storage.db import connect
-s = get_settings()
+s = Settings()
 with connect(s):
     pass  # create + migrate the database outside the timed part
 t0 = time.perf_counter()

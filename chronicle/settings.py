@@ -9,7 +9,9 @@ under `CHRONICLE_`. Values come from (highest first): init kwargs, environment, 
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -223,11 +225,28 @@ class Settings(BaseSettings):
         return data
 
 
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    return Settings()
+_scoped: ContextVar[Settings | None] = ContextVar("chronicle_settings", default=None)
 
 
-def reset_settings() -> None:
-    """Forget the cached settings (tests and the CLI's `--home` change the environment)."""
-    get_settings.cache_clear()
+@contextmanager
+def using(settings: Settings) -> Iterator[Settings]:
+    """Run the block with `settings` as the entry point's configuration (the CLI's `--home`, tests).
+
+    Flows read their settings once, when they start, with `load_settings()`; everything below them gets
+    the object as a parameter. This scope is how a caller that starts a flow in-process hands it settings
+    that are not in the environment, without editing `os.environ`.
+    """
+    token = _scoped.set(settings)
+    try:
+        yield settings
+    finally:
+        _scoped.reset(token)
+
+
+def load_settings() -> Settings:
+    """The settings of this entry point: the scoped ones (`using`), else read from the environment now.
+
+    Called once per flow run or CLI command, never deep in a call chain: read each time (no process-wide
+    cache), so a long-lived worker picks up a changed `chronicle.toml` at its next run.
+    """
+    return _scoped.get() or Settings()

@@ -21,20 +21,6 @@ def _week(value: str | None) -> int | None:
     return IsoWeek.parse(value).number if value else None
 
 
-def stats_rows(project: str, start: str | None, end: str | None) -> list[dict]:
-    from storage.analytics import weekly_stats
-    from storage.db import connect
-
-    with connect(load_settings()) as conn:
-        return weekly_stats(conn, project, _week(start), _week(end))
-
-
-def write_charts(project: str, out_dir: Path) -> list[Path]:
-    from chronicle.analytics.charts import project_charts
-
-    return project_charts(project, stats_rows(project, None, None), out_dir)
-
-
 def register(app: typer.Typer) -> None:
     @app.command()
     def stats(project: str = typer.Option(..., "--project", "-p"),
@@ -43,8 +29,9 @@ def register(app: typer.Typer) -> None:
               fmt: str = typer.Option("table", "--format", help="table | csv | json"),
               home: str | None = typer.Option(None, "--home")) -> None:
         """Weekly stats of a project (the `weekly_stats` view), including weeks without a report."""
-        load_settings(home)
-        rows = stats_rows(project, start, end)
+        from services.analytics import stats_rows
+
+        rows = stats_rows(load_settings(home), project, _week(start), _week(end))
         if not rows:
             err.print(f"[red]no weeks for project {project!r}[/]")
             raise typer.Exit(1)
@@ -69,12 +56,9 @@ def register(app: typer.Typer) -> None:
         """Every table and view as Parquet, for BI tools."""
         if fmt != "parquet":
             raise typer.BadParameter("only --format parquet is supported")
-        settings = load_settings(home)
-        from storage.analytics import export_parquet
-        from storage.db import connect
+        from services.analytics import export as export_all
 
-        with connect(settings, read_only=True) as conn:
-            written = export_parquet(conn, out_dir)
+        written = export_all(load_settings(home), out_dir)
         for name, path, n in written:
             console.print(f"{name:<24} {n:>8} rows -> {path}")
 
@@ -83,6 +67,7 @@ def register(app: typer.Typer) -> None:
               out: Path = typer.Option(Path("charts"), "--out", help="Folder for the PNG files."),
               home: str | None = typer.Option(None, "--home")) -> None:
         """Weekly enrolment (bars + cumulative) and AE / SAE / deviation charts as PNG."""
-        load_settings(home)
-        for path in write_charts(project, out):
+        from services.analytics import write_charts
+
+        for path in write_charts(load_settings(home), project, out):
             console.print(f"chart: {path}")

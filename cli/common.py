@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from chronicle.progress import listening
-from chronicle.settings import Settings, get_settings, reset_settings
+from chronicle.settings import Settings, using
 
 console = Console()
 err = Console(stderr=True)
@@ -22,11 +24,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+T = TypeVar("T")
+
+
 def load_settings(home: str | None = None) -> Settings:
-    if home:
-        os.environ["CHRONICLE_HOME"] = home
-        reset_settings()
-    return get_settings()
+    """This command's settings: environment / `.env` / `chronicle.toml`, with `--home` on top."""
+    return Settings(home=Path(home)) if home else Settings()
+
+
+def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Call a flow in this process with the command's settings (flows read them when they start)."""
+    with using(settings):
+        return flow(*args, **kwargs)
 
 
 @contextmanager

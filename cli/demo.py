@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
 import time
 
 import typer
 
-from chronicle.settings import Settings, reset_settings
-from cli.common import console, load_settings, progress_bar
+from chronicle.settings import Settings
+from cli.common import console, load_settings, progress_bar, run_flow
 
 
 def _step(title: str) -> None:
@@ -28,22 +26,20 @@ def run_demo(home: str | None, seed: int) -> Settings:
 
     # The sample's CSV export uses other column names; map them as a user would in chronicle.toml.
     if not settings.column_map:
-        os.environ["CHRONICLE_COLUMN_MAP"] = json.dumps(manifest.column_map)
-        reset_settings()
-        settings = load_settings()
+        settings = settings.model_copy(update={"column_map": manifest.column_map})
 
     _step("2. ingest into DuckDB")
     from cli.main import print_ingest_summary, print_week_table
     from flows.ingest_logs import ingest_logs
 
     with progress_bar():
-        summary = ingest_logs([str(sample_dir / "logs"), str(sample_dir / "memory")])
+        summary = run_flow(settings, ingest_logs, [str(sample_dir / "logs"), str(sample_dir / "memory")])
     print_ingest_summary(summary)
 
     from storage.db import connect
     from storage.queries import week_table
 
-    with connect(settings) as conn:
+    with connect(settings, read_only=True) as conn:
         rows = week_table(conn)
     trial = [r for r in rows if r["project_id"] in manifest.projects]
     print_week_table(trial[:6] + trial[-3:])
@@ -60,11 +56,11 @@ def run_demo(home: str | None, seed: int) -> Settings:
     demo_distill(settings)
 
     _step("5. charts")
-    from cli.analyst_cmds import write_charts
+    from services.analytics import write_charts
 
     chart_dir = settings.home.resolve() / "charts"
     for project in manifest.projects:
-        for path in write_charts(project, chart_dir):
+        for path in write_charts(settings, project, chart_dir):
             console.print(f"chart: {path}")
 
     _step("done")

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from cli.common import console, err, load_settings, progress_bar
+from chronicle.ingest.model import IngestSummary
+from cli.common import console, err, load_settings, progress_bar, run_flow
 
 app = typer.Typer(help="Chronicle: raw project logs -> weekly chronicle + distilled memory.", no_args_is_help=True)
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
@@ -44,27 +45,26 @@ def ingest(paths: list[Path] = typer.Argument(..., help="Files or folders (recur
            project: str | None = typer.Option(None, "--project", "-p", help="Project for entries without one."),
            home: str | None = HomeOpt) -> None:
     """Ingest logs into DuckDB: incremental, idempotent; bad input goes to `rejects`."""
-    load_settings(home)
+    settings = load_settings(home)
     from flows.ingest_logs import ingest_logs
 
     with progress_bar():
-        summary = ingest_logs([str(p) for p in paths], project)
+        summary = run_flow(settings, ingest_logs, [str(p) for p in paths], project)
     print_ingest_summary(summary)
-    readable = summary["files"] - summary["by_status"].get("rejected", 0)
-    if summary["files"] and readable == 0:
+    if summary.files and summary.readable == 0:
         err.print("[red]nothing could be read: every file was rejected (see the rejects table)[/]")
         raise typer.Exit(1)
-    if not summary["files"]:
+    if not summary.files:
         err.print("[red]no log files found under the given paths[/]")
         raise typer.Exit(1)
 
 
-def print_ingest_summary(summary: dict) -> None:
-    console.print(f"files: {summary['files']} {summary['by_status']}  entries added: {summary['entries_added']}"
-                  f"  removed: {summary['entries_removed']}  skipped non-log files: {summary['skipped_files']}")
-    if summary["rejects"]:
+def print_ingest_summary(summary: IngestSummary) -> None:
+    console.print(f"files: {summary.files} {summary.by_status}  entries added: {summary.entries_added}"
+                  f"  removed: {summary.entries_removed}  skipped non-log files: {summary.skipped_files}")
+    if summary.rejects:
         table = Table("reject reason", "count", title="Rejected (kept in table rejects)")
-        for reason, n in sorted(summary["rejects"].items()):
+        for reason, n in sorted(summary.rejects.items()):
             table.add_row(reason, str(n))
         console.print(table)
 
@@ -78,7 +78,7 @@ def weeks(project: str | None = typer.Option(None, "--project", "-p"),
     from storage.db import connect
     from storage.queries import week_table
 
-    with connect(settings) as conn:
+    with connect(settings, read_only=True) as conn:
         rows = week_table(conn, project)
     if as_csv:
         import csv

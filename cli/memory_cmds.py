@@ -10,8 +10,9 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from chronicle.distill.summary import DistillSummary
 from chronicle.settings import Settings
-from cli.common import console, err, load_settings, progress_bar
+from cli.common import console, err, load_settings, progress_bar, run_flow
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 _HIDDEN = {"fts_text", "merged_hashes"}
@@ -27,28 +28,28 @@ def _date(value: str | None) -> date | None:
         raise typer.BadParameter(f"expected YYYY-MM-DD, got {value!r}") from exc
 
 
-def run_distill(days: int | None, until: date | None) -> dict[str, Any]:
+def run_distill(settings: Settings, days: int | None, until: date | None) -> DistillSummary:
     from flows.distill_memory import distill_memory
 
     with progress_bar():
-        return distill_memory(days, until)
+        return run_flow(settings, distill_memory, days, until)
 
 
-def print_distill_summary(summary: dict[str, Any]) -> None:
-    window = summary["window"]
+def print_distill_summary(summary: DistillSummary) -> None:
+    t = summary.tally
     console.print(
-        f"window {window['after']} < day <= {window['until']}: {summary['entries']} entries, {summary['chunks']} "
-        f"chunks ({summary['chunks_cached']} cached, {summary['chunks_quarantined']} quarantined); engine "
-        f"{summary['engine']} ({summary['model']}); LLM calls {summary['llm_calls']}"
+        f"window {summary.after} < day <= {summary.until}: {t.entries} entries, {t.chunks} "
+        f"chunks ({t.cached} cached, {t.quarantined} quarantined); engine "
+        f"{summary.engine} ({summary.model}); LLM calls {t.llm_calls}"
     )
-    console.print(f"events: {summary['events']}  memories in store: {summary['store_rows']}")
-    if summary["redactions"]:
-        console.print(f"redacted before distilling: {summary['redactions']}")
-    if summary["rejected"]:
-        console.print(f"[yellow]memories rejected: {summary['rejected']}[/]")
-    if summary["warnings"]:
-        console.print(f"[yellow]warnings: {summary['warnings']}[/]")
-    changed = [f"{name} (+{f['added']})" for name, f in sorted(summary["files"].items()) if f["changed"]]
+    console.print(f"events: {t.as_dict()['events']}  memories in store: {summary.store_rows}")
+    if t.redactions:
+        console.print(f"redacted before distilling: {dict(sorted(t.redactions.items()))}")
+    if t.rejected:
+        console.print(f"[yellow]memories rejected: {dict(t.rejected)}[/]")
+    if t.warnings:
+        console.print(f"[yellow]warnings: {dict(t.warnings)}[/]")
+    changed = [f"{name} (+{f['added']})" for name, f in sorted(t.files.items()) if f["changed"]]
     console.print(f"knowledge files changed: {', '.join(changed) or 'none'}")
 
 
@@ -67,20 +68,18 @@ def _rows(items: list[Any]) -> str:
 
 def demo_distill(settings: Settings) -> None:
     """Distill every ingested daily note of the notes project, then run a Chinese and an English search."""
+    from services.distill import note_span
     from services.memory import search_memories
-    from storage.db import connect
-    from storage.memory_events import note_date_range
 
-    with connect(settings) as conn:
-        span = note_date_range(conn, settings.notes_project)
+    span = note_span(settings, settings.notes_project)
     if span is None:
         console.print("no daily notes ingested; nothing to distill")
         return
     first, last = span
-    print_distill_summary(run_distill((last - first).days + 1, last))
+    print_distill_summary(run_distill(settings, (last - first).days + 1, last))
     console.print(f"knowledge files: {settings.workspace_dir}")
     for query in DEMO_QUERIES:
-        print_hits(query, search_memories(query, limit=3, settings=settings))
+        print_hits(query, search_memories(settings, query, limit=3))
 
 
 def register(app: typer.Typer) -> None:
@@ -89,11 +88,11 @@ def register(app: typer.Typer) -> None:
                 until: str | None = typer.Option(None, "--until", help="Last day, YYYY-MM-DD (default today)."),
                 home: str | None = HomeOpt) -> None:
         """Distill recent daily notes into memories: vector store + knowledge files (idempotent)."""
-        load_settings(home)
+        settings = load_settings(home)
         from flows.distill_memory import DistillIncomplete
 
         try:
-            summary = run_distill(days, _date(until))
+            summary = run_distill(settings, days, _date(until))
         except DistillIncomplete as exc:
             err.print(f"[red]{exc}[/]")
             raise typer.Exit(1) from exc
@@ -110,8 +109,8 @@ def register(app: typer.Typer) -> None:
         """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3."""
         from services.memory import search_memories
 
-        hits = search_memories(query, tags=tag or None, min_importance=min_importance, target_file=file,
-                               limit=limit, settings=load_settings(home))
+        hits = search_memories(load_settings(home), query, tags=tag or None, min_importance=min_importance,
+                               target_file=file, limit=limit)
         if as_json:
             print(_rows(hits))
         else:
@@ -120,10 +119,10 @@ def register(app: typer.Typer) -> None:
     @memory.command()
     def tags(home: str | None = HomeOpt) -> None:
         """Tags with the number of memories carrying each."""
-        from storage.memory_store import MemoryStore
+        from services.memory import tag_counts
 
         table = Table("tag", "memories")
-        for name, n in MemoryStore(load_settings(home)).tags().items():
+        for name, n in tag_counts(load_settings(home)).items():
             table.add_row(name, str(n))
         console.print(table)
 
@@ -132,9 +131,9 @@ def register(app: typer.Typer) -> None:
               file: str | None = typer.Option(None, "--file"), as_json: bool = typer.Option(False, "--json"),
               home: str | None = HomeOpt) -> None:
         """Memories, newest first."""
-        from storage.memory_store import MemoryStore
+        from services.memory import list_memories
 
-        rows = MemoryStore(load_settings(home)).list(limit=limit, tags=tag or None, target_file=file)
+        rows = list_memories(load_settings(home), limit=limit, tags=tag or None, target_file=file)
         if as_json:
             print(_rows(rows))
             return
@@ -146,9 +145,9 @@ def register(app: typer.Typer) -> None:
     @memory.command()
     def reindex(home: str | None = HomeOpt) -> None:
         """Re-embed every memory with the configured EMBEDDING_MODEL (after changing it)."""
-        from storage.memory_store import MemoryStore
+        from services.memory import reindex as reindex_all
 
-        n = MemoryStore(load_settings(home), allow_model_mismatch=True).reindex()
+        n = reindex_all(load_settings(home))
         console.print(f"re-embedded {n} memories")
 
     app.add_typer(memory, name="memory")

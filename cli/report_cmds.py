@@ -14,13 +14,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from chronicle.settings import Settings
+from chronicle.weekly.outcome import TABLE_COLUMNS, WeekOutcome, WeeksFailedError, outcome_counts
 from chronicle.weeks import IsoWeek
-from cli.common import console, err, load_settings, progress_bar
+from cli.common import console, err, load_settings, progress_bar, run_flow
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 ProjectOpt = typer.Option(..., "--project", "-p", help="Project id.")
 WeekOpt = typer.Option(..., "--week", "-w", help="ISO week, e.g. 2026-W05.")
-_COLS = ("project", "week", "outcome", "engine", "duration_s", "entries", "llm_calls", "needs_review")
 
 
 def engine_banner(settings: Settings) -> str:
@@ -48,36 +48,33 @@ def _parse_week(text: str) -> IsoWeek:
         raise typer.BadParameter(str(exc)) from exc
 
 
-def print_outcomes(rows: list[dict[str, Any]], limit: int = 30) -> None:
+def print_outcomes(rows: list[WeekOutcome], limit: int = 30) -> None:
     """The per-week outcome table; long runs show what changed and summarise the cached weeks."""
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
-    shown = rows if len(rows) <= limit else [r for r in rows if r["outcome"] != "cached" or r["needs_review"]]
-    table = _table(*_COLS, title="weeks")
+    counts = outcome_counts(rows)
+    shown = rows if len(rows) <= limit else [r for r in rows if r.outcome != "cached" or r.needs_review]
+    table = _table(*TABLE_COLUMNS, title="weeks")
     for row in shown[:limit]:
-        style = "red" if row["outcome"] == "failed" else "yellow" if row["needs_review"] else None
-        table.add_row(*(escape(str(row.get(c, ""))) for c in _COLS), style=style)
+        style = "red" if row.outcome == "failed" else "yellow" if row.needs_review else None
+        table.add_row(*(escape(str(v)) for v in row.table_row().values()), style=style)
     if shown:
         console.print(table)
     if len(shown) > limit:
         console.print(f"... {len(shown) - limit} more rows (see the Prefect table artifact)")
     console.print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     for row in rows:
-        if row["outcome"] == "failed":
-            err.print(f"[red]failed {row['project']} {row['week']}: {escape(str(row.get('message')))}[/]")
-        elif row["needs_review"] and row.get("reasons"):
-            console.print(f"[yellow]needs review {row['project']} {row['week']}: "
-                          f"{escape('; '.join(row['reasons']))}[/]")
+        if row.outcome == "failed":
+            err.print(f"[red]failed {row.project} {row.week}: {escape(str(row.message))}[/]")
+        elif row.needs_review and row.reasons:
+            console.print(f"[yellow]needs review {row.project} {row.week}: {escape('; '.join(row.reasons))}[/]")
 
 
-def run_backfill(settings: Settings, **params: Any) -> tuple[list[dict[str, Any]], bool]:
+def run_backfill(settings: Settings, **params: Any) -> tuple[list[WeekOutcome], bool]:
     """Run the backfill flow with a progress bar; (outcome rows, all weeks succeeded)."""
-    from flows.backfill_weeks import WeeksFailedError, backfill_weeks
+    from flows.backfill_weeks import backfill_weeks
 
     try:
         with progress_bar():
-            return backfill_weeks(**params), True
+            return run_flow(settings, backfill_weeks, **params), True
     except WeeksFailedError as exc:
         return exc.rows, False
 
@@ -85,26 +82,24 @@ def run_backfill(settings: Settings, **params: Any) -> tuple[list[dict[str, Any]
 def show_report(settings: Settings, project: str, week: IsoWeek) -> None:
     from chronicle.weekly.faithfulness import describe
     from chronicle.weekly.report_md import stats_table
-    from storage import reports
-    from storage.db import connect
-    from tasks.weekly import read_week
+    from services.reports import NoReportError, view_report
 
-    with connect(settings) as conn:
-        row = reports.get_report(conn, project, week.number)
-    if row is None:
+    try:
+        view = view_report(settings, project, week)
+    except NoReportError:
         err.print(f"[red]no report for {project} {week}[/] — run `chronicle backfill --project {project} "
                   f"--from {week} --to {week}`")
-        raise typer.Exit(1)
-    current, _ = read_week(settings, project, week)
+        raise typer.Exit(1) from None
+    row = view.row
     console.print(f"[bold]{project} {week}[/] ({row['start_date']} – {row['end_date']}) · {row['status']} · "
                   f"{row['model']} · prompt {row['prompt_version']} · version {row['version']} · "
                   f"updated {row['updated_at']:%Y-%m-%d %H:%M} UTC")
     if row["needs_review"]:
         for reason in row["review_reasons"] or []:
             console.print(f"[yellow]needs review: {escape(describe(reason))}[/]")
-    if row["stale"] or current.input_hash != row["input_hash"]:
+    if view.stale:
         console.print(f"[yellow]stale: the week's entries changed since this text was written "
-                      f"({row['entry_count']} then, {len(current.entries)} now)[/]")
+                      f"({row['entry_count']} then, {len(view.current.entries)} now)[/]")
     console.print()
     console.print(escape(row["summary"]), soft_wrap=True)
     console.print()
@@ -117,41 +112,30 @@ def show_report(settings: Settings, project: str, week: IsoWeek) -> None:
 
 def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | None, reason: str | None,
                 author: str | None) -> None:
-    from chronicle.weekly.faithfulness import cited_ids
-    from storage import reports
-    from storage.db import connect, transaction
-    from tasks.weekly import read_week
+    from services import reports
 
-    with connect(settings) as conn:
-        row = reports.get_report(conn, project, week.number)
-    if row is None:
+    try:
+        view = reports.view_report(settings, project, week)
+    except reports.NoReportError:
         err.print(f"[red]no report for {project} {week}[/]; generate it before correcting it")
-        raise typer.Exit(1)
-    text = file.read_text(encoding="utf-8") if file else click.edit(row["summary"], extension=".md")
-    if text is None or text.strip() == row["summary"].strip():
+        raise typer.Exit(1) from None
+    current = view.row["summary"]
+    text = file.read_text(encoding="utf-8") if file else click.edit(current, extension=".md")
+    if text is None or text.strip() == current.strip():
         console.print("no change; nothing stored")
         return
-    # The week's inputs now: the edit is checked for staleness against them from here on.
-    week_input, _ = read_week(settings, project, week)
-    known = week_input.citation_map
-    cited = cited_ids(text)
-    with transaction(settings) as conn:
-        version = reports.save_edit(conn, project, week.number, text.strip(),
-                                    citations={s: known[s] for s in cited if s in known},
-                                    input_hash=week_input.input_hash, stats=week_input.stats,
-                                    author=author or os.environ.get("USER") or getpass.getuser(), reason=reason)
-    console.print(f"stored version {version} of {project} {week} (edited; regeneration will keep it)")
-    unknown = [s for s in cited if s not in known]
-    if unknown:
-        console.print(f"[yellow]note: {', '.join(unknown)} are not entries of this week; kept as text only[/]")
+    result = reports.edit_report(settings, project, week, text, reason=reason,
+                                 author=author or os.environ.get("USER") or getpass.getuser())
+    console.print(f"stored version {result.version} of {project} {week} (edited; regeneration will keep it)")
+    if result.unknown_citations:
+        console.print(f"[yellow]note: {', '.join(result.unknown_citations)} are not entries of this week; "
+                      "kept as text only[/]")
 
 
 def print_history(settings: Settings, project: str, week: IsoWeek, full: bool) -> None:
-    from storage import reports
-    from storage.db import connect
+    from services.reports import report_history
 
-    with connect(settings) as conn:
-        rows = reports.history(conn, project, week.number)
+    rows = report_history(settings, project, week)
     if not rows:
         err.print(f"[red]no versions for {project} {week}[/]")
         raise typer.Exit(1)
@@ -176,17 +160,15 @@ def print_context_excerpt(context: str, head: int = 12, tail: int = 3) -> None:
         console.print(escape(line))
 
 
-def print_run_summary(rows: list[dict[str, Any]], seconds: float) -> None:
+def print_run_summary(rows: list[WeekOutcome], seconds: float) -> None:
     """One paragraph for a whole run: outcomes, empty weeks, flags, LLM calls."""
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
-    projects = sorted({r["project"] for r in rows})
-    empty = [f"{r['project']} {r['week']}" for r in rows if r["outcome"] == "empty"]
+    counts = outcome_counts(rows)
+    projects = sorted({r.project for r in rows})
+    empty = [f"{r.project} {r.week}" for r in rows if r.outcome == "empty"]
     console.print(f"{len(rows)} project-weeks of {', '.join(projects)} in {seconds:.1f}s: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-                  + f"; needs review {sum(1 for r in rows if r['needs_review'])}"
-                  + f"; LLM calls {sum(r['llm_calls'] for r in rows)}")
+                  + f"; needs review {sum(1 for r in rows if r.needs_review)}"
+                  + f"; LLM calls {sum(r.llm_calls for r in rows)}")
     if empty:
         console.print(f"weeks without entries get the fixed “本周无记录” report: {', '.join(empty)}")
 
@@ -194,22 +176,20 @@ def print_run_summary(rows: list[dict[str, Any]], seconds: float) -> None:
 def demo_weekly(settings: Settings) -> None:
     """Backfill every week of every project, then print one project's chronicle (head and tail)."""
     from services.history import build_history_context
-    from storage import reports
-    from storage.db import connect
+    from services.reports import report_projects
 
     console.print(engine_banner(settings))
     started = time.perf_counter()
     rows, ok = run_backfill(settings, project_id="all")
     print_run_summary(rows, time.perf_counter() - started)
-    with connect(settings) as conn:
-        projects = reports.report_projects(conn)
+    projects = report_projects(settings)
     if not projects:
         console.print("no reports written (no entries ingested?)")
         return
     trial = [p for p in projects if p.upper().startswith("XH")] or projects
     project = trial[0]
     console.rule(f"chronicle of {project} (build_history_context)")
-    print_context_excerpt(build_history_context(project, settings=settings))
+    print_context_excerpt(build_history_context(settings, project))
     console.print(f"more: chronicle report show --project {project} --week <YYYY-Www> · "
                   f"chronicle context --project {project} · chronicle ask --project {project} \"哪几周发生了 SAE？\"")
     if not ok:
@@ -245,11 +225,9 @@ def register(app: typer.Typer) -> None:
     @report.command("list")
     def list_(project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
         """One line per stored week of a project."""
-        from storage import reports
-        from storage.db import connect
+        from services.reports import list_reports
 
-        with connect(load_settings(home)) as conn:
-            rows = reports.list_reports(conn, project)
+        rows = list_reports(load_settings(home), project)
         table = _table("week", "status", "model", "stale", "needs_review", "entries", "chars", "version")
         for r in rows:
             table.add_row(str(IsoWeek.from_number(r["week_number"])), r["status"], escape(r["model"]),
@@ -265,13 +243,13 @@ def register(app: typer.Typer) -> None:
                home: str | None = HomeOpt) -> None:
         """Write last week's report for every project (the Monday job of seed 000)."""
         settings = load_settings(home)
-        from flows.backfill_weeks import WeeksFailedError
         from flows.weekly_chronicle import weekly_chronicle
 
         console.print(engine_banner(settings))
         try:
             with progress_bar():
-                rows, ok = weekly_chronicle(week=str(_parse_week(week)) if week else None, force=force), True
+                rows, ok = run_flow(settings, weekly_chronicle, week=str(_parse_week(week)) if week else None,
+                                    force=force), True
         except WeeksFailedError as exc:
             rows, ok = exc.rows, False
         print_outcomes(rows)
@@ -313,7 +291,7 @@ def register(app: typer.Typer) -> None:
         from services.history import build_history_context
 
         # soft_wrap: the block is meant to be piped into a prompt, so no hard line breaks are added.
-        console.print(escape(build_history_context(project, max_tokens, settings=settings)), soft_wrap=True)
+        console.print(escape(build_history_context(settings, project, max_tokens)), soft_wrap=True)
 
     @app.command()
     def ask(question: str = typer.Argument(..., help="The question, in any language."),
@@ -322,7 +300,7 @@ def register(app: typer.Typer) -> None:
         settings = load_settings(home)
         from services.history import ask_chronicle
 
-        answer = ask_chronicle(project, question, settings=settings)
+        answer = ask_chronicle(settings, project, question)
         if answer.engine != "offline":
             console.print(f"[dim]answered by {escape(answer.engine)} from the chronicle[/]")
             console.print(escape(answer.text), soft_wrap=True)

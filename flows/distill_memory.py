@@ -8,7 +8,8 @@ anywhere redoes at most the unrecorded chunks, and redoing them changes nothing 
 from __future__ import annotations
 
 from collections import Counter
-from datetime import date, datetime, time, timedelta
+from contextlib import nullcontext
+from datetime import datetime, time
 from typing import Any
 
 from prefect import flow, get_run_logger
@@ -17,13 +18,14 @@ from prefect.runtime import flow_run
 
 from chronicle.distill.chunks import Chunk, make_chunks, redact_entries
 from chronicle.distill.engine import ChunkOutcome, engine_info
-from chronicle.distill.redact import Redactor
 from chronicle.distill.sections import Item
-from chronicle.distill.summary import summary_markdown
+from chronicle.distill.summary import DistillSummary, summary_markdown
 from chronicle.distill.tally import Tally, chunk_record, plan_chunk, quarantine_record, reject_rows
 from chronicle.params import DistillDays, UntilDate
 from chronicle.progress import report
-from chronicle.settings import Settings, get_settings
+from chronicle.settings import Settings, load_settings
+from services.distill import resolve_window
+from services.llm_gate import redactor_for, reserve_llm
 from services.runs import current_flow_run_id, tracked_run
 from storage.snapshot import publish_snapshot
 from tasks import distill as t
@@ -33,22 +35,20 @@ class DistillIncomplete(RuntimeError):
     """Some chunks could not be distilled (LLM unavailable); the rest were kept, a rerun retries these."""
 
 
-def resolve_window(settings: Settings, days: int | None, until: date | None) -> tuple[date, date]:
-    """(after, until): the window is `after < local_date <= until`, `until` defaulting to today locally."""
-    days = settings.distill_days if days is None else days
-    if days < 1:
-        raise ValueError(f"days must be >= 1, got {days}")
-    until = until or datetime.now(settings.tz_for(settings.notes_project)).date()
-    return until - timedelta(days=days), until
+def _distill(settings: Settings, chunks: list[Chunk], run_id: str) -> list[ChunkOutcome]:
+    """Chunks in parallel, at most `llm_concurrency` in flight, under slots of the shared `llm` limit.
 
-
-def _distill(chunks: list[Chunk], run_id: str, width: int) -> list[ChunkOutcome]:
-    """Chunks in parallel, at most `width` LLM calls in flight (`llm_concurrency`)."""
+    One reservation for the whole fan-out (as the weekly flows do): the chunk tasks run in this
+    process's threads and take their calls' slots from it. The offline engine takes none.
+    """
+    width = max(1, settings.llm_concurrency)
+    gate = nullcontext() if settings.offline_llm or not chunks else reserve_llm(settings, min(width, len(chunks)))
     outcomes: list[ChunkOutcome] = []
-    for start in range(0, len(chunks), max(1, width)):
-        futures = [t.distill_chunk.submit(c, run_id) for c in chunks[start : start + max(1, width)]]
-        outcomes += [f.result() for f in futures]
-        report("distill", len(outcomes), len(chunks))
+    with gate:
+        for start in range(0, len(chunks), width):
+            futures = [t.distill_chunk.submit(settings, c, run_id) for c in chunks[start : start + width]]
+            outcomes += [f.result() for f in futures]
+            report("distill", len(outcomes), len(chunks))
     return outcomes
 
 
@@ -57,19 +57,18 @@ def _run_name() -> str:
 
 
 @flow(name="distill-memory", flow_run_name=_run_name, log_prints=False)
-def distill_memory(days: DistillDays = None, until: UntilDate = None) -> dict[str, Any]:
+def distill_memory(days: DistillDays = None, until: UntilDate = None) -> DistillSummary:
     """Distill the daily notes of `(until - days, until]` into memories (seed 002), idempotently."""
-    settings = get_settings()
+    settings = load_settings()
     logger = get_run_logger()
     after, until = resolve_window(settings, days, until)
     info = engine_info(settings)
     with tracked_run(settings, "distill-memory", {"days": (until - after).days, "until": until}) as counts:
         run_id = current_flow_run_id()
         tally = Tally()
-        entries = redact_entries(t.load_window(after, until), Redactor.build(settings.redact_extra_patterns),
-                                 tally.redactions)
+        entries = redact_entries(t.load_window(settings, after, until), redactor_for(settings), tally.redactions)
         chunks = make_chunks(entries, settings.distill_chunk_chars)
-        done = t.cached_chunks([c.input_hash for c in chunks], info.version, info.model)
+        done = t.cached_chunks(settings, [c.input_hash for c in chunks], info.version, info.model)
         todo = [c for c in chunks if c.input_hash not in done]
         tally.entries, tally.chunks, tally.cached = len(entries), len(chunks), len(chunks) - len(todo)
         logger.info("%d note entries in %s..%s -> %d chunks, %d already distilled (%s)", len(entries), after, until,
@@ -77,7 +76,7 @@ def distill_memory(days: DistillDays = None, until: UntilDate = None) -> dict[st
 
         files: dict[str, list[Item]] = {}
         records, quarantine, events = [], [], []
-        for chunk, outcome in zip(todo, _distill(todo, run_id, settings.llm_concurrency), strict=True):
+        for chunk, outcome in zip(todo, _distill(settings, todo, run_id), strict=True):
             tally.add_outcome(outcome)
             _log_outcome(logger, chunk, outcome)
             if outcome.status == "quarantined":
@@ -85,7 +84,8 @@ def distill_memory(days: DistillDays = None, until: UntilDate = None) -> dict[st
             if outcome.status != "ok":
                 continue
             created = datetime.combine(chunk.day, time.min, tzinfo=settings.tz_for(chunk.project_id))
-            stored = t.store_memories(outcome.memories, created, run_id, chunk.key) if outcome.memories else []
+            stored = (t.store_memories(settings, outcome.memories, created, run_id, chunk.key)
+                      if outcome.memories else [])
             items, rows = plan_chunk(chunk, outcome.memories, stored, settings.overwrite_allowed_files, run_id, tally)
             for name, new in items.items():
                 files.setdefault(name, []).extend(new)
@@ -95,18 +95,16 @@ def distill_memory(days: DistillDays = None, until: UntilDate = None) -> dict[st
             logger.warning("%d overwrite(s) of files not in overwrite_allowed_files were appended instead",
                            tally.warnings["overwrite_downgraded"])
         for name, items in sorted(files.items()):
-            tally.add_file(t.write_knowledge(name, items))
-        t.record_run(records, quarantine, events)
+            tally.add_file(t.write_knowledge(settings, name, items))
+        t.record_run(settings, records, quarantine, events)
 
-        summary = {"window": {"after": after.isoformat(), "until": until.isoformat()}, "engine": info.name,
-                   "model": info.model, "prompt_version": info.version, **tally.as_dict(),
-                   "store_rows": t.memory_count()}
-        counts.update(summary)
-        create_markdown_artifact(markdown=summary_markdown(summary), key="distill-summary",
+        summary = DistillSummary(after, until, info.name, info.model, info.version, tally, t.memory_count(settings))
+        counts.update(summary.as_dict())
+        create_markdown_artifact(markdown=summary_markdown(summary.as_dict()), key="distill-summary",
                                  description="What the last memory distillation did (counts only)")
         logger.info("distilled %d chunks: %s; files changed: %s; redacted: %s", tally.distilled,
-                    summary["events"], sorted(n for n, f in tally.files.items() if f["changed"]),
-                    summary["redactions"])
+                    dict(tally.events), sorted(n for n, f in tally.files.items() if f["changed"]),
+                    dict(tally.redactions))
         if tally.failed:
             raise DistillIncomplete(f"{tally.failed} of {len(todo)} chunks failed (LLM unavailable); "
                                     "the others were kept, rerun to retry the failed ones")

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from prefect import flow
 from prefect.runtime import flow_run
 
 from chronicle.params import Force, IsoWeekStr
-from chronicle.settings import get_settings
+from chronicle.settings import load_settings
+from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek
-from flows.backfill_weeks import fan_out, run_label
 from services.runs import tracked_run
-from tasks.weekly import plan_project
+from services.weekly import plan_project
+from tasks.fanout import fan_out, run_label
 
 
 def summarize_run_name() -> str:
@@ -24,7 +23,7 @@ def summarize_run_name() -> str:
 
 @flow(name="summarize-week", flow_run_name=summarize_run_name, log_prints=False)
 def summarize_week(project_id: str, week: IsoWeekStr, force: Force = False,
-                   overwrite_edited: bool = False) -> dict[str, Any]:
+                   overwrite_edited: bool = False) -> WeekOutcome:
     """Summarise one project's ISO week; returns its outcome row.
 
     A current report is answered from DuckDB without an LLM call; a human edit is kept (marked
@@ -36,7 +35,7 @@ def summarize_week(project_id: str, week: IsoWeekStr, force: Force = False,
         force: Regenerate even a current report.
         overwrite_edited: Regenerate even a human-corrected report (the edit stays in the history).
     """
-    settings = get_settings()
+    settings = load_settings()
     iso = IsoWeek.parse(week)
     params = {"project_id": project_id, "week": str(iso), "force": force, "overwrite_edited": overwrite_edited}
     with tracked_run(settings, "summarize-week", params) as counts:

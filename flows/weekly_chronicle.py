@@ -3,32 +3,32 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from chronicle.params import Force, OptionalIsoWeekStr
-from chronicle.settings import get_settings
+from chronicle.settings import load_settings
+from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek, last_completed_week
-from flows.backfill_weeks import fan_out
 from services.runs import tracked_run
+from services.weekly import plan_project
 from storage import queries
 from storage.db import connect
 from storage.snapshot import publish_snapshot
 from tasks.analytics import publish_charts
-from tasks.weekly import plan_project
+from tasks.fanout import fan_out
 
 
 def weekly_run_name() -> str:
     """`weekly-all-2026W05` (the week in the default timezone when not given)."""
     week = flow_run.parameters.get("week")
-    iso = IsoWeek.parse(week) if week else last_completed_week(datetime.now(UTC), get_settings().tz_for(""))
+    iso = IsoWeek.parse(week) if week else last_completed_week(datetime.now(UTC), load_settings().tz_for(""))
     return f"weekly-all-{iso.year}W{iso.week:02d}"
 
 
 @flow(name="weekly-chronicle", flow_run_name=weekly_run_name, log_prints=False)
-def weekly_chronicle(week: OptionalIsoWeekStr = None, force: Force = False) -> list[dict[str, Any]]:
+def weekly_chronicle(week: OptionalIsoWeekStr = None, force: Force = False) -> list[WeekOutcome]:
     """Summarise one ISO week for every project (seed 000's Monday 02:00 job).
 
     Projects whose first entry is after that week are skipped; a project with no entries that
@@ -38,7 +38,7 @@ def weekly_chronicle(week: OptionalIsoWeekStr = None, force: Force = False) -> l
         week: ISO week YYYY-Www; empty = the last completed week in each project's own timezone.
         force: Regenerate even a current report (human edits are always kept).
     """
-    settings = get_settings()
+    settings = load_settings()
     now = datetime.now(UTC)
     with tracked_run(settings, "weekly-chronicle", {"week": week, "force": force}) as counts:
         with connect(settings) as conn:
@@ -52,6 +52,6 @@ def weekly_chronicle(week: OptionalIsoWeekStr = None, force: Force = False) -> l
         rows = fan_out(settings, plans, key="weekly-chronicle", title=flow_run.name or "weekly", force=force,
                        overwrite_edited=False, max_workers=None, counts=counts)
         get_run_logger().info("weekly chronicle: %s", counts.get("outcomes"))
-    publish_charts(projects)
+    publish_charts(settings, projects)
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
     return rows

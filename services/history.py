@@ -1,8 +1,8 @@
 """The chronicle's read side: `build_history_context` (seed 000's block) and `ask_chronicle`.
 
-Unlike the rest of `chronicle.weekly` this module does I/O: one short read of `weekly_reports`
-(edited text where it exists), rollups built only for folded periods whose covered reports
-changed (offline: extractively; with an endpoint: purpose "rollup"), and one short write of them.
+One short read of `weekly_reports` (edited text where it exists), rollups built only for folded periods
+whose covered reports changed (offline: extractively; with an endpoint through the LLM gate, purpose
+"rollup"), and one short write of them. The planning and rendering are the pure `chronicle.weekly.context`.
 """
 
 from __future__ import annotations
@@ -12,22 +12,18 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from chronicle.settings import Settings, get_settings
+from chronicle.settings import Settings
 from chronicle.weekly.context import Block, ChronicleWeek, covered_hash, one_line, plan_blocks, render
-from chronicle.weekly.engine import chunk_lines
+from chronicle.weekly.engine import chunk_lines, engine_model
 from chronicle.weekly.faithfulness import strip_citations
-from chronicle.weekly.model import OFFLINE_MODEL
 from chronicle.weekly.offline import offline_rollup
 from chronicle.weekly.prompt import ask_messages, rollup_messages
 from chronicle.weekly.search import rank_weeks
 from chronicle.weekly.tokens import estimate_tokens, is_chinese
-from services.llm_gate import reserve_llm
+from services.llm_gate import llm_call, reserve_llm
+from services.runs import current_flow_run_id
 from storage import reports, rollups
 from storage.db import connect, transaction
-
-
-def _model(settings: Settings) -> str:
-    return OFFLINE_MODEL if settings.offline_llm else settings.llm_model
 
 
 def _rollup_tokens(weeks: list[ChronicleWeek], max_chars: int) -> int:
@@ -37,10 +33,7 @@ def _rollup_tokens(weeks: list[ChronicleWeek], max_chars: int) -> int:
 
 
 def _llm_rollup(settings: Settings, project_id: str, block: Block, texts: list[str]) -> str:
-    from services.runs import current_flow_run_id
-    from tasks.weekly import llm_caller  # the LLM path only; keeps the offline read side light
-
-    call = llm_caller(settings, project_id, None, current_flow_run_id())
+    call = llm_call(settings, current_flow_run_id(), project_id=project_id)
     lang = "zh" if is_chinese(texts) else "en"
     # A long period is folded in budget-sized parts first; nothing is truncated.
     while estimate_tokens("\n".join(texts)) > settings.llm_context_tokens and len(texts) > 1:
@@ -57,7 +50,7 @@ def _build_rollups(settings: Settings, project_id: str, blocks: list[Block],
     folded = [b for b in blocks if b.level != "week"]
     if not folded:
         return {}
-    model = _model(settings)
+    model = engine_model(settings)
     texts: dict[tuple[str, str], str] = {}
     missing: list[tuple[Block, str]] = []
     for block in folded:
@@ -86,13 +79,12 @@ def _build_rollups(settings: Settings, project_id: str, blocks: list[Block],
     return texts
 
 
-def build_history_context(project_id: str, max_tokens: int | None = None, *, settings: Settings | None = None) -> str:
+def build_history_context(settings: Settings, project_id: str, max_tokens: int | None = None) -> str:
     """Seed 000's `=== 项目编年史 (Project Chronicle) ===` block for one project, oldest week first.
 
     Each line is `[Week YYYYWW]: summary` with citations stripped (the human edit where there is one).
     Over `max_tokens` the oldest months (then quarters, years) become rollup lines, newest weeks stay verbatim.
     """
-    settings = settings or get_settings()
     folding = max_tokens is not None
     with connect(settings) as conn:  # one short window for the reports and, when folding, the rollups
         rows = reports.chronicle_rows(conn, project_id)
@@ -112,9 +104,8 @@ class Answer:
     weeks: list[dict[str, Any]]
 
 
-def ask_chronicle(project_id: str, question: str, *, settings: Settings | None = None, limit: int = 6) -> Answer:
+def ask_chronicle(settings: Settings, project_id: str, question: str, *, limit: int = 6) -> Answer:
     """Answer `question` from the project's chronicle: via the endpoint, or offline by term matching."""
-    settings = settings or get_settings()
     if settings.offline_llm:
         with connect(settings) as conn:
             rows = reports.chronicle_rows(conn, project_id)
@@ -122,9 +113,6 @@ def ask_chronicle(project_id: str, question: str, *, settings: Settings | None =
         ranked = rank_weeks(question, list(texts.items()), limit=limit)
         weeks = [{"week": n, "score": score, "terms": terms, "text": texts[n]} for n, score, terms in ranked]
         return Answer("offline", "", weeks)
-    from services.runs import current_flow_run_id
-    from tasks.weekly import llm_caller
-
-    context = build_history_context(project_id, settings.chronicle_context_tokens, settings=settings)
-    call = llm_caller(settings, project_id, None, current_flow_run_id())
+    context = build_history_context(settings, project_id, settings.chronicle_context_tokens)
+    call = llm_call(settings, current_flow_run_id(), project_id=project_id)
     return Answer(settings.llm_model, call(ask_messages(context, question), "ask").strip(), [])

@@ -1,12 +1,16 @@
-"""The one shared LLM concurrency limit: Prefect global concurrency limit `llm`.
+"""The LLM gate: every LLM call of every flow goes through here, once.
 
-Every flow that calls the LLM reserves slots of `llm` (`settings.llm_concurrency` in all, across
-all flow runs and processes) and then spreads its calls over the slots it holds with an in-process
-semaphore. Reserving once per fan-out instead of once per call is deliberate: with Prefect 3.9 one
-lease-based acquire/release costs ~100 ms sequentially and ~300 ms under 8-way contention (measured
-with the SQLite-backed API), which would dominate sub-second LLM calls. A run asks for as many
-slots as it can use, takes fewer when others hold some (halving, down to one, which it waits for),
-and releases them when its fan-out ends.
+Three things every call needs, wired in one place: a slot of the shared Prefect global concurrency
+limit `llm` (`settings.llm_concurrency` in all, across all flow runs and processes), the one
+`ChatClient` per flow run and endpoint (the only retry layer), and the call logger that writes one
+redacted `llm_calls` row per attempt.
+
+Slots: a fan-out reserves several at once and spreads its calls over them with an in-process semaphore.
+Reserving once per fan-out instead of once per call is deliberate: with Prefect 3.9 one lease-based
+acquire/release costs ~100 ms sequentially and ~300 ms under 8-way contention (measured with the
+SQLite-backed API), which would dominate sub-second LLM calls. A run asks for as many slots as it can
+use, takes fewer when others hold some (halving, down to one, which it waits for), and releases them
+when its fan-out ends. A call outside any reservation takes a one-slot reservation of its own.
 
 If the Prefect API refuses (no server, old server, no permission), a process-local semaphore of
 `llm_concurrency` slots is used instead and a warning says so.
@@ -16,14 +20,23 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from contextvars import ContextVar
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any
 
+from chronicle.distill.redact import Redactor
+from chronicle.llm import ChatClient, LLMCallRecord
+from chronicle.llm.call import LLMCall
+from chronicle.llm.records import CallLogger
 from chronicle.settings import Settings
+from storage.llm_log import DuckDBCallLogger
 
 LIMIT_NAME = "llm"
-log = logging.getLogger("chronicle.weekly")
+log = logging.getLogger("chronicle.llm")
 
 _local_lock = threading.Lock()
 _local_semaphores: dict[int, threading.BoundedSemaphore] = {}
@@ -113,3 +126,81 @@ def llm_slot(settings: Settings) -> Iterator[None]:
 
 def current_gate() -> LLMGate | None:
     return _current.get()
+
+
+# --- the call --------------------------------------------------------------------------------
+@lru_cache(maxsize=16)
+def _redactor(patterns: tuple[str, ...]) -> Redactor:
+    return Redactor.build(patterns)
+
+
+def redactor_for(settings: Settings) -> Redactor:
+    """The redactor of these settings (built-in patterns plus `redact_extra_patterns`), compiled once."""
+    return _redactor(tuple(settings.redact_extra_patterns))
+
+
+class _RedactingBufferedLogger:
+    """Redacts every record (prompt, response, error) and holds a thread's records until its slot is free.
+
+    Redacting here, not in the callers, means no purpose (weekly, rollup, ask, distill, repair) can store
+    a secret in `llm_calls` by forgetting to. The records are still written per attempt, just a few
+    milliseconds later: the slot is not held while DuckDB is opened for the audit row.
+    """
+
+    def __init__(self, inner: CallLogger, redactor: Redactor) -> None:
+        self.inner = inner
+        self.redactor = redactor
+        self._local = threading.local()
+
+    def log(self, record: LLMCallRecord) -> None:
+        r = self.redactor.redact
+        record = replace(record, prompt=r(record.prompt),
+                         response=r(record.response) if record.response is not None else None,
+                         error=r(record.error) if record.error is not None else None)
+        buffer = getattr(self._local, "buffer", None)
+        if buffer is None:
+            self.inner.log(record)
+        else:
+            buffer.append(record)
+
+    @contextmanager
+    def buffering(self) -> Iterator[None]:
+        self._local.buffer = []
+        try:
+            yield
+        finally:
+            pending, self._local.buffer = self._local.buffer, None
+            for record in pending:
+                self.inner.log(record)
+
+
+_clients: OrderedDict[tuple[Any, ...], tuple[ChatClient, _RedactingBufferedLogger]] = OrderedDict()
+_clients_lock = threading.Lock()
+_MAX_CLIENTS = 8  # a long-lived worker serves many flow runs; keep only the recent ones
+
+
+def _client(settings: Settings, run_id: str) -> tuple[ChatClient, _RedactingBufferedLogger]:
+    # One thread-safe client (and HTTP connection pool) per flow run and endpoint.
+    key = (settings.llm_url, settings.llm_model, str(settings.db_path), run_id, id(settings))
+    with _clients_lock:
+        if key not in _clients:
+            logger = _RedactingBufferedLogger(DuckDBCallLogger(settings, run_id), redactor_for(settings))
+            _clients[key] = (ChatClient(settings, logger=logger), logger)
+            while len(_clients) > _MAX_CLIENTS:
+                _clients.popitem(last=False)
+        _clients.move_to_end(key)
+        return _clients[key]
+
+
+def llm_call(settings: Settings, run_id: str, *, project_id: str | None = None,
+             week_number: int | None = None) -> LLMCall:
+    """The one way to call the LLM: each call takes a slot of `llm` (from the enclosing reservation, or
+    its own), goes through the run's `ChatClient` and is logged, redacted, to `llm_calls`."""
+    client, logger = _client(settings, run_id)
+
+    def call(messages: list[dict[str, str]], purpose: str, **options: Any) -> str:
+        with logger.buffering(), llm_slot(settings):
+            return client.complete(messages, purpose=purpose, project_id=project_id, week_number=week_number,
+                                   **options).text
+
+    return call

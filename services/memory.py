@@ -1,13 +1,14 @@
-"""Python entry points over the memory store for other capabilities (`chronicle ask`, notebooks)."""
+"""Memory use cases: search, list, tags, reindex of the distilled store (the CLI and notebooks use these)."""
 
 from __future__ import annotations
 
-from chronicle.settings import Settings, get_settings
-from storage.memory_schema import SearchHit
+from chronicle.settings import Settings
+from storage.memory_schema import SearchHit, StoredMemory
 from storage.memory_store import MemoryStore, SearchMode
 
 
 def search_memories(
+    settings: Settings,
     query: str,
     *,
     tags: list[str] | None = None,
@@ -15,13 +16,28 @@ def search_memories(
     target_file: str | None = None,
     limit: int = 10,
     mode: SearchMode = "hybrid",
-    settings: Settings | None = None,
 ) -> list[SearchHit]:
     """Best distilled memories for `query` (score = semantic x 0.7 + importance x 0.3, seed 002).
 
     Filters apply before ranking: `tags` = any of, `min_importance` in [0, 1], `target_file` e.g. `USER.md`.
     An empty store returns `[]`.
     """
-    return MemoryStore(settings or get_settings()).search(
+    return MemoryStore(settings).search(
         query, tags=tags, min_importance=min_importance, target_file=target_file, limit=limit, mode=mode
     )
+
+
+def list_memories(settings: Settings, *, limit: int = 50, tags: list[str] | None = None,
+                  target_file: str | None = None) -> list[StoredMemory]:
+    """Memories, newest first."""
+    return MemoryStore(settings).list(limit=limit, tags=tags, target_file=target_file)
+
+
+def tag_counts(settings: Settings) -> dict[str, int]:
+    """Tags with the number of memories carrying each."""
+    return MemoryStore(settings).tags()
+
+
+def reindex(settings: Settings) -> int:
+    """Re-embed every memory with the configured embedding model (after changing EMBEDDING_MODEL)."""
+    return MemoryStore(settings, allow_model_mismatch=True).reindex()

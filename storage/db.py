@@ -20,8 +20,8 @@ from pathlib import Path
 import duckdb
 from filelock import FileLock, Timeout
 
-from chronicle.settings import Settings, get_settings
-from storage.migrations import apply_migrations
+from chronicle.settings import Settings
+from storage.migrations import apply_migrations, is_current
 
 log = logging.getLogger("chronicle.storage")
 
@@ -29,7 +29,6 @@ _thread_lock = threading.RLock()
 # Files keep DuckDB 1.4's storage format, so analysts' `duckdb` CLI releases (1.4/1.5 on PyPI today)
 # can open them; the Python package writes a newer format by default that those CLIs refuse.
 _CONFIG = {"storage_compatibility_version": "v1.4.0"}
-_migrated: set[Path] = set()
 
 
 class DatabaseBusyError(RuntimeError):
@@ -76,13 +75,14 @@ def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnec
 
 
 @contextmanager
-def connect(settings: Settings | None = None, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+def connect(settings: Settings, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the pipeline database for one short unit of work.
 
     Writers and readers of this process tree are serialised by `<db>.lock`; keep the `with` block
     short (no LLM calls inside) so concurrent flow runs interleave instead of queueing for minutes.
+    A database behind the shipped migrations is brought up to date first (a read-only request on such
+    a file, or on a missing one, opens it writable once for that).
     """
-    settings = settings or get_settings()
     path = settings.db_path
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(path) + ".lock", thread_local=False)
@@ -97,13 +97,13 @@ def connect(settings: Settings | None = None, *, read_only: bool = False) -> Ite
                 raise DatabaseBusyError(f"another Chronicle process kept {path}.lock for {exc}") from exc
         try:
             deadline = time.monotonic() + settings.db_lock_timeout_s
-            # A missing file cannot be opened read-only; the first open creates and migrates it.
-            ro = read_only and path.exists() and path in _migrated
-            conn = _open(path, ro, deadline)
+            conn = _open(path, read_only and path.exists(), deadline)
             try:
-                if not ro and path not in _migrated:
+                if not is_current(conn):
+                    if read_only:
+                        conn.close()
+                        conn = _open(path, False, deadline)
                     apply_migrations(conn)
-                    _migrated.add(path)
                 yield conn
             finally:
                 conn.close()
@@ -112,7 +112,7 @@ def connect(settings: Settings | None = None, *, read_only: bool = False) -> Ite
 
 
 @contextmanager
-def transaction(settings: Settings | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+def transaction(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
     """A write connection inside BEGIN/COMMIT: all of the block lands, or none of it."""
     with connect(settings) as conn:
         conn.execute("BEGIN TRANSACTION")
@@ -122,8 +122,3 @@ def transaction(settings: Settings | None = None) -> Iterator[duckdb.DuckDBPyCon
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-
-
-def forget_migrations() -> None:
-    """Make the next connection re-check migrations (tests that delete database files)."""
-    _migrated.clear()

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 import pyarrow as pa
 
-from chronicle.memory.model import Memory
+from chronicle.memory.model import Memory, MemoryEvent  # noqa: F401  (MemoryEvent: re-exported)
 
 TABLE = "memories"
 SCHEMA_VERSION = "1"
 META_MODEL = "chronicle.embedding_model"
 META_DIM = "chronicle.embedding_dim"
 META_VERSION = "chronicle.schema_version"
-
-EventKind = Literal["ADD", "UPDATE", "NOOP"]
-
 
 def memory_schema(model_name: str, dim: int) -> pa.Schema:
     """The table schema; the embedding model and dimension ride along as schema metadata.
@@ -131,18 +128,3 @@ class SearchHit(StoredMemory):
     bm25: float | None = None
     fts_rank: int | None = None
     """1-based rank among the full-text matches, None when full text did not find it."""
-
-
-@dataclass(frozen=True)
-class MemoryEvent:
-    """What `MemoryStore.upsert` did with one input memory (input order is kept)."""
-
-    event: EventKind
-    memory_id: str
-    """The row written (ADD), merged into (UPDATE) or already holding the content (NOOP)."""
-    content_hash: str
-    """Hash of the input memory's content."""
-    target_file: str
-    similarity: float | None
-    """Cosine to the row it matched (1.0 for exact duplicates), None for ADD with nothing close."""
-    reason: str

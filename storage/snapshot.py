@@ -26,7 +26,7 @@ from pathlib import Path
 
 import duckdb
 
-from chronicle.settings import Settings, get_settings
+from chronicle.settings import Settings
 from storage.db import connect
 
 log = logging.getLogger("chronicle.storage.snapshot")
@@ -44,9 +44,8 @@ class SnapshotInfo:
     seconds: float
 
 
-def snapshot_path(settings: Settings | None = None) -> Path:
+def snapshot_path(settings: Settings) -> Path:
     """`$CHRONICLE_HOME/chronicle.snapshot.duckdb` (next to the main file's default location)."""
-    settings = settings or get_settings()
     return (settings.home / SNAPSHOT_NAME).expanduser().resolve()
 
 
@@ -56,13 +55,12 @@ def _check_copy(path: Path) -> int:
         return conn.execute("SELECT count(*) FROM duckdb_tables()").fetchall()[0][0]
 
 
-def publish_snapshot(settings: Settings | None = None) -> SnapshotInfo:
+def publish_snapshot(settings: Settings) -> SnapshotInfo:
     """Copy the pipeline database to the snapshot path atomically; returns what was published.
 
     Holds the database for one CHECKPOINT plus a file copy (a fraction of a second for a few hundred MB),
     the same short write window as any other Chronicle writer.
     """
-    settings = settings or get_settings()
     target = snapshot_path(settings)
     target.parent.mkdir(parents=True, exist_ok=True)
     # Unique per process and thread: two publishers never share a temporary file.

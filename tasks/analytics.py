@@ -10,12 +10,8 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from chronicle.analytics.charts import project_charts
-from chronicle.settings import get_settings
-from storage.analytics import weekly_stats
-from storage.db import connect
-
-TRIAL_KEYS = ("enrolled", "ae", "sae", "deviations")
+from chronicle.settings import Settings
+from services.analytics import trial_charts
 
 
 def _key(project_id: str) -> str:
@@ -32,20 +28,13 @@ def _markdown(project_id: str, paths: list[Path]) -> str:
 
 
 @task(name="chart-artifacts", cache_policy=NO_CACHE)
-def publish_charts(projects: list[str]) -> list[str]:
+def publish_charts(settings: Settings, projects: list[str]) -> list[str]:
     """Write each trial project's charts under `$CHRONICLE_HOME/charts` and attach them as artifacts.
 
     Projects without trial events (an assistant's notes) get no chart: it would be all zeros.
     """
-    settings = get_settings()
-    out_dir = settings.home.resolve() / "charts"
-    with connect(settings) as conn:
-        stats = {p: weekly_stats(conn, p) for p in projects}
     written: list[str] = []
-    for project_id, rows in stats.items():
-        if not rows or not any(r[k] for r in rows for k in TRIAL_KEYS):
-            continue
-        paths = project_charts(project_id, rows, out_dir)
+    for project_id, paths in trial_charts(settings, projects, settings.home.resolve() / "charts").items():
         create_markdown_artifact(markdown=_markdown(project_id, paths), key=_key(project_id),
                                  description=f"Weekly enrolment and AE / SAE / deviations of {project_id}")
         written.extend(str(p) for p in paths)

@@ -1,15 +1,15 @@
-"""Ingest tasks: thin Prefect wrappers over `chronicle.ingest` (no retries: nothing here is networked)."""
+"""Ingest tasks: thin Prefect wrappers over `services.ingest` (no retries: nothing here is networked)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from chronicle.ingest.detect import discover
-from chronicle.settings import get_settings
+from chronicle.ingest.model import FileResult
+from chronicle.settings import Settings
 from services.ingest import FileIngestor
 
 
@@ -21,5 +21,5 @@ def discover_files(paths: list[str]) -> tuple[list[str], list[str]]:
 
 # The file's own state in `ingest_files` is the cache: an unchanged file is skipped there.
 @task(name="ingest-file", task_run_name="ingest {path}", cache_policy=NO_CACHE)
-def ingest_file(path: str, project: str | None) -> dict:
-    return asdict(FileIngestor(get_settings(), project).ingest(Path(path)))
+def ingest_file(settings: Settings, path: str, project: str | None) -> FileResult:
+    return FileIngestor(settings, project).ingest(Path(path))

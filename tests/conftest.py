@@ -34,23 +34,18 @@ def prefect_api() -> Iterator[None]:
 @pytest.fixture()
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh CHRONICLE_HOME (DuckDB file, LanceDB folder, workspace) for one test."""
-    from chronicle.settings import reset_settings
-    from storage.db import forget_migrations
 
     h = tmp_path / "home"
     monkeypatch.setenv("CHRONICLE_HOME", str(h))
     monkeypatch.chdir(tmp_path)
-    reset_settings()
-    forget_migrations()
     yield h
-    reset_settings()
 
 
 @pytest.fixture()
 def settings(home: Path):
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
 
-    return get_settings()
+    return Settings()
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ more on the way out: the model only ever saw redacted text, but what gets stored
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 from chronicle.distill.chunks import Chunk
@@ -16,8 +16,8 @@ from chronicle.distill.parse import ReplyError, parse_reply
 from chronicle.distill.prompt import DISTILL_PROMPT_VERSION, distill_messages, repair_messages
 from chronicle.distill.redact import Redactor
 from chronicle.distill.validate import Rejection, looks_like_injection, validate
-from chronicle.llm import ChatClient, LLMUnavailableError
-from chronicle.llm.records import CallLogger, LLMCallRecord
+from chronicle.llm import LLMUnavailableError
+from chronicle.llm.call import LLMCall
 from chronicle.memory.model import Memory
 from chronicle.settings import Settings
 
@@ -53,22 +53,6 @@ class ChunkOutcome:
     repair_reply: str | None = None
 
 
-class RedactingLogger:
-    """Wraps a `CallLogger` so prompts and replies are redacted before `llm_calls` stores them."""
-
-    def __init__(self, inner: CallLogger, redactor: Redactor) -> None:
-        self.inner = inner
-        self.redactor = redactor
-
-    def log(self, record: LLMCallRecord) -> None:
-        self.inner.log(replace(
-            record,
-            prompt=self.redactor.redact(record.prompt),
-            response=self.redactor.redact(record.response) if record.response is not None else None,
-            error=self.redactor.redact(record.error) if record.error is not None else None,
-        ))
-
-
 def scrub_memory(memory: Memory, redactor: Redactor, counts: Counter[str]) -> Memory:
     """The memory with every text field redacted (a no-op for clean memories)."""
     return memory.model_copy(update={
@@ -101,8 +85,9 @@ def distill_offline(chunk: Chunk, redactor: Redactor) -> ChunkOutcome:
     return outcome
 
 
-def distill_with_llm(chunk: Chunk, client: ChatClient, redactor: Redactor) -> ChunkOutcome:
-    """Ask the model; an unparseable reply is sent back once for repair, then the chunk is quarantined.
+def distill_with_llm(chunk: Chunk, call: LLMCall, redactor: Redactor) -> ChunkOutcome:
+    """Ask the model through `call` (the LLM gate's, bound to the chunk's project); an unparseable reply
+    is sent back once for repair, then the chunk is quarantined.
 
     `LLMUnavailableError` (retries exhausted) fails only this chunk; `PermanentLLMError` propagates,
     because a bad key or model name fails every other chunk the same way.
@@ -110,14 +95,13 @@ def distill_with_llm(chunk: Chunk, client: ChatClient, redactor: Redactor) -> Ch
     outcome = ChunkOutcome(chunk.key, "ok")
     try:
         outcome.llm_calls += 1
-        reply = client.complete(distill_messages(chunk), purpose="distill", project_id=chunk.project_id).text
+        reply = call(distill_messages(chunk), "distill")
         try:
             return _finish(outcome, chunk, parse_reply(reply), redactor)
         except ReplyError as first:
             outcome.raw_reply = redactor.redact(reply)
             outcome.llm_calls += 1
-            repair = client.complete(repair_messages(outcome.raw_reply, str(first)), purpose="repair",
-                                     project_id=chunk.project_id).text
+            repair = call(repair_messages(outcome.raw_reply, str(first)), "repair")
             outcome.repair_reply = redactor.redact(repair)
             try:
                 items = parse_reply(repair)

@@ -2,7 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date
 from typing import Any
+
+from chronicle.distill.tally import Tally
+
+
+@dataclass(frozen=True)
+class DistillSummary:
+    """What one distillation run did: its window, engine, the tally of chunks/events/files, store size."""
+
+    after: date
+    until: date
+    engine: str
+    model: str
+    prompt_version: str
+    tally: Tally
+    store_rows: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The flat form stored in `pipeline_runs.counts` and rendered into the artifact."""
+        return {"window": {"after": self.after.isoformat(), "until": self.until.isoformat()},
+                "engine": self.engine, "model": self.model, "prompt_version": self.prompt_version,
+                **self.tally.as_dict(), "store_rows": self.store_rows}
 
 
 def _table(title: str, counts: dict[str, Any]) -> str:

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chronicle.distill.chunks import Chunk
 from chronicle.distill.engine import ChunkOutcome, EngineInfo
 from chronicle.distill.knowledge import FileResult, effective_action
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
 from chronicle.distill.sections import Item
-from chronicle.memory.model import Memory
-
-if TYPE_CHECKING:
-    from storage.memory_schema import MemoryEvent
+from chronicle.memory.model import Memory, MemoryEvent
 
 EVENT_KINDS = ("ADD", "UPDATE", "NOOP", "REJECT")
 

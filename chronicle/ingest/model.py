@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from typing import Any
 
@@ -61,6 +61,34 @@ class FileResult:
     entries_added: int = 0
     entries_removed: int = 0
     rejects: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class IngestSummary:
+    """What one ingest run did over all its files (the flow's result, artifact and `pipeline_runs` counts)."""
+
+    files: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    entries_added: int = 0
+    entries_removed: int = 0
+    rejects: dict[str, int] = field(default_factory=dict)
+    skipped_files: int = 0
+
+    def add(self, result: FileResult) -> None:
+        self.files += 1
+        self.by_status[result.status] = self.by_status.get(result.status, 0) + 1
+        self.entries_added += result.entries_added
+        self.entries_removed += result.entries_removed
+        for reason, n in result.rejects.items():
+            self.rejects[reason] = self.rejects.get(reason, 0) + n
+
+    @property
+    def readable(self) -> int:
+        """Files of which at least something could be read (not rejected whole)."""
+        return self.files - self.by_status.get("rejected", 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def stable_id(*parts: object) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
@@ -76,3 +77,21 @@ def detect_language(text: str) -> str:
 
 
 assert set(KNOWLEDGE_FILES) == set(TargetFile.__args__)  # type: ignore[attr-defined]
+
+
+EventKind = Literal["ADD", "UPDATE", "NOOP"]
+
+
+@dataclass(frozen=True)
+class MemoryEvent:
+    """What `MemoryStore.upsert` did with one input memory (input order is kept)."""
+
+    event: EventKind
+    memory_id: str
+    """The row written (ADD), merged into (UPDATE) or already holding the content (NOOP)."""
+    content_hash: str
+    """Hash of the input memory's content."""
+    target_file: str
+    similarity: float | None
+    """Cosine to the row it matched (1.0 for exact duplicates), None for ADD with nothing close."""
+    reason: str

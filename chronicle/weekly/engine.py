@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from chronicle.llm.call import LLMCall
+from chronicle.settings import Settings
 from chronicle.weekly.faithfulness import check_report, cited_ids
 from chronicle.weekly.model import EMPTY_MODEL, OFFLINE_MODEL, StoredReport, WeekInput, WeekReport
 from chronicle.weekly.offline import EMPTY_SUMMARY, clean_length, language_of, offline_report
 from chronicle.weekly.prompt import PROMPT_VERSION, entry_line, map_messages, shorten_messages, weekly_messages
 from chronicle.weekly.stats import parse_llm_stats
 from chronicle.weekly.tokens import estimate_tokens
-
-LLMCall = Callable[[list[dict[str, str]], str], str]
-"""`call(messages, purpose) -> text`; raises the `chronicle.llm` errors."""
 
 MAX_SHORTEN = 2  # seed 000 wants ≤ 500 字; two polite requests, then a human decides
 MAX_MAP_LEVELS = 3
@@ -35,6 +34,11 @@ class Decision:
     action: Literal["generate", "cached", "skip-edited"]
     why: str
     stale: bool = False  # skip-edited only: the week's inputs changed since the edit
+
+
+def engine_model(settings: Settings) -> str:
+    """The model a fresh report records: the offline engine unless an endpoint is configured."""
+    return OFFLINE_MODEL if settings.offline_llm else settings.llm_model
 
 
 def target_model(week: WeekInput, engine_model: str) -> str:

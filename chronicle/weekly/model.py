@@ -6,12 +6,10 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from chronicle.distill.redact import Redactor
-from chronicle.settings import get_settings
 from chronicle.weekly.stats import week_stats
 from chronicle.weeks import IsoWeek
 
@@ -64,18 +62,18 @@ def _local(ts: datetime, tz: ZoneInfo) -> str:
 
 
 def make_week_input(
-    project_id: str, week: IsoWeek, rows: Sequence[Mapping[str, Any]], enrolled_before: int, tz: ZoneInfo
+    project_id: str, week: IsoWeek, rows: Sequence[Mapping[str, Any]], enrolled_before: int, tz: ZoneInfo,
+    redactor: Redactor,
 ) -> WeekInput:
     """Build a `WeekInput` from raw_logs rows already ordered by (ts, entry_id).
 
     Short ids follow that order, so the same week always maps E7 to the same entry and the
     mapping can be rebuilt later (e.g. to resolve citations of a human edit).
 
-    Content and actor are redacted first (`chronicle.distill.redact`, plus `redact_extra_patterns`), like
-    the notes before distillation: no secret or personal identifier reaches a prompt, a report or its
-    stats. `input_hash` stays that of the rows as stored.
+    Content and actor are redacted first with `redactor` (the caller's settings: built-in patterns plus
+    `redact_extra_patterns`), like the notes before distillation: no secret or personal identifier reaches
+    a prompt, a report or its stats. `input_hash` stays that of the rows as stored.
     """
-    redactor = _redactor(tuple(get_settings().redact_extra_patterns))
     shown = [{**r, "content": redactor.redact(str(r["content"])),
               "actor": redactor.redact(str(r["actor"])) if r.get("actor") else r.get("actor")} for r in rows]
     entries = tuple(
@@ -83,11 +81,6 @@ def make_week_input(
         for i, r in enumerate(shown, start=1)
     )
     return WeekInput(project_id, week, entries, week_stats(shown, enrolled_before), input_hash(rows))
-
-
-@lru_cache(maxsize=8)
-def _redactor(extra_patterns: tuple[str, ...]) -> Redactor:
-    return Redactor.build(extra_patterns)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from typing import Any
 
 from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.model import WeekReport
+from chronicle.weekly.outcome import WeekOutcome, outcome_counts
 
 _COUNTS = ("entries", "enrolled", "enrolled_total", "ae", "sae", "deviations", "queries", "decisions", "messages")
 
@@ -34,15 +35,16 @@ def report_markdown(report: WeekReport) -> str:
             f"{report.summary}\n\n## Stats\n\n{stats_table(report.stats)}\n\n## Citations\n\n{cites}\n")
 
 
-def outcome_markdown(title: str, rows: Sequence[Mapping[str, Any]]) -> str:
-    """Summary of a fan-out by outcome, with the failed and flagged weeks spelled out."""
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
+def outcome_markdown(title: str, rows: Sequence[WeekOutcome], notes: Sequence[str] = ()) -> str:
+    """Summary of a fan-out by outcome, with the failed and flagged weeks spelled out, then `notes`
+    (things an operator must see that would drown among the log lines, e.g. a wait for the database)."""
+    counts = outcome_counts(rows)
     lines = [f"# {title}", "", ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no weeks", ""]
     for row in rows:
-        if row["outcome"] == "failed":
-            lines.append(f"- FAILED {row['project']} {row['week']}: {row.get('message', '')}")
-        elif row.get("needs_review"):
-            lines.append(f"- needs review {row['project']} {row['week']}: {'; '.join(row.get('reasons') or [])}")
+        if row.outcome == "failed":
+            lines.append(f"- FAILED {row.project} {row.week}: {row.message or ''}")
+        elif row.needs_review:
+            lines.append(f"- needs review {row.project} {row.week}: {'; '.join(row.reasons)}")
+    if notes:
+        lines += ["", "## Notes", "", *(f"- {note}" for note in notes)]
     return "\n".join(lines) + "\n"

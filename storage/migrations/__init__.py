@@ -6,11 +6,13 @@ recorded in `schema_migrations`. Never edit a migration that has shipped: add th
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import resources
 
 import duckdb
 
 
+@cache
 def migration_files() -> list[tuple[int, str, str]]:
     """(version, name, sql) for every migration shipped with the package, in order."""
     out = []
@@ -19,6 +21,17 @@ def migration_files() -> list[tuple[int, str, str]]:
         if name.endswith(".sql") and name[:4].isdigit():
             out.append((int(name[:4]), name[5:-4], entry.read_text(encoding="utf-8")))
     return sorted(out)
+
+
+def is_current(conn: duckdb.DuckDBPyConnection) -> bool:
+    """Whether every shipped migration is recorded (one cheap query; checked at every open)."""
+    shipped = [version for version, _, _ in migration_files()]
+    try:
+        # The whole list, not the maximum: migrations can land out of number order on different branches.
+        done = conn.execute("SELECT list(version ORDER BY version) FROM schema_migrations").fetchall()[0][0]
+        return done == shipped
+    except duckdb.CatalogException:  # a new, empty database
+        return False
 
 
 def apply_migrations(conn: duckdb.DuckDBPyConnection) -> list[int]:

@@ -23,10 +23,8 @@ KEYS = {"enrolled": "enrolled", "enrolled_total": "enrolled_total", "ae": "ae", 
 
 @pytest.fixture()
 def trial(home: Path, sample_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    from chronicle.settings import reset_settings
 
     monkeypatch.setenv("CHRONICLE_COLUMN_MAP", json.dumps(CSV_MAP))
-    reset_settings()
     ingest_logs([str(sample_dir / "logs")])
     return home / "chronicle.duckdb"
 

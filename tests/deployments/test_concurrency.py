@@ -55,7 +55,7 @@ def test_two_concurrent_ingests_keep_every_row_once(home: Path, tmp_path: Path, 
     assert query(db, "SELECT count(*) FROM ingest_files") == [(6,)]
     assert query(db, "SELECT state, count(*) FROM pipeline_runs GROUP BY 1") == [("COMPLETED", 2)]
     # Each run published the snapshot; the last one to finish saw both runs' rows.
-    assert query(snapshot_path(), "SELECT count(*) FROM raw_logs") == [(9000,)]
+    assert query(snapshot_path(Settings()), "SELECT count(*) FROM raw_logs") == [(9000,)]
 
 
 def test_snapshot_is_readable_while_a_writer_holds_the_main_file(home: Path, tmp_path: Path,
@@ -64,7 +64,7 @@ def test_snapshot_is_readable_while_a_writer_holds_the_main_file(home: Path, tmp
     done = subprocess.run([CHRONICLE, "ingest", str(tmp_path / "logs")], env=proc_env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    db, snap = home / "chronicle.duckdb", snapshot_path()
+    db, snap = home / "chronicle.duckdb", snapshot_path(Settings())
     holder = start_holder(db, 3.0)
     try:
         with pytest.raises(duckdb.IOException, match="lock"):  # the main file is out of reach ...

@@ -15,7 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 from typer.testing import CliRunner
 
 from chronicle.params import ISO_WEEK_PATTERN, IsoWeekStr, OptionalIsoWeekStr
-from chronicle.settings import Settings, get_settings, reset_settings
+from chronicle.settings import Settings
 from cli.main import app
 from deployments.definitions import DEPLOYMENTS, WORK_POOL, by_name
 from deployments.setup import run_setup
@@ -39,8 +39,7 @@ def test_repo_prefect_yaml_matches_the_registry(settings: Settings) -> None:
 def test_deploy_check_flags_other_settings_and_write_fixes_it(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHRONICLE_TIMEZONE", "Europe/Berlin")
     monkeypatch.setenv("CHRONICLE_SOURCE_PATHS", '["/data/exports"]')
-    reset_settings()
-    problems = differences(REPO / "prefect.yaml", get_settings())
+    problems = differences(REPO / "prefect.yaml", Settings())
     assert any("weekly-chronicle" in p and "Europe/Berlin" in p for p in problems), problems
     assert any("'ingest'" in p and "/data/exports" in p for p in problems), problems
 
@@ -84,8 +83,7 @@ def test_schedules_follow_the_configured_timezone(settings: Settings) -> None:
 
 def test_ingest_reads_configured_source_paths(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHRONICLE_SOURCE_PATHS", '["/srv/logs", "/srv/notes"]')
-    reset_settings()
-    deployment = by_name("ingest").to_runner_deployment(get_settings())
+    deployment = by_name("ingest").to_runner_deployment(Settings())
     assert deployment.parameters == {"paths": ["/srv/logs", "/srv/notes"]}
     assert deployment.schedules[0].active is True
 
@@ -128,13 +126,11 @@ def test_every_parameter_has_help_text_in_the_form(spec, settings: Settings) -> 
 
 def test_setup_is_idempotent_and_corrects_limits(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "3")
-    reset_settings()
-    run_setup(get_settings())
-    second = run_setup(get_settings())
+    run_setup(Settings())
+    second = run_setup(Settings())
     assert all("already" in line for line in second), second
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "5")
-    reset_settings()
-    third = run_setup(get_settings(), work_pool=False)
+    third = run_setup(Settings(), work_pool=False)
     assert any("updated" in line and "'llm'" in line for line in third), third
     with get_client(sync_client=True) as client:
         assert client.read_global_concurrency_limit_by_name("llm").limit == 5
@@ -146,7 +142,7 @@ def test_prefect_deploy_all_creates_the_four_deployments(home: Path, api_url: st
     """The real CLI path a data engineer takes: `chronicle setup` then `prefect deploy --all` from the repo."""
     import os
 
-    run_setup(get_settings())
+    run_setup(Settings())
     env = {**os.environ, "PREFECT_API_URL": api_url}
     prefect = str(Path(sys.executable).parent / "prefect")  # this venv's CLI, whatever PATH says
     done = subprocess.run([prefect, "--no-prompt", "deploy", "--all"], cwd=REPO, env=env, capture_output=True,

@@ -71,12 +71,10 @@ def notes_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def distill_env(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Settings for distillation tests: extra redaction pattern, fast LLM backoff."""
-    from chronicle.settings import reset_settings
 
     monkeypatch.setenv("CHRONICLE_REDACT_EXTRA_PATTERNS", EXTRA_PATTERNS)
     monkeypatch.setenv("CHRONICLE_LLM_BACKOFF_BASE_S", "0.01")
     monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "2")
-    reset_settings()
     return home
 
 
@@ -84,7 +82,7 @@ def ingest(notes_dir: Path) -> dict:
     from flows.ingest_logs import ingest_logs
 
     summary = ingest_logs([str(notes_dir)])
-    assert summary["entries_added"] > 0
+    assert summary.entries_added > 0
     return summary
 
 

@@ -47,11 +47,11 @@ def test_cli_distill_and_memory_commands(distill_env: Path, notes_dir: Path) -> 
 
 
 def test_demo_distill_covers_all_ingested_notes(distill_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from cli.memory_cmds import DEMO_QUERIES, demo_distill
     from storage.db import connect
 
-    settings = get_settings()
+    settings = Settings()
     demo_distill(settings)  # nothing ingested yet: says so instead of failing
     assert "no daily notes" in capsys.readouterr().out
     ingest(OPENCLAW / "memory")
@@ -66,13 +66,12 @@ def test_demo_distill_covers_all_ingested_notes(distill_env: Path, capsys: pytes
 def test_llm_outage_keeps_finished_chunks_and_rerun_retries_only_the_failed_one(
     distill_env: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chronicle.settings import get_settings, reset_settings
+    from chronicle.settings import Settings
     from flows.distill_memory import DistillIncomplete, distill_memory
     from storage.db import connect
 
     monkeypatch.setenv("LLM_URL", fake_llm.base_url)
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "1")  # one chunk at a time: the outage hits the first
-    reset_settings()
     fake_llm.responder = lambda request: json.dumps([{"content": "Bridge runs JWT-only.", "summary": "JWT only",
                                                       "importance": 0.9, "targetFile": "MEMORY.md"}])
     fake_llm.enqueue(Reply(status=503), Reply(status=503))  # both attempts of the first chunk
@@ -80,7 +79,7 @@ def test_llm_outage_keeps_finished_chunks_and_rerun_retries_only_the_failed_one(
 
     with pytest.raises(DistillIncomplete):
         distill_memory(days=30, until=date(2026, 2, 24))
-    with connect(get_settings()) as conn:
+    with connect(Settings()) as conn:
         done = conn.execute("SELECT count(*) FROM distill_chunks").fetchall()[0][0]
         state, counts = conn.execute("SELECT state, counts FROM pipeline_runs WHERE flow_name = 'distill-memory'"
                                      ).fetchall()[0]
@@ -88,4 +87,4 @@ def test_llm_outage_keeps_finished_chunks_and_rerun_retries_only_the_failed_one(
 
     calls = fake_llm.calls()
     summary = distill_memory(days=30, until=date(2026, 2, 24))
-    assert summary["chunks_cached"] == 2 and summary["chunks_distilled"] == 1 and fake_llm.calls() == calls + 1
+    assert summary.tally.cached == 2 and summary.tally.distilled == 1 and fake_llm.calls() == calls + 1

@@ -71,25 +71,23 @@ def scripted(request: dict[str, Any]) -> str:
 
 @pytest.fixture
 def llm_env(distill_env: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> FakeLLMServer:
-    from chronicle.settings import reset_settings
 
     monkeypatch.setenv("LLM_URL", fake_llm.base_url)
     monkeypatch.setenv("LLM_MODEL", "fake-distill")
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    reset_settings()
     return fake_llm
 
 
 def test_llm_replies_validated_repaired_quarantined_and_leak_free(
     llm_env: FakeLLMServer, notes_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from flows.distill_memory import distill_memory
     from storage.db import connect
     from storage.memory_store import MemoryStore
 
-    settings = get_settings()
+    settings = Settings()
     ws = settings.workspace_dir
     ws.mkdir(parents=True)
     (ws / "SOUL.md").write_text(HUMAN_SOUL + "\n" + OLD_SECTION, encoding="utf-8")
@@ -102,11 +100,11 @@ def test_llm_replies_validated_repaired_quarantined_and_leak_free(
     finally:
         logging.getLogger("prefect").removeHandler(caplog.handler)
 
-    assert (summary["chunks"], summary["chunks_distilled"], summary["chunks_quarantined"]) == (4, 3, 1)
-    assert summary["llm_calls"] == 6  # 4 distill + 2 repair
-    assert summary["rejected"] == {"bad_target_file": 3}
-    assert summary["warnings"]["importance_clamped"] == 1 and summary["warnings"]["overwrite_downgraded"] == 1
-    assert summary["events"]["ADD"] == 6 and summary["events"]["REJECT"] == 3
+    assert (summary.tally.chunks, summary.tally.distilled, summary.tally.quarantined) == (4, 3, 1)
+    assert summary.tally.llm_calls == 6  # 4 distill + 2 repair
+    assert summary.tally.rejected == {"bad_target_file": 3}
+    assert summary.tally.warnings["importance_clamped"] == 1 and summary.tally.warnings["overwrite_downgraded"] == 1
+    assert summary.tally.events["ADD"] == 6 and summary.tally.events["REJECT"] == 3
 
     # SOUL.md may not be overwritten from logs: appended, the old section and the human text untouched.
     soul = (ws / "SOUL.md").read_text(encoding="utf-8")
@@ -162,13 +160,13 @@ def test_llm_replies_validated_repaired_quarantined_and_leak_free(
     before_files, before_rows, before_calls = snapshot(ws), MemoryStore(settings).count(), llm_env.calls()
     again = distill_memory(days=11, until=UNTIL)
     new_chats = [r.json for r in llm_env.requests if r.path.endswith("/chat/completions")][len(chats):]
-    assert again["chunks_cached"] == 3 and llm_env.calls() - before_calls == 2
+    assert again.tally.cached == 3 and llm_env.calls() - before_calls == 2
     assert all("2026-02-24" in _user_text(c) or "I could not produce" in _user_text(c) for c in new_chats)
     assert snapshot(ws) == before_files and MemoryStore(settings).count() == before_rows
 
 
 def test_openclaw_notes_via_llm_twice_makes_no_second_call(llm_env: FakeLLMServer, tmp_path: Path) -> None:
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from flows.distill_memory import distill_memory
     from storage.memory_store import MemoryStore
     from tests.distill.conftest import OPENCLAW
@@ -178,13 +176,13 @@ def test_openclaw_notes_via_llm_twice_makes_no_second_call(llm_env: FakeLLMServe
         return json.dumps([_mem(f"Session of {day}: security-first releases of Agent ROS Bridge.", "MEMORY.md")])
 
     llm_env.responder = one_per_day
-    settings = get_settings()
+    settings = Settings()
     ingest(OPENCLAW / "memory")
     first = distill_memory(days=30, until=UNTIL)
     files, rows, calls = snapshot(settings.workspace_dir), MemoryStore(settings).count(), llm_env.calls()
     second = distill_memory(days=30, until=UNTIL)
 
-    assert first["chunks_distilled"] == 3 and first["events"]["ADD"] == 3 and calls == 3
-    assert second["llm_calls"] == 0 and llm_env.calls() == calls
+    assert first.tally.distilled == 3 and first.tally.events["ADD"] == 3 and calls == 3
+    assert second.tally.llm_calls == 0 and llm_env.calls() == calls
     assert MemoryStore(settings).count() == rows == 3
     assert snapshot(settings.workspace_dir) == files

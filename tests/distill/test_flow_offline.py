@@ -23,11 +23,11 @@ UNTIL = date(2026, 2, 24)
 def test_offline_distill_is_idempotent_and_leak_free(
     distill_env: Path, notes_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from flows.distill_memory import distill_memory
     from storage.memory_store import MemoryStore
 
-    settings = get_settings()
+    settings = Settings()
     logging.getLogger("prefect").addHandler(caplog.handler)
     try:
         ingest(notes_dir)
@@ -39,18 +39,18 @@ def test_offline_distill_is_idempotent_and_leak_free(
         logging.getLogger("prefect").removeHandler(caplog.handler)
 
     # Four note days, every chunk distilled once; the rerun finds them all cached and changes nothing.
-    assert first["engine"] == "offline" and first["chunks_distilled"] == first["chunks"] >= 4
-    assert first["events"]["ADD"] > 40 and first["store_rows"] == rows_after_first
-    assert second["chunks_cached"] == second["chunks"] and second["chunks_distilled"] == 0
-    assert second["events"] == {"ADD": 0, "UPDATE": 0, "NOOP": 0, "REJECT": 0}
+    assert first.engine == "offline" and first.tally.distilled == first.tally.chunks >= 4
+    assert first.tally.events["ADD"] > 40 and first.store_rows == rows_after_first
+    assert second.tally.cached == second.tally.chunks and second.tally.distilled == 0
+    assert second.as_dict()["events"] == {"ADD": 0, "UPDATE": 0, "NOOP": 0, "REJECT": 0}
     assert MemoryStore(settings).count() == rows_after_first
     assert snapshot(settings.workspace_dir) == files_after_first
     assert not (settings.workspace_dir / ".backups").exists()  # files were new: nothing to back up
 
     # Every kind was redacted, and both runs report the same counts (the window is re-read each time).
-    assert set(first["redactions"]) >= {"api_key", "jwt", "bearer_token", "private_key", "password", "secret",
+    assert set(first.tally.redactions) >= {"api_key", "jwt", "bearer_token", "private_key", "password", "secret",
                                         "email", "phone", "cn_id", "custom"}
-    assert second["redactions"] == first["redactions"]
+    assert second.tally.redactions == first.tally.redactions
 
     # Routing by seed 002's keyword table lands memories in several knowledge files, in managed sections.
     written = {p.name for p in settings.workspace_dir.glob("*.md")}
@@ -75,14 +75,14 @@ def test_offline_distill_is_idempotent_and_leak_free(
 
 
 def test_distill_ledgers_and_run_counts(distill_env: Path, notes_dir: Path) -> None:
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from flows.distill_memory import distill_memory
     from storage.db import connect
 
-    settings = get_settings()
+    settings = Settings()
     ingest(notes_dir)
     summary = distill_memory(days=1, until=date(2026, 2, 16))
-    assert summary["window"] == {"after": "2026-02-15", "until": "2026-02-16"}
+    assert summary.as_dict()["window"] == {"after": "2026-02-15", "until": "2026-02-16"}
     with connect(settings) as conn:
         chunk_days = conn.execute("SELECT DISTINCT note_date FROM distill_chunks").fetchall()
         events = conn.execute("SELECT event, count(*) FROM memory_events GROUP BY 1").fetchall()
@@ -90,9 +90,9 @@ def test_distill_ledgers_and_run_counts(distill_env: Path, notes_dir: Path) -> N
             "SELECT counts FROM pipeline_runs WHERE flow_name = 'distill-memory' AND state = 'COMPLETED'"
         ).fetchall()
     assert chunk_days == [(date(2026, 2, 16),)]  # (until - days, until]: the 15th is outside
-    assert dict(events)["ADD"] == summary["events"]["ADD"] > 0
+    assert dict(events)["ADD"] == summary.tally.events["ADD"] > 0
     assert '"redactions"' in counts[0][0] and '"cn_id": 1' in counts[0][0]
 
     # A window without notes is a quiet no-op, not an error.
     empty = distill_memory(days=3, until=date(2026, 2, 12))
-    assert (empty["entries"], empty["chunks"], empty["files"], empty["events"]["ADD"]) == (0, 0, {}, 0)
+    assert (empty.tally.entries, empty.tally.chunks, empty.tally.files, empty.tally.events["ADD"]) == (0, 0, {}, 0)

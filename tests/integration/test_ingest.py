@@ -28,16 +28,14 @@ def snapshot(db: Path) -> list[tuple]:
 
 @pytest.fixture()
 def mapped(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    from chronicle.settings import reset_settings
 
     monkeypatch.setenv("CHRONICLE_COLUMN_MAP", json.dumps(CSV_MAP))
-    reset_settings()
     return home
 
 
 def test_sample_weeks_match_ground_truth(mapped: Path, sample_dir: Path) -> None:
     summary = ingest_logs([str(sample_dir / "logs")])
-    assert summary["rejects"] == {}
+    assert summary.rejects == {}
     truth = json.loads((sample_dir / "ground_truth.json").read_text())
     db = mapped / "chronicle.duckdb"
     for project, data in truth["projects"].items():
@@ -57,8 +55,8 @@ def test_reingest_is_idempotent_and_skips_unchanged(mapped: Path, sample_dir: Pa
     first = ingest_logs([str(sample_dir / "logs")])
     before = snapshot(mapped / "chronicle.duckdb")
     second = ingest_logs([str(sample_dir / "logs")])
-    assert second["by_status"] == {"unchanged": first["files"]}
-    assert second["entries_added"] == 0
+    assert second.by_status == {"unchanged": first.files}
+    assert second.entries_added == 0
     assert snapshot(mapped / "chronicle.duckdb") == before
 
 
@@ -73,7 +71,7 @@ def test_append_adds_only_new_lines(home: Path, tmp_path: Path) -> None:
     with log.open("a") as fh:
         fh.write(json.dumps({"project_id": "P", "ts": "2026-01-05T10:00:00+08:00", "content": "late"}) + "\n")
     result = ingest_logs([str(log)])
-    assert result["by_status"] == {"appended": 1} and result["entries_added"] == 1
+    assert result.by_status == {"appended": 1} and result.entries_added == 1
     got = rows(home / "chronicle.duckdb", "SELECT entry_id, line_no, week_number FROM raw_logs ORDER BY line_no")
     assert {r[0] for r in got} > ids_before
     assert [r[1] for r in got] == [1, 2, 3, 4]
@@ -85,11 +83,11 @@ def test_unterminated_tail_waits_for_the_writer(home: Path, tmp_path: Path) -> N
     done = json.dumps({"project_id": "P", "ts": "2026-01-05T10:00:00Z", "content": "a"})
     log.write_text(done + "\n" + '{"project_id": "P", "ts": "2026-01-0')
     first = ingest_logs([str(log)])
-    assert first["entries_added"] == 1 and first["rejects"] == {}
+    assert first.entries_added == 1 and first.rejects == {}
     with log.open("a") as fh:
         fh.write('5T11:00:00Z", "content": "b"}\n')
     second = ingest_logs([str(log)])
-    assert second["entries_added"] == 1 and second["rejects"] == {}
+    assert second.entries_added == 1 and second.rejects == {}
     assert rows(home / "chronicle.duckdb", "SELECT count(*) FROM raw_logs")[0][0] == 2
 
 
@@ -133,7 +131,7 @@ def test_bad_input_is_quarantined_with_reasons(home: Path, tmp_path: Path) -> No
         "future_timestamp": 1, "line_too_long": 1, "not_an_object": 1, "missing_project": 1,
         "missing_content": 1, "invalid_date": 1, "empty_file": 1, "binary_file": 1,
     }
-    assert summary["rejects"] == reasons
+    assert summary.rejects == reasons
     assert rows(db, "SELECT content FROM raw_logs") == [("AE 1 级",)]
     kept = dict(rows(db, "SELECT reason, raw FROM rejects WHERE reason IN ('invalid_utf8', 'invalid_json')"))
     assert kept["invalid_json"] == "{broken json"
@@ -147,8 +145,8 @@ def test_real_corpora_ingest_without_rejects(home: Path, tmp_path: Path) -> None
     notes = tmp_path / "openclaw"
     shutil.copytree(DATA / "openclaw", notes)
     summary = ingest_logs([str(notes), str(DATA / "locomo" / "locomo10.json")])
-    assert summary["rejects"] == {}
-    assert summary["skipped_files"] == 2  # MEMORY.md and the licence note are not logs
+    assert summary.rejects == {}
+    assert summary.skipped_files == 2  # MEMORY.md and the licence note are not logs
     db = home / "chronicle.duckdb"
     turns = sum(
         len(v) for conv in json.loads((DATA / "locomo" / "locomo10.json").read_text())

@@ -42,8 +42,8 @@ def test_bad_input_corpus(home: Path, tmp_path: Path) -> None:
     shutil.copytree(DATA / "bad", corpus)
     _generate_large(corpus)
     summary = ingest_logs([str(corpus)])
-    assert summary["files"] == 15 and summary["skipped_files"] == 1  # README.md is not a log
-    assert summary["rejects"] == EXPECTED_REJECTS
+    assert summary.files == 15 and summary.skipped_files == 1  # README.md is not a log
+    assert summary.rejects == EXPECTED_REJECTS
     with duckdb.connect(str(home / "chronicle.duckdb"), read_only=True) as conn:
         per_file = dict(conn.execute(
             "SELECT regexp_extract(source_file, '[^/]+$'), count(*) FROM raw_logs GROUP BY 1").fetchall())
@@ -60,4 +60,4 @@ def test_bad_input_corpus(home: Path, tmp_path: Path) -> None:
     assert [c[0] for c in crlf] == ["CRLF 一", "CRLF 三", "CRLF 二", "CRLF 笔记一", "CRLF 笔记二"]
     assert kept > 10_000_000  # the refused line is kept whole, not truncated
     again = ingest_logs([str(corpus)])
-    assert again["by_status"] == {"unchanged": 15}
+    assert again.by_status == {"unchanged": 15}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from chronicle.settings import Settings
 from tests.reliability.procs import hold_duckdb
 
 HOLD_S = 5.0
@@ -32,13 +33,13 @@ def test_backfill_waits_for_a_foreign_holder_and_logs_it(home: Path, sample_dir:
         chronicle_log.removeHandler(caplog.handler)
         holder.wait(timeout=30)
 
-    assert [r["outcome"] for r in rows] == ["generated"] * 4
+    assert [r.outcome for r in rows] == ["generated"] * 4
     assert finished_at >= released_at - 0.2  # it could only write once the holder let go
     waits = [r.getMessage() for r in caplog.records if r.name == "chronicle.storage"]
     db = str(home / "chronicle.duckdb")
     assert any(db in m and "held by" in m and "waiting" in m for m in waits), waits
     assert any(db in m and "free again" in m for m in waits), waits
-    with connect() as conn:
+    with connect(Settings()) as conn:
         assert conn.execute("SELECT count(*) FROM weekly_reports").fetchall() == [(4,)]
         assert conn.execute("SELECT state FROM pipeline_runs WHERE flow_name = 'backfill-weeks'").fetchall() == [
             ("COMPLETED",)]

@@ -83,16 +83,13 @@ def test_kill_during_distill_then_rerun(home: Path, tmp_path: Path, sample_dir: 
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from prefect.settings import PREFECT_API_URL
 
-    from chronicle.settings import reset_settings
     from flows.distill_memory import distill_memory
     from flows.ingest_logs import ingest_logs
-    from storage.db import forget_migrations
 
     # Embeddings from the local server: a child process then starts in seconds, not after loading torch.
     emb = {"EMBEDDING_URL": fake_llm.base_url, "EMBEDDING_MODEL": "fake-embedding"}
     for key, value in emb.items():
         monkeypatch.setenv(key, value)
-    reset_settings()
     ingest_logs([str(sample_dir / "memory"), str(OPENCLAW)])
     base = home / "chronicle.duckdb"
     api = PREFECT_API_URL.value()
@@ -141,8 +138,6 @@ def test_kill_during_distill_then_rerun(home: Path, tmp_path: Path, sample_dir: 
         stages.add((bool(now_rows), sum(files[n] == after[n] for n in files), bool(now_chunks)))
 
         monkeypatch.setenv("CHRONICLE_HOME", str(home_i))
-        reset_settings()
-        forget_migrations()
         summary = distill_memory(days=DAYS, until=UNTIL)
         assert knowledge(home_i / "workspace") == after, f"{where}: knowledge files differ after the rerun"
         final_rows, (final_chunks, final_events) = store_rows(home_i), ledger(home_i)
@@ -155,7 +150,7 @@ def test_kill_during_distill_then_rerun(home: Path, tmp_path: Path, sample_dir: 
         assert {e[2] for e in final_events if e[1] != "REJECT"} == {r[0] for r in rows}, where
         assert final_kinds["REJECT"] == kinds["REJECT"], where
         assert sum(final_kinds.values()) == sum(kinds.values()), f"{where}: {final_kinds} vs {kinds}"
-        assert summary["store_rows"] == len(rows)
+        assert summary.store_rows == len(rows)
     # Timings are noisy on a shared machine: a kill run may finish before its point.
     assert killed >= N_KILLS - 2, f"only {killed} of {N_KILLS} runs were still working when killed {window}"
     # At least one kill fell between the store writes and the ledger commit: the window a rerun must repair.
@@ -211,14 +206,11 @@ def test_rerun_after_a_kill_between_store_and_ledger_keeps_memory_stats(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """The state such a kill leaves, made deterministically: LanceDB holds the run's memories, DuckDB none of its
     ledger rows (a copy of an undisturbed run's LanceDB folder next to the pre-run DuckDB file)."""
-    from chronicle.settings import reset_settings
     from flows.distill_memory import distill_memory
     from flows.ingest_logs import ingest_logs
-    from storage.db import forget_migrations
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    reset_settings()
     ingest_logs([str(OPENCLAW)])
     crashed = tmp_path / "crashed"
     crashed.mkdir()
@@ -233,8 +225,6 @@ def test_rerun_after_a_kill_between_store_and_ledger_keeps_memory_stats(
     expected = stats(home / "chronicle.duckdb")
     assert len(expected) > 10 and len(store_rows(home)) > 20
     monkeypatch.setenv("CHRONICLE_HOME", str(crashed))
-    reset_settings()
-    forget_migrations()
     distill_memory(days=11, until=date(2026, 2, 24))
     assert knowledge(crashed / "workspace") == knowledge(home / "workspace")
     assert store_rows(crashed) == store_rows(home)

@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 from chronicle.ingest.detect import discover
 from services.ingest import FileIngestor
-from chronicle.settings import get_settings
+from chronicle.settings import Settings
 files, _ = discover([Path(sys.argv[1])])
-ing = FileIngestor(get_settings())
+ing = FileIngestor(Settings())
 print({MARK!r}, flush=True)
 for f in files:
     ing.ingest(f)

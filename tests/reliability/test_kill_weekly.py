@@ -41,12 +41,8 @@ def week_numbers(db: Path) -> list[int]:
 
 
 def use_home(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
-    from chronicle.settings import reset_settings
-    from storage.db import forget_migrations
 
     monkeypatch.setenv("CHRONICLE_HOME", str(home))
-    reset_settings()
-    forget_migrations()
 
 
 @pytest.mark.slow
@@ -97,7 +93,7 @@ def test_kill_during_backfill_then_rerun(home: Path, tmp_path: Path, sample_dir:
 
         use_home(monkeypatch, folder)
         rows = backfill_weeks(project_id=PROJECT)
-        ran = {r["week_number"] for r in rows if r["outcome"] in ("generated", "empty")}
+        ran = {r.week_number for r in rows if r.outcome in ("generated", "empty")}
         assert ran == set(weeks) - set(after_kill), f"kill at {point:.2f}s: the rerun redid stored weeks"
         assert reports(db) == expected, f"kill at {point:.2f}s"
         assert versions(db) == expected_versions, f"kill at {point:.2f}s: lost or duplicated versions"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from chronicle.settings import Settings
 from tests.fakellm import FakeLLMServer, Reply
 
 PROJECT = "XH201"
@@ -19,13 +20,11 @@ _WEEK = re.compile(r"week_number (\d{6})")
 
 @pytest.fixture
 def llm_home(home: Path, sample_dir: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> FakeLLMServer:
-    from chronicle.settings import reset_settings
     from flows.ingest_logs import ingest_logs
 
     for key, value in {"LLM_URL": fake_llm.base_url, "LLM_MODEL": MODEL, "CHRONICLE_LLM_BACKOFF_BASE_S": "0.01",
                        "CHRONICLE_LLM_TIMEOUT_S": "0.5", "CHRONICLE_LLM_MAX_ATTEMPTS": "8"}.items():
         monkeypatch.setenv(key, value)
-    reset_settings()
     ingest_logs([str(sample_dir / "logs" / PROJECT)])
     return fake_llm
 
@@ -33,7 +32,7 @@ def llm_home(home: Path, sample_dir: Path, fake_llm: FakeLLMServer, monkeypatch:
 def _db(sql: str, params: list | None = None) -> list[tuple]:
     from storage.db import connect
 
-    with connect() as conn:
+    with connect(Settings()) as conn:
         return conn.execute(sql, params or []).fetchall()
 
 
@@ -84,8 +83,8 @@ def test_backfill_survives_30_percent_faults(llm_home: FakeLLMServer) -> None:
 
     weeks, llm_weeks = _weeks(), _llm_weeks()
     assert len(weeks) == 52 and len(llm_weeks) >= 50
-    assert sorted(r["week_number"] for r in rows) == weeks
-    assert {r["outcome"] for r in rows} <= {"generated", "empty"}, Counter(r["outcome"] for r in rows)
+    assert sorted(r.week_number for r in rows) == weeks
+    assert {r.outcome for r in rows} <= {"generated", "empty"}, Counter(r.outcome for r in rows)
     assert sorted(_assert_one_version_per_stored_week()) == weeks
 
     # Every kind of fault was met, and retried by ChatClient (not by Prefect): more requests than calls.
@@ -101,7 +100,7 @@ def test_every_attempt_of_a_retried_call_has_its_row(llm_home: FakeLLMServer) ->
     from flows.summarize_week import summarize_week
 
     llm_home.enqueue(Reply(status=429, headers={"Retry-After": f"{RETRY_AFTER_S:g}"}), Reply(status=500), Reply())
-    assert summarize_week(PROJECT, "2025-W30")["outcome"] == "generated"
+    assert summarize_week(PROJECT, "2025-W30").outcome == "generated"
     assert llm_home.calls() == 3
     rows = _db("SELECT attempt, status, http_status, tokens_in, started_at FROM llm_calls ORDER BY attempt")
     assert [r[:3] for r in rows] == [(1, "error", 429), (2, "error", 500), (3, "ok", 200)], rows
@@ -112,11 +111,10 @@ def test_every_attempt_of_a_retried_call_has_its_row(llm_home: FakeLLMServer) ->
 @pytest.mark.slow
 def test_outage_fails_clearly_keeps_whole_weeks_and_resumes(llm_home: FakeLLMServer,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.settings import reset_settings
-    from flows.backfill_weeks import WeeksFailedError, backfill_weeks
+    from chronicle.weekly.outcome import WeeksFailedError
+    from flows.backfill_weeks import backfill_weeks
 
     monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "3")
-    reset_settings()
     answered = 15
     llm_home.enqueue(*[Reply() for _ in range(answered)])  # the endpoint answers 15 calls, then is down
     llm_home.set_faults(rate=1.0, kinds=("500", "503", "429"), seed=3, retry_after=0.0)
@@ -130,11 +128,11 @@ def test_outage_fails_clearly_keeps_whole_weeks_and_resumes(llm_home: FakeLLMSer
     assert len(runs) == 1 and runs[0][0] == "FAILED" and llm_home.base_url in runs[0][1]
 
     # Nothing partial: the weeks that got an answer are whole reports (one version each); the rest are missing.
-    rows = {r["week_number"]: r for r in failed.value.rows}
-    done = {w for w, r in rows.items() if r["outcome"] in ("generated", "empty")}
-    failed_weeks = {w for w, r in rows.items() if r["outcome"] == "failed"}
+    rows = {r.week_number: r for r in failed.value.rows}
+    done = {w for w, r in rows.items() if r.outcome in ("generated", "empty")}
+    failed_weeks = {w for w, r in rows.items() if r.outcome == "failed"}
     assert done | failed_weeks == set(_weeks()) and failed_weeks
-    assert all("unavailable after 3 attempts" in rows[w]["message"] for w in failed_weeks)
+    assert all("unavailable after 3 attempts" in rows[w].message for w in failed_weeks)
     stored = _assert_one_version_per_stored_week()
     assert set(stored) == done
     assert len({w for w in done if stored[w][3]}) == answered  # each answer became one stored week
@@ -147,6 +145,6 @@ def test_outage_fails_clearly_keeps_whole_weeks_and_resumes(llm_home: FakeLLMSer
     again = backfill_weeks(project_id=PROJECT, start_week=START, end_week=END)
     asked = _asked_weeks(llm_home.requests[before:])
     assert asked == Counter({w: 1 for w in failed_weeks}), asked
-    assert Counter(r["outcome"] for r in again) == Counter(
+    assert Counter(r.outcome for r in again) == Counter(
         {"cached": len(done), "generated": len(failed_weeks)})
     assert sorted(_assert_one_version_per_stored_week()) == _weeks()

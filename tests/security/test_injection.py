@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from chronicle.settings import Settings
 from tests.fakellm import FakeLLMServer
 from tests.security.canaries import write_inputs
 
@@ -88,7 +89,7 @@ def _assert_protected(ws: Path) -> None:
 
 def test_injected_logs_and_hostile_replies_stay_inside_the_allowlist(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.settings import KNOWLEDGE_FILES, get_settings, reset_settings
+    from chronicle.settings import KNOWLEDGE_FILES
     from flows.backfill_weeks import backfill_weeks
     from flows.distill_memory import distill_memory
     from flows.ingest_logs import ingest_logs
@@ -97,8 +98,7 @@ def test_injected_logs_and_hostile_replies_stay_inside_the_allowlist(
     for key, value in {"LLM_URL": fake_llm.base_url, "LLM_MODEL": "fake-model", "EMBEDDING_URL": fake_llm.base_url,
                        "EMBEDDING_MODEL": "fake-embedding", "CHRONICLE_LLM_BACKOFF_BASE_S": "0.01"}.items():
         monkeypatch.setenv(key, value)
-    reset_settings()
-    ws = get_settings().workspace_dir
+    ws = Settings().workspace_dir
     _seed(ws)
     fake_llm.responder = hostile
     inputs = write_inputs(tmp_path / "in", extra_trial=INJECTION_TRIAL, extra_note=INJECTION_NOTE)
@@ -113,9 +113,9 @@ def test_injected_logs_and_hostile_replies_stay_inside_the_allowlist(
     distill_prompt = next(r.json for r in fake_llm.requests if r.path.endswith("/chat/completions")
                           and r.json["messages"][0]["content"].startswith("You distill"))["messages"][1]["content"]
     assert "ignore previous instructions" in distill_prompt.split("<<<NOTES>>>")[1].split("<<<END NOTES>>>")[0]
-    assert {r["outcome"] for r in rows} == {"generated"}
-    assert summary["rejected"] == {"bad_target_file": len(BAD_TARGETS), "suspected_injection": 1}
-    assert summary["warnings"]["overwrite_downgraded"] == 2  # SOUL.md and IDENTITY.md: appended, not replaced
+    assert {r.outcome for r in rows} == {"generated"}
+    assert summary.tally.rejected == {"bad_target_file": len(BAD_TARGETS), "suspected_injection": 1}
+    assert summary.tally.warnings["overwrite_downgraded"] == 2  # SOUL.md and IDENTITY.md: appended, not replaced
 
     assert Path("/etc/passwd").read_bytes() == passwd
     assert files_outside(tmp_path, home) == outside  # nothing new or changed outside CHRONICLE_HOME
@@ -127,7 +127,7 @@ def test_injected_logs_and_hostile_replies_stay_inside_the_allowlist(
                                                 "chronicle.snapshot.duckdb", "chronicle.snapshot.duckdb.lock", "charts"}
     _assert_protected(ws)
     assert "Weekly reports go out on Monday mornings" in (ws / "MEMORY.md").read_text(encoding="utf-8")
-    with connect() as conn:
+    with connect(Settings()) as conn:
         rejected = {r[0] for r in conn.execute(
             "SELECT target_file FROM memory_events WHERE reason = 'bad_target_file'").fetchall()}
     assert len(rejected) == len(BAD_TARGETS) and "../x.md" in rejected and "/etc/passwd" in rejected
@@ -140,19 +140,18 @@ def test_injected_logs_and_hostile_replies_stay_inside_the_allowlist(
 
 def test_offline_engine_routes_injected_notes_without_overwriting(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.settings import get_settings, reset_settings
+    from chronicle.settings import Settings
     from flows.distill_memory import distill_memory
     from flows.ingest_logs import ingest_logs
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    reset_settings()
-    ws = get_settings().workspace_dir
+    ws = Settings().workspace_dir
     _seed(ws)
     inputs = write_inputs(tmp_path / "in", extra_note=INJECTION_NOTE)
     outside = files_outside(tmp_path, home)
     ingest_logs([str(inputs)])
     summary = distill_memory(days=3, until=UNTIL)
-    assert summary["engine"] == "offline" and summary["rejected"].get("suspected_injection", 0) >= 1
+    assert summary.engine == "offline" and summary.tally.rejected.get("suspected_injection", 0) >= 1
     assert files_outside(tmp_path, home) == outside
     _assert_protected(ws)

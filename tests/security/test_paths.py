@@ -90,7 +90,7 @@ def test_hard_linked_knowledge_file_is_replaced_not_written_through(spaces: tupl
 
 def test_workspace_setting_decides_where_files_go_and_nothing_lands_elsewhere(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.settings import get_settings, reset_settings
+    from chronicle.settings import Settings
     from flows.distill_memory import distill_memory
     from flows.ingest_logs import ingest_logs
 
@@ -99,17 +99,16 @@ def test_workspace_setting_decides_where_files_go_and_nothing_lands_elsewhere(
     monkeypatch.setenv("CHRONICLE_WORKSPACE", str(home / ".." / "elsewhere" / "ws"))
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    reset_settings()
-    assert get_settings().workspace_dir == (elsewhere / "ws").resolve()
+    assert Settings().workspace_dir == (elsewhere / "ws").resolve()
     inputs = write_inputs(tmp_path / "in")
     before = _tree(tmp_path)
     ingest_logs([str(inputs)])
     summary = distill_memory(days=3, until=UNTIL)
 
-    assert summary["memories"] > 3
+    assert summary.tally.memories > 3
     changed = {k for k, v in _tree(tmp_path).items() if before.get(k) != v}
     assert {k for k in changed if not k.startswith("home/")} == {
-        f"elsewhere/ws/{name}" for name in summary["files"]} | {"elsewhere/ws/.chronicle-knowledge.lock"}
+        f"elsewhere/ws/{name}" for name in summary.tally.files} | {"elsewhere/ws/.chronicle-knowledge.lock"}
     assert not (home / "workspace").exists()
 
 
@@ -117,14 +116,13 @@ def test_flow_refuses_a_symlink_out_of_the_workspace(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end: a distillation meeting a planted symlink fails loudly instead of writing through it, and a
     rerun after the link is removed completes (nothing was recorded as done)."""
-    from chronicle.settings import get_settings, reset_settings
+    from chronicle.settings import Settings
     from flows.distill_memory import distill_memory
     from flows.ingest_logs import ingest_logs
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    reset_settings()
-    ws = get_settings().workspace_dir
+    ws = Settings().workspace_dir
     ws.mkdir(parents=True)
     victim = tmp_path / "victim.md"
     victim.write_bytes(VICTIM)
@@ -136,5 +134,5 @@ def test_flow_refuses_a_symlink_out_of_the_workspace(
     assert victim.read_bytes() == VICTIM
     (ws / "USER.md").unlink()
     summary = distill_memory(days=3, until=UNTIL)
-    assert summary["chunks_cached"] == 0 and summary["files"]["USER.md"]["changed"]
+    assert summary.tally.cached == 0 and summary.tally.files["USER.md"]["changed"]
     assert victim.read_bytes() == VICTIM

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from chronicle.settings import Settings
 from tests.fakellm import FakeLLMServer
 from tests.security.canaries import CN_ID, CN_ID_TRIAL, NOTE_DAY, TRIAL_PROJECT, leaks, write_inputs
 
@@ -59,7 +60,7 @@ def tree(folder: Path) -> bytes:
 def table_text(*tables: str) -> dict[str, str]:
     from storage.db import connect
 
-    with connect() as conn:
+    with connect(Settings()) as conn:
         return {t: "\n".join(repr(r) for r in conn.execute(f"SELECT * FROM {t}").fetchall()) for t in tables}
 
 
@@ -70,7 +71,7 @@ def artifacts_text() -> tuple[int, str]:
 
     from storage.db import connect
 
-    with connect() as conn:
+    with connect(Settings()) as conn:
         run_ids = [r[0] for r in conn.execute("SELECT flow_run_id FROM pipeline_runs").fetchall()]
     with get_client(sync_client=True) as client:
         arts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=run_ids)))
@@ -85,7 +86,7 @@ def assert_clean(where: str, blob: str | bytes) -> None:
 def test_canaries_reach_no_llm_request_and_no_store(home: Path, tmp_path: Path, fake_llm: FakeLLMServer,
                                                     monkeypatch: pytest.MonkeyPatch,
                                                     caplog: pytest.LogCaptureFixture) -> None:
-    from chronicle.settings import get_settings, reset_settings
+    from chronicle.settings import Settings
     from flows.backfill_weeks import backfill_weeks
     from flows.distill_memory import distill_memory
     from flows.ingest_logs import ingest_logs
@@ -93,19 +94,18 @@ def test_canaries_reach_no_llm_request_and_no_store(home: Path, tmp_path: Path, 
     for key, value in {"LLM_URL": fake_llm.base_url, "LLM_MODEL": "fake-model", "EMBEDDING_URL": fake_llm.base_url,
                        "EMBEDDING_MODEL": "fake-embedding", "CHRONICLE_LLM_BACKOFF_BASE_S": "0.01"}.items():
         monkeypatch.setenv(key, value)
-    reset_settings()
     fake_llm.responder = echoing
     ingest_logs([str(write_inputs(tmp_path / "in"))])
     with listening(caplog):
         distilled = distill_memory(days=3, until=UNTIL)
         rows = backfill_weeks(project_id="all")
-    settings = get_settings()
+    settings = Settings()
 
     # Positive controls: both paths really called the model with this data, and the data really got stored.
     chats = [r for r in fake_llm.requests if r.path.endswith("/chat/completions")]
     weekly = [r for r in chats if "流水账" in _user(r.json)]
-    assert distilled["llm_calls"] >= 1 and distilled["redactions"].get("cn_id") == 1
-    assert {r["project"] for r in rows if r["outcome"] == "generated"} == {"assistant", TRIAL_PROJECT}
+    assert distilled.tally.llm_calls >= 1 and distilled.tally.redactions.get("cn_id") == 1
+    assert {r.project for r in rows if r.outcome == "generated"} == {"assistant", TRIAL_PROJECT}
     assert any("SEC-01-001" in _user(r.json) for r in weekly) and any("王老师" in _user(r.json) for r in weekly)
     assert any(r.path.endswith("/embeddings") for r in fake_llm.requests)
     lance = tree(Path(settings.lance_uri))
@@ -133,22 +133,21 @@ def test_offline_engines_store_no_canary(home: Path, tmp_path: Path, fake_llm: F
                                          monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """No LLM configured: the extractive weekly report and the rule-based distiller copy note text verbatim,
     so they must copy the redacted text."""
-    from chronicle.settings import get_settings, reset_settings
+    from chronicle.settings import Settings
     from flows.backfill_weeks import backfill_weeks
     from flows.distill_memory import distill_memory
     from flows.ingest_logs import ingest_logs
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    reset_settings()
     ingest_logs([str(write_inputs(tmp_path / "in"))])
     with listening(caplog):
         distilled = distill_memory(days=3, until=UNTIL)
         rows = backfill_weeks(project_id="all")
-    settings = get_settings()
+    settings = Settings()
 
-    assert distilled["engine"] == "offline" and distilled["memories"] > 3
-    assert {r["engine"] for r in rows} == {"offline-extractive"}
+    assert distilled.engine == "offline" and distilled.tally.memories > 3
+    assert {r.engine for r in rows} == {"offline-extractive"}
     reports = table_text("weekly_reports")["weekly_reports"]
     assert "SEC-01-001" in reports  # the extractive report quotes the trial log
     assert not [r for r in fake_llm.requests if r.path.endswith("/chat/completions")]

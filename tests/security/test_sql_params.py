@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from chronicle.settings import Settings
 from tests.fakellm import FakeLLMServer
 from tests.security.canaries import TRIAL_PROJECT, write_inputs
 
@@ -42,24 +43,20 @@ def _counts() -> dict[str, int]:
     from storage.db import connect
     from storage.memory_store import MemoryStore
 
-    with connect() as conn:
+    with connect(Settings()) as conn:
         counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in TABLES}
-    from chronicle.settings import get_settings
-
-    counts["lancedb memories"] = MemoryStore(get_settings()).count()
+    counts["lancedb memories"] = MemoryStore(Settings()).count()
     return counts
 
 
 def test_hostile_cli_arguments_match_nothing_and_drop_nothing(home: Path, tmp_path: Path, fake_llm: FakeLLMServer,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.settings import reset_settings
     from flows.backfill_weeks import backfill_weeks
     from flows.distill_memory import distill_memory
     from flows.ingest_logs import ingest_logs
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    reset_settings()
     ingest_logs([str(write_inputs(tmp_path / "in"))])
     backfill_weeks(project_id="all")
     distill_memory(days=3, until=date(2026, 3, 2))
@@ -97,7 +94,7 @@ def test_hostile_cli_arguments_match_nothing_and_drop_nothing(home: Path, tmp_pa
 
     from storage.db import connect
 
-    with connect() as conn:  # the hostile ids were stored as values (run parameters), nothing more
+    with connect(Settings()) as conn:  # the hostile ids were stored as values (run parameters), nothing more
         params = [r[0] for r in conn.execute(
             "SELECT parameters FROM pipeline_runs WHERE flow_name = 'backfill-weeks' ORDER BY started_at").fetchall()]
         reports = conn.execute("SELECT DISTINCT project_id FROM weekly_reports ORDER BY 1").fetchall()

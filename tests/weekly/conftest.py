@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from chronicle.settings import Settings
 from tests.fakellm import FakeLLMServer
 
 SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "type", "text": "content"}
@@ -18,20 +19,14 @@ SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "ty
 @pytest.fixture(scope="session")
 def ingested_db(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A DuckDB file holding the sample's logs (both projects), ingested through the real flow once."""
-    from chronicle.settings import reset_settings
     from flows.ingest_logs import ingest_logs
-    from storage.db import forget_migrations
 
     home = tmp_path_factory.mktemp("weekly-ingest") / "home"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CHRONICLE_HOME", str(home))
         mp.setenv("CHRONICLE_COLUMN_MAP", json.dumps(SAMPLE_MAP))
-        reset_settings()
-        forget_migrations()
         summary = ingest_logs([str(sample_dir / "logs")])
-        assert summary["rejects"] == {}
-    reset_settings()
-    forget_migrations()
+        assert summary.rejects == {}
     return home / "chronicle.duckdb"
 
 
@@ -41,9 +36,7 @@ def trial(home: Path, ingested_db: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
     home.mkdir(parents=True, exist_ok=True)
     shutil.copy2(ingested_db, home / "chronicle.duckdb")
     monkeypatch.setenv("CHRONICLE_COLUMN_MAP", json.dumps(SAMPLE_MAP))
-    from chronicle.settings import reset_settings
 
-    reset_settings()
     return home
 
 
@@ -55,16 +48,13 @@ def truth(sample_dir: Path) -> dict[str, Any]:
 @pytest.fixture
 def online(fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
     """Chronicle pointed at the fake endpoint with small backoff and timeout."""
-    from chronicle.settings import reset_settings
 
     monkeypatch.setenv("LLM_URL", fake_llm.base_url)
     monkeypatch.setenv("LLM_MODEL", "fake-model")
     monkeypatch.setenv("CHRONICLE_LLM_BACKOFF_BASE_S", "0.01")
     monkeypatch.setenv("CHRONICLE_LLM_BACKOFF_MAX_S", "0.05")
     monkeypatch.setenv("CHRONICLE_LLM_TIMEOUT_S", "1")
-    reset_settings()
     yield fake_llm
-    reset_settings()
 
 
 def week_of_request(request: dict[str, Any]) -> int | None:
@@ -86,5 +76,5 @@ def cite_first(request: dict[str, Any]) -> str:
 def db_rows(sql: str, params: list[Any] | None = None) -> list[tuple]:
     from storage.db import connect
 
-    with connect() as conn:
+    with connect(Settings()) as conn:
         return conn.execute(sql, params or []).fetchall()

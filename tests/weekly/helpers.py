@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from chronicle.distill.redact import Redactor
 from chronicle.weekly.model import WeekInput, make_week_input
 from chronicle.weeks import IsoWeek
 
@@ -18,7 +19,7 @@ def week_input(items: list[tuple[str, str]], *, week: str = "2026-W05", project:
     start = datetime.combine(iso.start_date, datetime.min.time()) + timedelta(hours=1)
     rows = [{"entry_id": f"id{i:04d}", "ts": start + timedelta(hours=i), "actor": actor, "type": t, "content": c}
             for i, (t, c) in enumerate(items)]
-    return make_week_input(project, iso, rows, enrolled_before, TZ)
+    return make_week_input(project, iso, rows, enrolled_before, TZ, Redactor.build())
 
 
 ZH_WEEK = [

@@ -17,17 +17,13 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.settings import reset_settings
 
     monkeypatch.delenv("LLM_URL")
-    reset_settings()
 
 
 def _online(monkeypatch: pytest.MonkeyPatch, server: FakeLLMServer) -> None:
-    from chronicle.settings import reset_settings
 
     monkeypatch.setenv("LLM_URL", server.base_url)
-    reset_settings()
 
 
 def _flow_run_name(run_id: str) -> str:
@@ -48,7 +44,7 @@ def test_endpoint_regenerates_offline_weeks_logs_every_call_then_caches(
     backfill_weeks(project_id="XH305", start_week="2026-W05", end_week="2026-W10")
     _online(monkeypatch, online)
     rows = backfill_weeks(project_id="XH305", start_week="2026-W05", end_week="2026-W10")
-    outcomes = {r["week_number"]: (r["outcome"], r["engine"]) for r in rows}
+    outcomes = {r.week_number: (r.outcome, r.engine) for r in rows}
     assert outcomes[202608] == ("cached", "none")  # the empty week needs no model
     assert {v for w, v in outcomes.items() if w != 202608} == {("generated", "fake-model")}
     assert online.calls() == 5
@@ -67,7 +63,7 @@ def test_endpoint_regenerates_offline_weeks_logs_every_call_then_caches(
             expected["entries"], expected["enrollment"], expected["enrolled_total"], expected["ae"], expected["sae"])
 
     again = backfill_weeks(project_id="XH305", start_week="2026-W05", end_week="2026-W10")
-    assert {r["outcome"] for r in again} == {"cached"} and online.calls() == 5  # 0 LLM calls on the rerun
+    assert {r.outcome for r in again} == {"cached"} and online.calls() == 5  # 0 LLM calls on the rerun
 
 
 def test_scripted_replies_that_misstate_or_cite_foreign_entries_are_flagged(trial: Path,
@@ -77,7 +73,7 @@ def test_scripted_replies_that_misstate_or_cite_foreign_entries_are_flagged(tria
     # 2025-W30 of XH201: 3 enrolled, 1 SAE, 44 entries.
     online.enqueue(Reply(content="## 本周\n\n- 本周入组 5 人 [E9]，SAE 1 例 [E30]。"))
     row = summarize_week("XH201", "2025-W30")
-    assert row["needs_review"] and row["outcome"] == "generated"
+    assert row.needs_review and row.outcome == "generated"
     online.enqueue(Reply(content="## 本周\n\n- 伦理批准新版方案 [E99]。"))
     row2 = summarize_week("XH201", "2025-W31")
     reasons = {w: json.loads(r) for w, r in db_rows(
@@ -85,23 +81,21 @@ def test_scripted_replies_that_misstate_or_cite_foreign_entries_are_flagged(tria
     assert reasons[202530] == [{"kind": "count_mismatch", "field": "enrolled", "claimed": 5, "actual": 3,
                                 "text": "入组 5 人"}]
     assert reasons[202531][0]["kind"] == "unknown_citation" and reasons[202531][0]["ids"] == ["E99"]
-    assert row2["reasons"] and "E99" in row2["reasons"][0]
+    assert row2.reasons and "E99" in row2.reasons[0]
     # Lineage keeps only real entries; the chronicle text drops the markers.
     assert json.loads(db_rows("SELECT citations FROM weekly_reports WHERE week_number = 202531")[0][0]) == {}
 
 
 def test_a_quarter_of_requests_failing_transiently_still_yields_every_week(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.settings import reset_settings
     from flows.backfill_weeks import backfill_weeks
 
     monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "8")
-    reset_settings()
     online.responder = cite_first
     online.set_faults(rate=0.25, kinds=("429", "500", "503", "timeout", "malformed", "reset"), seed=7,
                       retry_after=0.02, timeout_sleep_s=1.5)
     rows = backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W39")
-    assert len(rows) == 20 and {r["outcome"] for r in rows} == {"generated"}
+    assert len(rows) == 20 and {r.outcome for r in rows} == {"generated"}
     assert online.calls() > 20  # retried inside ChatClient, not by Prefect
     assert db_rows("SELECT count(DISTINCT week_number) FROM llm_calls") == [(20,)]
     errors = dict(db_rows("SELECT coalesce(http_status, 0), count(*) FROM llm_calls WHERE status = 'error' GROUP BY 1"))
@@ -109,7 +103,7 @@ def test_a_quarter_of_requests_failing_transiently_still_yields_every_week(
 
 
 def test_rejected_requests_fail_at_once_with_the_setting_to_fix(trial: Path, online: FakeLLMServer) -> None:
-    from flows.backfill_weeks import WeeksFailedError
+    from chronicle.weekly.outcome import WeeksFailedError
     from flows.summarize_week import summarize_week
 
     online.responder = cite_first
@@ -117,20 +111,19 @@ def test_rejected_requests_fail_at_once_with_the_setting_to_fix(trial: Path, onl
         online.enqueue(Reply(status=status))
         with pytest.raises(WeeksFailedError) as info:
             summarize_week("XH201", "2025-W30")
-        assert setting in info.value.rows[0]["message"]
+        assert setting in info.value.rows[0].message
     calls = db_rows("SELECT http_status, attempt FROM llm_calls ORDER BY started_at")
     assert calls == [(401, 1), (404, 1)]  # no retries for permanent errors
     assert db_rows("SELECT count(*) FROM weekly_reports") == [(0,)]
-    assert summarize_week("XH201", "2025-W30")["outcome"] == "generated"
+    assert summarize_week("XH201", "2025-W30").outcome == "generated"
 
 
 def test_a_failed_week_keeps_the_others_and_the_rerun_does_only_it(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.settings import reset_settings
-    from flows.backfill_weeks import WeeksFailedError, backfill_weeks
+    from chronicle.weekly.outcome import WeeksFailedError
+    from flows.backfill_weeks import backfill_weeks
 
     monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "2")
-    reset_settings()
 
     def flaky(request: dict[str, Any]) -> str:
         if week_of_request(request) == 202530:
@@ -140,25 +133,23 @@ def test_a_failed_week_keeps_the_others_and_the_rerun_does_only_it(
     online.responder = flaky
     with pytest.raises(WeeksFailedError) as info:
         backfill_weeks(project_id="XH201", start_week="2025-W28", end_week="2025-W32")
-    outcomes = {r["week"]: r["outcome"] for r in info.value.rows}
+    outcomes = {r.week: r.outcome for r in info.value.rows}
     assert outcomes == {"2025-W28": "generated", "2025-W29": "generated", "2025-W30": "failed",
                         "2025-W31": "generated", "2025-W32": "generated"}
-    assert "unavailable after 2 attempts" in info.value.rows[2]["message"]
+    assert "unavailable after 2 attempts" in info.value.rows[2].message
     assert db_rows("SELECT state FROM pipeline_runs WHERE flow_name = 'backfill-weeks'") == [("FAILED",)]
     assert len(db_rows("SELECT 1 FROM weekly_reports")) == 4
 
     online.responder = cite_first
     rows = backfill_weeks(project_id="XH201", start_week="2025-W28", end_week="2025-W32")
-    assert [(r["week"], r["outcome"]) for r in rows if r["outcome"] != "cached"] == [("2025-W30", "generated")]
+    assert [(r.week, r.outcome) for r in rows if r.outcome != "cached"] == [("2025-W30", "generated")]
 
 
 def test_over_long_answers_are_shortened_and_big_weeks_map_reduced(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.settings import reset_settings
     from flows.summarize_week import summarize_week
 
     monkeypatch.setenv("CHRONICLE_LLM_CONTEXT_TOKENS", "400")
-    reset_settings()
 
     def responder(request: dict[str, Any]) -> str:
         user = request["messages"][-1]["content"]
@@ -170,7 +161,7 @@ def test_over_long_answers_are_shortened_and_big_weeks_map_reduced(
 
     online.responder = responder
     row = summarize_week("XH201", "2025-W30")
-    assert row["outcome"] == "generated" and not row["needs_review"]
+    assert row.outcome == "generated" and not row.needs_review
     purposes = [p for p, in db_rows("SELECT purpose FROM llm_calls ORDER BY started_at")]
     assert purposes.count("map") >= 3 and purposes[-2:] == ["reduce", "shorten"]
     assert set(purposes) == {"map", "reduce", "shorten"}
@@ -199,15 +190,13 @@ def test_one_shared_llm_limit_bounds_calls_in_flight(trial: Path, online: FakeLL
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from prefect.client.orchestration import get_client
 
-    from chronicle.settings import reset_settings
     from flows.backfill_weeks import backfill_weeks
     from services.llm_gate import ensure_llm_limit
 
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "2")
-    reset_settings()
     online.responder = meter = InFlight(0.15)
     rows = backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W27")
-    assert {r["outcome"] for r in rows} == {"generated"}
+    assert {r.outcome for r in rows} == {"generated"}
     assert meter.peak == 2  # used both slots, never more
     with get_client(sync_client=True) as client:
         assert client.read_global_concurrency_limit_by_name("llm").limit == 2
@@ -220,60 +209,59 @@ def test_without_the_prefect_api_a_process_local_limit_is_used(
     import prefect.client.orchestration
 
     import services.llm_gate
-    from chronicle.settings import get_settings, reset_settings
+    from chronicle.settings import Settings
     from flows.backfill_weeks import backfill_weeks
     from services.llm_gate import reserve_llm
 
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "2")
-    reset_settings()
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise ConnectionRefusedError("no Prefect API here")
 
     with pytest.MonkeyPatch.context() as no_api:
         no_api.setattr(prefect.client.orchestration, "get_client", refuse)
-        with reserve_llm(get_settings(), 5) as gate:
+        with reserve_llm(Settings(), 5) as gate:
             assert (gate.source, gate.slots) == ("local", 2)
     assert "process-local" in caplog.text
     # A whole backfill on the fallback (the flow itself still reports to the API): still bounded.
     monkeypatch.setattr(services.llm_gate, "ensure_llm_limit", lambda slots: False)
     online.responder = meter = InFlight(0.1)
     rows = backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W25")
-    assert {r["outcome"] for r in rows} == {"generated"} and meter.peak == 2
+    assert {r.outcome for r in rows} == {"generated"} and meter.peak == 2
 
 
 def test_rollups_and_ask_go_through_the_endpoint_and_rollups_are_rebuilt_only_on_change(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from chronicle.weeks import IsoWeek
     from flows.backfill_weeks import backfill_weeks
     from services.history import ask_chronicle, build_history_context
+    from services.weekly import read_week
     from storage import reports
     from storage.db import transaction
-    from tasks.weekly import read_week
 
     _offline(monkeypatch)
     backfill_weeks(project_id="XH201")
     _online(monkeypatch, online)
     online.responder = lambda request: "阶段总结：入组稳步推进，SAE 均已按时上报。"
 
-    context = build_history_context("XH201", max_tokens=3000)
+    context = build_history_context(Settings(), "XH201", max_tokens=3000)
     rollups = online.calls()
     assert rollups > 0 and "[Month 2025-03 (202510–202513)]: 阶段总结" in context
     assert context.splitlines()[-2].startswith("[Week 202613]: ")  # XH201's newest week stays verbatim
     assert {p for p, in db_rows("SELECT DISTINCT purpose FROM llm_calls")} == {"rollup"}
-    assert build_history_context("XH201", max_tokens=3000) == context and online.calls() == rollups
+    assert build_history_context(Settings(), "XH201", max_tokens=3000) == context and online.calls() == rollups
 
     week = IsoWeek.parse("2025-W20")
-    current, _ = read_week(get_settings(), "XH201", week)
-    with transaction() as conn:
+    current, _ = read_week(Settings(), "XH201", week)
+    with transaction(Settings()) as conn:
         reports.save_edit(conn, "XH201", week.number, "人工修正的周报", citations={}, input_hash=current.input_hash,
                           stats=current.stats, author="t", reason=None)
-    build_history_context("XH201", max_tokens=3000)
+    build_history_context(Settings(), "XH201", max_tokens=3000)
     assert online.calls() == rollups + 1  # only the period covering the edited week
 
     online.responder = lambda request: "SAE 出现在 [Week 202530]。"
-    answer = ask_chronicle("XH201", "哪几周发生了 SAE？")
+    answer = ask_chronicle(Settings(), "XH201", "哪几周发生了 SAE？")
     assert answer.engine == "fake-model" and answer.text == "SAE 出现在 [Week 202530]。"
     asked = online.requests[-1].json["messages"][-1]["content"]
     assert "=== 项目编年史 (Project Chronicle) ===" in asked and asked.endswith("问题：哪几周发生了 SAE？")

@@ -42,7 +42,7 @@ def test_offline_backfill_of_the_sample_matches_ground_truth_then_caches(trial: 
     from flows.backfill_weeks import backfill_weeks
 
     rows = backfill_weeks(project_id="all")
-    by_week = {(r["project"], r["week_number"]): r for r in rows}
+    by_week = {(r.project, r.week_number): r for r in rows}
     for project, data in truth["projects"].items():
         stored = {w: json.loads(s) for w, s in db_rows(
             "SELECT week_number, stats FROM weekly_reports WHERE project_id = ?", [project])}
@@ -50,8 +50,8 @@ def test_offline_backfill_of_the_sample_matches_ground_truth_then_caches(trial: 
         for week, expected in data["weeks"].items():
             got = {k: v for k, v in stored[int(week)].items()}
             assert got == _expected(expected), (project, week)
-            assert by_week[(project, int(week))]["outcome"] == ("empty" if expected["entries"] == 0 else "generated")
-    assert by_week[("XH305", 202608)]["outcome"] == "empty"  # the Spring Festival week: no gap in the chronicle
+            assert by_week[(project, int(week))].outcome == ("empty" if expected["entries"] == 0 else "generated")
+    assert by_week[("XH305", 202608)].outcome == "empty"  # the Spring Festival week: no gap in the chronicle
     summaries = db_rows("SELECT model, needs_review, summary FROM weekly_reports")
     assert {m for m, _, _ in summaries} == {"offline-extractive", "none"}
     assert not any(flag for _, flag, _ in summaries)  # extractive reports agree with their own stats
@@ -67,39 +67,39 @@ def test_offline_backfill_of_the_sample_matches_ground_truth_then_caches(trial: 
     assert "本周记录 44 条" in week.data and artifacts["backfill-all-progress"].data == 100.0
 
     again = backfill_weeks(project_id="all")
-    assert {r["outcome"] for r in again} == {"cached"} and len(again) == len(rows)
+    assert {r.outcome for r in again} == {"cached"} and len(again) == len(rows)
     assert db_rows("SELECT count(*), max(version) FROM weekly_report_versions") == [(len(rows), 1)]
 
 
 def test_an_edit_survives_regeneration_and_is_the_chronicle(trial: Path) -> None:
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from chronicle.weeks import IsoWeek
     from flows.backfill_weeks import backfill_weeks
     from services.history import build_history_context
+    from services.weekly import read_week
     from storage import reports
     from storage.db import connect, transaction
-    from tasks.weekly import read_week
 
     backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W23")
     week = IsoWeek.parse("2025-W22")
-    current, _ = read_week(get_settings(), "XH201", week)
-    with transaction() as conn:
+    current, _ = read_week(Settings(), "XH201", week)
+    with transaction(Settings()) as conn:
         reports.save_edit(conn, "XH201", week.number, "人工修正：本周 PI 会议确认入组节奏 [E2]。",
                           citations={"E2": current.citation_map["E2"]},
                           input_hash=current.input_hash, stats=current.stats, author="dr-li", reason="typo")
 
     rows = backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W23", force=True)
-    outcome = {r["week"]: r["outcome"] for r in rows}
+    outcome = {r.week: r.outcome for r in rows}
     assert outcome == {"2025-W20": "generated", "2025-W21": "generated", "2025-W22": "skipped-edited",
                        "2025-W23": "generated"}
-    with connect() as conn:
+    with connect(Settings()) as conn:
         row = reports.get_report(conn, "XH201", week.number)
         assert (row["status"], row["stale"]) == ("edited", False)
-    context = build_history_context("XH201")
+    context = build_history_context(Settings(), "XH201")
     assert "[Week 202522]: 人工修正：本周 PI 会议确认入组节奏。" in context.splitlines()
 
     rows = backfill_weeks(project_id="XH201", start_week="2025-W22", end_week="2025-W22", overwrite_edited=True)
-    assert rows[0]["outcome"] == "generated"
+    assert rows[0].outcome == "generated"
     history = db_rows("SELECT version, status, author, reason FROM weekly_report_versions "
                       "WHERE project_id = 'XH201' AND week_number = 202522 ORDER BY version")
     assert [h[1] for h in history] == ["generated", "edited", "generated"]
@@ -123,9 +123,9 @@ def test_a_late_entry_regenerates_exactly_its_week_and_marks_an_edit_stale(home:
             "content": "补录：XH201-01-099 入组成功（A 组（试验组）），筛选期检查均符合入排标准，已在 IWRS 登记"}
     with (logs / "XH201" / "2025-07.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(late, ensure_ascii=False) + "\n")
-    assert ingest_logs([str(logs)])["entries_added"] == 1
+    assert ingest_logs([str(logs)]).entries_added == 1
     rows = backfill_weeks(project_id="XH201")
-    changed = [(r["week"], r["outcome"]) for r in rows if r["outcome"] != "cached"]
+    changed = [(r.week, r.outcome) for r in rows if r.outcome != "cached"]
     assert changed == [("2025-W30", "generated")]  # exactly that week is written again
     after = dict(db_rows("SELECT week_number, stats->>'enrolled_total' FROM weekly_reports"))
     assert {w for w in after if after[w] != totals[w]} == {w for w in after if w >= 202530}
@@ -137,15 +137,15 @@ def test_a_late_entry_regenerates_exactly_its_week_and_marks_an_edit_stale(home:
     assert all(r[0]["field"] == "enrolled_total" for r in flagged.values())
 
     # A late entry for a human-edited week keeps the edit but marks it stale.
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from chronicle.weeks import IsoWeek
+    from services.weekly import read_week
     from storage import reports
     from storage.db import transaction
-    from tasks.weekly import read_week
 
     week = IsoWeek.parse("2025-W31")
-    current, _ = read_week(get_settings(), "XH201", week)
-    with transaction() as conn:
+    current, _ = read_week(Settings(), "XH201", week)
+    with transaction(Settings()) as conn:
         reports.save_edit(conn, "XH201", week.number, "人工周报", citations={}, input_hash=current.input_hash,
                           stats=current.stats, author="a", reason=None)
     late["ts"], late["content"] = "2025-07-30T10:00:00+08:00", "补录：XH201-02-001 C2D1 访视顺利"
@@ -153,5 +153,5 @@ def test_a_late_entry_regenerates_exactly_its_week_and_marks_an_edit_stale(home:
         fh.write(json.dumps(late, ensure_ascii=False) + "\n")
     ingest_logs([str(logs)])
     rows = backfill_weeks(project_id="XH201")
-    assert [(r["week"], r["outcome"]) for r in rows if r["outcome"] != "cached"] == [("2025-W31", "skipped-edited")]
+    assert [(r.week, r.outcome) for r in rows if r.outcome != "cached"] == [("2025-W31", "skipped-edited")]
     assert db_rows("SELECT summary, stale FROM weekly_reports WHERE week_number = 202531") == [("人工周报", True)]

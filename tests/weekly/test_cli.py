@@ -84,16 +84,16 @@ def test_weekly_flow_writes_the_last_completed_week_of_every_project(trial: Path
 
     from prefect.client.orchestration import get_client
 
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from chronicle.weeks import last_completed_week
     from flows.summarize_week import summarize_week
     from flows.weekly_chronicle import weekly_chronicle
 
     rows = weekly_chronicle(week="2026-W05")
-    assert {(r["project"], r["week"], r["outcome"]) for r in rows} == {("XH201", "2026-W05", "generated"),
+    assert {(r.project, r.week, r.outcome) for r in rows} == {("XH201", "2026-W05", "generated"),
                                                                        ("XH305", "2026-W05", "generated")}
     out = _cli("weekly")  # default: the week before this one, in each project's timezone
-    expected = str(last_completed_week(datetime.now(UTC), get_settings().tz_for("XH201")))
+    expected = str(last_completed_week(datetime.now(UTC), Settings().tz_for("XH201")))
     assert expected in out
     weeks = {w for w, in db_rows("SELECT DISTINCT week_number FROM weekly_reports")}
     assert weeks == {202605, int(expected.replace("-W", ""))}

@@ -1,0 +1,72 @@
+"""What happened to one project-week in a run: the typed row every weekly flow, the CLI and the artifacts share."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+from chronicle.weeks import IsoWeek
+
+Outcome = Literal["generated", "cached", "skipped-edited", "empty", "failed"]
+
+TABLE_COLUMNS = ("project", "week", "outcome", "engine", "duration_s", "entries", "llm_calls", "needs_review")
+"""Columns of the outcome table (Prefect table artifact, `chronicle backfill` output)."""
+
+
+@dataclass(frozen=True)
+class WeekOutcome:
+    """One week's result: `generated` (new text), `cached` (current report kept), `skipped-edited` (a human
+    edit kept), `empty` (the fixed no-entries page) or `failed` (`message` says why)."""
+
+    project: str
+    week_number: int
+    outcome: Outcome
+    engine: str
+    entries: int
+    llm_calls: int = 0
+    needs_review: bool = False
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+    duration_s: float = 0.0
+    why: str = ""
+    message: str | None = None
+
+    @property
+    def week(self) -> str:
+        """`2026-W05`."""
+        return str(IsoWeek.from_number(self.week_number))
+
+    def table_row(self) -> dict[str, Any]:
+        """The row of the outcome table artifact."""
+        return {c: getattr(self, c) for c in TABLE_COLUMNS}
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"week": self.week, "reasons": list(self.reasons)}
+
+    def timed(self, seconds: float) -> WeekOutcome:
+        return replace(self, duration_s=round(seconds, 3))
+
+
+def failed(project: str, week: IsoWeek, entries: int, exc: BaseException, seconds: float) -> WeekOutcome:
+    """The row of a week whose task raised."""
+    return WeekOutcome(project, week.number, "failed", "-", entries, duration_s=round(seconds, 3),
+                       message=f"{type(exc).__name__}: {exc}"[:500])
+
+
+def outcome_counts(rows: Iterable[WeekOutcome]) -> dict[str, int]:
+    return dict(Counter(r.outcome for r in rows))
+
+
+class WeeksFailedError(RuntimeError):
+    """Some weeks failed; every other week was stored. `rows` is the full outcome table."""
+
+    def __init__(self, rows: Sequence[WeekOutcome]) -> None:
+        bad = [r for r in rows if r.outcome == "failed"]
+        first = bad[0] if bad else None
+        where = f"{first.project} {first.week}: {first.message}" if first else "?"
+        super().__init__(f"{len(bad)} of {len(rows)} week(s) failed (first: {where}); rerun to retry only those")
+        self.rows = list(rows)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.rows,))

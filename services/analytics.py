@@ -1,0 +1,43 @@
+"""Analyst use cases: a project's weekly stats, its trend charts, the Parquet export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chronicle.analytics.charts import project_charts
+from chronicle.settings import Settings
+from storage.analytics import export_parquet, weekly_stats
+from storage.db import connect
+
+TRIAL_KEYS = ("enrolled", "ae", "sae", "deviations")
+"""Weekly counts that make a project a trial; a project without any (an assistant's notes) gets no chart."""
+
+
+def stats_rows(settings: Settings, project_id: str, start: int | None = None,
+               end: int | None = None) -> list[dict[str, Any]]:
+    """`weekly_stats` rows of a project, optionally between two YYYYWW week numbers (inclusive)."""
+    with connect(settings, read_only=True) as conn:
+        return weekly_stats(conn, project_id, start, end)
+
+
+def write_charts(settings: Settings, project_id: str, out_dir: Path) -> list[Path]:
+    """The project's enrolment and safety charts as PNG files in `out_dir`."""
+    return project_charts(project_id, stats_rows(settings, project_id), out_dir)
+
+
+def trial_charts(settings: Settings, projects: list[str], out_dir: Path) -> dict[str, list[Path]]:
+    """Charts of every project in `projects` that has trial events, read in one window."""
+    with connect(settings, read_only=True) as conn:
+        stats = {p: weekly_stats(conn, p) for p in projects}
+    out: dict[str, list[Path]] = {}
+    for project_id, rows in stats.items():
+        if rows and any(r[k] for r in rows for k in TRIAL_KEYS):
+            out[project_id] = project_charts(project_id, rows, out_dir)
+    return out
+
+
+def export(settings: Settings, out_dir: Path) -> list[tuple[str, Path, int]]:
+    """Every table and view as `<name>.parquet` in `out_dir`."""
+    with connect(settings, read_only=True) as conn:
+        return export_parquet(conn, out_dir)

@@ -1,0 +1,79 @@
+"""Use cases of memory distillation: the window of notes, one chunk through an engine, the stores.
+
+The flow orders them (store memories, then knowledge files, then the ledger) for crash safety; each
+function here is one step with its own short I/O window.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+
+from chronicle.distill.chunks import Chunk, NoteEntry
+from chronicle.distill.engine import ChunkOutcome, distill_offline, distill_with_llm
+from chronicle.distill.knowledge import FileResult, sync_file
+from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
+from chronicle.distill.sections import Item
+from chronicle.memory.model import Memory, MemoryEvent
+from chronicle.settings import Settings
+from services.llm_gate import llm_call, redactor_for
+from storage import memory_events as sql
+from storage.db import connect, transaction
+from storage.memory_store import MemoryStore
+
+
+def resolve_window(settings: Settings, days: int | None, until: date | None) -> tuple[date, date]:
+    """(after, until): the window is `after < local_date <= until`, `until` defaulting to today locally."""
+    days = settings.distill_days if days is None else days
+    if days < 1:
+        raise ValueError(f"days must be >= 1, got {days}")
+    until = until or datetime.now(settings.tz_for(settings.notes_project)).date()
+    return until - timedelta(days=days), until
+
+
+def load_window(settings: Settings, after: date, until: date) -> list[NoteEntry]:
+    """Daily-note entries with `after < local_date <= until`, in note order."""
+    with connect(settings) as conn:
+        return sql.load_note_entries(conn, after, until)
+
+
+def note_span(settings: Settings, project: str | None = None) -> tuple[date, date] | None:
+    """(first, last) local date of the ingested daily notes (of `project`, if given); None without notes."""
+    with connect(settings, read_only=True) as conn:
+        return sql.note_date_range(conn, project)
+
+
+def cached_chunks(settings: Settings, hashes: list[str], prompt_version: str, model: str) -> set[str]:
+    """Which chunk hashes were already distilled with this prompt version and model."""
+    with connect(settings) as conn:
+        return sql.distilled_hashes(conn, hashes, prompt_version, model)
+
+
+def distill_chunk(settings: Settings, chunk: Chunk, run_id: str) -> ChunkOutcome:
+    """One chunk through the offline rules, or through the LLM gate (shared `llm` slots, logged calls)."""
+    redactor = redactor_for(settings)
+    if settings.offline_llm:
+        return distill_offline(chunk, redactor)
+    return distill_with_llm(chunk, llm_call(settings, run_id, project_id=chunk.project_id), redactor)
+
+
+def store_memories(settings: Settings, memories: list[Memory], created: datetime, run_id: str) -> list[MemoryEvent]:
+    """Upsert into LanceDB (dedup on write); one event per memory, in order."""
+    return MemoryStore(settings).upsert(memories, created=created, flow_run_id=run_id)
+
+
+def memory_count(settings: Settings) -> int:
+    return MemoryStore(settings).count()
+
+
+def write_knowledge(settings: Settings, name: str, items: list[Item]) -> FileResult:
+    """Place items in one knowledge file (backup + atomic replace, only when it changes)."""
+    return sync_file(settings.workspace_dir, name, items, keep=settings.backup_keep)
+
+
+def record_run(settings: Settings, chunks: list[ChunkRecord], quarantine: list[QuarantineRecord],
+               events: list[EventRow]) -> None:
+    """One transaction: the chunk cache only says "done" together with the events it produced."""
+    with transaction(settings) as conn:
+        sql.record_events(conn, events)
+        sql.record_quarantine(conn, quarantine)
+        sql.record_chunks(conn, chunks)

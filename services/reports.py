@@ -1,0 +1,79 @@
+"""Report use cases: read a stored week with its current inputs, correct it (the edit is the truth), trace it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from chronicle.settings import Settings
+from chronicle.weekly.faithfulness import cited_ids
+from chronicle.weekly.model import WeekInput
+from chronicle.weeks import IsoWeek
+from services.weekly import read_week
+from storage import reports
+from storage.db import connect, transaction
+
+
+class NoReportError(LookupError):
+    """The week has no stored report yet (generate it before reading or correcting it)."""
+
+
+@dataclass(frozen=True)
+class ReportView:
+    """A stored report and the week's inputs now (to tell whether the text is stale)."""
+
+    row: dict[str, Any]
+    current: WeekInput
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.row["stale"]) or self.current.input_hash != self.row["input_hash"]
+
+
+@dataclass(frozen=True)
+class EditResult:
+    version: int
+    unknown_citations: tuple[str, ...]
+    """Citations in the new text that are not entries of the week (kept as text only)."""
+
+
+def view_report(settings: Settings, project_id: str, week: IsoWeek) -> ReportView:
+    with connect(settings, read_only=True) as conn:
+        row = reports.get_report(conn, project_id, week.number)
+    if row is None:
+        raise NoReportError(f"no report for {project_id} {week}")
+    return ReportView(row, read_week(settings, project_id, week)[0])
+
+
+def edit_report(settings: Settings, project_id: str, week: IsoWeek, text: str, *, author: str,
+                reason: str | None) -> EditResult:
+    """Store a human correction as the week's new version; regeneration keeps it from now on.
+
+    Citations are resolved against the week's entries now, and the edit records the inputs it was
+    written against, so a later change to the week marks it stale instead of overwriting it.
+    """
+    week_input, _ = read_week(settings, project_id, week)
+    known = week_input.citation_map
+    cited = cited_ids(text)
+    with transaction(settings) as conn:
+        version = reports.save_edit(conn, project_id, week.number, text.strip(),
+                                    citations={s: known[s] for s in cited if s in known},
+                                    input_hash=week_input.input_hash, stats=week_input.stats,
+                                    author=author, reason=reason)
+    return EditResult(version, tuple(s for s in cited if s not in known))
+
+
+def report_history(settings: Settings, project_id: str, week: IsoWeek) -> list[dict[str, Any]]:
+    """Every version of the week: generated and edited, who, when, why."""
+    with connect(settings, read_only=True) as conn:
+        return reports.history(conn, project_id, week.number)
+
+
+def list_reports(settings: Settings, project_id: str) -> list[dict[str, Any]]:
+    with connect(settings, read_only=True) as conn:
+        return reports.list_reports(conn, project_id)
+
+
+def report_projects(settings: Settings) -> list[str]:
+    with connect(settings, read_only=True) as conn:
+        return reports.report_projects(conn)

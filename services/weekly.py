@@ -1,0 +1,145 @@
+"""Use cases of the weekly chronicle: plan a project's weeks, run one week, keep kept reports true.
+
+Read a week (short window) -> decide -> write it (no database held, the LLM through the gate) -> store
+(short window, group-committed with the other weeks in flight). No Prefect tasks or artifacts here: the
+task layer wraps `run_week` and publishes what it returns.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from chronicle.settings import Settings
+from chronicle.weekly.engine import decide, engine_model, llm_week, offline_week, recheck
+from chronicle.weekly.faithfulness import describe
+from chronicle.weekly.model import StoredReport, WeekInput, WeekReport, make_week_input
+from chronicle.weekly.outcome import WeekOutcome
+from chronicle.weeks import IsoWeek, week_range
+from services.llm_gate import llm_call, redactor_for
+from storage import reports
+from storage.db import connect, transaction
+
+Prepared = tuple[WeekInput, StoredReport | None]
+"""A week's input and its stored report, read at planning so the task need not read them again."""
+
+
+class WeekRun(NamedTuple):
+    """What running one week produced: its outcome row, and the report when new text was stored."""
+
+    outcome: WeekOutcome
+    report: WeekReport | None
+
+
+def read_week(settings: Settings, project_id: str, week: IsoWeek) -> Prepared:
+    """One short read window: the week's entries, the enrolment before it, its stored report."""
+    with connect(settings) as conn:
+        rows = reports.week_rows(conn, project_id, week.number, week.number).get(week.number, [])
+        before = reports.enrolled_before(conn, project_id, week.number)
+        stored = reports.stored_reports(conn, project_id, week.number, week.number).get(week.number)
+    return make_week_input(project_id, week, rows, before, settings.tz_for(project_id), redactor_for(settings)), stored
+
+
+def _refresh(settings: Settings, week: WeekInput, stored: StoredReport, stale: bool | None) -> None:
+    """Keep a kept report's stats true (a late enrolment shifts `enrolled_total` of later weeks)."""
+    if stored.stats == week.stats and (stale is None or stale == stored.stale):
+        return
+    reasons = None if stored.status == "edited" else recheck(stored, week)
+    with transaction(settings) as conn:
+        reports.refresh(conn, week.project_id, week.week.number, stats=week.stats, stale=stale,
+                        review_reasons=reasons)
+
+
+def run_week(settings: Settings, project_id: str, week: IsoWeek, run_id: str, *, force: bool = False,
+             overwrite_edited: bool = False, prepared: Prepared | None = None) -> WeekRun:
+    """Summarise one project-week end to end (or answer it from the stored report)."""
+    t0 = time.perf_counter()
+    week_input, stored = prepared or read_week(settings, project_id, week)
+    model = engine_model(settings)
+    decision = decide(stored, week_input, model, force=force, overwrite_edited=overwrite_edited)
+    n = len(week_input.entries)
+    if decision.action != "generate":
+        assert stored is not None
+        _refresh(settings, week_input, stored, decision.stale if decision.action == "skip-edited" else None)
+        outcome = "cached" if decision.action == "cached" else "skipped-edited"
+        row = WeekOutcome(project_id, week.number, outcome, stored.model, n, needs_review=stored.needs_review,
+                          why=decision.why)
+        return WeekRun(row.timed(time.perf_counter() - t0), None)
+    try:
+        if settings.offline_llm or not week_input.entries:
+            report = offline_week(week_input, settings.report_max_chars)
+        else:
+            call = llm_call(settings, run_id, project_id=project_id, week_number=week.number)
+            report = llm_week(week_input, call, model=model, max_chars=settings.report_max_chars,
+                              context_tokens=settings.llm_context_tokens)
+    except Exception:
+        if stored is not None and stored.status == "generated" and stored.input_hash != week_input.input_hash:
+            with transaction(settings) as conn:
+                reports.mark_stale(conn, project_id, week.number)
+        raise
+    saved = reports.writer_for(settings).save(report, overwrite_edited=overwrite_edited, reason=decision.why,
+                                              flow_run_id=run_id)
+    row = WeekOutcome(project_id, week.number, saved, report.model, n, llm_calls=report.llm_calls,
+                      needs_review=report.needs_review, reasons=tuple(describe(r) for r in report.review_reasons),
+                      why=decision.why)
+    return WeekRun(row.timed(time.perf_counter() - t0), report if saved == "generated" else None)
+
+
+@dataclass
+class ProjectPlan:
+    """Weeks of one project that need a task, and the outcome rows of those answered at planning."""
+
+    project_id: str
+    to_run: list[tuple[IsoWeek, Prepared]] = field(default_factory=list)
+    done: list[WeekOutcome] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.to_run) + len(self.done)
+
+
+def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = None, end: IsoWeek | None = None, *,
+                 force: bool = False, overwrite_edited: bool = False, only_missing: bool = True) -> ProjectPlan:
+    """Read a project's weeks in ONE window and decide each; kept reports get their stats refreshed.
+
+    The range is clamped to start no earlier than the project's first entry (there is no gap to fill
+    before a project began); without bounds it is the project's first..last week with entries.
+    """
+    plan = ProjectPlan(project_id)
+    with connect(settings) as conn:
+        span = reports.week_span(conn, project_id)
+        if span is None:
+            return plan
+        first = max(start or IsoWeek.from_number(span[0]), IsoWeek.from_number(span[0]))
+        last = end or IsoWeek.from_number(span[1])
+        if last < first:
+            return plan
+        rows = reports.week_rows(conn, project_id, first.number, last.number)
+        running = reports.enrolled_before(conn, project_id, first.number)
+        stored = reports.stored_reports(conn, project_id, first.number, last.number)
+    tz, model, redactor = settings.tz_for(project_id), engine_model(settings), redactor_for(settings)
+    refreshes: list[tuple[int, dict, bool | None, list[dict] | None]] = []
+    for week in week_range(first, last):
+        week_input = make_week_input(project_id, week, rows.get(week.number, []), running, tz, redactor)
+        running = week_input.stats["enrolled_total"]
+        kept = stored.get(week.number)
+        decision = decide(kept, week_input, model, force=force, overwrite_edited=overwrite_edited)
+        if not only_missing or decision.action == "generate" or kept is None:
+            plan.to_run.append((week, (week_input, kept)))
+            continue
+        stale = decision.stale if decision.action == "skip-edited" else None
+        needs_review = kept.needs_review
+        if kept.stats != week_input.stats or (stale is not None and stale != kept.stale):
+            # New stats (e.g. a late enrolment earlier on) re-check the kept text; edits are not flagged.
+            reasons = None if kept.status == "edited" else recheck(kept, week_input)
+            needs_review = bool(reasons) if reasons is not None else needs_review
+            refreshes.append((week.number, week_input.stats, stale, reasons))
+        plan.done.append(WeekOutcome(project_id, week.number,
+                                     "cached" if decision.action == "cached" else "skipped-edited", kept.model,
+                                     len(week_input.entries), needs_review=needs_review, why=decision.why))
+    if refreshes:
+        with transaction(settings) as conn:
+            for number, stats, stale, reasons in refreshes:
+                reports.refresh(conn, project_id, number, stats=stats, stale=stale, review_reasons=reasons)
+    return plan
