@@ -1,0 +1,1 @@
+"""Deployments: the one registry of schedules and work pools, `chronicle serve`, `prefect.yaml`, `chronicle setup`."""

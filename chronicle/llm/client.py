@@ -8,10 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import openai
-
 from chronicle.llm.attempts import Answer, CallSpec, RetryPolicy, run_with_retries
-from chronicle.llm.endpoint import base_url
+from chronicle.llm.endpoint import base_url, openai_client
 from chronicle.llm.errors import LLM_SERVICE, MalformedResponseError, PermanentLLMError
 from chronicle.llm.records import CallLogger, serialise_prompt
 from chronicle.settings import Settings
@@ -54,13 +52,7 @@ class ChatClient:
         self._logger = logger
         self._sleep = sleep
         self._rng = rng or random.Random()
-        # max_retries=0: this class is the only retry layer, so attempts and logs stay one-to-one.
-        self._client = openai.OpenAI(
-            base_url=self.endpoint,
-            api_key=key or "not-needed",
-            timeout=settings.llm_timeout_s,
-            max_retries=0,
-        )
+        self._client = openai_client(self.endpoint, key, settings.llm_timeout_s)
 
     def complete(
         self,

@@ -8,10 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import openai
-
 from chronicle.llm.attempts import Answer, CallSpec, RetryPolicy, run_with_retries
-from chronicle.llm.endpoint import base_url
+from chronicle.llm.endpoint import base_url, openai_client
 from chronicle.llm.errors import EMBEDDING_SERVICE, MalformedResponseError, PermanentLLMError
 from chronicle.llm.records import CallLogger, serialise_prompt
 from chronicle.settings import Settings
@@ -39,12 +37,7 @@ class EmbeddingClient:
         self._logger = logger
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._client = openai.OpenAI(
-            base_url=self.endpoint,
-            api_key=key or "not-needed",
-            timeout=settings.llm_timeout_s,
-            max_retries=0,
-        )
+        self._client = openai_client(self.endpoint, key, settings.llm_timeout_s)
 
     def embed(self, texts: list[str], *, purpose: str = "embedding") -> list[list[float]]:
         """One vector per text, in input order; one request (with retries) per batch."""

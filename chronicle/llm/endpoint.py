@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
+import openai
+
 # Operation paths people paste from curl examples; the client appends these itself.
 _OPERATION_SUFFIXES = ("/chat/completions", "/completions", "/embeddings", "/models")
 
@@ -28,3 +30,13 @@ def base_url(url: str) -> str:
         # A bare host is what Ollama/vLLM users type; their OpenAI API lives under /v1.
         path = "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def openai_client(endpoint: str, api_key: str, timeout_s: float) -> openai.OpenAI:
+    """The `openai` client both Chronicle clients (chat, embeddings) talk through.
+
+    `max_retries=0`, always: `chronicle.llm.attempts.run_with_retries` is the only retry layer, so each
+    attempt is exactly one HTTP request and one `llm_calls` row, and backoff/Retry-After are ours. The
+    SDK's own retries would multiply attempts and hide them from the log.
+    """
+    return openai.OpenAI(base_url=endpoint, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0)

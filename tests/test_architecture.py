@@ -1,0 +1,130 @@
+"""The dependency rule as a test: import-linter contracts (pyproject.toml) plus what a linter cannot see.
+
+Layers point down only (cli -> deployments -> flows -> tasks -> services -> storage -> chronicle core);
+the core imports neither Prefect nor DuckDB nor LanceDB; only storage touches the databases; flows are
+independent; `@task` / `@flow` and artifacts live in tasks/ and flows/ only.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LAYERS = ("cli", "deployments", "flows", "tasks", "services", "storage", "chronicle")
+LINT = str(Path(sys.executable).parent / "lint-imports")
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    # PYTHONPATH=root first: a fixture tree's packages shadow the installed ones of the same name.
+    return subprocess.run([LINT, "--no-cache"], cwd=root, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)}, timeout=120)
+
+
+def test_the_contracts_hold_for_the_code() -> None:
+    result = _lint(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+def _fixture_tree(root: Path, extra: dict[str, str]) -> Path:
+    """A miniature of the project's layout under `root` with this repo's contracts, plus `extra` modules."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    lines = ["[importlinter]\nroot_packages =\n" + "".join(f"    {p}\n" for p in config["root_packages"]),
+             "include_external_packages = True\n"]
+    for contract in config["contracts"]:
+        lines.append(f"\n[importlinter:contract:{contract['id']}]\n")
+        for key, value in contract.items():
+            if key == "id":
+                continue
+            if isinstance(value, list):
+                lines.append(f"{key} =\n" + "".join(f"    {v}\n" for v in value))
+            else:
+                lines.append(f"{key} = {value}\n")
+    (root / ".importlinter").write_text("".join(lines), encoding="utf-8")
+    for package in LAYERS:
+        (root / package).mkdir()
+        (root / package / "__init__.py").write_text("", encoding="utf-8")
+    files = {"chronicle/core.py": "import json\n", "storage/db.py": "import duckdb\nfrom chronicle import core\n",
+             "services/uc.py": "from storage import db\n", "tasks/t.py": "from services import uc\n",
+             "flows/a.py": "from tasks import t\n", "flows/b.py": "from tasks import t\n",
+             "deployments/d.py": "import flows.a\n", "cli/main.py": "from deployments import d\n"} | extra
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_the_fixture_without_violations_passes(tmp_path: Path) -> None:
+    result = _lint(_fixture_tree(tmp_path, {}))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("module", "code", "broken"), [
+    ("chronicle/bad.py", "from storage import db\n", "Layers point down"),            # core reaching up
+    ("storage/bad.py", "from services import uc\n", "Layers point down"),             # storage reaching up
+    ("chronicle/bad.py", "import prefect\n", "The core is pure"),
+    ("chronicle/bad.py", "import lancedb\n", "The core is pure"),
+    ("services/bad.py", "import duckdb\n", "Only storage imports duckdb"),
+    ("storage/bad.py", "from prefect import task\n", "Storage does not know Prefect"),
+    ("flows/c.py", "from flows import a\n", "Flow modules are independent"),
+])
+def test_the_linter_fails_on_a_forbidden_import(tmp_path: Path, module: str, code: str, broken: str) -> None:
+    result = _lint(_fixture_tree(tmp_path, {module: code}))
+    assert result.returncode != 0
+    out = " ".join(result.stdout.split())
+    assert f"{broken}" in out and "BROKEN" in out, result.stdout
+
+
+def _modules() -> list[Path]:
+    return sorted(p for layer in LAYERS for p in (REPO / layer).rglob("*.py"))
+
+
+def _prefect_uses(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, what) for `@task`/`@flow` decorators and artifact calls in a module."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for deco in node.decorator_list:
+                target = deco.func if isinstance(deco, ast.Call) else deco
+                name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                if name in ("task", "flow"):
+                    found.append((deco.lineno, f"@{name}"))
+        if isinstance(node, ast.Name | ast.Attribute):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id
+            if name.startswith(("create_", "update_")) and name.endswith("_artifact"):
+                found.append((node.lineno, name))
+    return found
+
+
+def test_tasks_flows_and_artifacts_live_only_in_their_folders() -> None:
+    stray = []
+    for path in _modules():
+        layer = path.relative_to(REPO).parts[0]
+        if layer in ("tasks", "flows"):
+            continue
+        stray += [f"{path.relative_to(REPO)}:{line} {what}"
+                  for line, what in _prefect_uses(ast.parse(path.read_text(encoding="utf-8")))]
+    assert stray == []
+    # The check itself sees what it looks for.
+    sample = "from prefect import task\n@task(name='x')\ndef f():\n    create_markdown_artifact(markdown='')\n"
+    assert [w for _, w in _prefect_uses(ast.parse(sample))] == ["@task", "create_markdown_artifact"]
+
+
+def test_every_flow_module_declares_exactly_one_flow() -> None:
+    for path in (REPO / "flows").glob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        flows = [w for _, w in _prefect_uses(ast.parse(path.read_text(encoding="utf-8"))) if w == "@flow"]
+        assert len(flows) == 1, f"{path.name}: {len(flows)} flows"
+
+
+def test_the_readme_structure_block_is_generated_from_the_code() -> None:
+    from scripts.architecture import readme_block, render
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert readme_block(readme) == render(), "run `python -m scripts.architecture --write`"
