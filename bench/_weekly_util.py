@@ -11,8 +11,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bench._util import result
-from chronicle import sample_text as txt
 from chronicle.ingest.model import Entry
+from chronicle.sample import text as txt
 from chronicle.weeks import IsoWeek
 
 OUT = Path(__file__).parent / "out"
