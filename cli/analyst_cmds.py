@@ -1,4 +1,4 @@
-"""Analyst commands: `chronicle stats`, `chronicle export`, `chronicle chart`."""
+"""Analyst commands: `chronicle stats`, `chronicle export`, `chronicle chart`, `chronicle sql`."""
 
 from __future__ import annotations
 
@@ -61,6 +61,20 @@ def register(app: typer.Typer) -> None:
         written = export_all(load_settings(home), out_dir)
         for name, path, n in written:
             console.print(f"{name:<24} {n:>8} rows -> {path}")
+
+    @app.command()
+    def sql(print_attach: bool = typer.Option(False, "--print-attach",
+                                              help="Print the SQL that attaches the live database."),
+            home: str | None = typer.Option(None, "--home")) -> None:
+        """How a `duckdb` shell reaches the data: `duckdb -cmd "$(chronicle sql --print-attach)"`."""
+        settings = load_settings(home)
+        from storage.analytics import shell_attach_sql
+
+        text = shell_attach_sql(settings)
+        if print_attach:
+            sys.stdout.write(text + "\n")
+        else:
+            console.print(f'duckdb -cmd "$(chronicle sql --print-attach)"   # runs:\n{text}')
 
     @app.command()
     def chart(project: str = typer.Option(..., "--project", "-p"),

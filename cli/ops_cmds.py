@@ -157,5 +157,9 @@ def register(app: typer.Typer) -> None:
         from storage.snapshot import publish_snapshot
 
         info = publish_snapshot(settings)
+        if info is None:
+            console.print("lake topology: analysts attach the live lake, no snapshot needed "
+                          "(`duckdb -cmd \"$(chronicle sql --print-attach)\"`)")
+            return
         console.print(f"snapshot {info.path} ({info.tables} tables, {info.bytes / 1e6:.1f} MB) in {info.seconds:.2f}s")
         console.print(f"query it while flows run:  duckdb -readonly {info.path}")

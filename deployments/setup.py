@@ -60,11 +60,14 @@ def ensure_work_pool(client: SyncPrefectClient, name: str = WORK_POOL) -> str:
 
 
 def run_setup(settings: Settings, *, work_pool: bool = True) -> list[str]:
-    """Everything `chronicle setup` does, against the configured Prefect API."""
+    """Everything `chronicle setup` does: the storage (embedded file or lake), then the Prefect objects."""
     from prefect.client.orchestration import get_client
 
+    from storage.setup import ensure_storage
+
+    done = ensure_storage(settings)
     with get_client(sync_client=True) as client:
-        done = ensure_concurrency_limits(settings, client)
+        done += ensure_concurrency_limits(settings, client)
         if work_pool:
             done.append(ensure_work_pool(client))
     return done

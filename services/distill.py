@@ -17,7 +17,7 @@ from chronicle.memory.model import Memory, MemoryEvent
 from chronicle.settings import Settings
 from services.llm_gate import llm_call, redactor_for
 from storage import memory_events as sql
-from storage.db import connect, transaction
+from storage.db import connect, transactions
 from storage.memory_store import MemoryStore
 
 
@@ -73,7 +73,8 @@ def write_knowledge(settings: Settings, name: str, items: list[Item]) -> FileRes
 def record_run(settings: Settings, chunks: list[ChunkRecord], quarantine: list[QuarantineRecord],
                events: list[EventRow]) -> None:
     """One transaction: the chunk cache only says "done" together with the events it produced."""
-    with transaction(settings) as conn:
-        sql.record_events(conn, events)
-        sql.record_quarantine(conn, quarantine)
-        sql.record_chunks(conn, chunks)
+    for attempt in transactions(settings):  # a lake commit conflict re-runs the unit
+        with attempt as conn:
+            sql.record_events(conn, events)
+            sql.record_quarantine(conn, quarantine)
+            sql.record_chunks(conn, chunks)

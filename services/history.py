@@ -23,7 +23,7 @@ from chronicle.weekly.tokens import estimate_tokens, is_chinese
 from services.llm_gate import llm_call, reserve_llm
 from services.runs import current_flow_run_id
 from storage import reports, rollups
-from storage.db import connect, transaction
+from storage.db import connect, transactions
 
 
 def _rollup_tokens(weeks: list[ChronicleWeek], max_chars: int) -> int:
@@ -74,8 +74,9 @@ def _build_rollups(settings: Settings, project_id: str, blocks: list[Block],
             fresh.append(rollups.Rollup(project_id, block.level, block.period, block.first, block.last,
                                         tuple(w.week_number for w in block.weeks), digest, summary, model))
     if fresh:
-        with transaction(settings) as conn:
-            rollups.save(conn, fresh)
+        for attempt in transactions(settings):
+            with attempt as conn:
+                rollups.save(conn, fresh)
     return texts
 
 

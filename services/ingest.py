@@ -16,7 +16,7 @@ from chronicle.ingest.model import FileResult, Reject
 from chronicle.ingest.structured import locomo_entries, note_entries
 from chronicle.settings import Settings
 from storage import raw_logs
-from storage.db import connect, transaction
+from storage.db import connect, transactions
 
 # A file untouched for this long is finished: its unterminated last line is judged, not awaited.
 SETTLED_AFTER_S = 60.0
@@ -96,11 +96,12 @@ class FileIngestor:
         return None
 
     def _write_rejected(self, state: dict, reject: Reject) -> FileResult:
-        with transaction(self.settings) as conn:
-            removed = raw_logs.forget_file(conn, state["path"])
-            raw_logs.insert_rejects(conn, [reject])
-            state.update(prefix_sha256=_sha256(b""), rejects=1)
-            raw_logs.save_file_state(conn, state)
+        for attempt in transactions(self.settings, guard=raw_logs.ingest_guard(state["path"])):
+            with attempt as conn:
+                removed = raw_logs.forget_file(conn, state["path"])
+                raw_logs.insert_rejects(conn, [reject])
+                state.update(prefix_sha256=_sha256(b""), rejects=1)
+                raw_logs.save_file_state(conn, state)
         return FileResult(state["path"], state["format"], "rejected", 0, removed, {reject.reason: 1})
 
     # --- JSONL: append-aware -----------------------------------------------------------------
@@ -147,20 +148,23 @@ class FileIngestor:
 
     def _commit(self, state: dict, rejects: list[Reject], status: str, *, full: bool, **source: Any) -> FileResult:
         s = self.settings
-        with transaction(s) as conn:
-            before = raw_logs.count_file(conn, state["path"])[0]
-            if full:
-                raw_logs.forget_file(conn, state["path"])
-            raw_logs.stage_lines(
-                conn, source_file=state["path"], default_project=self.project, default_tz=s.timezone,
-                project_tz=s.project_timezones, column_map=s.column_map, max_line_bytes=s.max_line_bytes, **source,
-            )
-            counts = raw_logs.commit_staged(conn, source=state["format"], source_file=state["path"])
-            raw_logs.insert_rejects(conn, rejects)
-            for r in rejects:
-                counts[r.reason] = counts.get(r.reason, 0) + 1
-            state["entries"], state["rejects"] = raw_logs.count_file(conn, state["path"])
-            raw_logs.save_file_state(conn, state)
+        # A lake commit conflict re-runs the whole window; the guard keeps two workers off one file.
+        for attempt in transactions(s, guard=raw_logs.ingest_guard(state["path"])):
+            with attempt as conn:
+                before = raw_logs.count_file(conn, state["path"])[0]
+                if full:
+                    raw_logs.forget_file(conn, state["path"])
+                raw_logs.stage_lines(
+                    conn, source_file=state["path"], default_project=self.project, default_tz=s.timezone,
+                    project_tz=s.project_timezones, column_map=s.column_map, max_line_bytes=s.max_line_bytes,
+                    **source,
+                )
+                counts = raw_logs.commit_staged(conn, source=state["format"], source_file=state["path"])
+                raw_logs.insert_rejects(conn, rejects)
+                for r in rejects:
+                    counts[r.reason] = counts.get(r.reason, 0) + 1
+                state["entries"], state["rejects"] = raw_logs.count_file(conn, state["path"])
+                raw_logs.save_file_state(conn, state)
         after = state["entries"]
         return FileResult(state["path"], state["format"], status, max(0, after - before), max(0, before - after),
                           counts)
@@ -175,13 +179,14 @@ class FileIngestor:
             tz = s.tz_for(self.project) if self.project else s.tz_for("")
             entries, rejects = locomo_entries(path, text, self.project, tz)
         state.update(prefix_sha256=_sha256(text.encode()), parsed_lines=text.count("\n") + 1)
-        with transaction(s) as conn:
-            removed = raw_logs.remove_entries_not_in(conn, state["path"], [e.entry_id for e in entries])
-            raw_logs.clear_rejects(conn, state["path"])
-            added = raw_logs.insert_entries(conn, entries)
-            raw_logs.insert_rejects(conn, rejects)
-            state["entries"], state["rejects"] = raw_logs.count_file(conn, state["path"])
-            raw_logs.save_file_state(conn, state)
+        for attempt in transactions(s, guard=raw_logs.ingest_guard(state["path"])):
+            with attempt as conn:
+                removed = raw_logs.remove_entries_not_in(conn, state["path"], [e.entry_id for e in entries])
+                raw_logs.clear_rejects(conn, state["path"])
+                added = raw_logs.insert_entries(conn, entries)
+                raw_logs.insert_rejects(conn, rejects)
+                state["entries"], state["rejects"] = raw_logs.count_file(conn, state["path"])
+                raw_logs.save_file_state(conn, state)
         counts: dict[str, int] = {}
         for r in rejects:
             counts[r.reason] = counts.get(r.reason, 0) + 1

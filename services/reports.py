@@ -11,7 +11,7 @@ from chronicle.weekly.model import WeekInput
 from chronicle.weeks import IsoWeek
 from services.weekly import read_week
 from storage import reports
-from storage.db import connect, transaction
+from storage.db import connect, transactions
 
 
 class NoReportError(LookupError):
@@ -55,11 +55,12 @@ def edit_report(settings: Settings, project_id: str, week: IsoWeek, text: str, *
     week_input, _ = read_week(settings, project_id, week)
     known = week_input.citation_map
     cited = cited_ids(text)
-    with transaction(settings) as conn:
-        version = reports.save_edit(conn, project_id, week.number, text.strip(),
-                                    citations={s: known[s] for s in cited if s in known},
-                                    input_hash=week_input.input_hash, stats=week_input.stats,
-                                    author=author, reason=reason)
+    for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
+        with attempt as conn:  # the guard keeps version numbers unique across lake writers
+            version = reports.save_edit(conn, project_id, week.number, text.strip(),
+                                        citations={s: known[s] for s in cited if s in known},
+                                        input_hash=week_input.input_hash, stats=week_input.stats,
+                                        author=author, reason=reason)
     return EditResult(version, tuple(s for s in cited if s not in known))
 
 

@@ -11,7 +11,7 @@ from prefect.runtime import flow_run
 
 from chronicle.settings import Settings
 from storage import runs
-from storage.db import connect
+from storage.db import tag_commits, write
 
 
 def current_flow_run_id() -> str:
@@ -24,13 +24,13 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
     """Record the run; the caller fills the yielded dict with counts for the final row."""
     run_id = current_flow_run_id()
     counts: dict[str, Any] = {}
-    with connect(settings) as conn:
-        runs.run_started(conn, run_id, flow_name, parameters)
-    try:
-        yield counts
-    except BaseException as exc:
-        with connect(settings) as conn:
-            runs.run_finished(conn, run_id, "FAILED", counts, f"{type(exc).__name__}: {exc}"[:2000])
-        raise
-    with connect(settings) as conn:
-        runs.run_finished(conn, run_id, "COMPLETED", counts)
+    # Every lake commit of this run records its flow_run_id (DuckLake snapshots -> runs, for time travel).
+    with tag_commits(flow_run_id=run_id, flow=flow_name):
+        write(settings, lambda conn: runs.run_started(conn, run_id, flow_name, parameters))
+        try:
+            yield counts
+        except BaseException as exc:
+            message = f"{type(exc).__name__}: {exc}"[:2000]
+            write(settings, lambda conn: runs.run_finished(conn, run_id, "FAILED", counts, message))
+            raise
+        write(settings, lambda conn: runs.run_finished(conn, run_id, "COMPLETED", counts))

@@ -19,7 +19,7 @@ from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek, week_range
 from services.llm_gate import llm_call, redactor_for
 from storage import reports
-from storage.db import connect, transaction
+from storage.db import connect, transactions
 
 Prepared = tuple[WeekInput, StoredReport | None]
 """A week's input and its stored report, read at planning so the task need not read them again."""
@@ -46,9 +46,10 @@ def _refresh(settings: Settings, week: WeekInput, stored: StoredReport, stale: b
     if stored.stats == week.stats and (stale is None or stale == stored.stale):
         return
     reasons = None if stored.status == "edited" else recheck(stored, week)
-    with transaction(settings) as conn:
-        reports.refresh(conn, week.project_id, week.week.number, stats=week.stats, stale=stale,
-                        review_reasons=reasons)
+    for attempt in transactions(settings, guard=reports.guard_keys([week.project_id])):
+        with attempt as conn:  # a lake commit conflict re-runs the unit
+            reports.refresh(conn, week.project_id, week.week.number, stats=week.stats, stale=stale,
+                            review_reasons=reasons)
 
 
 def run_week(settings: Settings, project_id: str, week: IsoWeek, run_id: str, *, force: bool = False,
@@ -75,8 +76,9 @@ def run_week(settings: Settings, project_id: str, week: IsoWeek, run_id: str, *,
                               context_tokens=settings.llm_context_tokens)
     except Exception:
         if stored is not None and stored.status == "generated" and stored.input_hash != week_input.input_hash:
-            with transaction(settings) as conn:
-                reports.mark_stale(conn, project_id, week.number)
+            for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
+                with attempt as conn:
+                    reports.mark_stale(conn, project_id, week.number)
         raise
     saved = reports.writer_for(settings).save(report, overwrite_edited=overwrite_edited, reason=decision.why,
                                               flow_run_id=run_id)
@@ -139,7 +141,8 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
                                      "cached" if decision.action == "cached" else "skipped-edited", kept.model,
                                      len(week_input.entries), needs_review=needs_review, why=decision.why))
     if refreshes:
-        with transaction(settings) as conn:
-            for number, stats, stale, reasons in refreshes:
-                reports.refresh(conn, project_id, number, stats=stats, stale=stale, review_reasons=reasons)
+        for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
+            with attempt as conn:
+                for number, stats, stale, reasons in refreshes:
+                    reports.refresh(conn, project_id, number, stats=stats, stale=stale, review_reasons=reasons)
     return plan

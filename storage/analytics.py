@@ -7,6 +7,9 @@ from typing import Any
 
 import duckdb
 
+from chronicle.settings import Settings
+from storage import lake
+
 
 def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     cols = [d[0] for d in cur.description]
@@ -28,7 +31,9 @@ def relations(conn: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     """(name, 'table' | 'view') of every user relation in the main schema."""
     rows = conn.execute(
         """SELECT table_name, CASE table_type WHEN 'VIEW' THEN 'view' ELSE 'table' END
-           FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"""
+           FROM information_schema.tables
+           WHERE table_schema = 'main' AND table_catalog = current_database() AND table_name <> 'chronicle_claims'
+           ORDER BY 1"""
     ).fetchall()
     return [(r[0], r[1]) for r in rows]
 
@@ -46,3 +51,13 @@ def export_parquet(conn: duckdb.DuckDBPyConnection, out_dir: Path) -> list[tuple
         n = conn.execute(f"SELECT count(*) FROM {quoted}").fetchall()[0][0]
         written.append((name, target, n))
     return written
+
+
+def shell_attach_sql(settings: Settings) -> str:
+    """SQL for an analyst's `duckdb` shell: attach the live lake, or open the embedded snapshot read-only."""
+    if settings.lake:
+        return lake.shell_sql(settings)
+    from storage.snapshot import snapshot_path
+
+    path = str(snapshot_path(settings)).replace("'", "''")
+    return f"ATTACH '{path}' AS chronicle (READ_ONLY); USE chronicle;"

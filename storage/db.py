@@ -1,34 +1,57 @@
-"""DuckDB connections: short, serialised write windows that survive a busy file.
+"""Database connections: the ONE place where the topology is chosen.
 
-DuckDB lets one process hold the file for writing, and even a read-only connection from another
-process conflicts with it. So every Chronicle connection is short-lived and taken under a
-cross-process file lock (`<db>.lock`), and a file held by someone who does not take that lock
-(an analyst's `duckdb` shell) is waited for with backoff and a log line instead of crashing.
+* **Embedded** (default, `CHRONICLE_CATALOG` unset): one DuckDB file. DuckDB lets one process hold the
+  file for writing, and even a read-only connection from another process conflicts with it. So every
+  connection is short-lived and taken under a cross-process file lock (`<db>.lock`), and a file held by
+  someone who does not take that lock (an analyst's `duckdb` shell) is waited for with backoff and a
+  log line instead of crashing. The file lock serialises every writer: write guards are free.
+* **Lake** (`CHRONICLE_CATALOG=ducklake:postgres:…`): a DuckLake catalog in PostgreSQL with Parquet
+  files under `CHRONICLE_DATA_PATH` (storage/lake.py). Any number of processes on any hosts write at
+  once; DuckLake commits optimistically and re-commits non-conflicting changes itself. Two things the
+  file lock gave for free are supplied here instead:
+  - **logical conflicts** (two transactions deleting from one table) abort a commit: `transactions()`
+    and `write()` re-run the whole unit of work on a fresh snapshot;
+  - **first inserts** are not conflicts at all (DuckLake has no unique keys), so a unit of work that
+    must create a row once names `guard` keys: they are claimed in PostgreSQL (storage/claims.py)
+    before the transaction starts, so its snapshot already sees what the previous holder committed.
+
+The same SQL runs on both (storage/*.py); the schema comes from the same migrations, adapted for the
+lake in storage/migrations. Each lake commit records the flow run that made it (`tag_commits`), so
+DuckLake's snapshots map runs to versions for time travel (docs/analysts.md).
 """
 
 from __future__ import annotations
 
+import contextvars
+import json
 import logging
 import random
 import re
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 from filelock import FileLock, Timeout
 
 from chronicle.settings import Settings
+from storage import lake
 from storage.migrations import apply_migrations, is_current
 
 log = logging.getLogger("chronicle.storage")
+
+T = TypeVar("T")
 
 _thread_lock = threading.RLock()
 # Files keep DuckDB 1.4's storage format, so analysts' `duckdb` CLI releases (1.4/1.5 on PyPI today)
 # can open them; the Python package writes a newer format by default that those CLIs refuse.
 _CONFIG = {"storage_compatibility_version": "v1.4.0"}
+_commit_tag: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("chronicle_commit_tag",
+                                                                                    default=None)
+CONFLICT_ATTEMPTS = 12
 
 
 class DatabaseBusyError(RuntimeError):
@@ -38,6 +61,11 @@ class DatabaseBusyError(RuntimeError):
 def _is_lock_conflict(exc: Exception) -> bool:
     text = str(exc).lower()
     return "lock" in text and ("conflicting" in text or "could not set" in text)
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """A lake commit that lost against a concurrent one (re-running the unit of work fixes it)."""
+    return isinstance(exc, duckdb.TransactionException) and "conflict" in str(exc).lower()
 
 
 def _holder(exc: Exception) -> str:
@@ -75,14 +103,7 @@ def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnec
 
 
 @contextmanager
-def connect(settings: Settings, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open the pipeline database for one short unit of work.
-
-    Writers and readers of this process tree are serialised by `<db>.lock`; keep the `with` block
-    short (no LLM calls inside) so concurrent flow runs interleave instead of queueing for minutes.
-    A database behind the shipped migrations is brought up to date first (a read-only request on such
-    a file, or on a missing one, opens it writable once for that).
-    """
+def _connect_file(settings: Settings, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
     path = settings.db_path
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(path) + ".lock", thread_local=False)
@@ -111,14 +132,205 @@ def connect(settings: Settings, *, read_only: bool = False) -> Iterator[duckdb.D
             lock.release()
 
 
+def _migrate_lake(settings: Settings, session: lake.LakeSession) -> None:
+    from storage import claims
+
+    with claims.hold(settings, ["chronicle:migrate"], ttl_s=120.0):
+        cur = session.cursor()
+        try:
+            for attempt in range(CONFLICT_ATTEMPTS):
+                try:
+                    apply_migrations(cur, lake=True)
+                    break
+                except duckdb.TransactionException as exc:
+                    if not is_conflict(exc) or attempt == CONFLICT_ATTEMPTS - 1:
+                        raise
+                    _backoff(attempt)
+        finally:
+            cur.close()
+    session.migrated = True
+
+
 @contextmanager
-def transaction(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A write connection inside BEGIN/COMMIT: all of the block lands, or none of it."""
-    with connect(settings) as conn:
+def _connect_lake(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
+    session = lake.session(settings)
+    if not session.migrated:
+        _migrate_lake(settings, session)
+    cur = session.cursor()
+    try:
+        yield cur
+    finally:
+        cur.close()
+
+
+@contextmanager
+def connect(settings: Settings, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the pipeline database for one short unit of work (autocommit unless you BEGIN).
+
+    Embedded: writers and readers of this machine are serialised by `<db>.lock`; keep the `with` block
+    short (no LLM calls inside) so concurrent flow runs interleave instead of queueing for minutes.
+    Lake: a cursor on the process's lake session; nothing is serialised, each statement reads the newest
+    snapshot. Writes that may conflict belong in `transactions()` / `write()`. A database behind the
+    shipped migrations is brought up to date first.
+    """
+    if settings.lake:
+        with _connect_lake(settings) as conn:
+            yield conn
+    else:
+        with _connect_file(settings, read_only) as conn:
+            yield conn
+
+
+@contextmanager
+def tag_commits(**info: str | None) -> Iterator[None]:
+    """Record `info` (e.g. flow_run_id, flow) with every lake commit made inside the block."""
+    token = _commit_tag.set({k: str(v) for k, v in info.items() if v is not None})
+    try:
+        yield
+    finally:
+        _commit_tag.reset(token)
+
+
+def _tag(conn: duckdb.DuckDBPyConnection) -> None:
+    info = _commit_tag.get()
+    if not info:
+        return
+    conn.execute(f"CALL {lake.LAKE}.set_commit_message('chronicle', ?, extra_info => ?)",
+                 [info.get("flow", "chronicle"), json.dumps(info, sort_keys=True)])
+
+
+def _guarded(settings: Settings, guard: Iterable[str]) -> AbstractContextManager[object]:
+    keys = sorted(set(guard))
+    if not keys or not settings.lake:
+        return nullcontext()  # the embedded file lock already serialises every writer
+    from storage import claims
+
+    return claims.hold(settings, keys)
+
+
+@contextmanager
+def transaction(settings: Settings, *, guard: Iterable[str] = ()) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A write connection inside BEGIN/COMMIT: all of the block lands, or none of it.
+
+    One attempt: in the lake a commit that loses against a concurrent one raises (see `is_conflict`);
+    use `transactions()` or `write()` where that can happen.
+    """
+    with _guarded(settings, guard), connect(settings) as conn:
         conn.execute("BEGIN TRANSACTION")
         try:
+            if settings.lake:
+                _tag(conn)
             yield conn
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(min(2.0, 0.02 * 2**attempt) * (0.5 + random.random()))
+
+
+class _Attempt:
+    """One try of a unit of work; a lake commit conflict is swallowed so that the loop tries again."""
+
+    def __init__(self, settings: Settings, guard: Iterable[str], last: bool) -> None:
+        self._cm = transaction(settings, guard=guard)
+        self._last = last
+        self.done = False
+
+    def __enter__(self) -> duckdb.DuckDBPyConnection:
+        return self._cm.__enter__()
+
+    def __exit__(self, exc_type, exc, tb) -> bool:  # type: ignore[no-untyped-def]
+        try:
+            self._cm.__exit__(exc_type, exc, tb)
+        except duckdb.TransactionException as commit_exc:
+            if self._last or not is_conflict(commit_exc):
+                raise
+            log.info("lake commit conflict, retrying the unit of work: %s", str(commit_exc).splitlines()[-1])
+            return True
+        if exc is not None:
+            if is_conflict(exc) and not self._last:
+                log.info("lake commit conflict, retrying the unit of work: %s", str(exc).splitlines()[-1])
+                return True
+            return False
+        self.done = True
+        return False
+
+
+def transactions(settings: Settings, *, guard: Iterable[str] = (),
+                 attempts: int = CONFLICT_ATTEMPTS) -> Iterator[_Attempt]:
+    """Attempts of one unit of work, until one commits::
+
+        for attempt in transactions(settings, guard=[f"ingest:{path}"]):
+            with attempt as conn:
+                ...            # re-run from the start after a lake commit conflict
+
+    Embedded: exactly one attempt (the file lock rules conflicts out). Variables assigned in the body
+    keep the values of the attempt that committed.
+    """
+    guard = tuple(guard)
+    n = attempts if settings.lake else 1
+    for i in range(n):
+        attempt = _Attempt(settings, guard, last=i == n - 1)
+        yield attempt
+        if attempt.done:
+            return
+        _backoff(i)
+
+
+def write(settings: Settings, fn: Callable[[duckdb.DuckDBPyConnection], T], *,
+          guard: Iterable[str] = ()) -> T:
+    """Run `fn(conn)` in one transaction, re-run on a lake commit conflict; returns what it returned."""
+    result: T
+    for attempt in transactions(settings, guard=guard):
+        with attempt as conn:
+            result = fn(conn)
+    return result
+
+
+class Coordinator:
+    """SQL on the database that holds claims: the DuckDB file (embedded) or the catalog's PostgreSQL (lake).
+
+    The statements are the same text on both (portable SQL: INSERT … ON CONFLICT, now(), INTERVAL);
+    values are inlined as quoted literals because `postgres_execute` takes one string.
+    """
+
+    def __init__(self, conn: duckdb.DuckDBPyConnection, remote: bool) -> None:
+        self._conn = conn
+        self.remote = remote
+
+    def execute(self, sql: str) -> None:
+        if not self.remote:
+            self._conn.execute(sql)
+            return
+        # The postgres extension runs each call in a REPEATABLE READ transaction, where two contenders
+        # upserting one key get "could not serialize access"; the statement is re-evaluated on retry.
+        for attempt in range(CONFLICT_ATTEMPTS):
+            try:
+                self._conn.execute(f"CALL postgres_execute('{lake.COORD}', ?)", [sql])
+                return
+            except duckdb.Error as exc:
+                if "could not serialize" not in str(exc) or attempt == CONFLICT_ATTEMPTS - 1:
+                    raise
+                _backoff(attempt)
+
+    def query(self, sql: str) -> list[tuple]:
+        if self.remote:
+            return self._conn.execute(f"SELECT * FROM postgres_query('{lake.COORD}', ?)", [sql]).fetchall()
+        return self._conn.execute(sql).fetchall()
+
+
+@contextmanager
+def coordination(settings: Settings) -> Iterator[Coordinator]:
+    """A `Coordinator` for one short step (embedded: under the file lock, like any write window)."""
+    if settings.lake:
+        cur = lake.session(settings).db.cursor()
+        try:
+            yield Coordinator(cur, remote=True)
+        finally:
+            cur.close()
+    else:
+        with connect(settings) as conn:
+            yield Coordinator(conn, remote=False)

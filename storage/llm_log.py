@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from chronicle.llm.records import LLMCallRecord
 from chronicle.settings import Settings
-from storage.db import connect
+from storage.db import write
 
 _COLUMNS = ("call_id", "started_at", "model", "endpoint", "purpose", "project_id", "week_number", "prompt_hash",
             "prompt", "response", "tokens_in", "tokens_out", "latency_ms", "status", "error", "http_status",
@@ -28,8 +28,10 @@ class DuckDBCallLogger:
         row["started_at"] = row["started_at"].replace(tzinfo=None) if row["started_at"].tzinfo else row["started_at"]
         row["flow_run_id"] = self.flow_run_id
         placeholders = ", ".join("?" for _ in _COLUMNS)
-        with connect(self.settings) as conn:
-            conn.execute(
-                f"INSERT OR IGNORE INTO llm_calls ({', '.join(_COLUMNS)}) VALUES ({placeholders})",
-                [row[c] for c in _COLUMNS],
-            )
+        # "Insert unless (call_id, attempt) is stored": the portable form of INSERT OR IGNORE (the lake has
+        # no keys). Call ids are fresh uuids, so two processes never race for one.
+        write(self.settings, lambda conn: conn.execute(
+            f"INSERT INTO llm_calls ({', '.join(_COLUMNS)}) SELECT {placeholders} "
+            "WHERE NOT EXISTS (SELECT 1 FROM llm_calls WHERE call_id = ? AND attempt = ?)",
+            [*(row[c] for c in _COLUMNS), row["call_id"], row["attempt"]],
+        ))

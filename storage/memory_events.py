@@ -61,9 +61,12 @@ def distilled_hashes(conn: duckdb.DuckDBPyConnection, hashes: Iterable[str], pro
 
 
 def record_chunks(conn: duckdb.DuckDBPyConnection, records: list[ChunkRecord]) -> None:
+    """Mark chunks done (a row per input hash, prompt version and model, replaced when redone)."""
     for r in records:
+        conn.execute("DELETE FROM distill_chunks WHERE input_hash = ? AND prompt_version = ? AND model = ?",
+                     [r.input_hash, r.prompt_version, r.model])
         conn.execute(
-            """INSERT OR REPLACE INTO distill_chunks (input_hash, prompt_version, model, chunk_key, note_date, source,
+            """INSERT INTO distill_chunks (input_hash, prompt_version, model, chunk_key, note_date, source,
                entries, memories, rejected, repaired, memory_ids, flow_run_id, distilled_at)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             [r.input_hash, r.prompt_version, r.model, r.chunk_key, r.note_date, r.source, r.entries, r.memories,

@@ -1,8 +1,9 @@
 """The vector memory: a LanceDB table `memories` with dedup-on-write upserts and hybrid search.
 
-Writes are serialised across processes by `<lance folder>/memories.lock` (local folders; object stores rely
-on Lance's optimistic commits) and each `upsert` lands as ONE `merge_insert` commit, so a killed run never
-leaves half a batch visible. Embedding happens before the lock is taken, as with DuckDB's write windows.
+Writes are serialised across processes by `<lance folder>/memories.lock` (local folders) or a claim in the
+catalog database (object stores, any host; see storage/lance.py) and each `upsert` lands as ONE
+`merge_insert` commit, so a killed run never leaves half a batch visible. Embedding happens before the
+lock is taken, as with DuckDB's write windows.
 
 Typical use (the distillation flow)::
 
@@ -22,15 +23,12 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import UTC, datetime
 from typing import Any, Literal
 
-import lancedb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from filelock import FileLock
 from lancedb.index import FTS, Bitmap, BTree, IvfSq, LabelList
 from lancedb.query import MatchQuery
 
@@ -38,6 +36,7 @@ from chronicle.memory.embedder import Embedder, get_embedder
 from chronicle.memory.model import Memory
 from chronicle.memory.search import Candidate, fts_text, fuse, tokenize
 from chronicle.settings import Settings
+from storage.lance import WriteLock, open_lance
 from storage.memory_schema import (
     META_DIM,
     META_MODEL,
@@ -101,17 +100,10 @@ class MemoryStore:
     ) -> None:
         self.settings = settings
         self.embedder = embedder if embedder is not None else get_embedder(settings)
-        self.uri = settings.lance_uri
-        local = "://" not in self.uri or self.uri.startswith("file://")
-        if local:
-            Path(self.uri.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
-        # Consistency interval 0: every read checks for commits of other processes (a cheap manifest stat).
-        self._db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
-        self._lock = (
-            FileLock(str(Path(self.uri.removeprefix("file://")) / f"{TABLE}.lock"), thread_local=False)
-            if local
-            else None
-        )
+        # Folder or object store, and the lock writers take: storage/lance.py (both topologies).
+        handle = open_lance(settings, TABLE)
+        self.uri, self._db = handle.uri, handle.db
+        self._lock: WriteLock | None = handle.lock
         self._thread_lock = threading.RLock()
         self._ann_cache: tuple[int, bool] | None = None
         self._table: Any = self._open()

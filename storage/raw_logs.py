@@ -33,6 +33,10 @@ CASE WHEN strlen(raw) > $max_bytes THEN 'line_too_long'
 END"""
 
 
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
 def _lit(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
@@ -162,32 +166,36 @@ def stage_lines(
 def commit_staged(conn: duckdb.DuckDBPyConnection, *, source: str, source_file: str) -> dict[str, int]:
     """Move `staged` into raw_logs / rejects; returns rejects by reason.
 
-    No primary-key index on raw_logs (it made inserts several times slower); ids already stored
-    for this file are skipped by an anti-join, which is what keeps re-reads idempotent.
+    No unique index on raw_logs (it made inserts several times slower, and the lake has none): ids
+    already stored for this file are skipped by an anti-join, which is what keeps re-reads idempotent.
     """
+    now = _now()
     conn.execute(
         """
         INSERT INTO raw_logs (entry_id, project_id, source, source_file, line_no, byte_offset, ts,
-            local_date, iso_year, iso_week, week_number, actor, type, content, metadata)
+            local_date, iso_year, iso_week, week_number, actor, type, content, metadata, ingested_at)
         SELECT entry_id, project_id, $source, $file, line_no, byte_offset, ts,
             CAST(local_ts AS DATE), isoyear(local_ts), week(local_ts), isoyear(local_ts) * 100 + week(local_ts),
-            actor, type, content, metadata
+            actor, type, content, metadata, $now
         FROM staged
         WHERE reason IS NULL
           AND entry_id NOT IN (SELECT entry_id FROM raw_logs WHERE source_file = $file)
         """,
-        {"file": source_file, "source": source},
+        {"file": source_file, "source": source, "now": now},
     )
     conn.execute(
         """
-        INSERT OR IGNORE INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw)
-        SELECT substr(md5($file || chr(31) || line_no::VARCHAR || chr(31) || reason), 1, 24),
-               $file, line_no, byte_offset, reason,
-               CASE reason WHEN 'invalid_timestamp' THEN 'cannot parse ts for project ' || coalesce(project_id, '')
-               END, raw
-        FROM staged WHERE reason IS NOT NULL
+        INSERT INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw, rejected_at)
+        SELECT reject_id, $file, line_no, byte_offset, reason, detail, raw, $now
+        FROM (SELECT substr(md5($file || chr(31) || line_no::VARCHAR || chr(31) || reason), 1, 24) AS reject_id,
+                     line_no, byte_offset, reason, raw,
+                     CASE reason WHEN 'invalid_timestamp'
+                          THEN 'cannot parse ts for project ' || coalesce(project_id, '') END AS detail
+              FROM staged WHERE reason IS NOT NULL)
+        WHERE reject_id NOT IN (SELECT reject_id FROM rejects WHERE source_file = $file)
+        QUALIFY row_number() OVER (PARTITION BY reject_id ORDER BY line_no) = 1
         """,
-        {"file": source_file},
+        {"file": source_file, "now": now},
     )
     return dict(conn.execute("SELECT reason, count(*) FROM staged WHERE reason IS NOT NULL GROUP BY 1").fetchall())
 
@@ -197,18 +205,20 @@ def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry]) ->
     if not entries:
         return 0
     rows = [asdict(e) for e in entries]
+    now = _now()
     for row in rows:
         row["week_number"] = row["iso_year"] * 100 + row["iso_week"]
         row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False)
+        row["ingested_at"] = now
     table = pa.Table.from_pylist(rows)
     before = conn.execute("SELECT count(*) FROM raw_logs").fetchall()[0][0]
     conn.register("new_entries", table)
     try:
         conn.execute(
             """INSERT INTO raw_logs (entry_id, project_id, source, source_file, line_no, byte_offset, ts,
-                 local_date, iso_year, iso_week, week_number, actor, type, content, metadata)
+                 local_date, iso_year, iso_week, week_number, actor, type, content, metadata, ingested_at)
                SELECT entry_id, project_id, source, source_file, line_no, byte_offset, ts, local_date, iso_year,
-                 iso_week, week_number, actor, type, content, metadata::JSON FROM new_entries
+                 iso_week, week_number, actor, type, content, metadata::JSON, ingested_at FROM new_entries
                WHERE entry_id NOT IN (SELECT entry_id FROM raw_logs
                                       WHERE source_file IN (SELECT DISTINCT source_file FROM new_entries))"""
         )
@@ -247,13 +257,30 @@ def clear_rejects(conn: duckdb.DuckDBPyConnection, source_file: str) -> None:
 
 
 def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -> None:
+    """Store refused input; a reject already stored (same file, position and reason) is left alone."""
     if not rejects:
         return
-    conn.executemany(
-        "INSERT OR IGNORE INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [[r.reject_id, r.source_file, r.line_no, r.byte_offset, r.reason, r.detail, r.raw] for r in rejects],
-    )
+    table = pa.table({
+        "reject_id": pa.array([r.reject_id for r in rejects], pa.string()),
+        "source_file": pa.array([r.source_file for r in rejects], pa.string()),
+        "line_no": pa.array([r.line_no for r in rejects], pa.int32()),
+        "byte_offset": pa.array([r.byte_offset for r in rejects], pa.int64()),
+        "reason": pa.array([r.reason for r in rejects], pa.string()),
+        "detail": pa.array([r.detail for r in rejects], pa.string()),
+        "raw": pa.array([r.raw for r in rejects], pa.string()),
+    })
+    conn.register("new_rejects", table)
+    try:
+        conn.execute(
+            """INSERT INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw, rejected_at)
+               SELECT reject_id, source_file, line_no, byte_offset, reason, detail, raw, ? FROM new_rejects
+               WHERE reject_id NOT IN (SELECT reject_id FROM rejects
+                                       WHERE source_file IN (SELECT DISTINCT source_file FROM new_rejects))
+               QUALIFY row_number() OVER (PARTITION BY reject_id) = 1""",
+            [_now()],
+        )
+    finally:
+        _unregister(conn, "new_rejects")
 
 
 def file_state(conn: duckdb.DuckDBPyConnection, path: str) -> dict[str, Any] | None:
@@ -265,13 +292,20 @@ def file_state(conn: duckdb.DuckDBPyConnection, path: str) -> dict[str, Any] | N
 
 
 def save_file_state(conn: duckdb.DuckDBPyConnection, state: dict[str, Any]) -> None:
+    """Replace a file's row (delete + insert: the caller's transaction makes it one change)."""
+    conn.execute("DELETE FROM ingest_files WHERE path = ?", [state["path"]])
     conn.execute(
-        """INSERT OR REPLACE INTO ingest_files (path, project_id, format, size, mtime_ns, parsed_bytes,
+        """INSERT INTO ingest_files (path, project_id, format, size, mtime_ns, parsed_bytes,
              parsed_lines, prefix_sha256, entries, rejects, ingested_at)
            VALUES ($path, $project_id, $format, $size, $mtime_ns, $parsed_bytes, $parsed_lines,
-             $prefix_sha256, $entries, $rejects, current_timestamp)""",
-        state,
+             $prefix_sha256, $entries, $rejects, $now)""",
+        {**state, "now": _now()},
     )
+
+
+def ingest_guard(path: str) -> list[str]:
+    """Claim keys of one file's write window: two workers never write the same file at once (lake)."""
+    return [f"ingest:{path}"]
 
 
 def count_file(conn: duckdb.DuckDBPyConnection, path: str) -> tuple[int, int]:

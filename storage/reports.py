@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
 from chronicle.weekly.model import StoredReport, WeekReport
-from storage.db import transaction
+from storage.db import transactions
 
 
 def _now() -> datetime:
@@ -141,11 +142,16 @@ def _keyed(conn: duckdb.DuckDBPyConnection, sql: str, keys: list[tuple[str, int]
     return conn.execute(sql.format(keys=f"(VALUES {values}) k(p, w)"), [x for key in keys for x in key]).fetchall()
 
 
-def _insert(conn: duckdb.DuckDBPyConnection, table: str, cols: tuple[str, ...], rows: list[tuple],
-            conflict: str = "") -> None:
+def _insert(conn: duckdb.DuckDBPyConnection, table: str, cols: tuple[str, ...], rows: list[tuple]) -> None:
     one = "(" + ", ".join("?" for _ in cols) + ")"
-    conn.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES {', '.join(one for _ in rows)} {conflict}",
+    conn.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES {', '.join(one for _ in rows)}",
                  [x for row in rows for x in row])
+
+
+def guard_keys(project_ids: Iterable[str]) -> list[str]:
+    """Claim keys for writing reports of these projects: versions and the one-row-per-week rule need
+    writers of one project to take turns in the lake (the embedded file lock already does that)."""
+    return [f"reports:{p}" for p in sorted(set(project_ids))]
 
 
 def save_reports(conn: duckdb.DuckDBPyConnection, items: list[Item]) -> list[str]:
@@ -156,9 +162,10 @@ def save_reports(conn: duckdb.DuckDBPyConnection, items: list[Item]) -> list[str
     whole batch: a row-by-row upsert costs ~4 ms, the batch about that in all.
     """
     keys = list(dict.fromkeys((r.project_id, r.week.number) for r, *_ in items))
-    current = {(p, w): (i, st, h) for p, w, i, st, h in _keyed(
-        conn, "SELECT r.project_id, r.week_number, r.id, r.status, r.input_hash FROM weekly_reports r "
-              "JOIN {keys} ON r.project_id = k.p AND r.week_number = k.w", keys)}
+    stored = _keyed(conn, "SELECT r.project_id, r.week_number, r.id, r.status, r.input_hash, r.created_at "
+                          "FROM weekly_reports r JOIN {keys} ON r.project_id = k.p AND r.week_number = k.w", keys)
+    current = {(p, w): (i, st, h) for p, w, i, st, h, _c in stored}
+    created = {(p, w): c for p, w, _i, _s, _h, c in stored}  # a replaced row keeps its creation time
     versions = {(p, w): v for p, w, v in _keyed(
         conn, "SELECT v.project_id, v.week_number, max(v.version) FROM weekly_report_versions v "
               "JOIN {keys} ON v.project_id = k.p AND v.week_number = k.w GROUP BY ALL", keys)}
@@ -182,16 +189,20 @@ def save_reports(conn: duckdb.DuckDBPyConnection, items: list[Item]) -> list[str
         reports[key] = (report_id, *key, w.year, w.week, w.start_date, w.end_date, report.summary, shared[0],
                         _js(report.llm_stats), shared[1], report.model, report.prompt_version, report.input_hash,
                         report.entry_count, "generated", False, report.needs_review, reasons, version, flow_run_id,
-                        now, now)
+                        created.get(key, now), now)
         history.append((report_id, *key, version, "generated", report.summary, *shared, report.needs_review,
                         reasons, report.model, report.prompt_version, report.input_hash, f"engine:{report.model}",
                         reason, flow_run_id, now))
         outcomes.append("empty" if report.engine == "empty" else "generated")
     if reports:
-        updates = ", ".join(f"{c} = excluded.{c}" for c in _REPORT_COLS
-                            if c not in ("id", "project_id", "week_number", "created_at"))
-        _insert(conn, "weekly_reports", _REPORT_COLS, list(reports.values()),
-                f"ON CONFLICT (project_id, week_number) DO UPDATE SET {updates}")
+        # Replace the weeks' rows: delete + insert in the caller's transaction is one change on both
+        # backends (the lake has no unique key to upsert on; `guard_keys` keeps two writers apart).
+        replaced = list(reports)
+        values = ", ".join("(?, ?)" for _ in replaced)
+        conn.execute(f"DELETE FROM weekly_reports WHERE EXISTS (SELECT 1 FROM (VALUES {values}) k(p, w) "
+                     "WHERE k.p = weekly_reports.project_id AND k.w = weekly_reports.week_number)",
+                     [x for key in replaced for x in key])
+        _insert(conn, "weekly_reports", _REPORT_COLS, list(reports.values()))
         _insert(conn, "weekly_report_versions", _VERSION_COLS, history)
     return outcomes
 
@@ -296,8 +307,10 @@ class ReportWriter:
         return ticket.outcome
 
     def _write(self, tickets: list[_Ticket]) -> None:
-        with transaction(self.settings) as conn:
-            outcomes = save_reports(conn, [t.args for t in tickets])
+        guard = guard_keys(t.args[0].project_id for t in tickets)
+        for attempt in transactions(self.settings, guard=guard):
+            with attempt as conn:
+                outcomes = save_reports(conn, [t.args for t in tickets])
         for t, outcome in zip(tickets, outcomes, strict=True):
             t.outcome, t.done = outcome, True
 

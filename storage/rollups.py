@@ -35,16 +35,24 @@ def load(conn: duckdb.DuckDBPyConnection, project_id: str) -> dict[tuple[str, st
 
 
 def save(conn: duckdb.DuckDBPyConnection, rollups: list[Rollup]) -> None:
-    """Insert or replace rollups (one row per project, level and period)."""
+    """Insert or replace rollups (one row per project, level and period).
+
+    MERGE is one statement, so the replacement is atomic even on an autocommit connection.
+    """
     now = datetime.now(UTC).replace(tzinfo=None)
     for r in rollups:
         conn.execute(
-            """INSERT INTO chronicle_rollups (project_id, level, period, first_week, last_week, covered_weeks,
-                   covered_hash, summary, model, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-               ON CONFLICT (project_id, level, period) DO UPDATE SET first_week = excluded.first_week,
-                   last_week = excluded.last_week, covered_weeks = excluded.covered_weeks,
-                   covered_hash = excluded.covered_hash, summary = excluded.summary, model = excluded.model,
-                   created_at = excluded.created_at""",
+            """MERGE INTO chronicle_rollups t
+               USING (SELECT ? AS project_id, ? AS level, ? AS period, ? AS first_week, ? AS last_week,
+                             ? AS covered_weeks, ? AS covered_hash, ? AS summary, ? AS model, ? AS created_at) s
+               ON t.project_id = s.project_id AND t.level = s.level AND t.period = s.period
+               WHEN MATCHED THEN UPDATE SET first_week = s.first_week, last_week = s.last_week,
+                   covered_weeks = s.covered_weeks, covered_hash = s.covered_hash, summary = s.summary,
+                   model = s.model, created_at = s.created_at
+               WHEN NOT MATCHED THEN INSERT (project_id, level, period, first_week, last_week, covered_weeks,
+                   covered_hash, summary, model, created_at)
+                   VALUES (s.project_id, s.level, s.period, s.first_week, s.last_week, s.covered_weeks,
+                           s.covered_hash, s.summary, s.model, s.created_at)""",
             [r.project_id, r.level, r.period, r.first_week, r.last_week, json.dumps(list(r.covered_weeks)),
              r.covered_hash, r.summary, r.model, now],
         )

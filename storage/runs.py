@@ -14,9 +14,15 @@ def _now() -> datetime:
 
 
 def run_started(conn: duckdb.DuckDBPyConnection, flow_run_id: str, flow_name: str, parameters: dict[str, Any]) -> None:
+    """(Re)start a run's row; a retried flow run starts over. MERGE: one atomic statement on both backends."""
     conn.execute(
-        """INSERT OR REPLACE INTO pipeline_runs (flow_run_id, flow_name, parameters, started_at, state)
-           VALUES (?, ?, ?, ?, 'RUNNING')""",
+        """MERGE INTO pipeline_runs t
+           USING (SELECT ? AS flow_run_id, ? AS flow_name, ? AS parameters, ? AS started_at) s
+           ON t.flow_run_id = s.flow_run_id
+           WHEN MATCHED THEN UPDATE SET flow_name = s.flow_name, parameters = s.parameters,
+               started_at = s.started_at, ended_at = NULL, state = 'RUNNING', counts = NULL, message = NULL
+           WHEN NOT MATCHED THEN INSERT (flow_run_id, flow_name, parameters, started_at, state)
+               VALUES (s.flow_run_id, s.flow_name, s.parameters, s.started_at, 'RUNNING')""",
         [flow_run_id, flow_name, json.dumps(parameters, default=str, ensure_ascii=False), _now()],
     )
 

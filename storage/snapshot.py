@@ -12,6 +12,10 @@ connection (so neither a Chronicle process nor a foreign one can write meanwhile
 CHECKPOINT has moved the write-ahead log into the main file; the copy goes to a temporary file next to
 the snapshot and is swapped in with `os.replace`. A session that has the old snapshot open keeps
 reading the old file (POSIX keeps the unlinked inode alive); its next connection sees the new one.
+
+Only the embedded file needs this. In the lake topology analysts attach the live lake itself
+(`chronicle sql --print-attach`): DuckLake readers never block writers and read committed snapshots,
+so `publish_snapshot` does nothing there and returns None.
 """
 
 from __future__ import annotations
@@ -55,12 +59,14 @@ def _check_copy(path: Path) -> int:
         return conn.execute("SELECT count(*) FROM duckdb_tables()").fetchall()[0][0]
 
 
-def publish_snapshot(settings: Settings) -> SnapshotInfo:
+def publish_snapshot(settings: Settings) -> SnapshotInfo | None:
     """Copy the pipeline database to the snapshot path atomically; returns what was published.
 
     Holds the database for one CHECKPOINT plus a file copy (a fraction of a second for a few hundred MB),
-    the same short write window as any other Chronicle writer.
+    the same short write window as any other Chronicle writer. None in the lake topology (no copy needed).
     """
+    if settings.lake:
+        return None
     target = snapshot_path(settings)
     target.parent.mkdir(parents=True, exist_ok=True)
     # Unique per process and thread: two publishers never share a temporary file.

@@ -1,0 +1,216 @@
+"""Claims (leases): one owner at a time for a key, across processes and hosts, on both topologies.
+
+    won = claim(settings, "week:XH201:202605", owner, ttl_s=60)    # -> True for exactly one contender
+    release(settings, "week:XH201:202605", owner)
+    with hold(settings, ["ingest:/data/a.jsonl"]): ...              # wait for it, keep it alive, release
+    result, ran = run_once(settings, key, work=..., reuse=...)      # losers wait, then reuse the result
+
+Where the claim lives:
+
+* **Embedded**: table `chronicle_claims` (PRIMARY KEY on `key`) in the DuckDB file, written under the
+  file lock. Every process that can write the file is on this machine and takes that lock, so the
+  key's uniqueness decides the winner.
+* **Lake**: the same table in the catalog's **PostgreSQL** database, reached through DuckDB's postgres
+  extension (`postgres_execute` / `postgres_query` on the attached catalog database). Evaluated and
+  rejected: DuckLake rows where the earliest committed wins (by `rowid` / `snapshot_id`). DuckLake has
+  no unique keys and commits inserts into one table without a conflict, so a contender would have to
+  commit, then read back who came first, and every loser would leave a row to clean up; a claim would
+  cost a Parquet file or an inlined row plus a snapshot per try, and expiry would be a DELETE that
+  conflicts with every other DELETE on the table. PostgreSQL's `INSERT … ON CONFLICT (key) DO UPDATE
+  … WHERE <expired or mine>` decides atomically in one statement, ~1–2 ms, with no snapshot at all.
+
+The statement is the same text on both backends (storage/db.py `coordination` picks where it runs),
+and time is the database's own `now()`, so hosts with skewed clocks agree on expiry. A claim expires
+after `ttl_s`; `hold` and `run_once` renew it from a heartbeat thread every `ttl_s / 3`, so a holder
+that is alive keeps it however long it works, and one killed with -9 frees the key `ttl_s` later.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from chronicle.settings import Settings
+from storage.db import Coordinator, coordination
+
+log = logging.getLogger("chronicle.storage.claims")
+
+T = TypeVar("T")
+TABLE = "chronicle_claims"
+DEFAULT_TTL_S = 10.0
+_DDL = (f"CREATE TABLE IF NOT EXISTS {TABLE} (key VARCHAR PRIMARY KEY, owner VARCHAR NOT NULL, "
+        "claimed_at TIMESTAMPTZ NOT NULL, expires_at TIMESTAMPTZ NOT NULL)")
+_ready: set[tuple[str, str]] = set()
+_ready_lock = threading.Lock()
+
+
+class ClaimTimeout(TimeoutError):
+    """A key stayed claimed by someone else for longer than the caller was willing to wait."""
+
+
+def _lit(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("NUL byte in a claim key or owner")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _ms(ttl_s: float) -> str:
+    return f"INTERVAL '{max(1, int(ttl_s * 1000))} milliseconds'"
+
+
+def new_owner() -> str:
+    """A unique owner id naming host, process and thread (shown in `chronicle_claims` while held)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:8]}"
+
+
+@contextmanager
+def _coord(settings: Settings) -> Iterator[Coordinator]:
+    with coordination(settings) as coord:
+        if not coord.remote:
+            coord.execute(_DDL)  # local and cheap; the file may have been replaced since
+        else:
+            where = (settings.catalog or "", str(os.getpid()))
+            with _ready_lock:
+                if where not in _ready:
+                    coord.execute(_DDL)
+                    _ready.add(where)
+        yield coord
+
+
+def claim(settings: Settings, key: str, owner: str, ttl_s: float = DEFAULT_TTL_S) -> bool:
+    """Take `key` for `owner` unless someone else holds an unexpired claim; True if `owner` holds it now.
+
+    Claiming a key you already hold renews it.
+    """
+    with _coord(settings) as coord:
+        coord.execute(
+            f"INSERT INTO {TABLE} AS c (key, owner, claimed_at, expires_at) "
+            f"VALUES ({_lit(key)}, {_lit(owner)}, now(), now() + {_ms(ttl_s)}) "
+            "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, claimed_at = excluded.claimed_at, "
+            "expires_at = excluded.expires_at WHERE c.expires_at < now() OR c.owner = excluded.owner"
+        )
+        rows = coord.query(f"SELECT owner FROM {TABLE} WHERE key = {_lit(key)}")
+    return bool(rows) and rows[0][0] == owner
+
+
+def renew(settings: Settings, key: str, owner: str, ttl_s: float = DEFAULT_TTL_S) -> bool:
+    """Extend `owner`'s claim; False if it was lost (expired and taken by another owner)."""
+    return claim(settings, key, owner, ttl_s)
+
+
+def release(settings: Settings, key: str, owner: str) -> None:
+    """Give `key` up (only if `owner` still holds it)."""
+    with _coord(settings) as coord:
+        coord.execute(f"DELETE FROM {TABLE} WHERE key = {_lit(key)} AND owner = {_lit(owner)}")
+
+
+def holder(settings: Settings, key: str) -> str | None:
+    """Who holds an unexpired claim on `key`, or None."""
+    with _coord(settings) as coord:
+        rows = coord.query(f"SELECT owner FROM {TABLE} WHERE key = {_lit(key)} AND expires_at >= now()")
+    return rows[0][0] if rows else None
+
+
+def wait_free(settings: Settings, key: str, timeout_s: float) -> None:
+    """Wait until nobody holds `key` (released or expired); ClaimTimeout after `timeout_s`."""
+    deadline, pause = time.monotonic() + timeout_s, 0.01
+    while holder(settings, key) is not None:
+        if time.monotonic() > deadline:
+            raise ClaimTimeout(f"{key!r} is still claimed by {holder(settings, key)} after {timeout_s:.0f}s")
+        time.sleep(pause)
+        pause = min(0.5, pause * 1.5)
+
+
+class _Heartbeat:
+    """Renews claims every ttl/3 until stopped, so a long holder keeps them and a dead one loses them."""
+
+    def __init__(self, settings: Settings, keys: list[str], owner: str, ttl_s: float) -> None:
+        self._args = (settings, keys, owner, ttl_s)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chronicle-claims-heartbeat", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        settings, keys, owner, ttl_s = self._args
+        while not self._stop.wait(ttl_s / 3):
+            for key in keys:
+                try:
+                    if not renew(settings, key, owner, ttl_s):
+                        log.warning("claim %r of %s was lost (expired and taken over)", key, owner)
+                except Exception as exc:  # a blip must not kill the holder; the next beat tries again
+                    log.warning("could not renew claim %r: %s", key, exc)
+
+
+def acquire(settings: Settings, key: str, owner: str, *, ttl_s: float = DEFAULT_TTL_S,
+            timeout_s: float = 600.0) -> None:
+    """Claim `key`, waiting while someone else holds it; ClaimTimeout after `timeout_s`."""
+    deadline, pause = time.monotonic() + timeout_s, 0.005
+    while not claim(settings, key, owner, ttl_s):
+        if time.monotonic() > deadline:
+            raise ClaimTimeout(f"{key!r} is still claimed by {holder(settings, key)} after {timeout_s:.0f}s")
+        time.sleep(pause)
+        pause = min(0.25, pause * 1.5)
+
+
+@contextmanager
+def hold(settings: Settings, keys: Iterable[str], *, owner: str | None = None, ttl_s: float = DEFAULT_TTL_S,
+         timeout_s: float | None = None) -> Iterator[str]:
+    """Hold every key for the block (taken in sorted order, so two holders never deadlock); yields the owner."""
+    owner = owner or new_owner()
+    wanted = sorted(set(keys))
+    held: list[str] = []
+    try:
+        for key in wanted:
+            acquire(settings, key, owner, ttl_s=ttl_s,
+                    timeout_s=settings.db_lock_timeout_s if timeout_s is None else timeout_s)
+            held.append(key)
+        with _Heartbeat(settings, held, owner, ttl_s):
+            yield owner
+    finally:
+        for key in reversed(held):
+            try:
+                release(settings, key, owner)
+            except Exception as exc:  # it expires by itself; never mask the block's own error
+                log.warning("could not release claim %r: %s", key, exc)
+
+
+def run_once(settings: Settings, key: str, *, work: Callable[[], T], reuse: Callable[[], T | None],
+             owner: str | None = None, ttl_s: float = DEFAULT_TTL_S,
+             timeout_s: float | None = None) -> tuple[T, bool]:
+    """Do `work()` for `key` in exactly one contender at a time; the others wait and take `reuse()`.
+
+    `reuse()` reads the stored result (None while there is none). Returns `(result, ran_work)`. A winner
+    that dies leaves its claim to expire after `ttl_s`; a waiter then finds no result and does the work.
+    """
+    owner = owner or new_owner()
+    timeout_s = settings.db_lock_timeout_s if timeout_s is None else timeout_s
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = reuse()
+        if found is not None:
+            return found, False
+        if claim(settings, key, owner, ttl_s):
+            try:
+                # Re-check under the claim: the previous holder may have stored it just before releasing.
+                found = reuse()
+                if found is not None:
+                    return found, False
+                with _Heartbeat(settings, [key], owner, ttl_s):
+                    return work(), True
+            finally:
+                release(settings, key, owner)
+        wait_free(settings, key, max(0.0, deadline - time.monotonic()))

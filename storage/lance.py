@@ -1,0 +1,71 @@
+"""Where the LanceDB `memories` table lives and how its writers take turns, on both topologies.
+
+* A local folder (the embedded default `$CHRONICLE_HOME/lancedb`, or a shared folder): writers are
+  serialised by `<folder>/memories.lock` (flock, released by the kernel when a process dies).
+* An object store (`s3://…`; in the lake topology `$CHRONICLE_DATA_PATH/lancedb` by default): the
+  endpoint and credentials are the lake's (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, … as LanceDB
+  `storage_options`), and writers on any host are serialised by a **claim** (storage/claims.py) in the
+  catalog database, not by Lance's own commit protocol alone. Why a lock: `MemoryStore.upsert`
+  deduplicates (reads the table, decides ADD / UPDATE / NOOP, then commits one `merge_insert`), and
+  optimistic commits alone would let two distillations of the same fact both ADD it; and Lance's
+  conflict-free commit on S3 relies on conditional PUT (`If-None-Match`), which not every
+  S3-compatible store implements atomically. Lance's commit still makes each write all-or-nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+import lancedb
+from filelock import FileLock
+
+from chronicle.settings import Settings
+from storage import claims
+from storage.lake import is_remote, lance_storage_options
+
+
+class WriteLock(Protocol):
+    def acquire(self, timeout: float) -> AbstractContextManager[Any]: ...
+
+
+class ClaimLock:
+    """`FileLock`-shaped (`with lock.acquire(timeout=…):`) lock held as a claim, for object-store tables."""
+
+    def __init__(self, settings: Settings, key: str) -> None:
+        self.settings = settings
+        self.key = key
+
+    @contextmanager
+    def _held(self, timeout: float) -> Iterator[None]:
+        with claims.hold(self.settings, [self.key], timeout_s=timeout):
+            yield
+
+    def acquire(self, timeout: float) -> AbstractContextManager[None]:
+        return self._held(timeout)
+
+
+@dataclass
+class LanceHandle:
+    uri: str
+    db: Any  # lancedb.DBConnection
+    lock: WriteLock
+    local: bool
+
+
+def open_lance(settings: Settings, table: str = "memories") -> LanceHandle:
+    """Connect to the memory store's LanceDB and the lock its writers take."""
+    uri = settings.lance_uri
+    if is_remote(uri):
+        db = lancedb.connect(uri, read_consistency_interval=timedelta(0),
+                             storage_options=lance_storage_options(settings))
+        return LanceHandle(uri, db, ClaimLock(settings, f"lance:{uri.rstrip('/')}/{table}"), local=False)
+    folder = Path(uri.removeprefix("file://"))
+    folder.mkdir(parents=True, exist_ok=True)
+    # Consistency interval 0: every read checks for commits of other processes (a cheap manifest stat).
+    db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
+    return LanceHandle(uri, db, FileLock(str(folder / f"{table}.lock"), thread_local=False), local=True)

@@ -1,0 +1,40 @@
+"""`chronicle setup`'s storage part: create what is missing, idempotently, on either topology."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from chronicle.settings import Settings, mask_conninfo
+from storage import claims, lake
+from storage.db import connect
+from storage.migrations import migration_files
+
+MARKER = ".chronicle-lake"
+
+
+def ensure_storage(settings: Settings) -> list[str]:
+    """Embedded: the DuckDB file with its schema. Lake: the data prefix (a marker object proves the bucket
+    is writable with these credentials), the catalog's DuckLake metadata and migrations, the claims table."""
+    done: list[str] = []
+    if settings.lake:
+        root = settings.lake_data_root
+        with connect(settings) as conn:  # attaches (DuckLake creates its metadata tables) and migrates
+            version = conn.execute("SELECT max(version) FROM schema_migrations").fetchall()[0][0]
+            marker = f"{lake.data_dir(settings)}{MARKER}.json"
+            # A pattern, so that glob lists the store (a literal path is returned as it is, found or not).
+            exists = bool(conn.execute("SELECT count(*) FROM glob(?)", [marker[:-1] + "*"]).fetchall()[0][0])
+            if not exists:
+                stamp = datetime.now(UTC).isoformat()
+                conn.execute(f"COPY (SELECT 'chronicle' AS created_by, '{stamp}' AS created_at) "
+                             f"TO '{marker.replace(chr(39), chr(39) * 2)}' (FORMAT json)")
+        done.append(f"data path {root}: {'created' if not exists else 'already there'} "
+                    f"({lake.data_dir(settings)})")
+        done.append(f"DuckLake catalog {mask_conninfo(lake.conninfo(settings))}: "
+                    f"schema at migration {version} of {migration_files()[-1][0]}")
+        claims.holder(settings, "chronicle:setup")  # creates the claims table in PostgreSQL if missing
+        done.append(f"claims table {claims.TABLE} ready in the catalog database")
+    else:
+        with connect(settings) as conn:
+            version = conn.execute("SELECT max(version) FROM schema_migrations").fetchall()[0][0]
+        done.append(f"DuckDB file {settings.db_path}: schema at migration {version}")
+    return done

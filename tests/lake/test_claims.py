@@ -1,0 +1,87 @@
+"""Claims on both topologies: lease semantics in one process, and N processes racing for one key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.lake.helpers import WAIT_FOR_GO, child_env, finish, settings_for, start_together
+
+N_PROCS = 4
+
+
+@pytest.fixture(params=["embedded", "lake"])
+def backend(request: pytest.FixtureRequest, home: Path) -> tuple[str, dict[str, str]]:
+    """(name, environment) of one topology; the lake one gets a fresh catalog database and prefix."""
+    if request.param == "embedded":
+        return "embedded", {}
+    return "lake", request.getfixturevalue("lake_env")
+
+
+def test_claim_expire_renew_release(backend: tuple[str, dict[str, str]], home: Path) -> None:
+    from storage import claims
+
+    s = settings_for(home, backend[1])
+    assert claims.claim(s, "week:P:202605", "A", ttl_s=60)
+    assert not claims.claim(s, "week:P:202605", "B", ttl_s=60)
+    assert claims.holder(s, "week:P:202605") == "A"
+    assert claims.renew(s, "week:P:202605", "A", ttl_s=0.001)  # A now holds an (almost) expired claim
+    claims.wait_free(s, "week:P:202605", timeout_s=30)              # ... which a waiter sees expire
+    assert claims.claim(s, "week:P:202605", "B", ttl_s=60)        # and B takes over
+    assert not claims.renew(s, "week:P:202605", "A")               # A learns it lost the claim
+    claims.release(s, "week:P:202605", "A")                        # not A's any more: no effect
+    assert claims.holder(s, "week:P:202605") == "B"
+    claims.release(s, "week:P:202605", "B")
+    assert claims.holder(s, "week:P:202605") is None
+    assert claims.claim(s, "o'hare; DROP TABLE x", "C")           # keys are quoted, never SQL
+
+
+RACE = WAIT_FOR_GO + """
+import os
+from pathlib import Path
+from chronicle.settings import Settings
+from storage import claims
+s = Settings()
+won = claims.claim(s, "week:XH201:202605", claims.new_owner(), ttl_s=120)
+print("WON" if won else "LOST", flush=True)
+"""
+
+RUN_ONCE = WAIT_FOR_GO + """
+import json
+from pathlib import Path
+from chronicle.settings import Settings
+from storage import claims
+s = Settings()
+result_file, work_log = Path(sys.argv[2]), Path(sys.argv[3])
+
+def work():
+    with work_log.open("a") as f:          # one line per time the expensive work really ran
+        f.write("ran\\n")
+    result_file.write_text(json.dumps({"report": "week 5"}))
+    return "generated"
+
+def reuse():
+    return "cached" if result_file.exists() else None
+
+outcome, ran = claims.run_once(s, "week:XH201:202605", work=work, reuse=reuse, ttl_s=60)
+print(outcome, flush=True)
+"""
+
+
+def test_processes_race_for_one_key(backend: tuple[str, dict[str, str]], home: Path, tmp_path: Path) -> None:
+    envs = [child_env(tmp_path / "home", backend[1]) for _ in range(N_PROCS)]  # embedded: one shared file
+    procs = start_together(RACE, [[] for _ in range(N_PROCS)], envs, tmp_path / "go", tmp_path)
+    outs = [o.strip() for o in finish(procs)]
+    assert sorted(outs) == ["LOST"] * (N_PROCS - 1) + ["WON"], outs
+
+
+def test_losers_wait_and_reuse_the_winners_result(backend: tuple[str, dict[str, str]], home: Path,
+                                                  tmp_path: Path) -> None:
+    result, log = tmp_path / "result.json", tmp_path / "work.log"
+    envs = [child_env(tmp_path / "home", backend[1]) for _ in range(N_PROCS)]
+    procs = start_together(RUN_ONCE, [[str(result), str(log)] for _ in range(N_PROCS)], envs, tmp_path / "go",
+                           tmp_path)
+    outs = sorted(o.strip() for o in finish(procs))
+    assert log.read_text().splitlines() == ["ran"], "the work ran more than once"
+    assert outs == ["cached"] * (N_PROCS - 1) + ["generated"], outs

@@ -1,0 +1,249 @@
+"""The lake end to end: a pipeline run equal to an embedded one, time travel from docs/analysts.md in the
+real `duckdb` shell, and two worker PROCESSES (separate working folders, sharing only PostgreSQL and the
+S3 endpoint) writing the same input at once, one killed with -9 and rerun, an analyst reading throughout."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from tests.lake.helpers import WAIT_FOR_GO, child_env, start_together
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "analysts.md"
+LOG_FILES = ("2025-05.jsonl", "2025-06.jsonl", "2025-07.jsonl", "2025-08.jsonl")
+NOTE_FILES = ("2026-03-31.md", "2026-04-02.md", "2026-04-03.md", "2026-04-04.md")
+DISTILL = {"days": 14, "until": date(2026, 4, 4)}
+TABLES = ("raw_logs", "rejects", "ingest_files", "weekly_reports", "weekly_report_versions", "pipeline_runs",
+          "llm_calls", "memory_events", "distill_chunks", "distill_quarantine")
+
+
+@pytest.fixture()
+def inputs(sample_dir: Path, tmp_path: Path) -> Path:
+    """A small slice of the sample: 4 months of one trial project and 4 days of an assistant's notes."""
+    root = tmp_path / "input"
+    (root / "logs").mkdir(parents=True)
+    (root / "memory").mkdir()
+    for name in LOG_FILES:
+        shutil.copy(sample_dir / "logs" / "XH201" / name, root / "logs" / name)
+    for name in NOTE_FILES:
+        shutil.copy(sample_dir / "memory" / name, root / "memory" / name)
+    return root
+
+
+def duckdb_cli() -> str:
+    path = Path(sys.executable).with_name("duckdb")
+    found = str(path) if path.exists() else shutil.which("duckdb")
+    if not found:
+        pytest.fail("the `duckdb` shell (package duckdb-cli) is not installed")
+    return found
+
+
+def _use(monkeypatch: pytest.MonkeyPatch, home: Path, env: dict[str, str]):
+    from chronicle.settings import load_settings
+
+    for key in ("CHRONICLE_CATALOG", "CHRONICLE_DATA_PATH"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("CHRONICLE_HOME", str(home))
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return load_settings()  # what the flows read at their start
+
+
+def _rows(settings, sql: str) -> list[tuple]:
+    from storage.db import connect
+
+    with connect(settings) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def state(settings, *, memories: bool = True) -> dict:
+    """What must be equal between topologies: rows per table, report texts, views, memories."""
+    out = {
+        "counts": {t: _rows(settings, f"SELECT count(*) FROM {t}")[0][0] for t in TABLES},
+        "raw_logs": _rows(settings, "SELECT entry_id, project_id, ts, week_number, type, content "
+                                    "FROM raw_logs ORDER BY entry_id"),
+        "files": _rows(settings, "SELECT path, entries, rejects FROM ingest_files ORDER BY path"),
+        "reports": _rows(settings, "SELECT project_id, week_number, summary, stats::VARCHAR, model, status, "
+                                   "input_hash, entry_count FROM weekly_reports ORDER BY 1, 2"),
+        "weekly_stats": _rows(settings, "SELECT * FROM weekly_stats ORDER BY project_id, week_number"),
+        "chronicle": _rows(settings, "SELECT project_id, week_number, summary FROM chronicle ORDER BY 1, 2"),
+    }
+    if memories:
+        from storage.memory_store import MemoryStore
+
+        out["memory_events"] = _rows(settings, "SELECT event, content_hash, target_file, importance, reason "
+                                               "FROM memory_events ORDER BY ALL")
+        out["memory_stats"] = _rows(settings, "SELECT * FROM memory_stats ORDER BY ALL")
+        out["memories"] = MemoryStore(settings).count()
+    return out
+
+
+def run_shell(attach: str, sql: str, cwd: Path, env: dict[str, str]) -> str:
+    done = subprocess.run([duckdb_cli(), "-csv", "-cmd", attach], input=sql, capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=120)
+    assert done.returncode == 0 and "Error" not in done.stderr, done.stderr
+    return done.stdout
+
+
+def shell_env(lake_env: dict[str, str]) -> dict[str, str]:
+    # An analyst's shell: the standard AWS variables, nothing of Chronicle's.
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("CHRONICLE_")},
+            **{k: v for k, v in lake_env.items() if k.startswith("AWS_")}}
+
+
+def test_lake_pipeline_equals_embedded_and_time_travel_works(home: Path, lake_env: dict[str, str], inputs: Path,
+                                                             tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from flows.backfill_weeks import backfill_weeks
+    from flows.distill_memory import distill_memory
+    from flows.ingest_logs import ingest_logs
+    from storage import lake
+
+    results = {}
+    for name, env in (("embedded", {}), ("lake", lake_env)):
+        settings = _use(monkeypatch, tmp_path / name, env)
+        ingest_logs([str(inputs)])
+        backfill_weeks()
+        distill_memory(**DISTILL)
+        results[name] = state(settings)
+    assert results["embedded"]["counts"]["weekly_reports"] > 15 and results["embedded"]["memories"] > 0
+    assert results["lake"] == results["embedded"]
+    # The LanceDB table lives under CHRONICLE_DATA_PATH on the object store, not in the working folder.
+    assert settings.lance_uri == f"{lake_env['CHRONICLE_DATA_PATH']}/lancedb"
+    assert not (tmp_path / "lake" / "lancedb").exists()
+
+    # The analyst's one line, in the real duckdb shell; then every lake example of docs/analysts.md.
+    printed = CliRunner().invoke(app, ["sql", "--print-attach"])
+    assert printed.exit_code == 0, printed.output
+    attach = printed.output.strip()
+    assert "testing-secret" not in attach and lake.LAKE in attach
+    blocks = re.findall(r"```sql lake\n(.*?)```", DOC.read_text(), flags=re.S)
+    assert len(blocks) == 3
+    env = shell_env(lake_env)
+    commits = run_shell(attach, blocks[0], tmp_path, env)
+    for flow in ("ingest-logs", "backfill-weeks", "distill-memory"):
+        assert f",{flow}," in commits, commits  # every flow's commits name the flow and its run
+    as_of_run = list(csv.reader(io.StringIO(run_shell(attach, blocks[1], tmp_path, env))))
+    assert as_of_run[0] == ["project_id", "week_number", "status", "summary"]
+    # The reports as that run left them (the distillation after it wrote none).
+    assert [(p, int(w), st, text) for p, w, st, text in as_of_run[1:]] == [
+        (r[0], r[1], r[5], r[2]) for r in results["lake"]["reports"]]
+    as_of_ingest = run_shell(attach, blocks[2], tmp_path, env).strip().splitlines()
+    assert as_of_ingest[-1] == f"{results['lake']['counts']['raw_logs']},0"  # ingested, nothing reported yet
+    live = run_shell(attach, "SELECT count(*) FROM weekly_stats;", tmp_path, env).strip().splitlines()
+    assert int(live[-1]) == len(results["lake"]["weekly_stats"])
+
+
+WORKER = WAIT_FOR_GO + """
+from flows.backfill_weeks import backfill_weeks
+from flows.ingest_logs import ingest_logs
+ingest_logs([sys.argv[2]])
+print("BACKFILL", flush=True)
+backfill_weeks()
+print("DONE", flush=True)
+"""
+
+ANALYST_QUERY = ("SELECT 'q{n}', (SELECT count(*) - count(DISTINCT entry_id) FROM raw_logs), "
+                 "(SELECT count(*) - count(DISTINCT (project_id, week_number)) FROM weekly_reports), "
+                 "(SELECT count(*) FROM weekly_stats);\n")
+
+
+class Analyst:
+    """One `duckdb` shell session held open over the whole run, querying the live lake again and again."""
+
+    def __init__(self, attach: str, cwd: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([duckdb_cli(), "-csv", "-noheader", "-cmd", attach], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
+        self.sent = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        assert self.proc.stdin is not None
+        while not self._stop.wait(0.25):  # pacing of the analyst's queries, not a synchronisation
+            self.proc.stdin.write(ANALYST_QUERY.format(n=self.sent))
+            self.proc.stdin.flush()
+            self.sent += 1
+
+    def finish(self) -> tuple[list[str], str]:
+        self._stop.set()
+        self._thread.join()
+        out, err = self.proc.communicate(timeout=120)
+        return out.strip().splitlines(), err
+
+
+def test_two_workers_one_killed_then_rerun_while_an_analyst_reads(home: Path, lake_env: dict[str, str],
+                                                                 inputs: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    from flows.backfill_weeks import backfill_weeks
+    from flows.ingest_logs import ingest_logs
+    from storage.analytics import shell_attach_sql
+
+    reference = _use(monkeypatch, tmp_path / "reference", {})
+    ingest_logs([str(inputs)])
+    backfill_weeks()
+    expected = state(reference, memories=False)
+    lake_settings = _use(monkeypatch, tmp_path / "unused", lake_env)
+
+    api = {"PREFECT_API_URL": str(PREFECT_API_URL.value())}
+    envs = [child_env(tmp_path / f"worker-{w}", {**lake_env, **api}) for w in "ab"]
+    for env in envs:
+        Path(env["CHRONICLE_HOME"]).mkdir()
+    _rows(lake_settings, "SELECT 1")  # the catalog exists before the analyst attaches
+    analyst = Analyst(shell_attach_sql(lake_settings), tmp_path, shell_env(lake_env))
+    a, b = start_together(WORKER, [[str(inputs)], [str(inputs)]], envs, tmp_path / "go", tmp_path)
+    assert b.stdout is not None
+    assert b.stdout.readline().strip() == "BACKFILL", b.stderr.read() if b.stderr else ""
+    # Kill worker b in the middle of its backfill: once a report lands after b started backfilling.
+    seen = _rows(lake_settings, "SELECT count(*) FROM weekly_report_versions")[0][0]
+    deadline = time.monotonic() + 120
+    while _rows(lake_settings, "SELECT count(*) FROM weekly_report_versions")[0][0] == seen:
+        assert time.monotonic() < deadline, "no report was written"
+        time.sleep(0.02)
+    os.kill(b.pid, signal.SIGKILL)
+    assert b.wait(timeout=60) == -signal.SIGKILL
+    out_a, err_a = a.communicate(timeout=300)
+    assert a.returncode == 0 and out_a.strip().endswith("DONE"), err_a[-3000:]
+    rerun = subprocess.run([sys.executable, "-c", WORKER, str(tmp_path / "go"), str(inputs)], env=envs[1],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    lines, err = analyst.finish()
+
+    got = state(lake_settings, memories=False)
+    for key in ("raw_logs", "files", "reports", "weekly_stats", "chronicle"):
+        assert got[key] == expected[key], key
+    for table in ("raw_logs", "rejects", "ingest_files", "weekly_reports"):
+        assert got["counts"][table] == expected["counts"][table], table
+    # Versions: never two rows for one (week, version); the newest version of a week is its report.
+    assert _rows(lake_settings, "SELECT project_id, week_number, version FROM weekly_report_versions "
+                                "GROUP BY ALL HAVING count(*) > 1") == []
+    assert _rows(lake_settings, """SELECT count(*) FROM weekly_reports r JOIN weekly_report_versions v
+                                   USING (project_id, week_number, version) WHERE r.summary = v.summary""") == [
+        (expected["counts"]["weekly_reports"],)]
+    runs = _rows(lake_settings, "SELECT flow_run_id, count(*) FROM pipeline_runs GROUP BY 1 HAVING count(*) > 1")
+    assert runs == []
+    # The analyst: every query answered, none failed, and never a duplicate visible mid-run.
+    assert "Error" not in err, err
+    assert analyst.sent >= 3 and len(lines) == analyst.sent, (analyst.sent, lines[-3:], err)
+    answers = [line.split(",") for line in lines]
+    assert all(dup_logs == "0" and dup_reports == "0" for _q, dup_logs, dup_reports, _n in answers), lines
+    assert int(answers[-1][3]) == len(expected["weekly_stats"])
+    print(json.dumps({"analyst_queries": analyst.sent}))
