@@ -55,14 +55,17 @@ def safe_path(workspace: Path, name: str) -> Path:
     return path
 
 
-def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: datetime | None = None) -> FileResult:
-    """Place `items` in `workspace/name` under the workspace lock; back up and replace only on change."""
+def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: datetime | None = None,
+              cap: int | None = None) -> FileResult:
+    """Place `items` in `workspace/name` under the workspace lock; back up and replace only on change.
+
+    `cap`: at most this many bullets per note day in the file (`sections.apply`)."""
     workspace.mkdir(parents=True, exist_ok=True)
     path = safe_path(workspace, name)
     with FileLock(str(workspace / ".chronicle-knowledge.lock")):
         # Bytes, not read_text: universal newlines would turn a human's CRLF into LF on our next write.
         old = path.read_bytes().decode("utf-8") if path.exists() else ""
-        new, stats = apply(old, items)
+        new, stats = apply(old, items, cap)
         if new == old:
             return FileResult(name, False, stats)
         backup = backup_file(workspace, path, now or datetime.now(UTC), keep) if path.exists() else None

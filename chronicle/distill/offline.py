@@ -1,8 +1,11 @@
 """Offline distillation engine: deterministic, rule-based memories when no LLM is configured (pure).
 
-One memory per substantive note entry (code, tables, bold-only labels and short fragments are skipped):
-target file from `routing` (seed 002's keyword table), summary = first sentence, key info = numbers,
-versions, ports, names and code spans, tags = file category + headings, importance by heuristics.
+One memory per substantive note entry (code, tables, bold-only labels and short fragments are skipped), so
+everything stays searchable in the vector store: target file from `routing` (seed 002's keyword table, only
+for entries about the agent or the user where the file describes them), summary = first sentence, key info =
+numbers, versions, ports, names and code spans, tags = file category + headings, importance from the signals
+in the text (`signals.analyse`: small talk and bare questions score low, decisions, rules, preferences,
+dates, names and "remember" high). Which of them reach a knowledge file is the gate's decision (`gate.py`).
 """
 
 from __future__ import annotations
@@ -11,23 +14,18 @@ import re
 import unicodedata
 
 from chronicle.distill.chunks import NoteEntry
-from chronicle.distill.routing import TABLE, target_file
+from chronicle.distill.routing import IDENTITY, SOUL, TABLE, USER, target_file
+from chronicle.distill.signals import analyse
+from chronicle.distill.speaker import speakers_of, split_speaker
 from chronicle.distill.validate import first_sentence
 from chronicle.memory.model import Memory, detect_language
 
-OFFLINE_ENGINE_VERSION = "offline-v1"
+OFFLINE_ENGINE_VERSION = "offline-v2"
 OFFLINE_MODEL = "offline-rules"
+PROFILE = (SOUL, USER, IDENTITY)
 MIN_SUBSTANCE = 16
 """Entries scoring less (ASCII letters/digits count 1, CJK characters 2) are too short to be a memory."""
 
-_IMPORTANT = re.compile(
-    r"决定|决策|重要|关键|必须|务必|不能|不要|禁止|原则|教训|规则|"
-    r"(?<![a-z])(?:decision|decided|important|critical|must|never|always|rule|lesson|principle|key insight)",
-    re.I,
-)
-_KEY_HEADING = re.compile(
-    r"key (?:insight|decision|lesson)s?|decisions?|lessons?|important|决策|决定|教训|重要|原则", re.I
-)
 _DONE, _PENDING = re.compile(r"✅|\bdone\b|完成"), re.compile(r"⏳|🚧|\bTODO\b|待办|进行中", re.I)
 _KEY_INFO = re.compile(
     r"`[^`\n]{1,80}`"                                   # code spans: commands, env vars, paths
@@ -63,19 +61,12 @@ def is_substantive(entry: NoteEntry) -> bool:
     return substance(clean(entry.content)) >= MIN_SUBSTANCE
 
 
-def importance(entry: NoteEntry) -> float:
-    """0.5 base; decision/rule words and key headings up, ✅ a little up, in-progress markers down."""
-    heading = " ".join(entry.heading_path)
-    score = 0.5
-    if _IMPORTANT.search(entry.content):
-        score += 0.2
-    if _KEY_HEADING.search(heading):
-        score += 0.2
-    if _DONE.search(entry.content) or _DONE.search(heading):
-        score += 0.1
-    if _PENDING.search(entry.content):
-        score -= 0.1
-    return round(min(1.0, max(0.1, score)), 2)
+def importance(entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), category: int = -1) -> float:
+    """Importance from the signals in the entry's words (see `signals`), in [0.1, 1.0]; `category` is the
+    routing result (SOUL/IDENTITY/USER material counts as being about the agent or the user)."""
+    utt = split_speaker(entry.content, known_speakers)
+    return analyse(clean(utt.body), utt.role, " ".join(entry.heading_path), profile=category in PROFILE,
+                   speakers=known_speakers).score
 
 
 def key_info(text: str, limit: int = 8) -> list[str]:
@@ -104,20 +95,20 @@ def tags(entry: NoteEntry, category: int, language: str) -> list[str]:
     return list(dict.fromkeys(out))[:6]
 
 
-def entry_memory(entry: NoteEntry) -> Memory | None:
-    """The memory of one entry, or None if it is not substantive."""
+def entry_memory(entry: NoteEntry, known_speakers: frozenset[str] = frozenset()) -> Memory | None:
+    """The memory of one entry, or None if it is not substantive. `known_speakers`: names speaking in the note."""
     if not is_substantive(entry):
         return None
     body = clean(entry.content)
     content = f"{clean(entry.parent)}: {body}" if entry.parent and not _PENDING.search(entry.parent) else body
-    file, category = target_file(entry)
+    file, category = target_file(entry, known_speakers)
     language = detect_language(content)
     return Memory(
         content=content,
         summary=first_sentence(body),
         key_info=key_info(entry.content),
         tags=tags(entry, category, language),
-        importance=importance(entry),
+        importance=importance(entry, known_speakers, category),
         target_file=file,
         action="append",
         source=entry.source_name,
@@ -129,8 +120,9 @@ def distill_entries(entries: list[NoteEntry]) -> list[Memory]:
     """Memories of a chunk's entries, in note order, exact duplicates (same content hash) dropped."""
     seen: set[str] = set()
     out = []
+    speakers = speakers_of([e.content for e in entries])
     for entry in entries:
-        memory = entry_memory(entry)
+        memory = entry_memory(entry, speakers)
         if memory and memory.content_hash not in seen:
             seen.add(memory.content_hash)
             out.append(memory)

@@ -10,6 +10,9 @@ Chronicle writes only between its own markers, one section per note day and sour
 
 Everything else in the file is the human's and is kept byte for byte (line endings included). Each bullet
 carries its memory id and content hash, so writing the same memory again is a no-op wherever it sits.
+
+A file takes at most `cap` bullets per note day (counting those already there): the most important items win,
+and are placed in their original order. A rerun finds the day full and skips the same items again.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ class Item:
     merged: bool = False
     """The store folded this memory into the existing row `memory_id` (UPDATE/NOOP): that row's bullet
     stands for it, so it is written only if the file lacks the row (e.g. a run stopped before writing)."""
+    importance: float = 0.0
+    """Decides which items a full day keeps (`apply(cap=…)`)."""
 
 
 @dataclass
@@ -44,6 +49,8 @@ class Stats:
     added: int = 0
     present: int = 0
     overwritten_sections: int = 0
+    capped: int = 0
+    """Items left out because their day already held `cap` bullets in this file."""
 
 
 def escape(text: str) -> str:
@@ -78,11 +85,46 @@ def _marks(lines: list[str]) -> tuple[set[str], set[str]]:
     return ids, hashes
 
 
-def apply(text: str, items: list[Item]) -> tuple[str, Stats]:
-    """`text` with `items` placed, in order; an `overwrite` first drops the managed sections of other notes."""
+def _day_counts(lines: list[str]) -> dict[str, int]:
+    """Bullets per day in the managed sections."""
+    counts: dict[str, int] = {}
+    for begin, end, day, _ in _sections(lines):
+        counts[day] = counts.get(day, 0) + sum(1 for line in lines[begin:end] if _MARK.search(line))
+    return counts
+
+
+def _within_cap(lines: list[str], items: list[Item], cap: int, stats: Stats) -> list[Item]:
+    """Items already in the file, plus the most important new ones each day still has room for."""
+    ids, hashes = _marks(lines)
+    room = {day: cap - n for day, n in _day_counts(lines).items()}
+    fresh = [(i, it) for i, it in enumerate(items)
+             if not (it.content_hash[:HASH_CHARS] in hashes or (it.merged and it.memory_id in ids))]
+    chosen: set[int] = set()
+    seen: set[str] = set()
+    for i, it in sorted(fresh, key=lambda pair: (-pair[1].importance, pair[0])):
+        if it.content_hash[:HASH_CHARS] in seen:  # the same memory twice counts once
+            chosen.add(i)
+            continue
+        day = _key(it)[0]
+        if room.get(day, cap) > 0:
+            room[day] = room.get(day, cap) - 1
+            chosen.add(i)
+            seen.add(it.content_hash[:HASH_CHARS])
+    fresh_ids = {i for i, _ in fresh}
+    stats.capped += len(fresh_ids - chosen)
+    return [it for i, it in enumerate(items) if i not in fresh_ids or i in chosen]
+
+
+def apply(text: str, items: list[Item], cap: int | None = None) -> tuple[str, Stats]:
+    """`text` with `items` placed, in order; an `overwrite` first drops the managed sections of other notes.
+
+    `cap`: at most this many bullets per note day in the file (None: no limit).
+    """
     nl = "\r\n" if "\r\n" in text else "\n"
     lines = text.splitlines(keepends=True)
     stats = Stats()
+    if cap is not None:
+        items = _within_cap(lines, items, max(0, cap), stats)
     for item in items:
         ids, hashes = _marks(lines)
         if item.content_hash[:HASH_CHARS] in hashes or (item.merged and item.memory_id in ids):

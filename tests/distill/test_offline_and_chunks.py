@@ -68,7 +68,7 @@ def test_importance_heuristics() -> None:
     rule = entry_memory(entry("Never paste subject-identifying data into any external tool", "Key Insight"))
     pending = entry_memory(entry("⏳ Browser setup is waiting for a manual connection", "Today"))
     assert plain and rule and pending
-    assert pending.importance < plain.importance < rule.importance == 0.9
+    assert pending.importance < plain.importance < rule.importance and rule.importance >= 0.9
 
 
 def test_openclaw_notes_distill_deterministically() -> None:

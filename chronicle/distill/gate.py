@@ -1,0 +1,59 @@
+"""What may reach a knowledge file (pure). Everything distilled is stored and searchable; files are curated.
+
+A memory goes to its knowledge file only when it carries knowledge:
+- not small talk (greetings, thanks, backchannel, reactions) and not a bare question (`signals.analyse` on the
+  memory text, the same check for the offline engine and for an LLM's memories);
+- importance >= `knowledge_min_importance` (default 0.6: the prompt's "useful preference or fact" is 0.7,
+  its "minor detail" 0.4; the offline engine reaches 0.6 with a rule, decision, preference or "remember",
+  or with two weaker signals such as a first-person fact and a date);
+- at most `knowledge_daily_cap` memories per file and note day, the most important first (`sections.apply`).
+Protected files (`protected_files`, default SOUL.md and IDENTITY.md) are never written by a run: what passes
+the gate for them becomes a proposal a human approves or rejects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from chronicle.distill.signals import analyse
+from chronicle.distill.speaker import split_speaker
+from chronicle.memory.model import Memory
+
+Verdict = Literal["file", "proposal", "small_talk", "question", "below_min_importance"]
+KEPT_OUT: tuple[Verdict, ...] = ("small_talk", "question", "below_min_importance")
+
+
+@dataclass(frozen=True)
+class KnowledgePolicy:
+    min_importance: float = 0.6
+    daily_cap: int = 5
+    protected: tuple[str, ...] = ("SOUL.md", "IDENTITY.md")
+    overwrite_allowed: tuple[str, ...] = ("MEMORY.md", "USER.md", "AGENTS.md", "TOOLS.md")
+
+    @classmethod
+    def from_settings(cls, settings: object) -> KnowledgePolicy:
+        """The policy of a `Settings` (duck-typed so this module stays free of settings imports)."""
+        return cls(
+            min_importance=float(settings.knowledge_min_importance),  # type: ignore[attr-defined]
+            daily_cap=int(settings.knowledge_daily_cap),  # type: ignore[attr-defined]
+            protected=tuple(settings.protected_files),  # type: ignore[attr-defined]
+            overwrite_allowed=tuple(settings.overwrite_allowed_files),  # type: ignore[attr-defined]
+        )
+
+
+def carries_knowledge(text: str) -> Verdict | None:
+    """None when the text states something; else why it does not ("small_talk" or "question")."""
+    utt = split_speaker(text)
+    kind = analyse(utt.body, utt.role).kind
+    return None if kind == "fact" else ("small_talk" if kind == "chatter" else "question")
+
+
+def verdict(memory: Memory, policy: KnowledgePolicy) -> Verdict:
+    """Where a stored memory goes besides the vector store: its file, a proposal, or nowhere (and why)."""
+    reason = carries_knowledge(memory.content)
+    if reason is not None:
+        return reason
+    if memory.importance < policy.min_importance:
+        return "below_min_importance"
+    return "proposal" if memory.target_file in policy.protected else "file"

@@ -1,0 +1,139 @@
+"""Who is speaking in a note entry, and who a sentence is about (pure; English and Chinese).
+
+Daily notes are the assistant's own log ("我" / "I" is the assistant), but they also hold transcripts:
+`用户：我喜欢…` (the user speaking), `AI伴侣：…` (the assistant), `Caroline: I went to…` (someone else). The
+knowledge files SOUL.md / IDENTITY.md describe the agent and USER.md the user, so routing needs to know which
+of them — if any — a sentence is about: "my style of answering" in the assistant's notes is the agent's, "Got
+any fave styles?" said by Gina is nobody's persona.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Role = Literal["own", "user", "agent", "other"]
+
+_USER_ROLES = {"user", "the user", "human", "me", "q", "customer", "client", "owner", "boss",
+               "用户", "使用者", "主人", "老板", "问", "客户", "我"}
+_AGENT_ROLES = {"assistant", "the assistant", "ai", "bot", "agent", "a", "ai assistant", "ai companion", "chatbot",
+                "助手", "助理", "ai伴侣", "ai助手", "ai 伴侣", "ai 助手", "机器人", "智能体", "答", "小助手"}
+# Field labels of a note ("Tone: calm", "记住：…") are not speakers, even when the text says "I" or "我".
+_LABELS = {
+    "note", "notes", "todo", "remember", "reminder", "lesson", "lessons", "rule", "rules", "tone", "style", "role",
+    "name", "status", "update", "fix", "bug", "idea", "question", "answer", "summary", "result", "next", "plan",
+    "goal", "issue", "warning", "tip", "important", "key", "context", "action", "port", "api", "config", "decision",
+    "decisions", "done", "why", "how", "what", "when", "where", "problem", "solution", "cause", "reason", "owner's",
+    "persona", "identity", "preference", "preferences", "habit", "schedule", "fact", "facts", "insight", "quote",
+    "说话风格", "风格", "语气", "教训", "记住", "决定", "决策", "结论", "备注", "注意", "提醒", "规则", "原则",
+    "目标", "计划", "问题", "原因", "状态", "进展", "时间", "地点", "身份", "角色", "名字", "人设", "偏好", "习惯",
+    "作息", "事实", "要点", "总结", "待办", "经验", "心得", "说明", "背景", "方案", "结果", "下一步",
+}
+_SPEAKER = re.compile(
+    r"^\s*(?:\*\*|__)?(?P<name>[A-Za-z][A-Za-z .'’-]{0,30}?|[A-Za-z]{0,3}\s?[\u4e00-\u9fff·]{1,8})(?:\*\*|__)?"
+    r"\s*[:：]\s*(?:\*\*|__)?\s*(?P<body>\S.*)$",
+    re.S,
+)
+_FIRST_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us)\b", re.I)
+_SECOND_EN = re.compile(r"\b(?:you|you're|you've|you'd|you'll|your|yours|yourself)\b", re.I)
+_THIRD_EN = re.compile(r"\b(?:he|she|they|his|her|hers|their|him|them)\b", re.I)
+_FIRST_ZH, _SECOND_ZH, _THIRD_ZH = re.compile(r"我|咱"), re.compile(r"你|您"), re.compile(r"他|她")
+_USER_WORDS = re.compile(r"\b(?:the\s+user|user's|users?|my\s+user|owner|boss)\b|用户|您|主人|老板|使用者", re.I)
+_AGENT_WORDS = re.compile(
+    r"\b(?:the\s+assistant|assistant's|assistant|the\s+agent|agent's|the\s+bot|ai\s+(?:assistant|companion))\b"
+    r"|助手|助理|智能体|ai\s?伴侣|机器人", re.I)
+_ORDER = re.compile(r"\s*(?:please|pls|from\s+now\s+on|always|never|don'?t|stop|start|use|answer|reply|write|"
+                    r"call\s+me|请|麻烦|以后|今后|别|不要|记得)", re.I)
+_PERSON_ZH = re.compile(r"[\u4e00-\u9fff]{1,3}(?:老师|医生|先生|女士|经理|主任|教授|同学|阿姨|叔叔|总)")
+_USER_HEADING = re.compile(r"用户|\buser|您的|\bowner\b|\babout (?:the )?user", re.I)
+_AGENT_HEADING = re.compile(r"人设|性格|身份|说话|\bpersona|\bidentity\b|\bsoul\b|\babout me\b|\bwho i am\b", re.I)
+
+
+@dataclass(frozen=True)
+class Utterance:
+    role: Role
+    speaker: str | None
+    body: str
+    """The text without its speaker label."""
+
+
+def _has_person(text: str) -> bool:
+    return bool(_FIRST_EN.search(text) or _SECOND_EN.search(text) or _FIRST_ZH.search(text)
+                or _SECOND_ZH.search(text))
+
+
+def split_speaker(text: str, known: frozenset[str] = frozenset()) -> Utterance:
+    """`Name: text` -> the speaker and their words; a field label ("Tone: calm") or none -> the notes' own voice.
+
+    `known` holds names already seen speaking in the same note (`speakers_of`), so "Gina: Wow, it looks
+    great!" is Gina's even without an "I" or "you" in it.
+    """
+    match = _SPEAKER.match(text)
+    if match:
+        name = " ".join(match.group("name").split()).strip(" .'’-")
+        key, body = name.casefold(), match.group("body").strip()
+        if key in _USER_ROLES:
+            return Utterance("user", name, body)
+        if key in _AGENT_ROLES:
+            return Utterance("agent", name, body)
+        if key in known or _speaks(name, body):
+            return Utterance("other", name, body)
+    return Utterance("own", None, text.strip())
+
+
+def _speaks(name: str, body: str) -> bool:
+    """A name is a speaker when its words are spoken ("I"/"you"/"我"/"你"); "Role: assistant…" is a field."""
+    return (name.casefold() not in _LABELS and len(name.split()) <= 3 and _has_person(body)
+            and not _looks_like_label(name))
+
+
+def speakers_of(texts: list[str]) -> frozenset[str]:
+    """Names that speak somewhere in `texts` (case-folded), to recognise their other lines."""
+    out = set()
+    for text in texts:
+        match = _SPEAKER.match(text)
+        if match:
+            name = " ".join(match.group("name").split()).strip(" .'’-")
+            if _speaks(name, match.group("body")):
+                out.add(name.casefold())
+    return frozenset(out)
+
+
+def _looks_like_label(name: str) -> bool:
+    """Lower-case English words ("next step", "why") are field labels; speakers' names are capitalised."""
+    return bool(re.fullmatch(r"[a-z][a-z .'-]*", name)) or any(label in name for label in _LABELS if len(label) > 1
+                                                                  and re.match(r"[\u4e00-\u9fff]", label))
+
+
+@dataclass(frozen=True)
+class Subjects:
+    agent: bool
+    user: bool
+
+
+def subjects(utt: Utterance, heading: str = "") -> Subjects:
+    """Whether the utterance is about the agent and/or the user.
+
+    - own notes: "I/my/我" is the assistant; "the user/用户/您" or a user heading ("用户偏好") is the user; an
+      impersonal line ("Tone: calm", "说话风格：简洁") under no other subject is the assistant's own setting;
+      "you/你" in own notes is the assistant being addressed ("用户希望你回答简短").
+    - a user's line: "I/我" is the user, "you/你" the assistant; an assistant's line the other way round.
+    - anyone else's line is about neither (their "my style" is theirs).
+    """
+    text = utt.body
+    first = bool(_FIRST_EN.search(text) or _FIRST_ZH.search(text))
+    second = bool(_SECOND_EN.search(text) or re.search(r"你", text))
+    agent_named, user_named = bool(_AGENT_WORDS.search(text)), bool(_USER_WORDS.search(text))
+    if utt.role == "other":
+        return Subjects(False, False)
+    if utt.role == "user":  # "please answer…", "以后…", "请…": an order to the assistant is about it
+        return Subjects(agent=second or agent_named or bool(_ORDER.match(text)), user=first or user_named)
+    if utt.role == "agent":
+        return Subjects(agent=first or agent_named, user=second or user_named)
+    third = bool(_THIRD_EN.search(text) or _THIRD_ZH.search(text) or _PERSON_ZH.search(text))
+    user = user_named or bool(_USER_HEADING.search(heading))
+    agent = first or agent_named or second or bool(_AGENT_HEADING.search(heading))
+    if not (user or agent or third):
+        agent = True  # an impersonal line in the assistant's own notes: its own setting or rule
+    return Subjects(agent=agent, user=user)
