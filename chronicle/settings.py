@@ -187,6 +187,20 @@ class Settings(BaseSettings):
     )
     """Knowledge files whose managed section an `overwrite` memory may replace; others get an append."""
 
+    protected_files: list[str] = Field(default_factory=lambda: ["SOUL.md", "IDENTITY.md"])
+    """Knowledge files a distillation never changes: memories aimed at them become proposals in
+    `memory_proposals`, written only by `chronicle memory approve ID`."""
+
+    knowledge_min_importance: float = Field(default=0.6, ge=0.0, le=1.0)
+    """Importance a memory needs to be written to a knowledge file (every memory is stored and searchable
+    regardless). 0.6: the prompt's "useful preference or fact" (0.7) passes, its "minor detail" (0.4) does not;
+    the offline engine reaches it with a rule, decision, preference, request, plan or "remember", or with two
+    weaker signals (e.g. a first-person fact and a date)."""
+
+    knowledge_daily_cap: int = Field(default=5, ge=0)
+    """At most this many memories per knowledge file and note day (the most important win). With 0.6 and 5,
+    LoCoMo conversations written as daily notes give 15-19 knowledge-file lines per 100 turns."""
+
     backup_keep: int = 10
     """Timestamped backups kept per knowledge file."""
 

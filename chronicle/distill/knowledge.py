@@ -23,6 +23,7 @@ from chronicle.distill.sections import Item, Stats, apply
 from chronicle.settings import KNOWLEDGE_FILES
 
 BACKUP_DIR = ".backups"
+LOCK_NAME = ".chronicle-knowledge.lock"
 
 
 class UnsafePathError(ValueError):
@@ -35,6 +36,8 @@ class FileResult:
     changed: bool
     stats: Stats
     backup: Path | None = None
+    skipped: str | None = None
+    """Why the file was left alone (e.g. it is not UTF-8); None when it was synced."""
 
 
 def effective_action(action: str, name: str, overwrite_allowed: list[str]) -> tuple[str, bool]:
@@ -62,15 +65,49 @@ def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: 
     `cap`: at most this many bullets per note day in the file (`sections.apply`)."""
     workspace.mkdir(parents=True, exist_ok=True)
     path = safe_path(workspace, name)
-    with FileLock(str(workspace / ".chronicle-knowledge.lock")):
+    with FileLock(str(workspace / LOCK_NAME)):
+        remove_stale_temps(workspace, name)
         # Bytes, not read_text: universal newlines would turn a human's CRLF into LF on our next write.
-        old = path.read_bytes().decode("utf-8") if path.exists() else ""
+        raw = path.read_bytes() if path.exists() else b""
+        try:
+            old = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # A human saved it as GBK (or anything else): guessing and re-encoding could corrupt their text,
+            # so the file is left exactly as it is and the run goes on with the others.
+            why = (f"{name} is not UTF-8 (invalid byte at offset {exc.start}); left unchanged — "
+                   "convert it to UTF-8 to let distillation write to it")
+            return FileResult(name, False, Stats(), skipped=why)
         new, stats = apply(old, items, cap)
         if new == old:
             return FileResult(name, False, stats)
         backup = backup_file(workspace, path, now or datetime.now(UTC), keep) if path.exists() else None
         atomic_write(path, new)
     return FileResult(name, True, stats, backup)
+
+
+def remove_stale_temps(workspace: Path, name: str | None = None) -> list[str]:
+    """Delete temp files a killed write left behind (`.MEMORY.md.x1y2.tmp`, `.backups/.MEMORY.md.<stamp>.tmp`);
+    call under the workspace lock, which every writer holds while its temp file exists. Returns their names."""
+    names = [name] if name else list(KNOWLEDGE_FILES)
+    removed = []
+    for folder in (workspace, workspace / BACKUP_DIR):
+        if not folder.is_dir():
+            continue
+        for n in names:
+            for tmp in folder.glob(f".{n}.*.tmp"):
+                if tmp.is_file() or tmp.is_symlink():
+                    with contextlib.suppress(FileNotFoundError):
+                        tmp.unlink()
+                    removed.append(tmp.name)
+    return removed
+
+
+def clean_workspace(workspace: Path) -> list[str]:
+    """`remove_stale_temps` for every knowledge file, under the workspace lock (start of a run)."""
+    if not workspace.is_dir():
+        return []
+    with FileLock(str(workspace / LOCK_NAME)):
+        return remove_stale_temps(workspace)
 
 
 def backup_file(workspace: Path, path: Path, now: datetime, keep: int) -> Path:

@@ -12,7 +12,9 @@ from typing import Any
 
 from chronicle.distill.chunks import Chunk
 from chronicle.distill.engine import ChunkOutcome, EngineInfo
+from chronicle.distill.gate import KEPT_OUT, KnowledgePolicy, verdict
 from chronicle.distill.knowledge import FileResult, effective_action
+from chronicle.distill.proposals import Proposal, make_proposal
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
 from chronicle.distill.sections import Item
 from chronicle.memory.model import Memory, MemoryEvent
@@ -35,6 +37,12 @@ class Tally:
     warnings: Counter[str] = field(default_factory=Counter)
     redactions: Counter[str] = field(default_factory=Counter)
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kept_out: Counter[str] = field(default_factory=Counter)
+    """Stored memories not written to a knowledge file, by gate verdict (small talk, question, importance)."""
+    proposals: int = 0
+    suspected_injection: int = 0
+    ledger_reconciled: int = 0
+    temp_files_removed: int = 0
 
     def add_outcome(self, outcome: ChunkOutcome) -> None:
         self.llm_calls += outcome.llm_calls
@@ -54,7 +62,10 @@ class Tally:
         self.files[result.name] = {"changed": result.changed, "added": result.stats.added,
                                    "already_present": result.stats.present,
                                    "sections_overwritten": result.stats.overwritten_sections,
-                                   "backup": result.backup is not None}
+                                   "over_daily_cap": result.stats.capped,
+                                   "backup": result.backup is not None, "skipped": result.skipped}
+        if result.skipped:
+            self.warnings["knowledge_file_skipped"] += 1
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -63,29 +74,67 @@ class Tally:
             "chunks_failed": self.failed, "llm_calls": self.llm_calls, "memories": self.memories,
             "events": {k: self.events.get(k, 0) for k in EVENT_KINDS}, "rejected": dict(self.rejected),
             "warnings": dict(self.warnings), "redactions": dict(sorted(self.redactions.items())),
-            "files": self.files,
+            "files": self.files, "kept_out_of_files": dict(self.kept_out), "proposals": self.proposals,
+            "suspected_injection": self.suspected_injection, "ledger_reconciled": self.ledger_reconciled,
+            "temp_files_removed": self.temp_files_removed,
         }
 
 
-def plan_chunk(chunk: Chunk, memories: list[Memory], events: list[MemoryEvent], overwrite_allowed: list[str],
-               flow_run_id: str, tally: Tally) -> tuple[dict[str, list[Item]], list[EventRow]]:
-    """Knowledge-file items (per file, in order) and `memory_events` rows of one distilled chunk."""
-    items: dict[str, list[Item]] = {}
-    rows: list[EventRow] = []
+@dataclass
+class ChunkPlan:
+    items: dict[str, list[Item]] = field(default_factory=dict)
+    """Knowledge-file items per file, in note order."""
+    events: list[EventRow] = field(default_factory=list)
+    proposals: list[Proposal] = field(default_factory=list)
+
+
+def plan_chunk(chunk: Chunk, memories: list[Memory], events: list[MemoryEvent], policy: KnowledgePolicy,
+               flow_run_id: str, tally: Tally) -> ChunkPlan:
+    """Where each stored memory of a distilled chunk goes besides the store (`gate.verdict`): its knowledge
+    file, a proposal (protected file), or nowhere — and the `memory_events` row recording it."""
+    plan = ChunkPlan()
     for memory, event in zip(memories, events, strict=True):
-        action, downgraded = effective_action(memory.action, memory.target_file, overwrite_allowed)
-        reason = event.reason + ("; overwrite of this file not allowed, appended instead" if downgraded else "")
         tally.events[event.event] += 1
-        if downgraded:
-            tally.warnings["overwrite_downgraded"] += 1
-        items.setdefault(memory.target_file, []).append(Item(
-            memory_id=event.memory_id, content_hash=memory.content_hash, text=memory.content,
-            day=chunk.day.isoformat(), source=memory.source or chunk.source, action=action,  # type: ignore[arg-type]
-            merged=event.event != "ADD",
-        ))
-        rows.append(EventRow(flow_run_id, event.event, event.memory_id, event.content_hash, memory.target_file,
-                             memory.importance, list(memory.tags), event.similarity, reason, memory.source))
-    return items, rows
+        reason, where = event.reason, verdict(memory, policy)
+        if where in KEPT_OUT:
+            tally.kept_out[where] += 1
+            reason += f"; not written to {memory.target_file}: {where.replace('_', ' ')}"
+        elif where == "proposal":
+            tally.proposals += 1
+            plan.proposals.append(make_proposal(
+                memory, day=chunk.day, source=chunk.source, memory_id=event.memory_id, flow_run_id=flow_run_id,
+                reason=f"{memory.target_file} is protected: a distillation never changes it", suspected_injection=False,
+            ))
+            reason += "; protected file: proposed for approval"
+        else:
+            action, downgraded = effective_action(memory.action, memory.target_file, list(policy.overwrite_allowed))
+            if downgraded:
+                tally.warnings["overwrite_downgraded"] += 1
+                reason += "; overwrite of this file not allowed, appended instead"
+            plan.items.setdefault(memory.target_file, []).append(Item(
+                memory_id=event.memory_id, content_hash=memory.content_hash, text=memory.content,
+                day=chunk.day.isoformat(), source=memory.source or chunk.source, action=action,  # type: ignore[arg-type]
+                merged=event.event != "ADD", importance=memory.importance,
+            ))
+        plan.events.append(EventRow(flow_run_id, event.event, event.memory_id, event.content_hash,
+                                    memory.target_file, memory.importance, list(memory.tags), event.similarity,
+                                    reason, memory.source))
+    return plan
+
+
+def injection_proposals(chunk: Chunk, outcome: ChunkOutcome, flow_run_id: str, tally: Tally) -> list[Proposal]:
+    """Suspected injections with a valid target: flagged proposals (never written, never in the vector store)."""
+    out = []
+    for r in outcome.rejections:
+        if r.reason != "suspected_injection":
+            continue
+        tally.suspected_injection += 1
+        if r.memory is not None:
+            out.append(make_proposal(r.memory, day=chunk.day, source=chunk.source, memory_id=None,
+                                     reason=f"suspected injection: {r.detail or 'reads as an instruction'}",
+                                     suspected_injection=True, flow_run_id=flow_run_id))
+    tally.proposals += len(out)
+    return out
 
 
 def reject_rows(chunk: Chunk, outcome: ChunkOutcome, flow_run_id: str) -> list[EventRow]:

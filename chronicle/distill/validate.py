@@ -15,15 +15,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from chronicle.distill.injection import looks_like_injection, matched_phrase
 from chronicle.memory.model import Memory, content_hash
 from chronicle.settings import KNOWLEDGE_FILES
 
-_INJECTION = re.compile(
-    r"\b(?:ignore|disregard|forget)\b[^.\n]{0,30}\b(?:previous|prior|above|earlier|all)\b[^.\n]{0,20}"
-    r"\b(?:instructions?|prompts?|rules)\b|(?:忽略|无视|忘记)[^。\n]{0,10}(?:之前|以上|上面|先前|所有)[^。\n]{0,10}"
-    r"(?:指令|指示|提示|规则)",
-    re.I,
-)
+__all__ = ["Rejection", "Validated", "looks_like_injection", "validate"]
+
 _SENTENCE_END = re.compile(r"(?<=[。！？!?])|(?<=\.)\s")
 DEFAULT_IMPORTANCE = 0.5
 MAX_CONTENT, MAX_ITEMS, MAX_ITEM_CHARS = 4000, 12, 200
@@ -36,6 +33,11 @@ class Rejection:
     importance: float | None = None
     tags: list[str] = field(default_factory=list)
     content_hash: str | None = None
+    memory: Memory | None = None
+    """For a suspected injection with a valid target: the memory as it would have been, kept for a proposal
+    a human may approve (never written, never stored in the vector store)."""
+    detail: str | None = None
+    """What made it suspect (the matched phrase, or the note entry it repeats)."""
 
 
 @dataclass
@@ -76,12 +78,6 @@ def importance_of(value: Any, warnings: Counter[str]) -> float | None:
     return clamped
 
 
-def looks_like_injection(text: str) -> bool:
-    """Text that tries to instruct a model ("ignore previous instructions"): never written into AGENTS.md & co,
-    which agents read as their own rules."""
-    return bool(_INJECTION.search(text))
-
-
 def first_sentence(text: str, limit: int = 160) -> str:
     head = _SENTENCE_END.split(text.strip(), maxsplit=1)[0].strip()
     return head if len(head) <= limit else head[: limit - 1] + "…"
@@ -111,8 +107,10 @@ def validate(items: list[Any], *, source: str, entry_ids: list[str]) -> Validate
         if not content:
             out.rejections.append(Rejection("missing_content", _shown(offered), importance, tags))
             continue
-        if looks_like_injection(content):
-            out.rejections.append(Rejection("suspected_injection", target, importance, tags, content_hash(content)))
+        injection = matched_phrase(content)
+        if injection is not None and (target is None or importance is None):
+            out.rejections.append(Rejection("suspected_injection", target or _shown(offered), importance, tags,
+                                            content_hash(content), detail=injection))
             continue
         if target is None:
             out.rejections.append(Rejection("bad_target_file", _shown(offered), importance, tags,
@@ -129,7 +127,7 @@ def validate(items: list[Any], *, source: str, entry_ids: list[str]) -> Validate
         if action not in ("append", "overwrite"):
             out.warnings["action_unknown"] += 1
             action = "append"
-        out.memories.append(Memory(
+        memory = Memory(
             content=content,
             summary=summary.strip()[:500],
             key_info=_strings(item.get("keyInfo", item.get("key_info"))),
@@ -139,7 +137,12 @@ def validate(items: list[Any], *, source: str, entry_ids: list[str]) -> Validate
             action=action,
             source=source,
             source_entry_ids=_cited(item.get("entries"), entry_ids),
-        ))
+        )
+        if injection is not None:  # never written or stored: a proposal a human may approve
+            out.rejections.append(Rejection("suspected_injection", target, importance, tags, memory.content_hash,
+                                            memory=memory, detail=injection))
+            continue
+        out.memories.append(memory)
     return out
 
 

@@ -1,0 +1,74 @@
+"""SQL of `memory_proposals`: recording a run's proposals, listing them, recording a human's decision."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import duckdb
+
+from chronicle.distill.proposals import Proposal, Status
+
+_COLUMNS = ("proposal_id, target_file, action, content, content_hash, importance, tags, note_date, source, "
+            "source_entry_ids, memory_id, reason, suspected_injection, status, flow_run_id, created_at, decided_at, "
+            "decided_by")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def record_proposals(conn: duckdb.DuckDBPyConnection, proposals: list[Proposal]) -> int:
+    """Insert proposals not seen before (a rerun, or the same text again later, keeps the first row and its
+    status: a rejected text is not proposed again). Returns how many were new."""
+    new = 0
+    for p in proposals:
+        inserted = conn.execute(
+            f"""INSERT INTO memory_proposals ({_COLUMNS})
+                SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL
+                WHERE NOT EXISTS (SELECT 1 FROM memory_proposals WHERE proposal_id = ?)""",
+            [p.proposal_id, p.target_file, p.action, p.content, p.content_hash, p.importance, list(p.tags),
+             p.note_date, p.source, list(p.source_entry_ids), p.memory_id, p.reason, p.suspected_injection,
+             p.flow_run_id, _now(), p.proposal_id],
+        ).fetchall()
+        new += int(inserted[0][0]) if inserted else 0
+    return new
+
+
+def list_proposals(conn: duckdb.DuckDBPyConnection, status: Status | None = "pending",
+                   ids: list[str] | None = None) -> list[Proposal]:
+    """Proposals (oldest first), of one status or all (`status=None`), optionally only these ids."""
+    sql, params = f"SELECT {_COLUMNS} FROM memory_proposals WHERE 1 = 1", []
+    if status is not None:
+        sql += " AND status = ?"
+        params.append(status)
+    if ids is not None:
+        sql += " AND list_contains(?, proposal_id)"
+        params.append(list(ids))
+    rows = conn.execute(sql + " ORDER BY created_at, proposal_id", params).fetchall()
+    return [_proposal(r) for r in rows]
+
+
+def find_proposal(conn: duckdb.DuckDBPyConnection, id_or_prefix: str) -> list[Proposal]:
+    """The proposal with this id, or every proposal whose id starts with it (an ambiguous prefix gives several)."""
+    exact = list_proposals(conn, None, [id_or_prefix])
+    if exact:
+        return exact
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM memory_proposals WHERE starts_with(proposal_id, ?) "
+                        "ORDER BY proposal_id", [id_or_prefix]).fetchall()
+    return [_proposal(r) for r in rows]
+
+
+def decide(conn: duckdb.DuckDBPyConnection, proposal_id: str, status: Status, by: str | None) -> None:
+    conn.execute("UPDATE memory_proposals SET status = ?, decided_at = ?, decided_by = ? WHERE proposal_id = ?",
+                 [status, _now(), by, proposal_id])
+
+
+def pending_count(conn: duckdb.DuckDBPyConnection) -> int:
+    return int(conn.execute("SELECT count(*) FROM memory_proposals WHERE status = 'pending'").fetchall()[0][0])
+
+
+def _proposal(row: tuple) -> Proposal:
+    (pid, target, action, content, chash, importance, tags, day, source, entry_ids, memory_id, reason, suspected,
+     status, run, created, decided, by) = row
+    return Proposal(pid, target, action, content, chash, float(importance or 0.0), list(tags or []), day, source,
+                    list(entry_ids or []), memory_id, reason, bool(suspected), run, status, created, decided, by)
