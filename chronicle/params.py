@@ -86,6 +86,12 @@ DistillDays = Annotated[
     UiHelp("Days of daily notes to read, ending at `until`; empty = the DISTILL_DAYS setting (7)."),
 ]
 
+NotesProject = Annotated[
+    str | None,
+    Field(min_length=1, max_length=200),
+    UiHelp("Distill only the daily notes of this project (raw_logs.project_id); empty = the notes of every project."),
+]
+
 UntilDate = Annotated[
     date | None,
     UiHelp("Last local day of the window (inclusive); empty = today in the project's timezone."),

@@ -17,13 +17,15 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def load_note_entries(conn: duckdb.DuckDBPyConnection, after: date, until: date) -> list[NoteEntry]:
-    """Daily-note entries with `after < local_date <= until`, in note order."""
+def load_note_entries(conn: duckdb.DuckDBPyConnection, after: date, until: date,
+                      project: str | None = None) -> list[NoteEntry]:
+    """Daily-note entries with `after < local_date <= until` (of `project`, if given), in note order."""
     rows = conn.execute(
         """SELECT entry_id, project_id, local_date, source_file, line_no, content, metadata
            FROM raw_logs WHERE source = 'note' AND local_date > ? AND local_date <= ?
+             AND (CAST(? AS VARCHAR) IS NULL OR project_id = ?)
            ORDER BY local_date, source_file, line_no, entry_id""",
-        [after, until],
+        [after, until, project, project],
     ).fetchall()
     out = []
     for entry_id, project, day, file, line_no, content, metadata in rows:
@@ -82,6 +84,23 @@ def record_quarantine(conn: duckdb.DuckDBPyConnection, records: list[QuarantineR
             [str(uuid.uuid4()), r.chunk_key, r.input_hash, r.prompt_version, r.model, r.reason, r.raw_reply,
              r.repair_reply, r.flow_run_id, _now()],
         )
+
+
+def ledgered_hashes(conn: duckdb.DuckDBPyConnection, hashes: Iterable[str]) -> set[str]:
+    """Which of these content hashes some ADD or UPDATE event already accounts for."""
+    wanted = sorted(set(hashes))
+    if not wanted:
+        return set()
+    rows = conn.execute("SELECT DISTINCT content_hash FROM memory_events WHERE event IN ('ADD', 'UPDATE') "
+                        "AND list_contains(?, content_hash)", [wanted]).fetchall()
+    return {r[0] for r in rows}
+
+
+def added_memory_ids(conn: duckdb.DuckDBPyConnection) -> set[str]:
+    """Ids of every memory an ADD event accounts for."""
+    rows = conn.execute("SELECT DISTINCT memory_id FROM memory_events WHERE event = 'ADD' "
+                        "AND memory_id IS NOT NULL").fetchall()
+    return {r[0] for r in rows}
 
 
 def record_events(conn: duckdb.DuckDBPyConnection, events: list[EventRow]) -> None:

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from chronicle.distill.chunks import Chunk
+from chronicle.distill.injection import derived_from_injection, looks_like_injection, matched_phrase
 from chronicle.distill.offline import OFFLINE_ENGINE_VERSION, OFFLINE_MODEL, distill_entries
 from chronicle.distill.parse import ReplyError, parse_reply
 from chronicle.distill.prompt import DISTILL_PROMPT_VERSION, distill_messages, repair_messages
 from chronicle.distill.redact import Redactor
-from chronicle.distill.injection import derived_from_injection, looks_like_injection, matched_phrase
 from chronicle.distill.validate import Rejection, validate
 from chronicle.llm import LLMUnavailableError
 from chronicle.llm.call import LLMCall
