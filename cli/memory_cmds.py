@@ -12,6 +12,7 @@ from rich.table import Table
 
 from chronicle.distill.summary import DistillSummary
 from chronicle.settings import Settings
+from cli import proposal_cmds
 from cli.common import console, err, load_settings, progress_bar, run_flow
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
@@ -28,11 +29,12 @@ def _date(value: str | None) -> date | None:
         raise typer.BadParameter(f"expected YYYY-MM-DD, got {value!r}") from exc
 
 
-def run_distill(settings: Settings, days: int | None, until: date | None) -> DistillSummary:
+def run_distill(settings: Settings, days: int | None, until: date | None,
+                project: str | None = None) -> DistillSummary:
     from flows.distill_memory import distill_memory
 
     with progress_bar():
-        return run_flow(settings, distill_memory, days, until)
+        return run_flow(settings, distill_memory, days, until, project)
 
 
 def print_distill_summary(summary: DistillSummary) -> None:
@@ -49,6 +51,16 @@ def print_distill_summary(summary: DistillSummary) -> None:
         console.print(f"[yellow]memories rejected: {dict(t.rejected)}[/]")
     if t.warnings:
         console.print(f"[yellow]warnings: {dict(t.warnings)}[/]")
+    if t.kept_out:
+        console.print(f"stored but not written to a knowledge file: {dict(t.kept_out)}")
+    if t.suspected_injection:
+        console.print(f"[red]suspected injection: {t.suspected_injection} (never written; see proposals)[/]")
+    if t.proposals:
+        console.print(f"[yellow]proposals waiting for approval: {t.proposals} ({t.proposals_new} new) — "
+                      "chronicle memory proposals[/]")
+    for f in t.files.values():
+        if f.get("skipped"):
+            err.print(f"[yellow]{f['skipped']}[/]")
     changed = [f"{name} (+{f['added']})" for name, f in sorted(t.files.items()) if f["changed"]]
     console.print(f"knowledge files changed: {', '.join(changed) or 'none'}")
 
@@ -86,13 +98,14 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def distill(days: int | None = typer.Option(None, "--days", min=1, help="Days of notes (default DISTILL_DAYS)."),
                 until: str | None = typer.Option(None, "--until", help="Last day, YYYY-MM-DD (default today)."),
+                project: str | None = typer.Option(None, "--project", "-p", help="Only this project's notes."),
                 home: str | None = HomeOpt) -> None:
         """Distill recent daily notes into memories: vector store + knowledge files (idempotent)."""
         settings = load_settings(home)
         from flows.distill_memory import DistillIncomplete
 
         try:
-            summary = run_distill(settings, days, _date(until))
+            summary = run_distill(settings, days, _date(until), project)
         except DistillIncomplete as exc:
             err.print(f"[red]{exc}[/]")
             raise typer.Exit(1) from exc
@@ -150,4 +163,5 @@ def register(app: typer.Typer) -> None:
         n = reindex_all(load_settings(home))
         console.print(f"re-embedded {n} memories")
 
+    proposal_cmds.register(memory)
     app.add_typer(memory, name="memory")

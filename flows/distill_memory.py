@@ -1,8 +1,13 @@
 """Flow `distill_memory`: daily notes of a window -> redacted chunks -> memories -> LanceDB + knowledge files.
 
 Order matters for crash safety: memories are upserted (idempotent), then the knowledge files are written
-(idempotent: bullets carry their content hash), and only then are chunks recorded as done. A run that dies
-anywhere redoes at most the unrecorded chunks, and redoing them changes nothing twice.
+(idempotent: bullets carry their content hash), and only then are chunks recorded as done, together with their
+events and proposals. A run that dies anywhere redoes at most the unrecorded chunks, and redoing them changes
+nothing twice; what the dead run stored without recording is put back into the ledger (`services.ledger`).
+
+Every memory is stored and searchable; only those passing the knowledge gate reach a file (`gate.py`), and
+nothing reaches a protected file (SOUL.md, IDENTITY.md) or carries an instruction to the model into any file:
+those become proposals for `chronicle memory approve|reject`.
 """
 
 from __future__ import annotations
@@ -18,10 +23,19 @@ from prefect.runtime import flow_run
 
 from chronicle.distill.chunks import Chunk, make_chunks, redact_entries
 from chronicle.distill.engine import ChunkOutcome, engine_info
+from chronicle.distill.gate import KnowledgePolicy
+from chronicle.distill.proposals import Proposal
 from chronicle.distill.sections import Item
 from chronicle.distill.summary import DistillSummary, summary_markdown
-from chronicle.distill.tally import Tally, chunk_record, plan_chunk, quarantine_record, reject_rows
-from chronicle.params import DistillDays, UntilDate
+from chronicle.distill.tally import (
+    Tally,
+    chunk_record,
+    injection_proposals,
+    plan_chunk,
+    quarantine_record,
+    reject_rows,
+)
+from chronicle.params import DistillDays, NotesProject, UntilDate
 from chronicle.progress import report
 from chronicle.settings import Settings, load_settings
 from services.distill import resolve_window
@@ -53,20 +67,35 @@ def _distill(settings: Settings, chunks: list[Chunk], run_id: str) -> list[Chunk
 
 
 def _run_name() -> str:
-    return f"distill-{flow_run.parameters.get('until') or 'today'}"
+    project = flow_run.parameters.get("project")
+    return f"distill-{flow_run.parameters.get('until') or 'today'}" + (f"-{project}"[:60] if project else "")
 
 
 @flow(name="distill-memory", flow_run_name=_run_name, log_prints=False)
-def distill_memory(days: DistillDays = None, until: UntilDate = None) -> DistillSummary:
-    """Distill the daily notes of `(until - days, until]` into memories (seed 002), idempotently."""
+def distill_memory(days: DistillDays = None, until: UntilDate = None, project: NotesProject = None) -> DistillSummary:
+    """Distill the daily notes of `(until - days, until]` into memories (seed 002), idempotently.
+
+    Args:
+        days: Days of daily notes to read, ending at `until`; empty = the DISTILL_DAYS setting (7).
+        until: Last local day of the window (inclusive); empty = today in the project's timezone.
+        project: Only the notes of this project (raw_logs.project_id); empty = the notes of every project.
+    """
     settings = load_settings()
     logger = get_run_logger()
-    after, until = resolve_window(settings, days, until)
+    policy = KnowledgePolicy.from_settings(settings)
+    after, until = resolve_window(settings, days, until, project)
     info = engine_info(settings)
-    with tracked_run(settings, "distill-memory", {"days": (until - after).days, "until": until}) as counts:
+    params = {"days": (until - after).days, "until": until, "project": project}
+    with tracked_run(settings, "distill-memory", params) as counts:
         run_id = current_flow_run_id()
         tally = Tally()
-        entries = redact_entries(t.load_window(settings, after, until), redactor_for(settings), tally.redactions)
+        removed = t.clean_knowledge_workspace(settings)
+        tally.temp_files_removed = len(removed)
+        if removed:
+            logger.warning("removed %d temp file(s) a killed knowledge-file write left behind: %s", len(removed),
+                           ", ".join(sorted(removed))[:300])
+        entries = redact_entries(t.load_window(settings, after, until, project), redactor_for(settings),
+                                 tally.redactions)
         chunks = make_chunks(entries, settings.distill_chunk_chars)
         done = t.cached_chunks(settings, [c.input_hash for c in chunks], info.version, info.model)
         todo = [c for c in chunks if c.input_hash not in done]
@@ -75,7 +104,8 @@ def distill_memory(days: DistillDays = None, until: UntilDate = None) -> Distill
                     len(chunks), tally.cached, info.model)
 
         files: dict[str, list[Item]] = {}
-        records, quarantine, events = [], [], []
+        records, quarantine, events, proposed = [], [], [], []
+        seen: set[str] = set()  # content hashes this run's events account for (ledger reconciliation)
         for chunk, outcome in zip(todo, _distill(settings, todo, run_id), strict=True):
             tally.add_outcome(outcome)
             _log_outcome(logger, chunk, outcome)
@@ -86,22 +116,32 @@ def distill_memory(days: DistillDays = None, until: UntilDate = None) -> Distill
             created = datetime.combine(chunk.day, time.min, tzinfo=settings.tz_for(chunk.project_id))
             stored = (t.store_memories(settings, outcome.memories, created, run_id, chunk.key)
                       if outcome.memories else [])
-            items, rows = plan_chunk(chunk, outcome.memories, stored, settings.overwrite_allowed_files, run_id, tally)
-            for name, new in items.items():
+            reconciled = t.reconcile_events(settings, stored, seen, chunk.key) if stored else []
+            tally.ledger_reconciled += sum(a.event != b.event for a, b in zip(stored, reconciled, strict=True))
+            plan = plan_chunk(chunk, outcome.memories, reconciled, policy, run_id, tally)
+            for name, new in plan.items.items():
                 files.setdefault(name, []).extend(new)
-            events += rows + reject_rows(chunk, outcome, run_id)
-            records.append(chunk_record(chunk, outcome, stored, info, run_id))
-        if tally.warnings["overwrite_downgraded"]:
-            logger.warning("%d overwrite(s) of files not in overwrite_allowed_files were appended instead",
-                           tally.warnings["overwrite_downgraded"])
+            proposed += plan.proposals + injection_proposals(chunk, outcome, run_id, tally)
+            events += plan.events + reject_rows(chunk, outcome, run_id)
+            records.append(chunk_record(chunk, outcome, reconciled, info, run_id))
+        _log_gate(logger, tally)
         for name, items in sorted(files.items()):
-            tally.add_file(t.write_knowledge(settings, name, items))
-        t.record_run(settings, records, quarantine, events)
+            result = t.write_knowledge(settings, name, items)
+            tally.add_file(result)
+            if result.skipped:
+                logger.warning("%s", result.skipped)
+        proposed = _unique(proposed)
+        tally.proposals_new = t.record_run(settings, records, quarantine, events, proposed)
+        tally.ledger_reconciled += t.reconcile_orphans(settings, run_id)
 
-        summary = DistillSummary(after, until, info.name, info.model, info.version, tally, t.memory_count(settings))
+        summary = DistillSummary(after, until, info.name, info.model, info.version, tally, t.memory_count(settings),
+                                 project)
         counts.update(summary.as_dict())
         create_markdown_artifact(markdown=summary_markdown(summary.as_dict()), key="distill-summary",
                                  description="What the last memory distillation did (counts only)")
+        create_markdown_artifact(markdown=t.proposals_overview(settings, [p.proposal_id for p in proposed], run_id),
+                                 key="distill-proposals",
+                                 description="Memories waiting for approval (protected files, suspected injection)")
         logger.info("distilled %d chunks: %s; files changed: %s; redacted: %s", tally.distilled,
                     dict(tally.events), sorted(n for n, f in tally.files.items() if f["changed"]),
                     dict(tally.redactions))
@@ -110,6 +150,27 @@ def distill_memory(days: DistillDays = None, until: UntilDate = None) -> Distill
                                     "the others were kept, rerun to retry the failed ones")
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
     return summary
+
+
+def _unique(proposals: list[Proposal]) -> list[Proposal]:
+    """One proposal per id (the same text from two chunks is one decision), first occurrence kept."""
+    first: dict[str, Proposal] = {}
+    for p in proposals:
+        first.setdefault(p.proposal_id, p)
+    return list(first.values())
+
+
+def _log_gate(logger: Any, tally: Tally) -> None:
+    if tally.warnings["overwrite_downgraded"]:
+        logger.warning("%d overwrite(s) of files not in overwrite_allowed_files were appended instead",
+                       tally.warnings["overwrite_downgraded"])
+    if tally.suspected_injection:
+        logger.warning("%d memory(ies) read as instructions to the model (suspected injection): kept out of every "
+                       "file and the vector store; see `chronicle memory proposals`", tally.suspected_injection)
+    if tally.proposals:
+        logger.info("%d proposal(s) wait for approval (`chronicle memory proposals`)", tally.proposals)
+    if tally.ledger_reconciled:
+        logger.warning("%d memory event(s) of an interrupted run restored in memory_events", tally.ledger_reconciled)
 
 
 def _log_outcome(logger: Any, chunk: Chunk, outcome: ChunkOutcome) -> None:

@@ -10,30 +10,38 @@ from datetime import date, datetime, timedelta
 
 from chronicle.distill.chunks import Chunk, NoteEntry
 from chronicle.distill.engine import ChunkOutcome, distill_offline, distill_with_llm
-from chronicle.distill.knowledge import FileResult, sync_file
+from chronicle.distill.knowledge import FileResult, clean_workspace, sync_file
+from chronicle.distill.proposals import Proposal
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
 from chronicle.distill.sections import Item
 from chronicle.memory.model import Memory, MemoryEvent
 from chronicle.settings import Settings
 from services.llm_gate import llm_call, redactor_for
 from storage import memory_events as sql
+from storage import proposals as proposals_sql
 from storage.db import connect, transactions
 from storage.memory_store import MemoryStore
 
 
-def resolve_window(settings: Settings, days: int | None, until: date | None) -> tuple[date, date]:
+def resolve_window(settings: Settings, days: int | None, until: date | None,
+                   project: str | None = None) -> tuple[date, date]:
     """(after, until): the window is `after < local_date <= until`, `until` defaulting to today locally."""
     days = settings.distill_days if days is None else days
     if days < 1:
         raise ValueError(f"days must be >= 1, got {days}")
-    until = until or datetime.now(settings.tz_for(settings.notes_project)).date()
+    until = until or datetime.now(settings.tz_for(project or settings.notes_project)).date()
     return until - timedelta(days=days), until
 
 
-def load_window(settings: Settings, after: date, until: date) -> list[NoteEntry]:
-    """Daily-note entries with `after < local_date <= until`, in note order."""
+def load_window(settings: Settings, after: date, until: date, project: str | None = None) -> list[NoteEntry]:
+    """Daily-note entries with `after < local_date <= until` (of `project`, if given), in note order."""
     with connect(settings) as conn:
-        return sql.load_note_entries(conn, after, until)
+        return sql.load_note_entries(conn, after, until, project)
+
+
+def clean_knowledge_workspace(settings: Settings) -> list[str]:
+    """Temp files a killed knowledge-file write left behind, removed (their names)."""
+    return clean_workspace(settings.workspace_dir)
 
 
 def note_span(settings: Settings, project: str | None = None) -> tuple[date, date] | None:
@@ -66,15 +74,20 @@ def memory_count(settings: Settings) -> int:
 
 
 def write_knowledge(settings: Settings, name: str, items: list[Item]) -> FileResult:
-    """Place items in one knowledge file (backup + atomic replace, only when it changes)."""
-    return sync_file(settings.workspace_dir, name, items, keep=settings.backup_keep)
+    """Place items in one knowledge file (backup + atomic replace, only when it changes), at most
+    `knowledge_daily_cap` per note day; a file that is not UTF-8 is left alone (`FileResult.skipped`)."""
+    return sync_file(settings.workspace_dir, name, items, keep=settings.backup_keep, cap=settings.knowledge_daily_cap)
 
 
 def record_run(settings: Settings, chunks: list[ChunkRecord], quarantine: list[QuarantineRecord],
-               events: list[EventRow]) -> None:
-    """One transaction: the chunk cache only says "done" together with the events it produced."""
+               events: list[EventRow], proposals: list[Proposal]) -> int:
+    """One transaction: the chunk cache only says "done" together with the events and proposals it produced.
+    Returns how many proposals were new."""
+    new = 0
     for attempt in transactions(settings):  # a lake commit conflict re-runs the unit
         with attempt as conn:
             sql.record_events(conn, events)
             sql.record_quarantine(conn, quarantine)
+            new = proposals_sql.record_proposals(conn, proposals)
             sql.record_chunks(conn, chunks)
+    return new

@@ -11,7 +11,7 @@ import getpass
 from dataclasses import dataclass
 
 from chronicle.distill.knowledge import FileResult, effective_action, sync_file
-from chronicle.distill.proposals import Proposal, Status, approved_item
+from chronicle.distill.proposals import Proposal, Status, approved_item, proposals_markdown
 from chronicle.settings import Settings
 from storage import proposals as sql
 from storage.db import connect, transaction
@@ -32,6 +32,14 @@ class Decision:
 def list_proposals(settings: Settings, status: Status | None = "pending") -> list[Proposal]:
     with connect(settings, read_only=True) as conn:
         return sql.list_proposals(conn, status)
+
+
+def run_overview(settings: Settings, ids: list[str], flow_run_id: str) -> str:
+    """Markdown of a run's proposals (as stored: an earlier decision shows) and of what waits in total."""
+    with connect(settings, read_only=True) as conn:
+        rows = sql.list_proposals(conn, None, ids) if ids else []
+        pending = sql.pending_count(conn)
+    return proposals_markdown(rows, pending_total=pending, title=f"Memory proposals of run {flow_run_id}")
 
 
 def _one(settings: Settings, id_or_prefix: str) -> Proposal:

@@ -14,16 +14,23 @@ from prefect.cache_policies import NO_CACHE
 from chronicle.distill.chunks import Chunk, NoteEntry
 from chronicle.distill.engine import ChunkOutcome
 from chronicle.distill.knowledge import FileResult
+from chronicle.distill.proposals import Proposal
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
 from chronicle.distill.sections import Item
 from chronicle.memory.model import Memory, MemoryEvent
 from chronicle.settings import Settings
 from services import distill as uc
+from services import ledger, proposals
 
 
 @task(name="load-notes-window", cache_policy=NO_CACHE)
-def load_window(settings: Settings, after: date, until: date) -> list[NoteEntry]:
-    return uc.load_window(settings, after, until)
+def load_window(settings: Settings, after: date, until: date, project: str | None = None) -> list[NoteEntry]:
+    return uc.load_window(settings, after, until, project)
+
+
+@task(name="clean-workspace", cache_policy=NO_CACHE)
+def clean_knowledge_workspace(settings: Settings) -> list[str]:
+    return uc.clean_knowledge_workspace(settings)
 
 
 @task(name="cached-chunks", cache_policy=NO_CACHE)
@@ -42,6 +49,22 @@ def store_memories(settings: Settings, memories: list[Memory], created: datetime
     return uc.store_memories(settings, memories, created, flow_run_id)
 
 
+@task(name="reconcile-events", task_run_name="reconcile {label}", cache_policy=NO_CACHE)
+def reconcile_events(settings: Settings, events: list[MemoryEvent], seen: set[str],
+                     label: str = "") -> list[MemoryEvent]:
+    return ledger.reconcile_events(settings, events, seen)
+
+
+@task(name="reconcile-ledger", cache_policy=NO_CACHE)
+def reconcile_orphans(settings: Settings, flow_run_id: str) -> int:
+    return ledger.reconcile_orphans(settings, flow_run_id)
+
+
+@task(name="proposals-overview", cache_policy=NO_CACHE)
+def proposals_overview(settings: Settings, ids: list[str], flow_run_id: str) -> str:
+    return proposals.run_overview(settings, ids, flow_run_id)
+
+
 @task(name="memory-count", cache_policy=NO_CACHE)
 def memory_count(settings: Settings) -> int:
     return uc.memory_count(settings)
@@ -54,5 +77,5 @@ def write_knowledge(settings: Settings, name: str, items: list[Item]) -> FileRes
 
 @task(name="record-distill", cache_policy=NO_CACHE)
 def record_run(settings: Settings, chunks: list[ChunkRecord], quarantine: list[QuarantineRecord],
-               events: list[EventRow]) -> None:
-    uc.record_run(settings, chunks, quarantine, events)
+               events: list[EventRow], proposed: list[Proposal]) -> int:
+    return uc.record_run(settings, chunks, quarantine, events, proposed)

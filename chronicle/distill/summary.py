@@ -20,10 +20,12 @@ class DistillSummary:
     prompt_version: str
     tally: Tally
     store_rows: int
+    project: str | None = None
+    """Only this project's notes were read (`--project`); None = every project's."""
 
     def as_dict(self) -> dict[str, Any]:
         """The flat form stored in `pipeline_runs.counts` and rendered into the artifact."""
-        return {"window": {"after": self.after.isoformat(), "until": self.until.isoformat()},
+        return {"window": {"after": self.after.isoformat(), "until": self.until.isoformat()}, "project": self.project,
                 "engine": self.engine, "model": self.model, "prompt_version": self.prompt_version,
                 **self.tally.as_dict(), "store_rows": self.store_rows}
 
@@ -36,9 +38,10 @@ def _table(title: str, counts: dict[str, Any]) -> str:
 def summary_markdown(summary: dict[str, Any]) -> str:
     """The run's Prefect artifact: counts and file names only."""
     files = "\n".join(
-        f"| {name} | {f['added']} | {f['already_present']} | {'yes' if f['backup'] else 'no'} |"
+        f"| {name} | {f['added']} | {f['already_present']} | {f.get('over_daily_cap', 0)} | "
+        f"{'yes' if f['backup'] else 'no'} | {'not written: not UTF-8' if f.get('skipped') else ''} |"
         for name, f in sorted(summary["files"].items())
-    ) or "| — | 0 | 0 | no |"
+    ) or "| — | 0 | 0 | 0 | no | |"
     return (
         f"# Memory distillation {summary['window']['after']} .. {summary['window']['until']}\n\n"
         f"engine: {summary['engine']} ({summary['model']}, {summary['prompt_version']}); "
@@ -46,7 +49,12 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"distilled {summary['chunks_distilled']}, quarantined {summary['chunks_quarantined']}, "
         f"failed {summary['chunks_failed']}); LLM calls: {summary['llm_calls']}; "
         f"memories in store: {summary['store_rows']}\n\n"
+        f"proposals for approval: {summary.get('proposals', 0)} ({summary.get('proposals_new', 0)} new), "
+        f"suspected injection: {summary.get('suspected_injection', 0)}; ledger rows reconciled: "
+        f"{summary.get('ledger_reconciled', 0)}; stale temp files removed: {summary.get('temp_files_removed', 0)}\n\n"
         f"{_table('event', summary['events'])}\n{_table('rejected (reason)', summary['rejected'])}\n"
+        f"{_table('stored, not written to a file (why)', summary.get('kept_out_of_files', {}))}\n"
         f"{_table('warning', summary['warnings'])}\n{_table('redacted (kind)', summary['redactions'])}\n"
-        f"| file | bullets added | already present | backup |\n|---|---|---|---|\n{files}\n"
+        f"| file | bullets added | already present | over daily cap | backup | note |\n"
+        f"|---|---|---|---|---|---|\n{files}\n"
     )

@@ -40,6 +40,8 @@ class Tally:
     kept_out: Counter[str] = field(default_factory=Counter)
     """Stored memories not written to a knowledge file, by gate verdict (small talk, question, importance)."""
     proposals: int = 0
+    proposals_new: int = 0
+    """Proposals not seen in an earlier run (the others were found by their deterministic id)."""
     suspected_injection: int = 0
     ledger_reconciled: int = 0
     temp_files_removed: int = 0
@@ -75,7 +77,8 @@ class Tally:
             "events": {k: self.events.get(k, 0) for k in EVENT_KINDS}, "rejected": dict(self.rejected),
             "warnings": dict(self.warnings), "redactions": dict(sorted(self.redactions.items())),
             "files": self.files, "kept_out_of_files": dict(self.kept_out), "proposals": self.proposals,
-            "suspected_injection": self.suspected_injection, "ledger_reconciled": self.ledger_reconciled,
+            "proposals_new": self.proposals_new, "suspected_injection": self.suspected_injection,
+            "ledger_reconciled": self.ledger_reconciled,
             "temp_files_removed": self.temp_files_removed,
         }
 

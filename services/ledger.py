@@ -1,0 +1,52 @@
+"""Use cases keeping `memory_events` true to LanceDB across kills (issue 12.6; the rules: `chronicle.distill.ledger`).
+
+`reconcile_events` runs on each chunk's upsert events before they are planned, `reconcile_orphans` once at the
+end of a run, after the ledger commit. Both read only when there is something to repair.
+"""
+
+from __future__ import annotations
+
+from chronicle.distill.ledger import orphan_rows, relabel, unledgered_noops
+from chronicle.distill.records import EventRow
+from chronicle.memory.model import MemoryEvent
+from chronicle.settings import Settings
+from storage import memory_events as sql
+from storage.db import connect, transaction
+from storage.memory_store import MemoryStore
+
+
+def reconcile_events(settings: Settings, events: list[MemoryEvent], seen: set[str]) -> list[MemoryEvent]:
+    """The chunk's events with the NOOPs of an interrupted run turned back into its ADD/UPDATE; `seen` holds the
+    content hashes this run has accounted for so far (updated)."""
+    candidates = unledgered_noops(events, seen)
+    ledgered: set[str] = set()
+    rows: dict[str, str] = {}
+    if candidates:
+        with connect(settings) as conn:
+            ledgered = sql.ledgered_hashes(conn, candidates)
+        ids = [e.memory_id for e in events if e.event == "NOOP" and e.content_hash in candidates - ledgered]
+        if ids:
+            rows = {m.id: m.content_hash for m in MemoryStore(settings).get(ids)}
+    return relabel(events, ledgered, rows, seen)
+
+
+def reconcile_orphans(settings: Settings, run_id: str) -> int:
+    """ADD rows for stored memories no ADD event accounts for (stored by a killed run, never re-sent since).
+
+    Only reads the whole store when the numbers disagree (rows vs. memories with an ADD event)."""
+    store = MemoryStore(settings)
+    with connect(settings) as conn:
+        added = sql.added_memory_ids(conn)
+    total = store.count()
+    if total == len(added):
+        return 0
+    orphans = orphan_rows(store.list(limit=total), added)
+    if not orphans:
+        return 0
+    with transaction(settings) as conn:
+        sql.record_events(conn, [
+            EventRow(run_id, "ADD", r.id, r.content_hash, r.target_file, r.importance, list(r.tags), None,
+                     f"reconciled: stored by an interrupted run ({r.flow_run_id}) whose ledger rows were lost",
+                     r.source)
+            for r in orphans])
+    return len(orphans)
