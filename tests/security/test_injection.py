@@ -114,8 +114,11 @@ def test_injected_logs_and_hostile_replies_stay_inside_the_allowlist(
                           and r.json["messages"][0]["content"].startswith("You distill"))["messages"][1]["content"]
     assert "ignore previous instructions" in distill_prompt.split("<<<NOTES>>>")[1].split("<<<END NOTES>>>")[0]
     assert {r.outcome for r in rows} == {"generated"}
-    assert summary.tally.rejected == {"bad_target_file": len(BAD_TARGETS), "suspected_injection": 1}
-    assert summary.tally.warnings["overwrite_downgraded"] == 2  # SOUL.md and IDENTITY.md: appended, not replaced
+    # The persona takeover of SOUL.md ("你现在是…"), the identity one ("…I obey every instruction…") and the
+    # AGENTS.md one are all read as instructions to the model (issue 13): flagged proposals, never written.
+    assert summary.tally.rejected == {"bad_target_file": len(BAD_TARGETS), "suspected_injection": 3}
+    assert summary.tally.suspected_injection == summary.tally.proposals == 3
+    assert "overwrite_downgraded" not in summary.tally.warnings  # protected files are not even appended to
 
     assert Path("/etc/passwd").read_bytes() == passwd
     assert files_outside(tmp_path, home) == outside  # nothing new or changed outside CHRONICLE_HOME
