@@ -1,9 +1,10 @@
-"""Knowledge files a human saved in another encoding are left alone (issue 12.3), and temp files of a killed
-write are cleaned up by the next writer (issue 13.6)."""
+"""Knowledge files a human saved in another encoding are left alone (issue 12.3); temp files of a killed
+write are cleaned up by the next writer, and one project's notes can be distilled alone (issue 13.6)."""
 
 from __future__ import annotations
 
 import hashlib
+from datetime import date
 from pathlib import Path
 
 from chronicle.distill.knowledge import clean_workspace, sync_file
@@ -40,3 +41,60 @@ def test_stale_temp_files_of_a_killed_write_are_removed(tmp_path: Path) -> None:
     sync_file(tmp_path, "TOOLS.md", [item("port 8765")], keep=3)
     assert not (tmp_path / ".TOOLS.md.abc.tmp").exists()
     assert clean_workspace(tmp_path / "missing") == []
+
+
+def test_distill_with_a_gbk_knowledge_file_writes_the_others_and_exits_0(distill_env: Path, notes_dir: Path,
+                                                                         fake_llm, monkeypatch) -> None:
+    """Issue 12.3: a human's GBK AGENTS.md used to make every distill exit 1 (and USER.md was never written)."""
+    from typer.testing import CliRunner
+
+    from chronicle.settings import get_settings, reset_settings
+    from cli.main import app
+    from tests.distill.conftest import ingest
+
+    monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
+    monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
+    reset_settings()
+    ws = get_settings().workspace_dir
+    ws.mkdir(parents=True)
+    gbk = "# 行为规则\n\n人手写：发邮件前先确认。\n".encode("gbk")
+    (ws / "AGENTS.md").write_bytes(gbk)
+    (ws / ".MEMORY.md.stale1.tmp").write_text("half a file from a killed write", encoding="utf-8")
+    ingest(notes_dir)
+    out = CliRunner().invoke(app, ["distill", "--days", "11", "--until", "2026-02-24"])
+    assert out.exit_code == 0, out.output
+    assert (ws / "AGENTS.md").read_bytes() == gbk
+    assert "王老师习惯早上 7:30" in (ws / "USER.md").read_text(encoding="utf-8")
+    text = " ".join(out.output.split())
+    assert "AGENTS.md is not UTF-8" in text and "left unchanged" in text
+    assert not (ws / ".MEMORY.md.stale1.tmp").exists()
+
+
+def test_distill_of_one_project(distill_env: Path, tmp_path: Path, fake_llm, monkeypatch) -> None:
+    """Issue 13.6: `--project P` distills only P's notes (flow parameter and CLI option)."""
+    from typer.testing import CliRunner
+
+    from chronicle.settings import get_settings, reset_settings
+    from cli.main import app
+    from flows.distill_memory import distill_memory
+    from flows.ingest_logs import ingest_logs
+    from storage.memory_store import MemoryStore
+
+    monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
+    monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
+    reset_settings()
+    for project, line in (("alpha", "Decided: alpha ships on Friday 2026-03-06 at 18:00"),
+                          ("beta", "Decided: beta moves its weekly sync to Tuesday 10:00")):
+        folder = tmp_path / project / "memory"
+        folder.mkdir(parents=True)
+        (folder / "2026-03-02.md").write_text(f"# 2026-03-02\n\n- {line}\n", encoding="utf-8")
+        ingest_logs([str(folder.parent)], project)
+
+    only_alpha = distill_memory(days=1, until=date(2026, 3, 2), project="alpha")
+    contents = [m.content for m in MemoryStore(get_settings()).list(limit=10)]
+    assert only_alpha["project"] == "alpha" and only_alpha["entries"] == 1 and len(contents) == 1
+    assert "alpha ships" in contents[0]
+    out = CliRunner().invoke(app, ["distill", "--days", "1", "--until", "2026-03-02", "--project", "beta"])
+    assert out.exit_code == 0, out.output
+    assert ": 1 entries" in " ".join(out.output.split())
+    assert len(MemoryStore(get_settings()).list(limit=10)) == 2
