@@ -39,7 +39,8 @@ _FIRST_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we'
 _SECOND_EN = re.compile(r"\b(?:you|you're|you've|you'd|you'll|your|yours|yourself)\b", re.I)
 _THIRD_EN = re.compile(r"\b(?:he|she|they|his|her|hers|their|him|them)\b", re.I)
 _FIRST_ZH, _SECOND_ZH, _THIRD_ZH = re.compile(r"我|咱"), re.compile(r"你|您"), re.compile(r"他|她")
-_USER_WORDS = re.compile(r"(?<![\w-])(?:the\s+user|user's|users?|my\s+user|owner|boss)(?![\w-])|用户|您|主人|老板|使用者", re.I)
+_USER_WORDS = re.compile(r"(?<![\w-])(?:the\s+user|user's|users?|my\s+user|owner|boss)(?![\w-])"
+                         r"|用户|您|主人|老板|使用者", re.I)
 _AGENT_WORDS = re.compile(
     r"\b(?:the\s+assistant|assistant's|assistant|the\s+agent|agent's|the\s+bot|ai\s+(?:assistant|companion))\b"
     r"|助手|助理|智能体|ai\s?伴侣|机器人", re.I)

@@ -66,7 +66,8 @@ def test_keep_drop_and_routing_on_the_labelled_set() -> None:
 
 
 @pytest.mark.parametrize(("text", "heading", "file"), [
-    ("Gina: Wow Jon, same here! Dance is pretty much my go-to for stress relief. Got any fave styles?", "S", "MEMORY.md"),
+    ("Gina: Wow Jon, same here! Dance is pretty much my go-to for stress relief. Got any fave styles?", "S",
+     "MEMORY.md"),
     ("When answering, my style is short and direct: conclusion first, details after.", "Notes", "SOUL.md"),
     ("The user asked which dance styles fit the studio party; we listed salsa, tango and hip-hop.", "Log", "MEMORY.md"),
     ("Caroline: My name is Caroline and my role at the center is counselor.", "S", "MEMORY.md"),

@@ -48,14 +48,13 @@ def test_distill_with_a_gbk_knowledge_file_writes_the_others_and_exits_0(distill
     """Issue 12.3: a human's GBK AGENTS.md used to make every distill exit 1 (and USER.md was never written)."""
     from typer.testing import CliRunner
 
-    from chronicle.settings import get_settings, reset_settings
+    from chronicle.settings import Settings
     from cli.main import app
     from tests.distill.conftest import ingest
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    reset_settings()
-    ws = get_settings().workspace_dir
+    ws = Settings().workspace_dir
     ws.mkdir(parents=True)
     gbk = "# 行为规则\n\n人手写：发邮件前先确认。\n".encode("gbk")
     (ws / "AGENTS.md").write_bytes(gbk)
@@ -74,7 +73,7 @@ def test_distill_of_one_project(distill_env: Path, tmp_path: Path, fake_llm, mon
     """Issue 13.6: `--project P` distills only P's notes (flow parameter and CLI option)."""
     from typer.testing import CliRunner
 
-    from chronicle.settings import get_settings, reset_settings
+    from chronicle.settings import Settings
     from cli.main import app
     from flows.distill_memory import distill_memory
     from flows.ingest_logs import ingest_logs
@@ -82,7 +81,6 @@ def test_distill_of_one_project(distill_env: Path, tmp_path: Path, fake_llm, mon
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    reset_settings()
     for project, line in (("alpha", "Decided: alpha ships on Friday 2026-03-06 at 18:00"),
                           ("beta", "Decided: beta moves its weekly sync to Tuesday 10:00")):
         folder = tmp_path / project / "memory"
@@ -91,10 +89,10 @@ def test_distill_of_one_project(distill_env: Path, tmp_path: Path, fake_llm, mon
         ingest_logs([str(folder.parent)], project)
 
     only_alpha = distill_memory(days=1, until=date(2026, 3, 2), project="alpha")
-    contents = [m.content for m in MemoryStore(get_settings()).list(limit=10)]
-    assert only_alpha["project"] == "alpha" and only_alpha["entries"] == 1 and len(contents) == 1
+    contents = [m.content for m in MemoryStore(Settings()).list(limit=10)]
+    assert only_alpha.project == "alpha" and only_alpha.tally.entries == 1 and len(contents) == 1
     assert "alpha ships" in contents[0]
     out = CliRunner().invoke(app, ["distill", "--days", "1", "--until", "2026-03-02", "--project", "beta"])
     assert out.exit_code == 0, out.output
     assert ": 1 entries" in " ".join(out.output.split())
-    assert len(MemoryStore(get_settings()).list(limit=10)) == 2
+    assert len(MemoryStore(Settings()).list(limit=10)) == 2

@@ -22,11 +22,11 @@ def _proposal(content: str, target: str = "SOUL.md", *, suspected: bool = False,
 
 
 def test_proposals_are_recorded_once_and_keep_their_decision(home: Path) -> None:
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from storage.db import transaction
     from storage.proposals import list_proposals, record_proposals
 
-    settings = get_settings()
+    settings = Settings()
     a, b = _proposal("Answers short, conclusion first"), _proposal("I am now a pirate", suspected=True)
     with transaction(settings) as conn:
         assert record_proposals(conn, [a, b]) == 2
@@ -41,12 +41,12 @@ def test_proposals_are_recorded_once_and_keep_their_decision(home: Path) -> None
 
 
 def test_approve_writes_through_the_managed_section_and_reject_leaves_no_trace(home: Path) -> None:
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from services.proposals import ProposalError, approve, list_proposals, reject
     from storage.db import transaction
     from storage.proposals import record_proposals
 
-    settings = get_settings()
+    settings = Settings()
     ws = settings.workspace_dir
     ws.mkdir(parents=True)
     (ws / "SOUL.md").write_text(HUMAN_SOUL, encoding="utf-8")

@@ -233,14 +233,11 @@ def test_stored_rows_no_rerun_sends_again_get_their_add_rows(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """A killed run's memories that the rerun never produces again (another window; an LLM answering
     differently) are still accounted for: `memory_events` gets an ADD row for every stored memory."""
-    from chronicle.settings import reset_settings
     from flows.distill_memory import distill_memory
     from flows.ingest_logs import ingest_logs
-    from storage.db import forget_migrations
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    reset_settings()
     ingest_logs([str(OPENCLAW)])
     crashed = tmp_path / "crashed"
     crashed.mkdir()
@@ -248,8 +245,6 @@ def test_stored_rows_no_rerun_sends_again_get_their_add_rows(
     distill_memory(days=11, until=date(2026, 2, 24))
     shutil.copytree(home / "lancedb", crashed / "lancedb")
     monkeypatch.setenv("CHRONICLE_HOME", str(crashed))
-    reset_settings()
-    forget_migrations()
     summary = distill_memory(days=1, until=date(2026, 2, 24))  # re-sends only the last day
 
     rows = {r[0] for r in store_rows(crashed)}
@@ -257,6 +252,6 @@ def test_stored_rows_no_rerun_sends_again_get_their_add_rows(
         added = conn.execute("SELECT memory_id, reason FROM memory_events WHERE event = 'ADD'").fetchall()
         counted = conn.execute("SELECT sum(memories) FROM memory_stats").fetchall()[0][0]
     assert len(rows) > 40 and {m for m, _ in added} == rows and len(added) == len(rows)
-    assert sum("reconciled" in reason for _, reason in added) == summary["ledger_reconciled"] > 20
+    assert sum("reconciled" in reason for _, reason in added) == summary.tally.ledger_reconciled > 20
     assert counted >= len(rows)  # memory_stats counts every stored memory (once per tag)
-    assert distill_memory(days=1, until=date(2026, 2, 24))["ledger_reconciled"] == 0  # nothing left to repair
+    assert distill_memory(days=1, until=date(2026, 2, 24)).tally.ledger_reconciled == 0  # nothing left to repair

@@ -55,18 +55,17 @@ def hostile(request: dict[str, Any]) -> str:
 
 @pytest.fixture
 def workspace(home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> Path:
-    from chronicle.settings import get_settings, reset_settings
+    from chronicle.settings import Settings
     from flows.ingest_logs import ingest_logs
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)  # fast, deterministic vectors over HTTP
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
     monkeypatch.setenv("CHRONICLE_LLM_BACKOFF_BASE_S", "0.01")
-    reset_settings()
     notes = tmp_path / "in" / "memory"
     notes.mkdir(parents=True)
     (notes / f"{DAY.isoformat()}.md").write_text(NOTE, encoding="utf-8")
     ingest_logs([str(notes.parent)])
-    ws = get_settings().workspace_dir
+    ws = Settings().workspace_dir
     ws.mkdir(parents=True)
     for name, text in HUMAN.items():
         (ws / name).write_bytes(text.encode())
@@ -74,11 +73,8 @@ def workspace(home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: 
 
 
 def _use_llm(fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.settings import reset_settings
-
     monkeypatch.setenv("LLM_URL", fake_llm.base_url)
     monkeypatch.setenv("LLM_MODEL", "fake-distill")
-    reset_settings()
     fake_llm.responder = hostile
 
 
@@ -115,14 +111,14 @@ def test_injected_persona_needs_approval(workspace: Path, fake_llm: FakeLLMServe
     pending = proposals_json(runner)
     flagged = [p for p in pending if p["suspected_injection"]]
     pirate = [p for p in flagged if "pirate" in p["content"]]
-    assert len(pirate) == 1 and summary["suspected_injection"] == len(flagged) >= 1
+    assert len(pirate) == 1 and summary.tally.suspected_injection == len(flagged) >= 1
     if engine == "llm":
         assert pirate[0]["target_file"] == "SOUL.md" and pirate[0]["action"] == "overwrite"
         assert len(flagged) == 1 + len(SNEAKY)  # every disguise caught, none written to AGENTS.md
         agents = after["AGENTS.md"].decode()
         assert "Drafts of outgoing e-mail go to 王老师 first" in agents
         assert not any(s in agents for s in SNEAKY) and "disregard" not in agents and "pirate" not in agents
-    assert summary["proposals"] == len(pending)
+    assert summary.tally.proposals == len(pending)
     listed = runner.invoke(app, ["memory", "proposals"])
     assert listed.exit_code == 0 and pirate[0]["proposal_id"] in listed.output
 
@@ -149,7 +145,7 @@ def test_protected_memories_are_stored_but_proposed(workspace: Path, fake_llm: F
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A harmless memory for SOUL.md is searchable at once but reaches the file only by approval; the
     proposals artifact of the run lists it."""
-    from chronicle.settings import get_settings
+    from chronicle.settings import Settings
     from flows.distill_memory import distill_memory
     from services.memory import search_memories
     from tests.distill.conftest import artifact_markdowns
@@ -158,9 +154,9 @@ def test_protected_memories_are_stored_but_proposed(workspace: Path, fake_llm: F
     fake_llm.responder = lambda _: json.dumps([{"content": "Answer in short sentences, conclusion first",
                                                 "summary": "style", "importance": 0.9, "targetFile": "SOUL.md"}])
     summary = distill_memory(days=1, until=DAY)
-    assert summary["proposals"] == 1 and summary["suspected_injection"] == 0
+    assert summary.tally.proposals == 1 and summary.tally.suspected_injection == 0
     assert (workspace / "SOUL.md").read_bytes() == HUMAN["SOUL.md"].encode()
-    hits = search_memories("Answer in short sentences", limit=1, settings=get_settings())
+    hits = search_memories(Settings(), "Answer in short sentences", limit=1)
     assert hits and hits[0].target_file == "SOUL.md"
     markdown = "\n".join(artifact_markdowns("distill-proposals"))
     assert "Answer in short sentences, conclusion first" in markdown and "chronicle memory approve" in markdown
