@@ -141,22 +141,36 @@ def test_injected_persona_needs_approval(workspace: Path, fake_llm: FakeLLMServe
     assert decided[pirate[0]["proposal_id"]] == ("approved" if decision == "approve" else "rejected")
 
 
-def test_protected_memories_are_stored_but_proposed(workspace: Path, fake_llm: FakeLLMServer,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """A harmless memory for SOUL.md is searchable at once but reaches the file only by approval; the
-    proposals artifact of the run lists it."""
+def test_llm_memories_pass_the_same_gate_and_protected_ones_are_proposed(
+        workspace: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LLM's memories are all stored and searchable; small talk and minor details stay out of the files,
+    and a harmless memory for SOUL.md reaches it only by approval — the run's proposals artifact lists it."""
     from chronicle.settings import Settings
     from flows.distill_memory import distill_memory
     from services.memory import search_memories
     from tests.distill.conftest import artifact_markdowns
 
     _use_llm(fake_llm, monkeypatch)
-    fake_llm.responder = lambda _: json.dumps([{"content": "Answer in short sentences, conclusion first",
-                                                "summary": "style", "importance": 0.9, "targetFile": "SOUL.md"}])
+    fake_llm.responder = lambda _: json.dumps([
+        {"content": "Answer in short sentences, conclusion first", "summary": "style", "importance": 0.9,
+         "targetFile": "SOUL.md"},
+        {"content": "Thanks a lot, talk to you tomorrow!", "summary": "bye", "importance": 0.9,
+         "targetFile": "MEMORY.md"},
+        {"content": "The coffee machine on floor 3 was cleaned", "summary": "minor", "importance": 0.3,
+         "targetFile": "MEMORY.md"},
+        {"content": "XH305 database lock is planned for 2026-06-30", "summary": "fact", "importance": 0.8,
+         "targetFile": "MEMORY.md"}])
     summary = distill_memory(days=1, until=DAY)
     assert summary.tally.proposals == 1 and summary.tally.suspected_injection == 0
+    assert summary.tally.kept_out == {"small_talk": 1, "below_min_importance": 1}
     assert (workspace / "SOUL.md").read_bytes() == HUMAN["SOUL.md"].encode()
-    hits = search_memories(Settings(), "Answer in short sentences", limit=1)
-    assert hits and hits[0].target_file == "SOUL.md"
+    memory_md = (workspace / "MEMORY.md").read_text(encoding="utf-8")
+    assert "database lock is planned" in memory_md and "Thanks a lot" not in memory_md
+    assert "coffee machine" not in memory_md
+    settings = Settings()
+    for query, file in (("Answer in short sentences", "SOUL.md"), ("coffee machine", "MEMORY.md"),
+                        ("Thanks a lot", "MEMORY.md")):
+        hits = search_memories(settings, query, limit=1)  # everything distilled is searchable
+        assert hits and query in hits[0].content and hits[0].target_file == file
     markdown = "\n".join(artifact_markdowns("distill-proposals"))
     assert "Answer in short sentences, conclusion first" in markdown and "chronicle memory approve" in markdown
