@@ -19,6 +19,7 @@ from typing import Literal
 from chronicle.distill.signals import analyse
 from chronicle.distill.speaker import split_speaker
 from chronicle.memory.model import Memory
+from chronicle.settings import Settings
 
 Verdict = Literal["file", "proposal", "small_talk", "question", "below_min_importance"]
 KEPT_OUT: tuple[Verdict, ...] = ("small_talk", "question", "below_min_importance")
@@ -32,14 +33,10 @@ class KnowledgePolicy:
     overwrite_allowed: tuple[str, ...] = ("MEMORY.md", "USER.md", "AGENTS.md", "TOOLS.md")
 
     @classmethod
-    def from_settings(cls, settings: object) -> KnowledgePolicy:
-        """The policy of a `Settings` (duck-typed so this module stays free of settings imports)."""
-        return cls(
-            min_importance=float(settings.knowledge_min_importance),  # type: ignore[attr-defined]
-            daily_cap=int(settings.knowledge_daily_cap),  # type: ignore[attr-defined]
-            protected=tuple(settings.protected_files),  # type: ignore[attr-defined]
-            overwrite_allowed=tuple(settings.overwrite_allowed_files),  # type: ignore[attr-defined]
-        )
+    def from_settings(cls, settings: Settings) -> KnowledgePolicy:
+        return cls(min_importance=settings.knowledge_min_importance, daily_cap=settings.knowledge_daily_cap,
+                   protected=tuple(settings.protected_files),
+                   overwrite_allowed=tuple(settings.overwrite_allowed_files))
 
 
 def carries_knowledge(text: str) -> Verdict | None:

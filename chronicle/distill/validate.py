@@ -15,11 +15,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from chronicle.distill.injection import looks_like_injection, matched_phrase
+from chronicle.distill.injection import matched_phrase
 from chronicle.memory.model import Memory, content_hash
 from chronicle.settings import KNOWLEDGE_FILES
-
-__all__ = ["Rejection", "Validated", "looks_like_injection", "validate"]
 
 _SENTENCE_END = re.compile(r"(?<=[。！？!?])|(?<=\.)\s")
 DEFAULT_IMPORTANCE = 0.5
