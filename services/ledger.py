@@ -11,7 +11,7 @@ from chronicle.distill.records import EventRow
 from chronicle.memory.model import MemoryEvent
 from chronicle.settings import Settings
 from storage import memory_events as sql
-from storage.db import connect, transaction
+from storage.db import connect, write
 from storage.memory_store import MemoryStore
 
 
@@ -43,10 +43,8 @@ def reconcile_orphans(settings: Settings, run_id: str) -> int:
     orphans = orphan_rows(store.list(limit=total), added)
     if not orphans:
         return 0
-    with transaction(settings) as conn:
-        sql.record_events(conn, [
-            EventRow(run_id, "ADD", r.id, r.content_hash, r.target_file, r.importance, list(r.tags), None,
+    rows = [EventRow(run_id, "ADD", r.id, r.content_hash, r.target_file, r.importance, list(r.tags), None,
                      f"reconciled: stored by an interrupted run ({r.flow_run_id}) whose ledger rows were lost",
-                     r.source)
-            for r in orphans])
+                     r.source) for r in orphans]
+    write(settings, lambda conn: sql.record_events(conn, rows))
     return len(orphans)

@@ -14,7 +14,7 @@ from chronicle.distill.knowledge import FileResult, effective_action, sync_file
 from chronicle.distill.proposals import Proposal, Status, approved_item, proposals_markdown
 from chronicle.settings import Settings
 from storage import proposals as sql
-from storage.db import connect, transaction
+from storage.db import connect, write
 
 
 class ProposalError(ValueError):
@@ -72,8 +72,7 @@ def approve(settings: Settings, id_or_prefix: str, by: str | None = None) -> Dec
         raise ProposalError(result.skipped)
     if proposal.status == "approved":
         return Decision(proposal, result.changed, result)
-    with transaction(settings) as conn:
-        sql.decide(conn, proposal.proposal_id, "approved", by or _who())
+    write(settings, lambda conn: sql.decide(conn, proposal.proposal_id, "approved", by or _who()))
     return Decision(_one(settings, proposal.proposal_id), True, result)
 
 
@@ -85,6 +84,5 @@ def reject(settings: Settings, id_or_prefix: str, by: str | None = None) -> Deci
                             "remove its bullet there by hand")
     if proposal.status == "rejected":
         return Decision(proposal, False)
-    with transaction(settings) as conn:
-        sql.decide(conn, proposal.proposal_id, "rejected", by or _who())
+    write(settings, lambda conn: sql.decide(conn, proposal.proposal_id, "rejected", by or _who()))
     return Decision(_one(settings, proposal.proposal_id), True)

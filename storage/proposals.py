@@ -19,18 +19,29 @@ def _now() -> datetime:
 
 def record_proposals(conn: duckdb.DuckDBPyConnection, proposals: list[Proposal]) -> int:
     """Insert proposals not seen before (a rerun, or the same text again later, keeps the first row and its
-    status: a rejected text is not proposed again). Returns how many were new."""
+    status: a rejected text is not proposed again). Returns how many were new.
+
+    No key constraint does this (the lake has none): the ids present are read first, and each insert is
+    guarded by NOT EXISTS as well, inside the caller's transaction."""
+    ids = sorted({p.proposal_id for p in proposals})
+    if not ids:
+        return 0
+    have = {r[0] for r in conn.execute("SELECT proposal_id FROM memory_proposals WHERE list_contains(?, proposal_id)",
+                                       [ids]).fetchall()}
     new = 0
     for p in proposals:
-        inserted = conn.execute(
+        if p.proposal_id in have:
+            continue
+        conn.execute(
             f"""INSERT INTO memory_proposals ({_COLUMNS})
                 SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, NULL
                 WHERE NOT EXISTS (SELECT 1 FROM memory_proposals WHERE proposal_id = ?)""",
             [p.proposal_id, p.target_file, p.action, p.content, p.content_hash, p.importance, list(p.tags),
              p.note_date, p.source, list(p.source_entry_ids), p.memory_id, p.reason, p.suspected_injection,
              p.flow_run_id, _now(), p.proposal_id],
-        ).fetchall()
-        new += int(inserted[0][0]) if inserted else 0
+        )
+        have.add(p.proposal_id)
+        new += 1
     return new
 
 
