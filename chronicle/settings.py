@@ -173,8 +173,10 @@ class Settings(BaseSettings):
     distill_days: int = Field(default=7, validation_alias=AliasChoices("DISTILL_DAYS", "CHRONICLE_DISTILL_DAYS"))
     """Days of daily notes one distillation run reads (seed 002 default 7)."""
 
-    dedup_threshold: float = 0.92
-    """Cosine similarity above which a new memory updates an existing one instead of adding."""
+    dedup_threshold: float | None = None
+    """Cosine similarity from which a new memory may update (merge into) an existing one; unset = the threshold
+    calibrated for the embedding model and language (`chronicle/memory/dedup.py`). A merge also needs the
+    lexical check to pass (same numbers, names, negation, enough shared wording), whatever this is."""
 
     search_semantic_weight: float = 0.7
     """Weight of semantic similarity in the memory search score (seed 002: 0.7)."""
