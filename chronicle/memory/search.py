@@ -75,6 +75,11 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+def jieba_words(text: str) -> list[str]:
+    """jieba's precise-mode words of `text` (for the dedup lexical check; search uses `tokenize`)."""
+    return [w for w in _jieba().lcut(text) if w.strip()]
+
+
 def fts_text(*texts: str) -> str:
     """The pre-tokenised text stored in the `fts_text` column (tokens of all `texts` joined by single spaces).
 

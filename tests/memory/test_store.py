@@ -118,7 +118,7 @@ def test_near_duplicates_within_one_batch_merge_into_the_first(store) -> None:
 def test_upsert_is_idempotent(store) -> None:
     batch = [
         mem("The user's daughter is called Mia.", tags=["family"], importance=0.9, target_file="USER.md"),
-        mem("The user's daughter is named Mia.", tags=["family"]),  # near-duplicate of the first
+        mem("Our user's daughter is called Mia.", tags=["family"]),  # near-duplicate of the first
         mem("Backups run at 03:00 UTC.", tags=["ops"], target_file="TOOLS.md"),
         mem("用户喜欢在周末去爬山。", tags=["爱好"], target_file="USER.md"),
     ]
