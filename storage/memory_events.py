@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 
 import duckdb
+import pyarrow as pa
 
 from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
@@ -104,11 +105,32 @@ def added_memory_ids(conn: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 def record_events(conn: duckdb.DuckDBPyConnection, events: list[EventRow]) -> None:
-    at = _now()
-    for e in events:
+    """All events in one INSERT ... SELECT over an Arrow table: a statement per row cost ~30 ms each (measured
+    13 s of a 114 s distill of 419 LoCoMo turns, bench/memory_e2e.py --profile)."""
+    if not events:
+        return
+    strings = pa.string()
+    data = pa.table({
+        "event_id": pa.array([str(uuid.uuid4()) for _ in events], strings),
+        "flow_run_id": pa.array([e.flow_run_id for e in events], strings),
+        "event": pa.array([e.event for e in events], strings),
+        "memory_id": pa.array([e.memory_id for e in events], strings),
+        "content_hash": pa.array([e.content_hash for e in events], strings),
+        "target_file": pa.array([e.target_file for e in events], strings),
+        "importance": pa.array([e.importance for e in events], pa.float64()),
+        "tags": pa.array([list(e.tags) for e in events], pa.list_(strings)),
+        "similarity": pa.array([e.similarity for e in events], pa.float64()),
+        "reason": pa.array([e.reason for e in events], strings),
+        "source": pa.array([e.source for e in events], strings),
+    })
+    conn.register("_new_memory_events", data)
+    try:
         conn.execute(
             """INSERT INTO memory_events (event_id, flow_run_id, "at", event, memory_id, content_hash, target_file,
-               importance, tags, similarity, reason, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            [str(uuid.uuid4()), e.flow_run_id, at, e.event, e.memory_id, e.content_hash, e.target_file,
-             e.importance, list(e.tags), e.similarity, e.reason, e.source],
+               importance, tags, similarity, reason, source)
+               SELECT event_id, flow_run_id, ?, event, memory_id, content_hash, target_file, importance, tags,
+                      similarity, reason, source FROM _new_memory_events""",
+            [_now()],
         )
+    finally:
+        conn.unregister("_new_memory_events")

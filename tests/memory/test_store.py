@@ -290,3 +290,46 @@ def test_store_over_a_remote_embedder(settings, fake_llm) -> None:
     assert [e.event for e in events] == ["ADD", "ADD"]
     assert store.recorded_model() == ("fake", 32)
     assert store.search("发票", limit=1)[0].content == "报销需要发票"
+
+
+def test_a_merge_keeps_the_absorbed_text_searchable(store) -> None:
+    first = mem("项目周会改到每周三下午三点，地点在三楼会议室。")
+    [added] = store.upsert([first], created=DAY1, flow_run_id=None)
+    again = mem("项目周会改到每周三下午三点，地点在三楼的会议室。")
+    other = mem("项目周会改到每周四下午三点，地点在三楼会议室。")  # another day: a different fact
+    events = store.upsert([again, other], created=DAY2, flow_run_id=None)
+    assert [e.event for e in events] == ["UPDATE", "ADD"] and events[0].memory_id == added.memory_id
+    [row] = store.get([added.memory_id])
+    assert row.content == first.content and row.absorbed == [again.content]
+    assert store.count() == 2
+    # Re-sending either text changes nothing (idempotent), and the absorbed words are found by full text.
+    assert [e.event for e in store.upsert([again, other], created=DAY2, flow_run_id=None)] == ["NOOP", "NOOP"]
+    assert store.get([added.memory_id])[0].absorbed == [again.content]
+
+
+def test_an_old_table_is_upgraded_in_place(settings, embedder) -> None:
+    """A schema-1 table (no `absorbed` column) opens, reads and merges; the column is added as nulls."""
+    import lancedb
+    import pyarrow as pa
+
+    from storage.memory_schema import TABLE, memory_schema
+
+    old = memory_schema(embedder.model_name, embedder.dim)
+    old = old.remove(old.get_field_index("absorbed"))
+    first = mem("The deploy API key is kept in the team vault.")
+    row = {name: None for name in old.names} | {
+        "id": first.memory_id(DAY1), "content": first.content, "summary": first.summary, "target_file": "MEMORY.md",
+        "tags": [], "key_info": [], "importance": 0.5, "content_hash": first.content_hash,
+        "merged_hashes": [first.content_hash], "language": "en", "source_entry_ids": [], "fts_text": "deploy api",
+        "vector": embedder.embed([first.content])[0].tolist(),
+    }
+    db = lancedb.connect(settings.lance_uri)
+    db.create_table(TABLE, pa.Table.from_pylist([row], schema=old), schema=old)
+
+    store = MemoryStore(settings, embedder)
+    [stored] = store.list()
+    assert stored.content == first.content and stored.absorbed == []
+    assert "absorbed" in store._table.schema.names
+    near = "The deploy API key is kept in the team's vault."
+    [event] = store.upsert([mem(near)], created=DAY2, flow_run_id=None)
+    assert event.event == "UPDATE" and store.get([stored.id])[0].absorbed == [near]
