@@ -177,21 +177,31 @@ def _hits(store: Any, qs: list[tuple[str, str, set[str]]], mode: str) -> dict[st
     return {f"hit@{k}": hit[k] / len(qs) for k in KS}
 
 
-def query_latency(embedder: Any, queries: list[str], repeats: int = 3) -> dict[str, float]:
-    """ms per query embedding, one query at a time, warm; the median of `repeats` passes per query."""
-    embed_query = getattr(embedder, "embed_query", None) or (lambda q: embedder.embed([q])[0])
-    for q in queries[:10]:
-        embed_query(q)
-    times = []
-    for q in queries:
-        runs = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            embed_query(q)
-            runs.append(time.perf_counter() - t0)
-        times.append(statistics.median(runs) * 1000)
-    times.sort()
-    return {"p50_ms": times[len(times) // 2], "p95_ms": times[int(len(times) * 0.95)]}
+def query_latency(embedders: dict[str, Any], queries: list[str], repeats: int = 3) -> dict[str, dict[str, float]]:
+    """ms per query embedding, one query at a time, warm; per query the median of `repeats`.
+
+    Interleaved: every query is embedded by every candidate in turn (the order rotating), so a neighbour's
+    burst on this shared machine hits all candidates alike instead of whichever ran at that moment.
+    """
+    calls = {n: getattr(e, "embed_query", None) or (lambda q, e=e: e.embed([q])[0]) for n, e in embedders.items()}
+    for call in calls.values():
+        for q in queries[:10]:
+            call(q)
+    times: dict[str, list[float]] = {n: [] for n in calls}
+    names = list(calls)
+    for i, q in enumerate(queries):
+        for name in names[i % len(names):] + names[: i % len(names)]:
+            runs = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                calls[name](q)
+                runs.append(time.perf_counter() - t0)
+            times[name].append(statistics.median(runs) * 1000)
+    out = {}
+    for name, ts in times.items():
+        ts.sort()
+        out[name] = {"p50_ms": ts[len(ts) // 2], "p95_ms": ts[int(len(ts) * 0.95)]}
+    return out
 
 
 def main() -> None:
@@ -209,20 +219,25 @@ def main() -> None:
         : args.latency_queries // 2]
     report: dict[str, Any] = {}
     with FakeLLMServer(embedding_dim=384) as fake, tempfile.TemporaryDirectory() as tmp:
+        loaded: dict[str, Any] = {}
         for name, factory in candidates(fake.base_url).items():
             if args.only and not any(s in name for s in args.only.split(",")):
                 continue
             if isinstance(factory, str):
                 report[name] = {"error": factory}
-                print(f"[{name}] {factory}")
                 continue
             try:
                 t0 = time.perf_counter()
-                inner = factory()
-                load_s = time.perf_counter() - t0
+                loaded[name] = factory()
+                report[name] = {"load_seconds": time.perf_counter() - t0, "dim": loaded[name].dim}
+            except Exception as exc:  # a candidate that cannot run here is reported, never skipped silently
+                report[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        for name, latency in query_latency(loaded, latency_qs).items():
+            report[name]["query_latency"] = latency
+        for name, inner in loaded.items():
+            entry = report[name]
+            try:
                 embedder = Cached(inner)
-                entry: dict[str, Any] = {"load_seconds": load_s, "dim": embedder.dim,
-                                         "query_latency": query_latency(inner, latency_qs)}
                 slug = re.sub(r"\W+", "-", name)
                 entry["zh"] = run_task(embedder, zh_sessions, zh_qs, Path(tmp) / f"{slug}-zh")
                 entry["en"] = run_task(embedder, en_sessions, en_qs, Path(tmp) / f"{slug}-en",
@@ -230,10 +245,12 @@ def main() -> None:
                 matched = entry["en"]["matched_haystack"]
                 entry["gap_hybrid_hit@5"] = matched["hybrid"]["hit@5"] - entry["zh"]["hybrid"]["hit@5"]
                 entry["gap_dense_hit@5"] = matched["dense"]["hit@5"] - entry["zh"]["dense"]["hit@5"]
-            except Exception as exc:  # a candidate that cannot run here is reported, never skipped silently
-                entry = {"error": f"{type(exc).__name__}: {exc}"}
-            report[name] = entry
+            except Exception as exc:
+                entry["error"] = f"{type(exc).__name__}: {exc}"
             print(f"[{name}] {json.dumps(entry, default=str)}", flush=True)
+        for name in report:
+            if name not in loaded:
+                print(f"[{name}] {report[name]}", flush=True)
     load_after = os.getloadavg()
 
     from chronicle.settings import OFFLINE_EMBEDDING_MODEL
