@@ -88,11 +88,9 @@ def main() -> None:
     # A throw-away Prefect API (its own SQLite) so the bench never writes into ~/.prefect; a busy machine needs
     # longer than the ephemeral server's default start-up timeout.
     with prefect_test_harness(server_startup_timeout=180), tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp) / "home"
-        os.environ["CHRONICLE_HOME"] = str(home)
-        from chronicle.settings import get_settings, reset_settings
+        from chronicle.settings import Settings, using
 
-        reset_settings()
+        settings = Settings(home=Path(tmp) / "home", llm_url=None, embedding_url=None)
         where, turns = write_notes(samples, Path(tmp) / "memory")
         days = sorted(datetime.strptime(f, "%Y-%m-%d.md").date() for f, _ in where)
         first, last = days[0], days[-1]
@@ -100,9 +98,9 @@ def main() -> None:
         from flows.distill_memory import distill_memory
         from flows.ingest_logs import ingest_logs
 
-        settings = get_settings()
         t0 = time.perf_counter()
-        ingest_logs([str(Path(tmp) / "memory")], "locomo")
+        with using(settings):
+            ingest_logs([str(Path(tmp) / "memory")], "locomo")
         ingest_s = time.perf_counter() - t0
 
         from chronicle.memory.embedder import get_embedder
@@ -120,7 +118,8 @@ def main() -> None:
             profiler = Profiler(interval=0.005)
             profiler.start()
         t0 = time.perf_counter()
-        summary = distill_memory(days=(last - first).days + 1, until=last)
+        with using(settings):
+            summary = distill_memory(days=(last - first).days + 1, until=last)
         distill_s = time.perf_counter() - t0
         if profiler is not None:
             profiler.stop()
@@ -166,7 +165,7 @@ def main() -> None:
             "hit@5": hit[5] / n, "hit@10": hit[10] / n, "questions": n, "turns": turns, "entries": len(entries),
             "memories": rows, "knowledge_lines": lines, "knowledge_lines_per_100_turns": per_100,
             "distill_seconds": distill_s, "ingest_seconds": ingest_s, "raw_embed_seconds": raw_s,
-            "events": summary.get("events"), "embedding_model": settings.embedding_model,
+            "events": summary.as_dict().get("events"), "embedding_model": settings.embedding_model,
             "load_avg_before": load_before, "load_avg_after": load_after, "samples": args.samples,
         },
     )

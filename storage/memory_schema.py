@@ -1,6 +1,6 @@
 """Arrow schema of the LanceDB `memories` table; the typed rows/events it holds live in `chronicle.memory.records`.
 
-Schema history (an older table is upgraded in place by `storage.memory_lance.upgrade`, which adds the
+Schema history (an older table is upgraded in place by `storage.memory_indexes.upgrade`, which adds the
 missing columns as nulls — a metadata-only commit, no row is rewritten):
 
 - 1: the first release.

@@ -17,7 +17,7 @@ from lancedb.query import MatchQuery
 
 from chronicle.memory.search import Candidate, Scored, fuse, tokenize
 from storage.memory_arrow import vectors
-from storage.memory_lance import ANN_NPROBES, ANN_REFINE_FACTOR
+from storage.memory_indexes import ANN_NPROBES, ANN_REFINE_FACTOR
 from storage.memory_schema import ROW_COLUMNS, SearchHit, StoredMemory
 
 SearchMode = Literal["hybrid", "dense"]
