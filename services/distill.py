@@ -69,6 +69,12 @@ def store_memories(settings: Settings, memories: list[Memory], created: datetime
     return MemoryStore(settings).upsert(memories, created=created, flow_run_id=run_id)
 
 
+def store_batches(settings: Settings, batches: list[tuple[list[Memory], datetime]], run_id: str
+                  ) -> list[list[MemoryEvent]]:
+    """`store_memories` for several chunks' memories at once: one embedding call, one commit per chunk."""
+    return MemoryStore(settings).upsert_many(batches, flow_run_id=run_id)
+
+
 def memory_count(settings: Settings) -> int:
     return MemoryStore(settings).count()
 

@@ -43,10 +43,10 @@ def distill_chunk(settings: Settings, chunk: Chunk, flow_run_id: str) -> ChunkOu
     return uc.distill_chunk(settings, chunk, flow_run_id)
 
 
-@task(name="store-memories", task_run_name="store {label}", cache_policy=NO_CACHE)
-def store_memories(settings: Settings, memories: list[Memory], created: datetime, flow_run_id: str,
-                   label: str = "") -> list[MemoryEvent]:
-    return uc.store_memories(settings, memories, created, flow_run_id)
+@task(name="store-memories-batch", task_run_name="store {label}", cache_policy=NO_CACHE)
+def store_batches(settings: Settings, batches: list[tuple[list[Memory], datetime]], flow_run_id: str,
+                  label: str = "all chunks") -> list[list[MemoryEvent]]:
+    return uc.store_batches(settings, batches, flow_run_id)
 
 
 @task(name="reconcile-events", task_run_name="reconcile {label}", cache_policy=NO_CACHE)
