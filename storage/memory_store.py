@@ -397,7 +397,10 @@ class MemoryStore:
 
     def _embed_contents(self, memories: Sequence[Memory], have: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """content hash -> vector for the memories not in `have`, in one embedding call."""
-        todo = {m.content_hash: embedding_text(m) for m in memories if m.content_hash not in have}
+        todo: dict[str, str] = {}
+        for m in memories:  # the first text of each hash is the one stored (and embedded)
+            if m.content_hash not in have:
+                todo.setdefault(m.content_hash, embedding_text(m))
         if not todo:
             return dict(have)
         fresh = self.embedder.embed(list(todo.values()))
