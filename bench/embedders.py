@@ -65,7 +65,7 @@ def memorybank_questions() -> list[tuple[str, str, set[str]]]:
     return [(r["user"], r["question"], set(r["evidence"])) for r in rows]
 
 
-def locomo_task() -> tuple[list[tuple[str, datetime, list[Any]]], list[tuple[str, str, set[str]]],
+def locomo_task(n_samples: int = 10) -> tuple[list[tuple[str, datetime, list[Any]]], list[tuple[str, str, set[str]]],
                            list[tuple[str, str, set[str]]]]:
     """Sessions, questions over the whole conversation, and the same questions over a MemoryBank-sized haystack.
 
@@ -74,7 +74,7 @@ def locomo_task() -> tuple[list[tuple[str, datetime, list[Any]]], list[tuple[str
     the "matched" variant searches the block holding a question's first evidence turn — as with MemoryBank,
     a haystack of ~75-150 utterances that contains the evidence.
     """
-    samples = json.loads(LOCOMO.read_text())
+    samples = json.loads(LOCOMO.read_text())[:n_samples]
     sessions, block_of = [], {}
     for s in samples:
         block, size = 0, 0
@@ -208,13 +208,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", default="", help="comma-separated substrings of candidate names")
     parser.add_argument("--latency-queries", type=int, default=100)
+    parser.add_argument("--locomo-samples", type=int, default=10, help="LoCoMo conversations (of 10) for English")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from tests.fakellm.server import FakeLLMServer
 
     load_before = os.getloadavg()
     zh_sessions, zh_qs = memorybank_sessions(), memorybank_questions()
-    en_sessions, en_qs, en_matched = locomo_task()
+    en_sessions, en_qs, en_matched = locomo_task(args.locomo_samples)
     latency_qs = [q for _, q, _ in zh_qs][: args.latency_queries // 2] + [q for _, q, _ in en_qs][
         : args.latency_queries // 2]
     report: dict[str, Any] = {}
@@ -268,7 +269,8 @@ def main() -> None:
         unit="",
         goal="embedded offline default with zh hybrid hit@5 within 0.05 of en hybrid hit@5",
         ok=abs(gap) <= 0.05 or gap < 0,
-        extra={"candidates": report, "best_embedded": best, "load_avg_before": load_before,
+        extra={"candidates": report, "best_embedded": best, "locomo_samples": args.locomo_samples,
+               "load_avg_before": load_before,
                "load_avg_after": load_after, "cpus": os.cpu_count()},
     )
 
