@@ -128,3 +128,10 @@ def test_the_readme_structure_block_is_generated_from_the_code() -> None:
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert readme_block(readme) == render(), "run `python -m scripts.architecture --write`"
+
+
+def test_every_module_fits_in_one_sitting() -> None:
+    """Issue 10: a newcomer reads any module in one sitting; a file growing past this gets split on its seams."""
+    long = {str(p.relative_to(REPO)): n for p in _modules()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 450}
+    assert long == {}
