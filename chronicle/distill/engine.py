@@ -87,7 +87,12 @@ def screen(chunk: Chunk, memories: list[Memory]) -> tuple[list[Memory], list[Rej
 
 
 def _finish(outcome: ChunkOutcome, chunk: Chunk, items: list, redactor: Redactor) -> ChunkOutcome:
-    checked = validate(items, source=chunk.source, entry_ids=[e.entry_id for e in chunk.entries])
+    try:
+        checked = validate(items, source=chunk.source, entry_ids=[e.entry_id for e in chunk.entries])
+    except (TypeError, ValueError, RecursionError) as exc:
+        # Whatever the model sent, one odd reply must not fail the run (and every rerun): quarantine it.
+        outcome.status, outcome.reason = "quarantined", f"unusable_reply: {type(exc).__name__}"
+        return outcome
     kept, flagged = screen(chunk, checked.memories)
     outcome.memories = [scrub_memory(m, redactor, outcome.redactions) for m in kept]
     outcome.rejections = checked.rejections + flagged
@@ -125,7 +130,10 @@ def distill_with_llm(chunk: Chunk, call: LLMCall, redactor: Redactor) -> ChunkOu
         outcome.llm_calls += 1
         reply = call(distill_messages(chunk), "distill")
         try:
-            return _finish(outcome, chunk, parse_reply(reply), redactor)
+            done = _finish(outcome, chunk, parse_reply(reply), redactor)
+            if done.status == "quarantined":
+                done.raw_reply = redactor.redact(reply)
+            return done
         except ReplyError as first:
             outcome.raw_reply = redactor.redact(reply)
             outcome.llm_calls += 1
