@@ -34,19 +34,21 @@ def _run_name() -> str:
 
 
 @flow(name="ingest-logs", flow_run_name=_run_name, log_prints=False)
-def ingest_logs(paths: SourcePaths, project: OptionalProjectId = None) -> IngestSummary:
+def ingest_logs(paths: SourcePaths, project: OptionalProjectId = None, force: bool = False) -> IngestSummary:
     """Ingest daily notes, JSONL/NDJSON, CSV and LoCoMo files found under `paths` (recursive).
 
-    An unchanged file is skipped, an appended one adds only its new lines, a rewritten one is
-    replaced; bad lines land in `rejects` with a reason and the good lines of the same file still load.
+    An unchanged file (same size, mtime and content fingerprint) is skipped, an appended one adds only its
+    new lines, a rewritten one is replaced; bad lines land in `rejects` with a reason and the good lines of
+    the same file still load. `force` re-reads every file whole (same rows when nothing changed).
     """
     settings = load_settings()
     logger = get_run_logger()
-    with tracked_run(settings, "ingest-logs", {"paths": paths, "project": project}) as counts:
+    params: dict[str, Any] = {"paths": paths, "project": project} | ({"force": True} if force else {})
+    with tracked_run(settings, "ingest-logs", params) as counts:
         files, skipped = discover_files(paths)
         summary = IngestSummary(skipped_files=len(skipped))
         for i, path in enumerate(files, start=1):
-            summary.add(ingest_file(settings, path, project))
+            summary.add(ingest_file(settings, path, project, force))
             report("ingest", i, len(files))
         counts.update(summary.as_dict())
         logger.info("ingested %d files: %s; +%d entries, %d rejects", summary.files, summary.by_status,

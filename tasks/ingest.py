@@ -21,5 +21,5 @@ def discover_files(paths: list[str]) -> tuple[list[str], list[str]]:
 
 # The file's own state in `ingest_files` is the cache: an unchanged file is skipped there.
 @task(name="ingest-file", task_run_name="ingest {path}", cache_policy=NO_CACHE)
-def ingest_file(settings: Settings, path: str, project: str | None) -> FileResult:
-    return FileIngestor(settings, project).ingest(Path(path))
+def ingest_file(settings: Settings, path: str, project: str | None, force: bool = False) -> FileResult:
+    return FileIngestor(settings, project).ingest(Path(path), force=force)
