@@ -14,7 +14,7 @@ from chronicle.distill.chunks import Chunk
 from chronicle.distill.injection import derived_from_injection, looks_like_injection, matched_phrase
 from chronicle.distill.offline import OFFLINE_ENGINE_VERSION, OFFLINE_MODEL, distill_entries
 from chronicle.distill.parse import ReplyError, parse_reply
-from chronicle.distill.prompt import DISTILL_PROMPT_VERSION, distill_messages, repair_messages
+from chronicle.distill.prompt import DISTILL_PROMPT_VERSION, MEMORIES_SCHEMA, distill_messages, repair_messages
 from chronicle.distill.redact import Redactor
 from chronicle.distill.validate import Rejection, validate
 from chronicle.llm import LLMUnavailableError
@@ -128,7 +128,7 @@ def distill_with_llm(chunk: Chunk, call: LLMCall, redactor: Redactor) -> ChunkOu
     outcome = ChunkOutcome(chunk.key, "ok")
     try:
         outcome.llm_calls += 1
-        reply = call(distill_messages(chunk), "distill")
+        reply = call(distill_messages(chunk), "distill", json_schema=MEMORIES_SCHEMA)
         try:
             done = _finish(outcome, chunk, parse_reply(reply), redactor)
             if done.status == "quarantined":
@@ -137,7 +137,7 @@ def distill_with_llm(chunk: Chunk, call: LLMCall, redactor: Redactor) -> ChunkOu
         except ReplyError as first:
             outcome.raw_reply = redactor.redact(reply)
             outcome.llm_calls += 1
-            repair = call(repair_messages(outcome.raw_reply, str(first)), "repair")
+            repair = call(repair_messages(outcome.raw_reply, str(first)), "repair", json_schema=MEMORIES_SCHEMA)
             outcome.repair_reply = redactor.redact(repair)
             try:
                 items = parse_reply(repair)
