@@ -77,9 +77,9 @@ def test_backfill_all_with_a_300_character_project_id_succeeds_twice(home: Path,
 
 
 def test_cli_chart_with_a_long_project_id(home: Path, tmp_path: Path) -> None:
-    from chronicle.cli.main import app
     from typer.testing import CliRunner
 
+    from cli.main import app
     from flows.ingest_logs import ingest_logs
 
     ingest_logs([str(_log(tmp_path, [LONG_CJK]))])
