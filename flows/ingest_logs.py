@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
@@ -10,12 +9,13 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 
 from chronicle.ingest.model import IngestSummary
+from chronicle.names import bounded_label
 from chronicle.params import OptionalProjectId, SourcePaths
 from chronicle.progress import report
 from chronicle.settings import load_settings
 from services.runs import tracked_run
 from storage.snapshot import publish_snapshot
-from tasks.ingest import discover_files, ingest_file
+from tasks.ingest import discover_files, ingest_file, shown_path
 
 
 def _summary_markdown(summary: IngestSummary) -> str:
@@ -30,8 +30,9 @@ def _summary_markdown(summary: IngestSummary) -> str:
 def _run_name() -> str:
     params = flow_run.parameters
     paths = params.get("paths") or []
-    what = Path(paths[0]).name if len(paths) == 1 else f"{len(paths)}-paths"
-    return f"ingest-{params.get('project') or 'all'}-{what}"
+    extra = tuple(load_settings().redact_extra_patterns)
+    what = shown_path(paths[0], extra).rsplit("/", 1)[-1] if len(paths) == 1 else f"{len(paths)}-paths"
+    return f"ingest-{bounded_label(str(params.get('project') or 'all'), limit=60)}-{what}"
 
 
 @flow(name="ingest-logs", flow_run_name=_run_name, log_prints=False)
