@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 _A = "A-Za-z0-9"  # ASCII only: `\w` would also match CJK text glued to a token
@@ -350,7 +351,7 @@ def split_secret_markers(redactor: Redactor,
     markers: dict[Hashable, str] = {}
     for items in by_file.values():
         items.sort(key=lambda item: item[0])
-        for (_, _, before), (_, key, text) in zip(items, items[1:], strict=False):
+        for (_, _, before), (_, key, text) in pairwise(items):
             marker = redactor.continuation(before, text)
             if marker:
                 markers[key] = marker
