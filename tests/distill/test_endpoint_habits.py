@@ -63,7 +63,7 @@ def test_client_strips_reasoning_and_counts_its_tokens() -> None:
 
 @pytest.mark.parametrize("style", STYLES)
 def test_distillation_on_every_reply_shape(distill_env: Path, monkeypatch: pytest.MonkeyPatch, style: str) -> None:
-    from chronicle.settings import get_settings, reset_settings
+    from chronicle.settings import Settings
     from flows.distill_memory import distill_memory
     from storage.db import connect
     from storage.memory_store import MemoryStore
@@ -72,12 +72,11 @@ def test_distillation_on_every_reply_shape(distill_env: Path, monkeypatch: pytes
         for key, value in {"LLM_URL": server.base_url, "LLM_MODEL": "fake-distill",
                            "EMBEDDING_URL": server.base_url, "EMBEDDING_MODEL": "fake-embedding"}.items():
             monkeypatch.setenv(key, value)
-        reset_settings()
         server.responder = one_memory_per_day
         ingest(OPENCLAW / "memory")
-        summary = distill_memory(days=30, until=UNTIL)
+        summary = distill_memory(days=30, until=UNTIL).as_dict()
         chats = [r.json for r in server.requests if r.path.endswith("/chat/completions")]
-    settings = get_settings()
+    settings = Settings()
 
     assert (summary["chunks_distilled"], summary["chunks_quarantined"], summary["events"]["ADD"]) == (3, 0, 3)
     contents = sorted(m.content for m in MemoryStore(settings).list(limit=10))

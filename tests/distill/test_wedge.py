@@ -49,24 +49,21 @@ def wedging(request: dict[str, Any]) -> str:
 def test_a_thousand_brackets_quarantine_one_chunk_and_the_run_goes_on(
     distill_env: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chronicle.settings import reset_settings
+    from chronicle.settings import Settings
     from flows.distill_memory import distill_memory
     from storage.db import connect
 
     for key, value in {"LLM_URL": fake_llm.base_url, "LLM_MODEL": "fake-distill",
                        "EMBEDDING_URL": fake_llm.base_url, "EMBEDDING_MODEL": "fake-embedding"}.items():
         monkeypatch.setenv(key, value)
-    reset_settings()
     fake_llm.responder = wedging
     ingest(OPENCLAW / "memory")
 
-    first = distill_memory(days=30, until=UNTIL)
+    first = distill_memory(days=30, until=UNTIL).as_dict()
     assert (first["chunks_distilled"], first["chunks_quarantined"], first["chunks_failed"]) == (2, 1, 0)
-    second = distill_memory(days=30, until=UNTIL)  # the rerun is not wedged either
+    second = distill_memory(days=30, until=UNTIL).as_dict()  # the rerun is not wedged either
     assert (second["chunks_cached"], second["chunks_quarantined"]) == (2, 1)
-    from chronicle.settings import get_settings
-
-    with connect(get_settings()) as conn:
+    with connect(Settings()) as conn:
         rows = conn.execute("SELECT chunk_key, reason, length(raw_reply) FROM distill_quarantine").fetchall()
     assert {r[0] for r in rows} == {"2026-02-15#0"}
     assert all(r[1].startswith("invalid_json") and r[2] == 1000 for r in rows)

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from flows.ingest_logs import ingest_logs
+from flows import ingest_logs as ingest_flow
+
+
+def ingest_logs(paths: list[str]) -> dict:
+    """The ingest flow's summary as a dict."""
+    return asdict(ingest_flow.ingest_logs(paths))
 
 
 def rows(home: Path, sql: str, params: list | None = None) -> list[tuple]:
@@ -24,10 +30,7 @@ def line(content: str, ts: str = "2026-01-05T10:00:00+08:00", **extra: str) -> s
 
 
 def settle_after(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
-    from chronicle.settings import reset_settings
-
     monkeypatch.setenv("CHRONICLE_INGEST_SETTLE_S", str(seconds))
-    reset_settings()
 
 
 # --- (a) an unterminated, invalid last line is judged once the file has settled ------------------------

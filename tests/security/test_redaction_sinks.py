@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from chronicle.settings import Settings
 from tests.fakellm import FakeLLMServer
 from tests.security.canaries import cn_id
 from tests.security.test_secrets import artifacts_text, listening, tree
@@ -84,7 +85,7 @@ def leaky_model(request: dict[str, Any]) -> str:
 def all_tables() -> dict[str, str]:
     from storage.db import connect
 
-    with connect() as conn:
+    with connect(Settings()) as conn:
         names = [r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables "
                                             "WHERE table_schema = 'main' AND table_type = 'BASE TABLE'").fetchall()]
         return {n: "\n".join(repr(r) for r in conn.execute(f'SELECT * FROM "{n}"').fetchall())
@@ -97,7 +98,7 @@ def run_names() -> str:
 
     from storage.db import connect
 
-    with connect() as conn:
+    with connect(Settings()) as conn:
         ids = [r[0] for r in conn.execute("SELECT flow_run_id FROM pipeline_runs").fetchall()]
     with get_client(sync_client=True) as client:
         flow_filter = FlowRunFilter(id=FlowRunFilterId(any_=ids))
@@ -110,7 +111,6 @@ def run_names() -> str:
 @pytest.mark.parametrize("engine", ["llm", "offline"])
 def test_new_forms_reach_no_sink(home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch,
                                  caplog: pytest.LogCaptureFixture, engine: str) -> None:
-    from chronicle.settings import get_settings, reset_settings
     from cli.common import console
     from cli.main import app
     from flows.backfill_weeks import backfill_weeks
@@ -124,22 +124,21 @@ def test_new_forms_reach_no_sink(home: Path, tmp_path: Path, fake_llm: FakeLLMSe
         env |= {"LLM_URL": fake_llm.base_url, "LLM_MODEL": "fake-model"}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    reset_settings()
     fake_llm.responder = leaky_model
     ingest_logs([str(write_inputs(tmp_path / "in"))])
     runner = CliRunner()
     with listening(caplog):
-        distilled = distill_memory(days=3, until=UNTIL)
+        distilled = distill_memory(days=3, until=UNTIL).as_dict()
         rows = backfill_weeks(project_id="all")
         outputs = [runner.invoke(app, args, catch_exceptions=False).output for args in (
             ["memory", "list", "--json"], ["memory", "search", "配置", "--json"],
             ["report", "show", "--project", PROJECT, "--week", "2026-W10"],
             ["ask", "--project", PROJECT, f"我的 DB_PASS={ASK_SECRET} 存了吗？"], ["runs"],
             ["distill", "--days", "3", "--until", DAY], ["ingest", str(tmp_path / "in")])]
-    settings = get_settings()
+    settings = Settings()
 
     # Positive controls: the data really went through every path.
-    assert distilled["memories"] >= len(FORMS) and {r["outcome"] for r in rows} == {"generated"}
+    assert distilled["memories"] >= len(FORMS) and {r.outcome for r in rows} == {"generated"}
     assert "\"source\"" in outputs[0] and "2026-W10" in outputs[2]
     lance = tree(Path(settings.lance_uri))
     assert b"2026-03-02-call-" in lance and b"[REDACTED:phone]" in lance  # the source name, redacted

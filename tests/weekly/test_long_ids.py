@@ -57,7 +57,7 @@ def test_backfill_all_with_a_300_character_project_id_succeeds_twice(home: Path,
     ingest_logs([str(_log(tmp_path, [LONG_ASCII, LONG_CJK, LONG_ASCII[:-1] + "B"]))])
     first = backfill_weeks(project_id="all")
     second = backfill_weeks(project_id="all")  # the chart step ran at the end of the first: it must not wedge
-    assert {r["outcome"] for r in first} == {"generated"} and {r["outcome"] for r in second} == {"cached"}
+    assert {r.outcome for r in first} == {"generated"} and {r.outcome for r in second} == {"cached"}
 
     charts = sorted((home / "charts").glob("*.png"))
     assert len(charts) == 6  # enrolment + safety for each of the three projects: no two collide

@@ -14,7 +14,6 @@ MARKER = "THINKING-MARKER"
 
 
 def test_weekly_report_of_a_thinking_model_stores_only_the_answer(trial: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.settings import reset_settings
     from flows.backfill_weeks import backfill_weeks
     from tests.weekly.conftest import db_rows
 
@@ -23,10 +22,9 @@ def test_weekly_report_of_a_thinking_model_stores_only_the_answer(trial: Path, m
         for key, value in {"LLM_URL": server.base_url, "LLM_MODEL": "qwen3:8b",
                            "CHRONICLE_LLM_BACKOFF_BASE_S": "0.01"}.items():
             monkeypatch.setenv(key, value)
-        reset_settings()
         server.responder = lambda request: answer
         rows = backfill_weeks(project_id="XH201", start_week="2025-W30", end_week="2025-W31")
-    assert {r["outcome"] for r in rows} == {"generated"}
+    assert {r.outcome for r in rows} == {"generated"}
     # <think> + answer is over the 500-character limit, the answer alone is not: no `shorten` round trip.
     assert dict(db_rows("SELECT purpose, count(*) FROM llm_calls GROUP BY 1")) == {"weekly_report": 2}
     for summary, needs_review in db_rows("SELECT summary, needs_review FROM weekly_reports"):
