@@ -26,11 +26,10 @@ from typing import Any
 _A = "A-Za-z0-9"  # ASCII only: `\w` would also match CJK text glued to a token
 _NOT_DONE = r"(?!\[REDACTED:)"
 _TOKEN = "A-Za-z0-9_\\-"
-# A token continued on the next line ("a key split over two lines"): the line ends right after the token,
-# and the next line is nothing but token characters, with a digit in it (so an ordinary word is not eaten).
-# The next line is nothing but token characters with a digit in them, or starts with a random-looking run (digits,
-# upper and lower case, 12+ characters) that text may follow — so an ordinary word or a date is not eaten.
-# (`=` only as base64 padding: a next line `NAME=value` is an assignment of its own.)
+# A token continued on the next line ("a key split over two lines"): the line ends right after the token, and
+# the next line is nothing but token characters with a digit in them, or starts with a random-looking run
+# (digits, upper and lower case, 12+ characters) that text may follow — so an ordinary word or a date is not
+# eaten. (`=` only as base64 padding: a next line `NAME=value` is an assignment of its own.)
 _CONT = (rf"(?:\\?[ \t]*\r?\n[ \t]*(?:(?=[A-Za-z_\-+/]*\d)[{_TOKEN}+/]{{8,}}={{0,2}}(?=[`'\"]|[ \t]*(?:\r?\n|\Z))"
          rf"|(?=[{_TOKEN}+/]*\d)(?=[{_TOKEN}+/]*[A-Z])(?=[{_TOKEN}+/]*[a-z])[{_TOKEN}+/]{{12,}}={{0,2}}(?=[ \t])))")
 # The value of a `name=value` pair: a quoted string, or a bare run up to whitespace / quotes / CJK punctuation,
@@ -73,9 +72,9 @@ def _password_value(match: re.Match[str]) -> bool:
 # Names ending in _key / _token that hold no secret (settings, schema words, counters).
 _NOT_SECRET_NAME = re.compile(
     r"(?:sort|primary|foreign|partition|cache|group|dedup|idempotency|lookup|hash|shard|routing|row|unique|index"
-    r"|cluster|order|join|dict|map|hot|public|shortcut|hot|sort_by|next|page|cursor|state|object|s3|bucket|i18n"
+    r"|cluster|order|join|dict|map|hot|public|shortcut|sort_by|next|page|cursor|state|object|s3|bucket|i18n"
     r"|translation|message|locale|label|setting|config|field|column|table|metric|event|task|job|queue|redis"
-    r"|registry|env|foreign)[_.-]?key\b|(?:max|num|min|total|n|input|output|prompt|completion)[_.-]?tokens?\b"
+    r"|registry|env)[_.-]?key\b|(?:max|num|min|total|n|input|output|prompt|completion)[_.-]?tokens?\b"
     r"|\btokens?[_.-]?(?:count|limit|in|out|used|budget)\b|\bpublic[_.-]?key\b|\bkey[_.-]?id\b", re.I)
 
 
