@@ -10,7 +10,7 @@ from prefect.runtime import flow_run
 
 from chronicle.ingest.model import IngestSummary
 from chronicle.names import bounded_label
-from chronicle.params import OptionalProjectId, SourcePaths
+from chronicle.params import OptionalProjectId, ReRead, SourcePaths
 from chronicle.progress import report
 from chronicle.settings import load_settings
 from services.runs import tracked_run
@@ -36,7 +36,7 @@ def _run_name() -> str:
 
 
 @flow(name="ingest-logs", flow_run_name=_run_name, log_prints=False)
-def ingest_logs(paths: SourcePaths, project: OptionalProjectId = None, force: bool = False) -> IngestSummary:
+def ingest_logs(paths: SourcePaths, project: OptionalProjectId = None, force: ReRead = False) -> IngestSummary:
     """Ingest daily notes, JSONL/NDJSON, CSV and LoCoMo files found under `paths` (recursive).
 
     An unchanged file (same size, mtime and content fingerprint) is skipped, an appended one adds only its
