@@ -74,6 +74,11 @@ Force = Annotated[
     UiHelp("Regenerate reports even when one exists and its inputs are unchanged (spends LLM calls)."),
 ]
 
+ReRead = Annotated[
+    bool,
+    UiHelp("Re-read every file whole, even one that looks unchanged (same size, mtime, head and tail)."),
+]
+
 SourcePaths = Annotated[
     list[str],
     Field(examples=[["/data/exports", "/home/me/.openclaw/workspace/memory"]]),

@@ -117,6 +117,10 @@ class Settings(BaseSettings):
     max_line_bytes: int = 1_000_000
     """Lines longer than this are quarantined in `rejects` instead of ingested."""
 
+    ingest_settle_s: float = 60.0
+    """A file untouched for this long is finished: its unterminated, invalid last line is judged (ingested or
+    rejected) instead of being left for a writer that may still be mid-line."""
+
     # --- LLM (seed 002 names) ------------------------------------------------------------
     llm_url: str | None = Field(default=None, validation_alias=AliasChoices("LLM_URL", "CHRONICLE_LLM_URL"))
     """OpenAI-compatible endpoint: base `.../v1` or full `.../v1/chat/completions`. Unset = offline engine."""

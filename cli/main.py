@@ -43,13 +43,15 @@ def sample(out_dir: Path = typer.Argument(..., help="Folder to write the sample 
 @app.command()
 def ingest(paths: list[Path] = typer.Argument(..., help="Files or folders (recursive)."),
            project: str | None = typer.Option(None, "--project", "-p", help="Project for entries without one."),
+           force: bool = typer.Option(False, "--force", help="Re-read every file whole, even one that looks "
+                                                             "unchanged (size, mtime, head and tail)."),
            home: str | None = HomeOpt) -> None:
     """Ingest logs into DuckDB: incremental, idempotent; bad input goes to `rejects`."""
     settings = load_settings(home)
     from flows.ingest_logs import ingest_logs
 
     with progress_bar():
-        summary = run_flow(settings, ingest_logs, [str(p) for p in paths], project)
+        summary = run_flow(settings, ingest_logs, [str(p) for p in paths], project, force)
     print_ingest_summary(summary)
     if summary.files and summary.readable == 0:
         err.print("[red]nothing could be read: every file was rejected (see the rejects table)[/]")

@@ -126,6 +126,8 @@ def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | No
         return
     result = reports.edit_report(settings, project, week, text, reason=reason,
                                  author=author or os.environ.get("USER") or getpass.getuser())
+    if result.redacted:
+        console.print(f"[yellow]redacted in the edit: {result.redacted}[/]")
     console.print(f"stored version {result.version} of {project} {week} (edited; regeneration will keep it)")
     if result.unknown_citations:
         console.print(f"[yellow]note: {', '.join(result.unknown_citations)} are not entries of this week; "

@@ -12,6 +12,7 @@ from __future__ import annotations
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
+from chronicle.names import bounded_label
 from chronicle.params import Force, OnlyMissing, OptionalIsoWeekStr, ProjectSelector
 from chronicle.settings import load_settings
 from chronicle.weekly.outcome import WeekOutcome
@@ -35,7 +36,7 @@ def _week_label(text: str | None, fallback: str) -> str:
 def backfill_run_name() -> str:
     """`backfill-XH201-2026W01..2026W10` (or `backfill-all-first..last`)."""
     params = flow_run.parameters
-    project = params.get("project_id") or "all"
+    project = bounded_label(str(params.get("project_id") or "all"), limit=60)
     return (f"backfill-{project}-{_week_label(params.get('start_week'), 'first')}.."
             f"{_week_label(params.get('end_week'), 'last')}")
 

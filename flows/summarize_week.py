@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import flow
 from prefect.runtime import flow_run
 
+from chronicle.names import bounded_label
 from chronicle.params import Force, IsoWeekStr
 from chronicle.settings import load_settings
 from chronicle.weekly.outcome import WeekOutcome
@@ -18,7 +19,7 @@ def summarize_run_name() -> str:
     """`weekly-XH201-2026W05`."""
     params = flow_run.parameters
     week = IsoWeek.parse(params["week"])
-    return f"weekly-{params['project_id']}-{week.year}W{week.week:02d}"
+    return f"weekly-{bounded_label(str(params['project_id']), limit=60)}-{week.year}W{week.week:02d}"
 
 
 @flow(name="summarize-week", flow_run_name=summarize_run_name, log_prints=False)

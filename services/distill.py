@@ -61,7 +61,8 @@ def distill_chunk(settings: Settings, chunk: Chunk, run_id: str) -> ChunkOutcome
     redactor = redactor_for(settings)
     if settings.offline_llm:
         return distill_offline(chunk, redactor)
-    return distill_with_llm(chunk, llm_call(settings, run_id, project_id=chunk.project_id), redactor)
+    return distill_with_llm(chunk, llm_call(settings, run_id, project_id=chunk.project_id, redact_answer=False),
+                            redactor)
 
 
 def store_memories(settings: Settings, memories: list[Memory], created: datetime, run_id: str) -> list[MemoryEvent]:

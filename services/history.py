@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from chronicle.distill.redact import Redactor
 from chronicle.settings import Settings
 from chronicle.weekly.context import Block, ChronicleWeek, covered_hash, one_line, plan_blocks, render
 from chronicle.weekly.engine import chunk_lines, engine_model
@@ -106,7 +107,12 @@ class Answer:
 
 
 def ask_chronicle(settings: Settings, project_id: str, question: str, *, limit: int = 6) -> Answer:
-    """Answer `question` from the project's chronicle: via the endpoint, or offline by term matching."""
+    """Answer `question` from the project's chronicle: via the endpoint, or offline by term matching.
+
+    The question is redacted first (a user may paste a credential into it): it goes to the model, into
+    `llm_calls` and, offline, back to the screen as the matched terms.
+    """
+    question = Redactor.build(settings.redact_extra_patterns).redact(question)
     if settings.offline_llm:
         with connect(settings) as conn:
             rows = reports.chronicle_rows(conn, project_id)

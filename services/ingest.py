@@ -11,15 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from chronicle.ingest.detect import detect_format
-from chronicle.ingest.lines import decode_lines, escape, is_binary, sniff_encoding
+from chronicle.ingest.fingerprint import file_fingerprint, fingerprint
+from chronicle.ingest.lines import blank_binary_lines, decode_lines, escape, mostly_binary, sniff_encoding
 from chronicle.ingest.model import FileResult, Reject
 from chronicle.ingest.structured import locomo_entries, note_entries
 from chronicle.settings import Settings
 from storage import raw_logs
 from storage.db import connect, transactions
-
-# A file untouched for this long is finished: its unterminated last line is judged, not awaited.
-SETTLED_AFTER_S = 60.0
 
 
 def _sha256(data: bytes) -> str:
@@ -53,31 +51,45 @@ class FileIngestor:
         self.settings = settings
         self.project = project
 
-    def ingest(self, path: Path) -> FileResult:
+    def ingest(self, path: Path, *, force: bool = False) -> FileResult:
+        """Read `path` if it changed since last time (or always, with `force`: re-read whole)."""
         path = path.resolve()
         key, fmt = str(path), detect_format(path)
         stat = path.stat()
         with connect(self.settings) as conn:
-            prev = raw_logs.file_state(conn, key)
-        if prev and prev["size"] == stat.st_size and prev["mtime_ns"] == stat.st_mtime_ns:
+            prev = None if force else raw_logs.file_state(conn, key)
+        settled = time.time() - stat.st_mtime > self.settings.ingest_settle_s
+        if prev and self._unchanged(prev, path, stat.st_size, stat.st_mtime_ns, settled):
             return FileResult(key, fmt, "unchanged")
         data = path.read_bytes()
         state = {"path": key, "project_id": self.project, "format": fmt, "size": len(data),
                  "mtime_ns": stat.st_mtime_ns, "parsed_bytes": len(data), "parsed_lines": 0,
-                 "prefix_sha256": "", "entries": 0, "rejects": 0}
+                 "prefix_sha256": "", "entries": 0, "rejects": 0, "content_sha256": fingerprint(data)}
         whole_file_reject = self._whole_file_reject(key, fmt, data)
         if whole_file_reject:
             return self._write_rejected(state, whole_file_reject)
         encoding = sniff_encoding(data[:4])
         if fmt == "jsonl" and encoding == "utf-8":
-            settled = time.time() - stat.st_mtime > SETTLED_AFTER_S
             return self._ingest_lines(state, data, prev, settled)
+        binary: list[Reject] = []
+        if encoding == "utf-8":
+            data, binary = blank_binary_lines(data, source_file=key)  # refused per line, kept whole
         text = data.decode(encoding)  # other encodings were checked by _whole_file_reject
         if fmt == "jsonl":
-            return self._write_json_lines(state, text.split("\n"), None, [])
+            return self._write_json_lines(state, text.split("\n"), None, binary)
         if fmt == "csv":
-            return self._write_json_lines(state, *_csv_to_json_lines(text, key))
-        return self._ingest_structured(state, path, fmt, text)
+            lines, line_nos, rejects = _csv_to_json_lines(text, key)
+            return self._write_json_lines(state, lines, line_nos, binary + rejects)
+        return self._ingest_structured(state, path, fmt, text, binary)
+
+    @staticmethod
+    def _unchanged(prev: dict, path: Path, size: int, mtime_ns: int, settled: bool) -> bool:
+        """Same size, mtime and content fingerprint — and no unterminated tail left to judge now it has settled."""
+        if prev["size"] != size or prev["mtime_ns"] != mtime_ns:
+            return False
+        if prev["parsed_bytes"] < size and settled:
+            return False  # a tail left "for its writer", who never came back: judge it now
+        return prev.get("content_sha256") == file_fingerprint(path, size)
 
     # --- whole-file verdicts ----------------------------------------------------------------
     def _whole_file_reject(self, key: str, fmt: str, data: bytes) -> Reject | None:
@@ -86,8 +98,8 @@ class FileIngestor:
                           escape(data, 4096))
         if not data.strip():
             return Reject(key, None, None, "empty_file", f"{len(data)} bytes of nothing", escape(data))
-        if is_binary(data[:8192]):
-            return Reject(key, None, None, "binary_file", "NUL bytes in the first 8 KiB", escape(data, 4096))
+        if mostly_binary(data):
+            return Reject(key, None, None, "binary_file", "NUL bytes on most lines: not a text file", escape(data))
         if fmt != "jsonl" or sniff_encoding(data[:4]) != "utf-8":
             try:
                 data.decode(sniff_encoding(data[:4]))
@@ -170,7 +182,7 @@ class FileIngestor:
                           counts)
 
     # --- notes and LoCoMo: re-read whole, keep unchanged ids ---------------------------------
-    def _ingest_structured(self, state: dict, path: Path, fmt: str, text: str) -> FileResult:
+    def _ingest_structured(self, state: dict, path: Path, fmt: str, text: str, binary: list[Reject]) -> FileResult:
         s = self.settings
         if fmt == "note":
             project = self.project or s.notes_project
@@ -178,6 +190,7 @@ class FileIngestor:
         else:
             tz = s.tz_for(self.project) if self.project else s.tz_for("")
             entries, rejects = locomo_entries(path, text, self.project, tz)
+        rejects = binary + rejects
         state.update(prefix_sha256=_sha256(text.encode()), parsed_lines=text.count("\n") + 1)
         for attempt in transactions(s, guard=raw_logs.ingest_guard(state["path"])):
             with attempt as conn:

@@ -193,14 +193,22 @@ def _client(settings: Settings, run_id: str) -> tuple[ChatClient, _RedactingBuff
 
 
 def llm_call(settings: Settings, run_id: str, *, project_id: str | None = None,
-             week_number: int | None = None) -> LLMCall:
+             week_number: int | None = None, redact_answer: bool = True) -> LLMCall:
     """The one way to call the LLM: each call takes a slot of `llm` (from the enclosing reservation, or
-    its own), goes through the run's `ChatClient` and is logged, redacted, to `llm_calls`."""
+    its own), goes through the run's `ChatClient` and is logged, redacted, to `llm_calls`.
+
+    The answer comes back redacted too: it becomes a report, a rollup, a map note fed into the next prompt
+    or `chronicle ask`'s printed answer, and a credential the model makes up must reach none of them.
+    Distillation passes `redact_answer=False`: its JSON is parsed first and every field of every memory is
+    redacted after (`scrub_memory`), which a text-level pass could not do without touching the JSON.
+    """
     client, logger = _client(settings, run_id)
+    redactor = redactor_for(settings)
 
     def call(messages: list[dict[str, str]], purpose: str, **options: Any) -> str:
         with logger.buffering(), llm_slot(settings):
-            return client.complete(messages, purpose=purpose, project_id=project_id, week_number=week_number,
+            text = client.complete(messages, purpose=purpose, project_id=project_id, week_number=week_number,
                                    **options).text
+        return redactor.redact(text) if redact_answer else text
 
     return call

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from chronicle.distill.redact import Redactor
 from chronicle.settings import Settings
 from storage.memory_schema import SearchHit, StoredMemory
 from storage.memory_store import MemoryStore, SearchMode
@@ -20,8 +21,10 @@ def search_memories(
     """Best distilled memories for `query` (score = semantic x 0.7 + importance x 0.3, seed 002).
 
     Filters apply before ranking: `tags` = any of, `min_importance` in [0, 1], `target_file` e.g. `USER.md`.
-    An empty store returns `[]`.
+    An empty store returns `[]`. The query is redacted first: it goes to the embeddings endpoint, and the
+    memories it should find hold `[REDACTED:kind]` where the secret was.
     """
+    query = Redactor.build(settings.redact_extra_patterns).redact(query)
     return MemoryStore(settings).search(
         query, tags=tags, min_importance=min_importance, target_file=target_file, limit=limit, mode=mode
     )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
+from chronicle.distill.redact import Redactor
 from chronicle.settings import Settings
 from chronicle.weekly.faithfulness import cited_ids
 from chronicle.weekly.model import WeekInput
@@ -35,6 +37,8 @@ class EditResult:
     version: int
     unknown_citations: tuple[str, ...]
     """Citations in the new text that are not entries of the week (kept as text only)."""
+    redacted: dict[str, int] = field(default_factory=dict)
+    """Secrets hidden in the edit, by kind (an edit is a report: it feeds the chronicle, `ask` and the LLM)."""
 
 
 def view_report(settings: Settings, project_id: str, week: IsoWeek) -> ReportView:
@@ -52,6 +56,8 @@ def edit_report(settings: Settings, project_id: str, week: IsoWeek, text: str, *
     Citations are resolved against the week's entries now, and the edit records the inputs it was
     written against, so a later change to the week marks it stale instead of overwriting it.
     """
+    hidden: Counter[str] = Counter()
+    text = Redactor.build(settings.redact_extra_patterns).redact(text, hidden)
     week_input, _ = read_week(settings, project_id, week)
     known = week_input.citation_map
     cited = cited_ids(text)
@@ -61,7 +67,7 @@ def edit_report(settings: Settings, project_id: str, week: IsoWeek, text: str, *
                                         citations={s: known[s] for s in cited if s in known},
                                         input_hash=week_input.input_hash, stats=week_input.stats,
                                         author=author, reason=reason)
-    return EditResult(version, tuple(s for s in cited if s not in known))
+    return EditResult(version, tuple(s for s in cited if s not in known), dict(hidden))
 
 
 def report_history(settings: Settings, project_id: str, week: IsoWeek) -> list[dict[str, Any]]:

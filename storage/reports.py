@@ -41,7 +41,7 @@ def _unjs(value: Any) -> Any:
 def week_rows(conn: duckdb.DuckDBPyConnection, project_id: str, first: int, last: int) -> dict[int, list[dict]]:
     """Entries of weeks first..last, per week, ordered by (ts, entry_id) — the short-id order."""
     cur = conn.execute(
-        """SELECT week_number, entry_id, ts, actor, type, content FROM raw_logs
+        """SELECT week_number, entry_id, ts, actor, type, content, source_file, line_no FROM raw_logs
            WHERE project_id = ? AND week_number BETWEEN ? AND ? ORDER BY week_number, ts, entry_id""",
         [project_id, first, last],
     )

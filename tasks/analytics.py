@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import base64
-import re
 from pathlib import Path
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from chronicle.names import bounded_name
 from chronicle.settings import Settings
 from services.analytics import trial_charts
 
 
 def _key(project_id: str) -> str:
-    return "charts-" + (re.sub(r"[^a-z0-9]+", "-", project_id.lower()).strip("-") or "project")
+    return "charts-" + bounded_name(project_id, limit=48, lower=True)
 
 
 def _markdown(project_id: str, paths: list[Path]) -> str:

@@ -9,6 +9,7 @@ import queue
 import time
 from collections import deque
 from contextlib import nullcontext
+from dataclasses import replace
 from typing import Any
 
 from prefect.artifacts import (
@@ -26,7 +27,7 @@ from chronicle.settings import Settings
 from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, failed, outcome_counts
 from chronicle.weekly.report_md import outcome_markdown
 from chronicle.weeks import IsoWeek
-from services.llm_gate import reserve_llm
+from services.llm_gate import redactor_for, reserve_llm
 from services.weekly import ProjectPlan
 from tasks.weekly import artifact_key, artifacts, summarize_week_task
 
@@ -91,7 +92,9 @@ def fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, title: st
             try:
                 rows.append(future.result())
             except Exception as exc:
-                rows.append(failed(project_id, week, n, exc, time.perf_counter() - t0))
+                row = failed(project_id, week, n, exc, time.perf_counter() - t0)
+                # The message lands in the outcome artifact, pipeline_runs and the CLI: redacted like all shown.
+                rows.append(replace(row, message=redactor_for(settings).redact(row.message or "")))
             progress.step()
     artifacts.drain()  # the per-week Markdown artifacts are published in the background
     rows.sort(key=lambda r: (r.project, r.week_number))

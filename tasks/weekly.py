@@ -17,6 +17,7 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from chronicle.names import bounded_label, bounded_name
 from chronicle.settings import Settings
 from chronicle.weekly.model import WeekReport
 from chronicle.weekly.outcome import WeekOutcome
@@ -64,10 +65,9 @@ artifacts = _ArtifactPublisher()
 
 
 def artifact_key(prefix: str, project_id: str, week: IsoWeek | None = None) -> str:
-    """Prefect artifact keys allow lowercase letters, digits and dashes only."""
-    raw = f"{prefix}-{project_id}" + (f"-{week.year}w{week.week:02d}" if week else "")
-    key = "".join(ch if ch.isascii() and ch.isalnum() else "-" for ch in raw.lower())
-    return "-".join(part for part in key.split("-") if part)
+    """Prefect artifact keys allow lowercase letters, digits and dashes only; long ids are cut and hashed."""
+    return f"{prefix}-{bounded_name(project_id, limit=48, lower=True)}" + (
+        f"-{week.year}w{week.week:02d}" if week else "")
 
 
 def publish_report(report: WeekReport) -> None:
@@ -78,7 +78,12 @@ def publish_report(report: WeekReport) -> None:
                      description=f"Weekly report {report.project_id} {report.week} ({report.model})")
 
 
-@task(name="summarize-week", task_run_name="summarize-{project_id}-{week_number}", cache_policy=NO_CACHE)
+def summarize_task_name(parameters: dict[str, Any]) -> str:
+    """`summarize-XH201-202605`, the project part bounded (a 300-character id makes no 300-character name)."""
+    return f"summarize-{bounded_label(str(parameters['project_id']), limit=60)}-{parameters['week_number']}"
+
+
+@task(name="summarize-week", task_run_name=summarize_task_name, cache_policy=NO_CACHE)
 def summarize_week_task(settings: Settings, project_id: str, week_number: int, force: bool = False,
                         overwrite_edited: bool = False, prepared: Prepared | None = None) -> WeekOutcome:
     # DuckDB is the cache (input hash + model + prompt version), so Prefect's result cache stays off.

@@ -18,6 +18,8 @@ import matplotlib.pyplot as plt
 from matplotlib import font_manager
 from matplotlib.ticker import MaxNLocator
 
+from chronicle.names import bounded_label, bounded_name
+
 CHART_SIZE_IN = (11.0, 5.0)
 DPI = 110  # 11 x 5 in at 110 dpi = 1210 x 550 px
 
@@ -67,7 +69,7 @@ def enrolment_chart(project_id: str, rows: Sequence[dict[str, Any]], out: Path) 
     ax2.set_ylim(bottom=0)
     _ticks(ax, labels)
     ax.set_xlabel("ISO 周 (ISO week)")
-    ax.set_title(f"{project_id} 入组进度 · Weekly enrolment")
+    ax.set_title(f"{bounded_label(project_id, limit=60)} 入组进度 · Weekly enrolment")
     handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
     ax.legend(handles, [h.get_label() for h in handles], loc="upper left", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
@@ -87,7 +89,7 @@ def safety_chart(project_id: str, rows: Sequence[dict[str, Any]], out: Path) -> 
     ax.set_xlabel("ISO 周 (ISO week)")
     ax.set_ylabel("每周例数 (events / week)")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(f"{project_id} 安全性与方案偏离 · AE / SAE / deviations")
+    ax.set_title(f"{bounded_label(project_id, limit=60)} 安全性与方案偏离 · AE / SAE / deviations")
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(alpha=0.3)
     return _save(fig, out)
@@ -107,6 +109,6 @@ def project_charts(project_id: str, rows: Sequence[dict[str, Any]], out_dir: Pat
     """Both charts for one project; rows are `weekly_stats` rows in week order."""
     if not rows:
         raise ValueError(f"no weekly stats for project {project_id!r}: ingest its logs first")
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in project_id)
+    safe = bounded_name(project_id, limit=64)  # file systems cap names at 255 bytes; ids are data
     return [enrolment_chart(project_id, rows, out_dir / f"{safe}_enrolment.png"),
             safety_chart(project_id, rows, out_dir / f"{safe}_safety.png")]

@@ -14,7 +14,7 @@ from datetime import date
 from itertools import groupby
 from pathlib import PurePath
 
-from chronicle.distill.redact import Redactor
+from chronicle.distill.redact import Redactor, split_secret_markers
 
 TRUNCATED = " …[truncated]"
 
@@ -69,12 +69,23 @@ class Chunk:
 
 
 def redact_entries(entries: list[NoteEntry], redactor: Redactor, counts: Counter[str]) -> list[NoteEntry]:
-    """Entries with content, parent bullet and headings redacted; `counts` gets the kinds found."""
+    """Entries with content, parent bullet, headings AND source file name redacted; `counts` gets the kinds found.
+
+    The file name matters: `2026-03-02-call-13912345678.md` would otherwise travel into prompts, section
+    headers, `distill_chunks`, `memory_events` and LanceDB. An entry that is only the second half of a key
+    split over two lines (the parser made two entries of it) is hidden with the first.
+    """
     out = []
+    names: dict[str, str] = {}  # each file name redacted (and counted) once, not once per entry
+    split = split_secret_markers(redactor, ((e.entry_id, e.source_file, e.line_no, e.content) for e in entries))
     for e in entries:
+        marker = split.get(e.entry_id)
+        if e.source_file not in names:
+            names[e.source_file] = redactor.redact(e.source_file, counts)
         out.append(replace(
             e,
-            content=redactor.redact(e.content, counts),
+            source_file=names[e.source_file],
+            content=marker or redactor.redact(e.content, counts),
             parent=redactor.redact(e.parent, counts) if e.parent else None,
             heading_path=tuple(redactor.redact(h, counts) for h in e.heading_path),
         ))

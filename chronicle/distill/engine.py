@@ -14,7 +14,7 @@ from chronicle.distill.chunks import Chunk
 from chronicle.distill.injection import derived_from_injection, looks_like_injection, matched_phrase
 from chronicle.distill.offline import OFFLINE_ENGINE_VERSION, OFFLINE_MODEL, distill_entries
 from chronicle.distill.parse import ReplyError, parse_reply
-from chronicle.distill.prompt import DISTILL_PROMPT_VERSION, distill_messages, repair_messages
+from chronicle.distill.prompt import DISTILL_PROMPT_VERSION, MEMORIES_SCHEMA, distill_messages, repair_messages
 from chronicle.distill.redact import Redactor
 from chronicle.distill.validate import Rejection, validate
 from chronicle.llm import LLMUnavailableError
@@ -87,7 +87,12 @@ def screen(chunk: Chunk, memories: list[Memory]) -> tuple[list[Memory], list[Rej
 
 
 def _finish(outcome: ChunkOutcome, chunk: Chunk, items: list, redactor: Redactor) -> ChunkOutcome:
-    checked = validate(items, source=chunk.source, entry_ids=[e.entry_id for e in chunk.entries])
+    try:
+        checked = validate(items, source=chunk.source, entry_ids=[e.entry_id for e in chunk.entries])
+    except (TypeError, ValueError, RecursionError) as exc:
+        # Whatever the model sent, one odd reply must not fail the run (and every rerun): quarantine it.
+        outcome.status, outcome.reason = "quarantined", f"unusable_reply: {type(exc).__name__}"
+        return outcome
     kept, flagged = screen(chunk, checked.memories)
     outcome.memories = [scrub_memory(m, redactor, outcome.redactions) for m in kept]
     outcome.rejections = checked.rejections + flagged
@@ -123,13 +128,16 @@ def distill_with_llm(chunk: Chunk, call: LLMCall, redactor: Redactor) -> ChunkOu
     outcome = ChunkOutcome(chunk.key, "ok")
     try:
         outcome.llm_calls += 1
-        reply = call(distill_messages(chunk), "distill")
+        reply = call(distill_messages(chunk), "distill", json_schema=MEMORIES_SCHEMA)
         try:
-            return _finish(outcome, chunk, parse_reply(reply), redactor)
+            done = _finish(outcome, chunk, parse_reply(reply), redactor)
+            if done.status == "quarantined":
+                done.raw_reply = redactor.redact(reply)
+            return done
         except ReplyError as first:
             outcome.raw_reply = redactor.redact(reply)
             outcome.llm_calls += 1
-            repair = call(repair_messages(outcome.raw_reply, str(first)), "repair")
+            repair = call(repair_messages(outcome.raw_reply, str(first)), "repair", json_schema=MEMORIES_SCHEMA)
             outcome.repair_reply = redactor.redact(repair)
             try:
                 items = parse_reply(repair)

@@ -2,6 +2,9 @@
 
 Recovery is lenient about *where* the JSON is: the whole reply, a ```json fence, or an array/object inside
 prose ("Sure! Here are the memories: [...]"). What the objects say is checked in `validate`.
+
+Any reply, however hostile (a thousand `[`, 100k of nesting, megabytes of prose), ends in a value or in
+`ReplyError` — never in `RecursionError` or a quadratic scan — so the caller can quarantine it and go on.
 """
 
 from __future__ import annotations
@@ -11,26 +14,56 @@ import re
 from typing import Any
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript)?[ \t]*\n?(.*?)```", re.S)
+MAX_DEPTH = 32
+"""Memories nest 3 levels deep; anything deeper is not a reply to take (and could exhaust the stack)."""
+MAX_CANDIDATES = 256
+"""Brackets inside prose tried as the start of the JSON value: bounded, so a wall of `[` costs linear time."""
 
 
 class ReplyError(ValueError):
     """The reply holds no usable JSON list of memories."""
 
 
+def nesting_depth(text: str) -> int:
+    """Deepest `[`/`{` nesting outside JSON strings (a linear scan, no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
 def extract_json(text: str) -> Any:
     """The JSON value of a reply: the whole text, else a fenced block, else the best array/object in prose."""
+    if nesting_depth(text) > MAX_DEPTH:
+        raise ReplyError(f"JSON nested deeper than {MAX_DEPTH} levels; not a list of memories")
     stripped = text.strip().lstrip("\ufeff")
     for candidate in [stripped, *(m.group(1).strip() for m in _FENCE.finditer(text))]:
         try:
             return json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
     decoder = json.JSONDecoder()
     best: tuple[int, Any] | None = None
-    for match in re.finditer(r"[\[{]", text):
+    for n, match in enumerate(re.finditer(r"[\[{]", text)):
+        if n >= MAX_CANDIDATES:
+            break
         try:
             value, _ = decoder.raw_decode(text, match.start())
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         score = 2 if _looks_like_memories(value) else 1
         if best is None or score > best[0]:

@@ -16,27 +16,60 @@ def sniff_encoding(head: bytes) -> str:
     return "utf-8"
 
 
-def is_binary(head: bytes) -> bool:
-    # UTF-16 text is full of NULs too; the BOM check runs first.
-    return sniff_encoding(head) == "utf-8" and b"\x00" in head[:8192]
+def mostly_binary(data: bytes) -> bool:
+    """A binary file, not a text file with a stray NUL: NUL bytes on most of its lines or most of its bytes.
+
+    Text with a few NUL-bearing lines is judged per line instead (`binary_line`), so one bad line does not
+    refuse the 199 good ones around it. UTF-16 text is full of NULs too: the BOM check runs first.
+    """
+    if sniff_encoding(data[:4]) != "utf-8" or b"\x00" not in data:
+        return False
+    lines = [raw for raw in data.split(b"\n") if raw.strip()]
+    bad = [raw for raw in lines if b"\x00" in raw]
+    return 2 * len(bad) > len(lines) or 2 * sum(len(raw) for raw in bad) > len(data)
 
 
 def escape(raw: bytes, limit: int | None = None) -> str:
-    """Undecodable input kept as text: valid UTF-8 as is, other bytes backslash-escaped."""
-    return (raw if limit is None else raw[:limit]).decode("utf-8", "backslashreplace")
+    """Refused input kept as text: valid UTF-8 as is, other bytes and NUL backslash-escaped (`\\xNN`)."""
+    return (raw if limit is None else raw[:limit]).decode("utf-8", "backslashreplace").replace("\x00", "\\x00")
+
+
+def _binary_reject(source_file: str, line_no: int, offset: int, raw: bytes) -> Reject:
+    return Reject(source_file, line_no, offset, "binary_line", f"{raw.count(0)} NUL byte(s) in the line", escape(raw))
+
+
+def blank_binary_lines(data: bytes, *, source_file: str) -> tuple[bytes, list[Reject]]:
+    """`data` with every NUL-bearing line emptied (line numbers stay true) and a `binary_line` reject for each."""
+    if b"\x00" not in data:
+        return data, []
+    out, rejects, offset = [], [], 0
+    for i, raw in enumerate(data.split(b"\n")):
+        size = len(raw)
+        if b"\x00" in raw:
+            rejects.append(_binary_reject(source_file, i + 1, offset, raw))
+            raw = b""
+        out.append(raw)
+        offset += size + 1
+    return b"\n".join(out), rejects
 
 
 def decode_lines(body: bytes, *, source_file: str, first_line_no: int) -> tuple[str, list[Reject]]:
-    """UTF-8 text of `body`; lines that are not UTF-8 become rejects and empty placeholders.
+    """UTF-8 text of `body`; lines that are not UTF-8 or hold a NUL byte become rejects and empty placeholders.
 
     The placeholders keep every later line's number true; the SQL stage skips blank lines.
     """
-    try:
-        return body.decode("utf-8"), []
-    except UnicodeDecodeError:
-        pass
+    if b"\x00" not in body:  # one C-speed scan; per-line work only for the rare file that needs it
+        try:
+            return body.decode("utf-8"), []
+        except UnicodeDecodeError:
+            pass
     out, rejects, offset = [], [], 0
     for i, raw in enumerate(body.split(b"\n")):
+        if b"\x00" in raw:
+            rejects.append(_binary_reject(source_file, first_line_no + i, offset, raw))
+            out.append("")
+            offset += len(raw) + 1
+            continue
         try:
             out.append(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:

@@ -2,25 +2,33 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from chronicle.llm.attempts import Answer, CallSpec, RetryPolicy, run_with_retries
+from chronicle.llm.capabilities import probing, remember_structured_output, structured_output
 from chronicle.llm.endpoint import base_url, openai_client
 from chronicle.llm.errors import LLM_SERVICE, MalformedResponseError, PermanentLLMError
+from chronicle.llm.reasoning import strip_reasoning
 from chronicle.llm.records import CallLogger, serialise_prompt
 from chronicle.settings import Settings
+
+_log = logging.getLogger(__name__)
+# Statuses with which endpoints refuse a `response_format` they do not support.
+_UNSUPPORTED_FORMAT = (400, 422, 501)
 
 
 @dataclass(frozen=True)
 class ChatResult:
-    """A successful completion.
+    """A successful completion: the answer, with any reasoning (`<think>`, `reasoning_content`) removed.
 
-    Token counts are None when the endpoint reported no usage; `latency_ms` is the whole call's wall time,
-    retries and backoff included (each attempt's own latency is in its `LLMCallRecord`).
+    Token counts are None when the endpoint reported no usage (`tokens_out` includes reasoning tokens);
+    `latency_ms` is the whole call's wall time, retries and backoff included (each attempt's own latency is
+    in its `LLMCallRecord`). `structured` says whether the answer was asked for as schema-bound JSON.
     """
 
     text: str
@@ -29,6 +37,7 @@ class ChatResult:
     tokens_out: int | None
     latency_ms: int
     attempts: int
+    structured: bool = False
 
 
 class ChatClient:
@@ -63,9 +72,57 @@ class ChatClient:
         week_number: int | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        json_schema: dict[str, Any] | None = None,
     ) -> ChatResult:
-        """One chat completion; `PermanentLLMError` at once, `LLMUnavailableError` once retries run out."""
+        """One chat completion; `PermanentLLMError` at once, `LLMUnavailableError` once retries run out.
+
+        With `json_schema` (`{"name": ..., "schema": {...}}`) the answer is asked for as structured output
+        where the endpoint supports it; an endpoint that refuses it is asked again in plain text, and that is
+        remembered for the endpoint and model (`chronicle.llm.capabilities`), so it costs one request once.
+        """
+        kwargs = {"purpose": purpose, "project_id": project_id, "week_number": week_number,
+                  "max_tokens": max_tokens, "temperature": temperature}
+        if json_schema is None:
+            return self._complete(messages, **kwargs)
+        if structured_output(self.endpoint, self.model) is None:
+            with probing(self.endpoint, self.model):
+                if structured_output(self.endpoint, self.model) is None:
+                    return self._structured(messages, json_schema, kwargs)
+        if structured_output(self.endpoint, self.model) is False:
+            return self._complete(messages, **kwargs)
+        return self._structured(messages, json_schema, kwargs)
+
+    def _structured(self, messages: list[dict[str, Any]], json_schema: dict[str, Any],
+                    kwargs: dict[str, Any]) -> ChatResult:
+        """Ask with `response_format`; on a refusal ask again in plain text and remember the endpoint's answer."""
+        response_format = {"type": "json_schema", "json_schema": {**json_schema, "strict": False}}
+        try:
+            result = self._complete(messages, response_format=response_format, **kwargs)
+        except PermanentLLMError as exc:
+            if exc.http_status not in _UNSUPPORTED_FORMAT:
+                raise
+            result = self._complete(messages, **kwargs)  # still failing: the request itself was bad
+            remember_structured_output(self.endpoint, self.model, False)
+            _log.warning("%s (%s) refused structured output (%s); using plain JSON replies from now on",
+                         self.endpoint, self.model, exc.message[:200])
+            return result
+        remember_structured_output(self.endpoint, self.model, True)
+        return replace(result, structured=True)
+
+    def _complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        purpose: str,
+        project_id: str | None,
+        week_number: int | None,
+        max_tokens: int | None,
+        temperature: float,
+        response_format: dict[str, Any] | None = None,
+    ) -> ChatResult:
         extra: dict[str, Any] = {} if max_tokens is None else {"max_tokens": max_tokens}
+        if response_format is not None:
+            extra["response_format"] = response_format
         t0 = time.perf_counter()
 
         def send() -> Answer[str]:
@@ -103,9 +160,13 @@ def _parse(response: Any) -> Answer[str]:
         raise MalformedResponseError(f"not a chat completion: {str(response)[:80]!r}")
     choices = response.choices or []
     message = getattr(choices[0], "message", None) if choices else None
-    text = getattr(message, "content", None)
-    if not isinstance(text, str) or not text.strip():
+    content = getattr(message, "content", None)
+    if not isinstance(content, str) or not content.strip():
         raise MalformedResponseError("empty message content")
+    # `reasoning_content` (DeepSeek, vLLM's reasoning parser) is never read; inline <think> is cut off here.
+    text, thinking = strip_reasoning(content)
+    if not text:
+        raise MalformedResponseError(f"only reasoning ({len(thinking)} chars), no answer")
     usage = getattr(response, "usage", None)
     return Answer(
         value=text,

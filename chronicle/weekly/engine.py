@@ -116,6 +116,8 @@ def split_extras(text: str) -> tuple[str, Any | None, str | None]:
         return body, json.loads(match.group(1)), None
     except ValueError as exc:
         return body, None, f"invalid JSON: {exc}"
+    except RecursionError:  # a hostile block of a thousand `[`: refused like any bad block, the report stands
+        return body, None, "invalid JSON: nested too deeply"
 
 
 def chunk_lines(lines: Sequence[str], budget: int) -> list[list[str]]:

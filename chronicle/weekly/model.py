@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from chronicle.distill.redact import Redactor
+from chronicle.distill.redact import Redactor, split_secret_markers
 from chronicle.weekly.stats import week_stats
 from chronicle.weeks import IsoWeek
 
@@ -74,8 +74,11 @@ def make_week_input(
     `redact_extra_patterns`), like the notes before distillation: no secret or personal identifier reaches
     a prompt, a report or its stats. `input_hash` stays that of the rows as stored.
     """
-    shown = [{**r, "content": redactor.redact(str(r["content"])),
-              "actor": redactor.redact(str(r["actor"])) if r.get("actor") else r.get("actor")} for r in rows]
+    split = split_secret_markers(redactor, ((i, r.get("source_file"), r.get("line_no"), str(r["content"]))
+                                            for i, r in enumerate(rows)))
+    shown = [{**r, "content": split.get(i) or redactor.redact(str(r["content"])),
+              "actor": redactor.redact(str(r["actor"])) if r.get("actor") else r.get("actor")}
+             for i, r in enumerate(rows)]
     entries = tuple(
         WeekEntry(f"E{i}", str(r["entry_id"]), _local(r["ts"], tz), r["actor"], str(r["type"]), r["content"])
         for i, r in enumerate(shown, start=1)

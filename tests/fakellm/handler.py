@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
-from tests.fakellm.replies import Reply, chat_body, embeddings_body, error_body
+from tests.fakellm.replies import REFUSED_FORMAT, Reply, chat_body, embeddings_body, error_body, refuses_format
 
 if TYPE_CHECKING:
     from tests.fakellm.server import FakeLLMServer
@@ -82,6 +82,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_json(404, error_body(404, f"no route {path}"))
         if not isinstance(payload, dict):
             return self._send_json(400, error_body(400, "request body is not a JSON object"))
+        if path == CHAT_PATH and refuses_format(self.fake.style, payload):
+            return self._send_json(400, error_body(400, REFUSED_FORMAT))
         action = self.fake._next_action()
         if isinstance(action, Reply):
             return self._scripted(path, payload, action)
@@ -98,7 +100,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_json(reply.status, error_body(reply.status, reply.content), reply.headers)
         if path == EMBEDDINGS_PATH or reply.content is None:
             return self._normal(path, payload, reply)
-        self._send_json(200, chat_body(payload, reply.content, reply), reply.headers)
+        self._send_json(200, chat_body(payload, reply.content, reply, self.fake.style), reply.headers)
 
     def _fault(self, path: str, payload: dict[str, Any], kind: str, faults: Faults) -> None:
         if kind == "timeout":
@@ -123,7 +125,7 @@ class Handler(BaseHTTPRequestHandler):
             content = self.fake.responder(payload)
         except Exception as exc:  # surface responder bugs to the test as a 500 with the reason
             return self._send_json(500, error_body(500, f"fake responder failed: {exc!r}"))
-        self._send_json(200, chat_body(payload, content, reply), headers)
+        self._send_json(200, chat_body(payload, content, reply, self.fake.style), headers)
 
     # --- plumbing ----------------------------------------------------------------------------
     def _path(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import math
 import struct
 import time
@@ -66,11 +67,59 @@ def error_body(status: int, message: str | None = None) -> dict[str, Any]:
     return {"error": {"message": text, "type": kind, "param": None, "code": str(status)}}
 
 
-def chat_body(request: dict[str, Any], content: str, reply: Reply | None = None) -> dict[str, Any]:
+STYLES = ("openai", "vllm", "ollama-think", "deepseek", "prose-zh")
+"""Reply shapes of real endpoints (`FakeLLMServer(style=...)`):
+
+- `openai`: the answer in `content`; accepts `response_format` with a JSON schema.
+- `vllm`: vLLM with `--reasoning-parser`: the chain of thought in `reasoning_content`, the answer in `content`.
+- `ollama-think`: Ollama serving a reasoning model: `<think>…</think>` inline before the answer.
+- `deepseek`: DeepSeek's API: `reasoning_content` beside `content`, reasoning tokens in the usage details,
+  and HTTP 400 for a `json_schema` response format (it offers `json_object` only).
+- `prose-zh`: a chatty model that wraps its answer (JSON included) in Chinese prose.
+"""
+REASONING = ("好的，我先逐条阅读这些日志，判断哪些值得记住。THINKING-MARKER: the user wants JSON only, so I will "
+             "check each entry, skip the chit-chat, and count carefully before I answer. " * 6).strip()
+"""Longer than a weekly report may be (500 characters): counting it would trigger a `shorten` call."""
+REFUSED_FORMAT = "This response_format type is unavailable now"
+
+
+def refuses_format(style: str, request: dict[str, Any]) -> bool:
+    """Whether an endpoint of this style answers 400 to the request's `response_format`."""
+    kind = (request.get("response_format") or {}).get("type")
+    return style == "deepseek" and kind == "json_schema"
+
+
+def styled(style: str, content: str, request: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """(assistant message, reasoning text) of `content` as an endpoint of `style` sends it."""
+    if style not in STYLES:
+        raise ValueError(f"unknown reply style {style!r}; one of {STYLES}")
+    if (request.get("response_format") or {}).get("type") == "json_schema":
+        content = _as_schema_object(content)
+    if style == "ollama-think":
+        return {"role": "assistant", "content": f"<think>\n{REASONING}\n</think>\n\n{content}"}, REASONING
+    if style in ("vllm", "deepseek"):
+        return {"role": "assistant", "content": content, "reasoning_content": REASONING}, REASONING
+    if style == "prose-zh":
+        return {"role": "assistant", "content": f"好的，以下是我整理的结果：\n\n{content}\n\n如需调整请告诉我。"}, ""
+    return {"role": "assistant", "content": content}, ""
+
+
+def _as_schema_object(content: str) -> str:
+    """A schema-constrained decoder cannot answer a bare array where the schema's root is an object."""
+    try:
+        value = json.loads(content)
+    except (ValueError, RecursionError):  # hostile replies are sent as they are
+        return content
+    return json.dumps({"memories": value}, ensure_ascii=False) if isinstance(value, list) else content
+
+
+def chat_body(request: dict[str, Any], content: str, reply: Reply | None = None,
+              style: str = "openai") -> dict[str, Any]:
     messages = [m for m in request.get("messages", []) if isinstance(m, dict)]
     prompt = "".join(message_text(m.get("content")) for m in messages)
+    message, reasoning = styled(style, content, request)
     prompt_tokens = len(prompt) // 4
-    completion = len(content) // 4
+    completion = (len(content) + len(reasoning)) // 4  # reasoning tokens are completion tokens too
     if reply and reply.prompt_tokens is not None:
         prompt_tokens = reply.prompt_tokens
     if reply and reply.completion_tokens is not None:
@@ -80,15 +129,15 @@ def chat_body(request: dict[str, Any], content: str, reply: Reply | None = None)
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request.get("model") or "fake-model",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-        ],
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion,
             "total_tokens": prompt_tokens + completion,
         },
     }
+    if reasoning and style == "deepseek":
+        body["usage"]["completion_tokens_details"] = {"reasoning_tokens": len(reasoning) // 4}
     if reply and reply.omit_usage:
         del body["usage"]
     return body

@@ -32,9 +32,12 @@ class FakeLLMServer:
     """
 
     def __init__(
-        self, *, embedding_dim: int = 32, timeout_sleep_s: float = 3.0, models: tuple[str, ...] = ()
+        self, *, embedding_dim: int = 32, timeout_sleep_s: float = 3.0, models: tuple[str, ...] = (),
+        style: str = "openai",
     ) -> None:
         self.responder: Callable[[dict[str, Any]], str] = default_responder
+        self.style = style
+        """Reply shape of a real endpoint (`tests.fakellm.replies.STYLES`); may be changed between requests."""
         self.embedding_dim = embedding_dim
         self.timeout_sleep_s = timeout_sleep_s
         self.models = models or ("fake-model",)
