@@ -9,7 +9,8 @@ import typer
 from rich.table import Table
 
 from chronicle.ingest.model import IngestSummary
-from cli.common import console, err, load_settings, progress_bar, run_flow
+from cli.common import check, console, fail, load_settings, progress_bar, run_flow
+from cli.output import Format, emit, format_option
 
 app = typer.Typer(help="Chronicle: raw project logs -> weekly chronicle + distilled memory.", no_args_is_help=True)
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
@@ -44,19 +45,24 @@ def sample(out_dir: Path = typer.Argument(..., help="Folder to write the sample 
 def ingest(paths: list[Path] = typer.Argument(..., help="Files or folders (recursive)."),
            project: str | None = typer.Option(None, "--project", "-p", help="Project for entries without one."),
            home: str | None = HomeOpt) -> None:
-    """Ingest logs into DuckDB: incremental, idempotent; bad input goes to `rejects`."""
+    """Ingest logs into DuckDB: incremental, idempotent; bad input goes to `rejects`.
+
+    Exits 1 when no log file was found, or when nothing could be read (see the README's input contract).
+    """
     settings = load_settings(home)
+    from services.validate import ingest_paths
+
+    given = check(ingest_paths, [str(p) for p in paths], "PATHS")
     from flows.ingest_logs import ingest_logs
 
     with progress_bar():
-        summary = run_flow(settings, ingest_logs, [str(p) for p in paths], project)
+        summary = run_flow(settings, ingest_logs, given, project or "")
     print_ingest_summary(summary)
-    if summary.files and summary.readable == 0:
-        err.print("[red]nothing could be read: every file was rejected (see the rejects table)[/]")
-        raise typer.Exit(1)
     if not summary.files:
-        err.print("[red]no log files found under the given paths[/]")
-        raise typer.Exit(1)
+        fail("no log files found under the given paths")
+    if summary.nothing_read:
+        fail("nothing could be read: no entry in any new or changed file (every line or file was refused; "
+             "see the rejects table)")
 
 
 def print_ingest_summary(summary: IngestSummary) -> None:
@@ -71,7 +77,8 @@ def print_ingest_summary(summary: IngestSummary) -> None:
 
 @app.command()
 def weeks(project: str | None = typer.Option(None, "--project", "-p"),
-          as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout instead of a table."),
+          fmt: Format = format_option(),
+          as_csv: bool = typer.Option(False, "--csv", hidden=True, help="Same as --format csv."),
           home: str | None = HomeOpt) -> None:
     """Entries per project and ISO week (project-local time), by event type."""
     settings = load_settings(home)
@@ -80,26 +87,19 @@ def weeks(project: str | None = typer.Option(None, "--project", "-p"),
 
     with connect(settings, read_only=True) as conn:
         rows = week_table(conn, project)
-    if as_csv:
-        import csv
-        import sys
+    fmt = Format.csv if as_csv else fmt
+    if fmt is not Format.table:
+        from chronicle.ingest.model import STANDARD_TYPES
 
-        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]) if rows else ["project_id", "week_number"])
-        writer.writeheader()
-        writer.writerows(rows)
+        emit(rows, fmt, columns=list(rows[0]) if rows else ["project_id", "week_number", "first_day", "entries",
+                                                              *STANDARD_TYPES])
         return
     print_week_table(rows)
 
 
 def print_week_table(rows: list[dict]) -> None:
-    if not rows:
-        console.print("no entries yet — run `chronicle ingest PATH`")
-        return
-    cols = [c for c in rows[0] if c != "first_day"]
-    table = Table(*cols, title="raw_logs per ISO week")
-    for row in rows:
-        table.add_row(*(str(row[c]) for c in cols))
-    console.print(table)
+    cols = [c for c in rows[0] if c != "first_day"] if rows else []
+    emit(rows, columns=cols, title="raw_logs per ISO week", empty="no entries yet — run `chronicle ingest PATH`")
 
 
 def _register_subcommands() -> None:

@@ -16,7 +16,8 @@ from rich.table import Table
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import TABLE_COLUMNS, WeekOutcome, WeeksFailedError, outcome_counts
 from chronicle.weeks import IsoWeek
-from cli.common import console, err, load_settings, progress_bar, run_flow
+from cli.common import check, console, err, load_settings, progress_bar, run_flow
+from cli.output import Format, emit, format_option
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 ProjectOpt = typer.Option(..., "--project", "-p", help="Project id.")
@@ -132,20 +133,20 @@ def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | No
                       "kept as text only[/]")
 
 
-def print_history(settings: Settings, project: str, week: IsoWeek, full: bool) -> None:
+def print_history(settings: Settings, project: str, week: IsoWeek, full: bool, fmt: Format = Format.table) -> None:
     from services.reports import report_history
 
     rows = report_history(settings, project, week)
     if not rows:
         err.print(f"[red]no versions for {project} {week}[/]")
         raise typer.Exit(1)
-    table = _table("version", "status", "author", "when (UTC)", "reason", "model", "input", "review",
-                   title=f"{project} {week}")
-    for r in rows:
-        table.add_row(str(r["version"]), r["status"], escape(r["author"]), f"{r['created_at']:%Y-%m-%d %H:%M}",
-                      escape(r["reason"] or ""), escape(r["model"]), r["input_hash"][:10],
-                      "yes" if r["needs_review"] else "")
-    console.print(table)
+    if fmt is not Format.table:  # every column, the text of each version included
+        emit([{"project": project, "week": str(week), **r} for r in rows], fmt)
+        return
+    emit([{"version": r["version"], "status": r["status"], "author": r["author"],
+           "when (UTC)": f"{r['created_at']:%Y-%m-%d %H:%M}", "reason": r["reason"] or "", "model": r["model"],
+           "input": r["input_hash"][:10], "review": "yes" if r["needs_review"] else ""} for r in rows],
+         title=f"{project} {week}")
     for r in rows if full else []:
         console.rule(f"version {r['version']}")
         console.print(escape(r["summary"]))
@@ -218,9 +219,9 @@ def register(app: typer.Typer) -> None:
     @report.command("history")
     def history(project: str = ProjectOpt, week: str = WeekOpt,
                 full: bool = typer.Option(False, "--full", help="Print every version's text."),
-                home: str | None = HomeOpt) -> None:
+                fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
         """Every version ever written for the week: generated and edited, who, when, why."""
-        print_history(load_settings(home), project, _parse_week(week), full)
+        print_history(load_settings(home), project, _parse_week(week), full, fmt)
 
     @report.command("list")
     def list_(project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
@@ -238,18 +239,21 @@ def register(app: typer.Typer) -> None:
     app.add_typer(report, name="report")
 
     @app.command()
-    def weekly(week: str | None = typer.Option(None, "--week", "-w", help="Default: last completed week."),
+    def weekly(week: str | None = typer.Option(None, "--week", "-w",
+                                               help="ISO week YYYY-Www, e.g. 2026-W05; default: last completed week."),
                force: bool = typer.Option(False, "--force", help="Regenerate even current reports."),
                home: str | None = HomeOpt) -> None:
         """Write last week's report for every project (the Monday job of seed 000)."""
         settings = load_settings(home)
+        from services.validate import weekly_scope
+
+        check(weekly_scope, settings, week, "--week")
         from flows.weekly_chronicle import weekly_chronicle
 
         console.print(engine_banner(settings))
         try:
             with progress_bar():
-                rows, ok = run_flow(settings, weekly_chronicle, week=str(_parse_week(week)) if week else None,
-                                    force=force), True
+                rows, ok = run_flow(settings, weekly_chronicle, week=week or "", force=force), True
         except WeeksFailedError as exc:
             rows, ok = exc.rows, False
         print_outcomes(rows)
@@ -259,8 +263,10 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def backfill(project: str | None = typer.Option(None, "--project", "-p", help="One project."),
                  all_: bool = typer.Option(False, "--all", help="Every project."),
-                 start: str | None = typer.Option(None, "--from", help="First ISO week (default: first with entries)."),
-                 end: str | None = typer.Option(None, "--to", help="Last ISO week (default: last with entries)."),
+                 start: str | None = typer.Option(None, "--from", help="First ISO week, YYYY-Www, e.g. 2026-W01 "
+                                                  "(default: each project's first week with entries)."),
+                 end: str | None = typer.Option(None, "--to", help="Last ISO week, YYYY-Www, e.g. 2026-W10 "
+                                                "(default: each project's last week with entries)."),
                  force: bool = typer.Option(False, "--force", help="Regenerate all but human edits."),
                  overwrite_edited: bool = typer.Option(False, "--overwrite-edited",
                                                        help="Regenerate human edits too (they stay in the history)."),
@@ -272,11 +278,13 @@ def register(app: typer.Typer) -> None:
         if bool(project) == all_:
             raise typer.BadParameter("give exactly one of --project P or --all")
         settings = load_settings(home)
+        from services.validate import backfill_scope
+
+        check(backfill_scope, settings, project or "all", start, end, names=("--project", "--from", "--to"))
         console.print(engine_banner(settings))
-        rows, ok = run_backfill(settings, project_id=project or "all",
-                                start_week=str(_parse_week(start)) if start else None,
-                                end_week=str(_parse_week(end)) if end else None, only_missing=not every_week,
-                                force=force, overwrite_edited=overwrite_edited, max_workers=workers)
+        rows, ok = run_backfill(settings, project_id=project or "all", start_week=start or "", end_week=end or "",
+                                only_missing=not every_week, force=force, overwrite_edited=overwrite_edited,
+                                max_workers=workers or 0)
         print_outcomes(rows)
         if not ok:
             raise typer.Exit(1)

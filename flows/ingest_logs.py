@@ -7,34 +7,42 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
+from prefect.states import Completed
 
 from chronicle.ingest.model import IngestSummary
 from chronicle.params import OptionalProjectId, SourcePaths
 from chronicle.progress import report
 from chronicle.settings import load_settings
-from services.runs import tracked_run
+from chronicle.validation import name_part
+from services.runs import RUN_HOOKS, run_notes, tracked_run
+from services.validate import ingest_paths
 from storage.snapshot import publish_snapshot
 from tasks.ingest import discover_files, ingest_file
 
 
-def _summary_markdown(summary: IngestSummary) -> str:
+def _summary_markdown(summary: IngestSummary, notes: list[str]) -> str:
     rows = "\n".join(f"| {reason} | {n} |" for reason, n in sorted(summary.rejects.items())) or "| — | 0 |"
+    waits = "".join(f"- {note}\n" for note in notes)
     return (
         f"# Ingest\n\nfiles: {summary.files} ({summary.by_status}), "
         f"entries added: {summary.entries_added}, removed: {summary.entries_removed}, "
         f"skipped non-log files: {summary.skipped_files}\n\n| reject reason | count |\n|---|---|\n{rows}\n"
+        + (f"\n## Notes\n\n{waits}" if waits else "")
     )
 
 
 def _run_name() -> str:
+    """`ingest-all-logs`; never raises, whatever the parameters."""
     params = flow_run.parameters
     paths = params.get("paths") or []
-    what = Path(paths[0]).name if len(paths) == 1 else f"{len(paths)}-paths"
-    return f"ingest-{params.get('project') or 'all'}-{what}"
+    if not isinstance(paths, list | tuple):
+        paths = [paths]
+    what = name_part(Path(str(paths[0])).name, "none") if len(paths) == 1 else f"{len(paths)}-paths"
+    return f"ingest-{name_part(params.get('project'), 'all')}-{what}"
 
 
-@flow(name="ingest-logs", flow_run_name=_run_name, log_prints=False)
-def ingest_logs(paths: SourcePaths, project: OptionalProjectId = None) -> IngestSummary:
+@flow(name="ingest-logs", flow_run_name=_run_name, log_prints=False, **RUN_HOOKS)
+def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "") -> IngestSummary:
     """Ingest daily notes, JSONL/NDJSON, CSV and LoCoMo files found under `paths` (recursive).
 
     An unchanged file is skipped, an appended one adds only its new lines, a rewritten one is
@@ -43,15 +51,16 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = None) -> Ingest
     settings = load_settings()
     logger = get_run_logger()
     with tracked_run(settings, "ingest-logs", {"paths": paths, "project": project}) as counts:
-        files, skipped = discover_files(paths)
+        files, skipped = discover_files(ingest_paths(paths))
         summary = IngestSummary(skipped_files=len(skipped))
         for i, path in enumerate(files, start=1):
-            summary.add(ingest_file(settings, path, project))
+            summary.add(ingest_file(settings, path, project.strip() or None))
             report("ingest", i, len(files))
         counts.update(summary.as_dict())
+        counts.message = summary.message()
         logger.info("ingested %d files: %s; +%d entries, %d rejects", summary.files, summary.by_status,
                     summary.entries_added, sum(summary.rejects.values()))
-        create_markdown_artifact(markdown=_summary_markdown(summary), key="ingest-summary",
+        create_markdown_artifact(markdown=_summary_markdown(summary, run_notes()), key="ingest-summary",
                                  description="What the last ingest read and refused")
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write (docs/deploy.md)
-    return summary
+    return Completed(message=counts.message, data=summary)  # the UI shows the message on the run page
