@@ -67,7 +67,8 @@ def ingest(paths: list[Path] = typer.Argument(..., help="Files or folders (recur
 
 def print_ingest_summary(summary: IngestSummary) -> None:
     console.print(f"files: {summary.files} {summary.by_status}  entries added: {summary.entries_added}"
-                  f"  removed: {summary.entries_removed}  skipped non-log files: {summary.skipped_files}")
+                  f"  removed: {summary.entries_removed}  skipped non-log files: {summary.skipped_files}",
+                  soft_wrap=True)
     if summary.rejects:
         table = Table("reject reason", "count", title="Rejected (kept in table rejects)")
         for reason, n in sorted(summary.rejects.items()):

@@ -52,6 +52,9 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "") -> IngestSu
     logger = get_run_logger()
     with tracked_run(settings, "ingest-logs", {"paths": paths, "project": project}) as counts:
         files, skipped = discover_files(ingest_paths(paths))
+        if documents := [Path(s).name for s in skipped if s.lower().endswith(".json")]:
+            logger.warning("skipped %d .json file(s) holding one JSON document, not log lines or LoCoMo: %s",
+                           len(documents), ", ".join(documents[:5]) + (" ..." if len(documents) > 5 else ""))
         summary = IngestSummary(skipped_files=len(skipped))
         for i, path in enumerate(files, start=1):
             summary.add(ingest_file(settings, path, project.strip() or None))

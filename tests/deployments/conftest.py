@@ -88,7 +88,8 @@ def wait_final(flow_run_id, timeout: float = 300):
             if run.state is not None and run.state.is_final():
                 return run
             if time.monotonic() > deadline:
-                pytest.fail(f"flow run {flow_run_id} not final after {timeout}s ({run.state.name if run.state else '?'})")
+                state = run.state.name if run.state else "?"
+                pytest.fail(f"flow run {flow_run_id} not final after {timeout}s ({state})")
             time.sleep(0.5)
 
 

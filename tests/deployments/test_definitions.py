@@ -81,6 +81,15 @@ def test_schedules_follow_the_configured_timezone(settings: Settings) -> None:
     assert not by_name("backfill-weeks").to_runner_deployment(settings).schedules
 
 
+def test_schedule_descriptions_name_their_timezone(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHRONICLE_TIMEZONE", "Europe/Berlin")
+    for spec in DEPLOYMENTS:
+        deployment = spec.to_runner_deployment(Settings())
+        if deployment.schedules:  # the UI's schedule badge says "At 02:00 AM, only on Monday", not where
+            assert "Europe/Berlin" in deployment.description, (spec.name, deployment.description)
+    assert "Every Monday 02:00 Europe/Berlin" in by_name("weekly-chronicle").to_yaml(Settings())["description"]
+
+
 def test_ingest_reads_configured_source_paths(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHRONICLE_SOURCE_PATHS", '["/srv/logs", "/srv/notes"]')
     deployment = by_name("ingest").to_runner_deployment(Settings())
