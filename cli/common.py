@@ -16,8 +16,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from chronicle.progress import listening
 from chronicle.settings import Settings, using
 
-console = Console()
-err = Console(stderr=True)
+
+class _Console(Console):
+    """Soft-wraps when not writing to a terminal: a piped or captured line is never broken at 80 columns."""
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
+        super().print(*objects, soft_wrap=(not self.is_terminal) if soft_wrap is None else soft_wrap, **kwargs)
+
+
+console = _Console()
+err = _Console(stderr=True)
 
 # A local run should not try to phone home (there is no network) nor warn about it on every command.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

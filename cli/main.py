@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from chronicle.ingest.model import IngestSummary
 from cli.common import check, console, fail, load_settings, progress_bar, run_flow
@@ -23,10 +22,7 @@ def config(home: str | None = HomeOpt, as_json: bool = typer.Option(False, "--js
     if as_json:
         console.print_json(json.dumps(data, default=str))
         return
-    table = Table("setting", "value", title="Effective settings")
-    for key, value in data.items():
-        table.add_row(key, str(value))
-    console.print(table)
+    emit([{"setting": key, "value": value} for key, value in data.items()], title="Effective settings")
 
 
 @app.command()
@@ -70,10 +66,8 @@ def print_ingest_summary(summary: IngestSummary) -> None:
                   f"  removed: {summary.entries_removed}  skipped non-log files: {summary.skipped_files}",
                   soft_wrap=True)
     if summary.rejects:
-        table = Table("reject reason", "count", title="Rejected (kept in table rejects)")
-        for reason, n in sorted(summary.rejects.items()):
-            table.add_row(reason, str(n))
-        console.print(table)
+        emit([{"reject reason": reason, "count": n} for reason, n in sorted(summary.rejects.items())],
+             title="Rejected (kept in table rejects)")
 
 
 @app.command()

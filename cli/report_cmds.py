@@ -11,7 +11,6 @@ from typing import Any
 import click
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import TABLE_COLUMNS, WeekOutcome, WeeksFailedError, outcome_counts
@@ -34,14 +33,6 @@ def engine_banner(settings: Settings) -> str:
     return f"engine: [bold]LLM {escape(settings.llm_model)}[/] at {escape(base_url(settings.llm_url or ''))}"
 
 
-def _table(*columns: str, title: str | None = None) -> Table:
-    """A table whose cells wrap instead of being cut with an ellipsis (ids, authors, reasons matter)."""
-    table = Table(title=title)
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    return table
-
-
 def _parse_week(text: str) -> IsoWeek:
     try:
         return IsoWeek.parse(text)
@@ -53,12 +44,8 @@ def print_outcomes(rows: list[WeekOutcome], limit: int = 30) -> None:
     """The per-week outcome table; long runs show what changed and summarise the cached weeks."""
     counts = outcome_counts(rows)
     shown = rows if len(rows) <= limit else [r for r in rows if r.outcome != "cached" or r.needs_review]
-    table = _table(*TABLE_COLUMNS, title="weeks")
-    for row in shown[:limit]:
-        style = "red" if row.outcome == "failed" else "yellow" if row.needs_review else None
-        table.add_row(*(escape(str(v)) for v in row.table_row().values()), style=style)
     if shown:
-        console.print(table)
+        emit([row.table_row() for row in shown[:limit]], columns=TABLE_COLUMNS, title="weeks")
     if len(shown) > limit:
         console.print(f"... {len(shown) - limit} more rows (see the Prefect table artifact)")
     console.print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
@@ -229,12 +216,10 @@ def register(app: typer.Typer) -> None:
         from services.reports import list_reports
 
         rows = list_reports(load_settings(home), project)
-        table = _table("week", "status", "model", "stale", "needs_review", "entries", "chars", "version")
-        for r in rows:
-            table.add_row(str(IsoWeek.from_number(r["week_number"])), r["status"], escape(r["model"]),
-                          "yes" if r["stale"] else "", "yes" if r["needs_review"] else "", str(r["entry_count"]),
-                          str(r["chars"]), str(r["version"]))
-        console.print(table if rows else f"no reports for {project}")
+        emit([{"week": str(IsoWeek.from_number(r["week_number"])), "status": r["status"], "model": r["model"],
+               "stale": "yes" if r["stale"] else "", "needs_review": "yes" if r["needs_review"] else "",
+               "entries": r["entry_count"], "chars": r["chars"], "version": r["version"]} for r in rows],
+             empty=f"no reports for {project}")
 
     app.add_typer(report, name="report")
 
