@@ -18,7 +18,7 @@ from bench._util import OUT, machine
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-BENCHES = ["ingest", "backfill", "context", "search", "embed", "locomo"]
+BENCHES = ["ingest", "backfill", "context", "search", "embed", "locomo", "cli"]
 
 
 def _fmt(value: float, unit: str) -> str:

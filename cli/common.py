@@ -74,9 +74,9 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
         fail(str(exc))
     with ExitStack() as stack:
         stack.enter_context(using(settings))
-        if api.source == "background":
-            from prefect.settings import PREFECT_API_URL, temporary_settings
+        from prefect.settings import PREFECT_API_URL, temporary_settings
 
+        if api.source == "background" and PREFECT_API_URL.value() != api.url:
             stack.enter_context(temporary_settings(updates={PREFECT_API_URL: api.url}))
         try:
             return flow(*args, **kwargs)

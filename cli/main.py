@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from cli.launch import delegate_if_console_script
+
+# The `chronicle` script imports this module to call `app()`: before the imports below (the slow part of a
+# command), hand the command to a warm process when one serves it (cli/launch.py). Returns if not.
+delegate_if_console_script()
+
 import json
 from pathlib import Path
 

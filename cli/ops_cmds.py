@@ -161,6 +161,12 @@ def register_server(app: typer.Typer) -> None:
         else:
             console.print("background server: not running (the next flow command starts it)")
         console.print(f"state file: {local_api.state_dir() / 'server.json'}; log: {local_api.log_file()}")
+        from cli import launch
+
+        warm = launch.status()
+        console.print(f"warm command runner: pid {warm['pid']}, ready in {warm.get('warmup_s')}s" if warm else
+                      "warm command runner: not running (the next flow command starts it; CHRONICLE_WARM=0 "
+                      "disables it)")
 
     @server.command("start")
     def start() -> None:
@@ -175,9 +181,13 @@ def register_server(app: typer.Typer) -> None:
 
     @server.command("stop")
     def stop() -> None:
-        """Stop the background server (its database stays in $PREFECT_HOME; the next command starts it again)."""
+        """Stop the background server and the warm command runner (the next flow command starts them again;
+        the server's database stays in $PREFECT_HOME)."""
+        from cli import launch
         from deployments import local_api
 
+        warm = launch.stop()
+        console.print(f"stopped the warm command runner (pid {warm['pid']})" if warm else "no warm command runner")
         state = local_api.stop()
         console.print(f"stopped the background server (pid {state.pid})" if state else "no background server running")
 

@@ -165,7 +165,12 @@ def start(timeout: float = START_TIMEOUT_S) -> ServerState:
 def ensure(start_timeout: float = START_TIMEOUT_S) -> Api:
     """The API this command should use (module docstring), starting the background server if needed."""
     url = configured_url()
-    if url:
+    if url and os.environ.get("CHRONICLE_PREFECT_API_SOURCE") == "background":
+        # Set by the warm runner (cli/launch.py) from the background server's state; recheck it like any other.
+        state = running()
+        if state and state.url == url:
+            return Api(url, "background")
+    elif url:
         if healthy(url) or healthy(url, timeout=10.0):  # a second, patient try: a busy machine answers late
             return Api(url, "configured")
         raise ApiUnavailable(f"the Prefect API at {url} (PREFECT_API_URL) does not answer; start that server, "
