@@ -9,14 +9,14 @@ from __future__ import annotations
 import os
 import socket
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import psutil
 
 from chronicle.runs import RunRow, crashed, orphaned
 from chronicle.settings import Settings
 from storage import runs
-from storage.db import connect
+from storage.db import connect, write
 
 
 class ProcessRef(NamedTuple):
@@ -50,7 +50,7 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def reap(conn, host: str) -> list[RunRow]:
+def reap(conn: Any, host: str) -> list[RunRow]:
     """Mark this host's RUNNING rows whose process is gone as CRASHED, in an open write window."""
     dead = [crashed(r, _now()) for r in orphaned(runs.running_on(conn, host), host, process_alive)]
     runs.mark_crashed(conn, dead)
@@ -65,6 +65,5 @@ def list_runs(settings: Settings, limit: int = 20, flow: str | None = None) -> l
     dead = {r.flow_run_id for r in orphaned(rows, host, process_alive)}
     if not dead:
         return rows
-    with connect(settings) as conn:
-        marked = {r.flow_run_id: r for r in reap(conn, host)}
+    marked = {r.flow_run_id: r for r in write(settings, lambda conn: reap(conn, host))}
     return [marked.get(r.flow_run_id, r) for r in rows]
