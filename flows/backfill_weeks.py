@@ -15,9 +15,9 @@ from prefect.states import Completed
 
 from chronicle.params import Force, OnlyMissing, OptionalIsoWeekStr, ProjectSelector, Workers
 from chronicle.settings import load_settings
-from chronicle.validation import name_part, week_label
+from chronicle.validation import ParameterError, name_part, week_label
 from chronicle.weekly.outcome import WeekOutcome, run_message
-from services.runs import RUN_HOOKS, tracked_run
+from services.runs import RUN_HOOKS, refused, tracked_run
 from services.validate import backfill_scope
 from services.weekly import plan_project
 from storage.snapshot import publish_snapshot
@@ -58,14 +58,18 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
     settings = load_settings()
     params = {"project_id": project_id, "start_week": start_week, "end_week": end_week, "only_missing": only_missing,
               "force": force, "overwrite_edited": overwrite_edited, "max_workers": max_workers}
-    with tracked_run(settings, "backfill-weeks", params) as run:
-        scope = backfill_scope(settings, project_id, start_week, end_week)
-        plans = [plan_project(settings, p, scope.start, scope.end, force=force, overwrite_edited=overwrite_edited,
-                              only_missing=only_missing) for p in scope.projects]
-        rows = fan_out(settings, plans, key=f"backfill-{run_label(project_id)}", title=flow_run.name or "backfill",
-                       force=force, overwrite_edited=overwrite_edited, max_workers=max_workers, counts=run)
-        run.message = run_message(rows, scope.describe() if scope.projects else "any project (nothing ingested yet)")
-        get_run_logger().info("backfill %s: %s", project_id, run.message)
+    try:
+        with tracked_run(settings, "backfill-weeks", params) as run:
+            scope = backfill_scope(settings, project_id, start_week, end_week)
+            plans = [plan_project(settings, p, scope.start, scope.end, force=force, overwrite_edited=overwrite_edited,
+                                  only_missing=only_missing) for p in scope.projects]
+            rows = fan_out(settings, plans, key=f"backfill-{run_label(project_id)}", title=flow_run.name or "backfill",
+                           force=force, overwrite_edited=overwrite_edited, max_workers=max_workers, counts=run)
+            where = scope.describe() if scope.projects else "any project (nothing ingested yet)"
+            run.message = run_message(rows, where)
+            get_run_logger().info("backfill %s: %s", project_id, run.message)
+    except ParameterError as exc:
+        return refused(exc)
     publish_charts(settings, scope.projects)
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
     return Completed(message=run.message, data=rows)  # the UI shows the message on the run page

@@ -38,10 +38,10 @@ from chronicle.distill.tally import (
 from chronicle.params import DistillDays, NotesProject, UntilDate
 from chronicle.progress import report
 from chronicle.settings import Settings, load_settings
-from chronicle.validation import name_part
+from chronicle.validation import ParameterError, name_part
 from services.distill import resolve_window
 from services.llm_gate import redactor_for, reserve_llm
-from services.runs import RUN_HOOKS, current_flow_run_id, run_notes, tracked_run
+from services.runs import RUN_HOOKS, current_flow_run_id, refused, run_notes, tracked_run
 from services.validate import distill_window
 from storage.snapshot import publish_snapshot
 from tasks import distill as t
@@ -88,8 +88,11 @@ def distill_memory(days: DistillDays = 0, until: UntilDate = "", project: NotesP
     settings = load_settings()
     logger = get_run_logger()
     policy = KnowledgePolicy.from_settings(settings)
-    with tracked_run(settings, "distill-memory", {"days": days, "until": until, "project": project}) as counts:
+    try:
         days_, until_, project_ = distill_window(settings, days, until, project)
+    except ParameterError as exc:
+        return refused(exc)  # its `on_failure` hook records the refused run in pipeline_runs
+    with tracked_run(settings, "distill-memory", {"days": days, "until": until, "project": project}) as counts:
         after, until = resolve_window(settings, days_, until_, project_)
         project = project_
         info = engine_info(settings)

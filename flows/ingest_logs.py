@@ -13,8 +13,8 @@ from chronicle.ingest.model import IngestSummary
 from chronicle.params import OptionalProjectId, SourcePaths
 from chronicle.progress import report
 from chronicle.settings import load_settings
-from chronicle.validation import name_part
-from services.runs import RUN_HOOKS, run_notes, tracked_run
+from chronicle.validation import ParameterError, name_part
+from services.runs import RUN_HOOKS, refused, run_notes, tracked_run
 from services.validate import ingest_paths
 from storage.snapshot import publish_snapshot
 from tasks.ingest import discover_files, ingest_file
@@ -50,20 +50,23 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "") -> IngestSu
     """
     settings = load_settings()
     logger = get_run_logger()
-    with tracked_run(settings, "ingest-logs", {"paths": paths, "project": project}) as counts:
-        files, skipped = discover_files(ingest_paths(paths))
-        if documents := [Path(s).name for s in skipped if s.lower().endswith(".json")]:
-            logger.warning("skipped %d .json file(s) holding one JSON document, not log lines or LoCoMo: %s",
-                           len(documents), ", ".join(documents[:5]) + (" ..." if len(documents) > 5 else ""))
-        summary = IngestSummary(skipped_files=len(skipped))
-        for i, path in enumerate(files, start=1):
-            summary.add(ingest_file(settings, path, project.strip() or None))
-            report("ingest", i, len(files))
-        counts.update(summary.as_dict())
-        counts.message = summary.message()
-        logger.info("ingested %d files: %s; +%d entries, %d rejects", summary.files, summary.by_status,
-                    summary.entries_added, sum(summary.rejects.values()))
-        create_markdown_artifact(markdown=_summary_markdown(summary, run_notes()), key="ingest-summary",
-                                 description="What the last ingest read and refused")
+    try:
+        with tracked_run(settings, "ingest-logs", {"paths": paths, "project": project}) as counts:
+            files, skipped = discover_files(ingest_paths(paths))
+            if documents := [Path(s).name for s in skipped if s.lower().endswith(".json")]:
+                logger.warning("skipped %d .json file(s) holding one JSON document, not log lines or LoCoMo: %s",
+                               len(documents), ", ".join(documents[:5]) + (" ..." if len(documents) > 5 else ""))
+            summary = IngestSummary(skipped_files=len(skipped))
+            for i, path in enumerate(files, start=1):
+                summary.add(ingest_file(settings, path, project.strip() or None))
+                report("ingest", i, len(files))
+            counts.update(summary.as_dict())
+            counts.message = summary.message()
+            logger.info("ingested %d files: %s; +%d entries, %d rejects", summary.files, summary.by_status,
+                        summary.entries_added, sum(summary.rejects.values()))
+            create_markdown_artifact(markdown=_summary_markdown(summary, run_notes()), key="ingest-summary",
+                                     description="What the last ingest read and refused")
+    except ParameterError as exc:
+        return refused(exc)
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write (docs/deploy.md)
     return Completed(message=counts.message, data=summary)  # the UI shows the message on the run page

@@ -10,7 +10,7 @@ from chronicle.params import Force, IsoWeekStr, ProjectId
 from chronicle.settings import load_settings
 from chronicle.validation import ParameterError, name_part, week_label
 from chronicle.weekly.outcome import WeekOutcome, run_message
-from services.runs import RUN_HOOKS, tracked_run
+from services.runs import RUN_HOOKS, refused, tracked_run
 from services.validate import one_week
 from services.weekly import plan_project
 from tasks.fanout import fan_out, run_label
@@ -38,14 +38,18 @@ def summarize_week(project_id: ProjectId, week: IsoWeekStr, force: Force = False
     """
     settings = load_settings()
     params = {"project_id": project_id, "week": week, "force": force, "overwrite_edited": overwrite_edited}
-    with tracked_run(settings, "summarize-week", params) as run:
-        project, iso = one_week(settings, project_id, week)
-        plan = plan_project(settings, project, iso, iso, force=force, overwrite_edited=overwrite_edited,
-                            only_missing=False)
-        if not plan.to_run:
-            raise ParameterError(f"week {iso} is before the first entry of project {project!r}; nothing to summarise")
-        # fan_out takes the LLM slot (not for the offline engine) and raises WeeksFailedError on failure.
-        rows = fan_out(settings, [plan], key=f"weekly-{run_label(project)}", title=flow_run.name or "week",
-                       force=force, overwrite_edited=overwrite_edited, max_workers=1, counts=run)
-        run.message = run_message(rows, f"{project} {iso}")
+    try:
+        with tracked_run(settings, "summarize-week", params) as run:
+            project, iso = one_week(settings, project_id, week)
+            plan = plan_project(settings, project, iso, iso, force=force, overwrite_edited=overwrite_edited,
+                                only_missing=False)
+            if not plan.to_run:
+                raise ParameterError(f"week {iso} is before the first entry of project {project!r}; "
+                                     "nothing to summarise")
+            # fan_out takes the LLM slot (not for the offline engine) and raises WeeksFailedError on failure.
+            rows = fan_out(settings, [plan], key=f"weekly-{run_label(project)}", title=flow_run.name or "week",
+                           force=force, overwrite_edited=overwrite_edited, max_workers=1, counts=run)
+            run.message = run_message(rows, f"{project} {iso}")
+    except ParameterError as exc:
+        return refused(exc)
     return Completed(message=run.message, data=rows[0])

@@ -10,10 +10,10 @@ from prefect.states import Completed
 
 from chronicle.params import Force, OptionalIsoWeekStr
 from chronicle.settings import load_settings
-from chronicle.validation import week_label
+from chronicle.validation import ParameterError, week_label
 from chronicle.weekly.outcome import WeekOutcome, run_message
 from chronicle.weeks import last_completed_week
-from services.runs import RUN_HOOKS, tracked_run
+from services.runs import RUN_HOOKS, refused, tracked_run
 from services.validate import weekly_scope
 from services.weekly import plan_project
 from storage.snapshot import publish_snapshot
@@ -46,19 +46,22 @@ def weekly_chronicle(week: OptionalIsoWeekStr = "", force: Force = False) -> lis
     """
     settings = load_settings()
     now = datetime.now(UTC)
-    with tracked_run(settings, "weekly-chronicle", {"week": week, "force": force}) as run:
-        scope = weekly_scope(settings, week)
-        plans = []
-        for project_id in scope.projects:
-            iso = scope.start or last_completed_week(now, settings.tz_for(project_id))
-            plan = plan_project(settings, project_id, iso, iso, force=force, only_missing=True)
-            if plan.total:
-                plans.append(plan)
-        rows = fan_out(settings, plans, key="weekly-chronicle", title=flow_run.name or "weekly", force=force,
-                       overwrite_edited=False, max_workers=0, counts=run)
-        what = f"week {scope.start}" if scope.start else "the last completed week"
-        run.message = run_message(rows, f"{what} of {len(scope.projects)} project(s)")
-        get_run_logger().info("weekly chronicle: %s", run.message)
+    try:
+        with tracked_run(settings, "weekly-chronicle", {"week": week, "force": force}) as run:
+            scope = weekly_scope(settings, week)
+            plans = []
+            for project_id in scope.projects:
+                iso = scope.start or last_completed_week(now, settings.tz_for(project_id))
+                plan = plan_project(settings, project_id, iso, iso, force=force, only_missing=True)
+                if plan.total:
+                    plans.append(plan)
+            rows = fan_out(settings, plans, key="weekly-chronicle", title=flow_run.name or "weekly", force=force,
+                           overwrite_edited=False, max_workers=0, counts=run)
+            what = f"week {scope.start}" if scope.start else "the last completed week"
+            run.message = run_message(rows, f"{what} of {len(scope.projects)} project(s)")
+            get_run_logger().info("weekly chronicle: %s", run.message)
+    except ParameterError as exc:
+        return refused(exc)
     publish_charts(settings, scope.projects)
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
     return Completed(message=run.message, data=rows)

@@ -101,5 +101,16 @@ def record_unfinished(flow: Any, run: Any, state: Any) -> None:
           guard=[f"pipeline_run:{run.id}"])
 
 
+def refused(exc: Exception) -> Any:
+    """The state a flow returns for parameters it refuses (`ParameterError`): Failed, with the one-line reason
+    as its message and no traceback in the run's logs (the value was wrong, not the code). A Python caller
+    of the flow still gets the exception raised."""
+    from prefect import get_run_logger
+    from prefect.states import Failed
+
+    get_run_logger().error("refused: %s", exc)
+    return Failed(message=_error(exc), data=exc)
+
+
 RUN_HOOKS: dict[str, Any] = {"on_failure": [record_unfinished], "on_crashed": [record_unfinished]}
 """`@flow(..., **RUN_HOOKS)`."""

@@ -94,3 +94,28 @@ def test_a_live_run_of_this_process_is_not_marked(home: Path, settings: Settings
         runs.set_process(conn, "reused-pid", "ingest-all-y", me.host, me.pid, me.started - 3600)
     states = {r.flow_run_id: r.state for r in list_runs(settings)}
     assert states == {"live-run": "RUNNING", "reused-pid": "CRASHED"}
+
+
+def test_refused_runs_are_failed_runs_in_the_history(home: Path, tmp_path: Path, settings: Settings) -> None:
+    from chronicle.validation import ParameterError
+    from flows.backfill_weeks import backfill_weeks
+    from flows.distill_memory import distill_memory
+    from flows.ingest_logs import ingest_logs
+    from services.run_history import list_runs
+
+    write_jsonl(tmp_path / "logs" / "p.jsonl", "P", 5, "p")
+    ingest_logs([str(tmp_path / "logs")])
+    with pytest.raises(ParameterError, match="unknown project 'NOPE'; known projects: P"):
+        backfill_weeks(project_id="NOPE")
+    with pytest.raises(ParameterError, match="until '2026-02-30' is not a day"):
+        distill_memory(until="2026-02-30")
+    with pytest.raises(ParameterError, match="no such file or folder"):
+        ingest_logs([str(tmp_path / "nope")])
+    refused = {r.flow_name: r for r in list_runs(settings) if r.state != "COMPLETED"}
+    assert {name: (r.state, r.message) for name, r in refused.items()} == {
+        "backfill-weeks": ("FAILED", "ParameterError: unknown project 'NOPE'; known projects: P"),
+        "distill-memory": ("FAILED", "ParameterError: until '2026-02-30' is not a day: write YYYY-MM-DD, "
+                                     "e.g. 2026-04-26"),
+        "ingest-logs": ("FAILED", f"ParameterError: no such file or folder: {tmp_path / 'nope'}"),
+    }
+    assert refused["backfill-weeks"].run_name == "backfill-NOPE-first..last"
