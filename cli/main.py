@@ -12,9 +12,10 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from chronicle.ingest.model import IngestSummary
-from cli.common import check, console, fail, load_settings, progress_bar, run_flow
+from cli.common import check, console, err, fail, load_settings, progress_bar, run_flow
 from cli.output import Format, emit, format_option
 
 app = typer.Typer(help="Chronicle: raw project logs -> weekly chronicle + distilled memory.", no_args_is_help=True)
@@ -71,6 +72,8 @@ def print_ingest_summary(summary: IngestSummary) -> None:
     console.print(f"files: {summary.files} {summary.by_status}  entries added: {summary.entries_added}"
                   f"  removed: {summary.entries_removed}  skipped non-log files: {summary.skipped_files}",
                   soft_wrap=True)
+    for document in summary.skipped_documents:
+        err.print(f"[yellow]skipped {escape(document)}: one JSON document, not log lines or LoCoMo[/]", soft_wrap=True)
     if summary.rejects:
         emit([{"reject reason": reason, "count": n} for reason, n in sorted(summary.rejects.items())],
              title="Rejected (kept in table rejects)")

@@ -27,6 +27,7 @@ def _summary_markdown(summary: IngestSummary, notes: list[str]) -> str:
         f"# Ingest\n\nfiles: {summary.files} ({summary.by_status}), "
         f"entries added: {summary.entries_added}, removed: {summary.entries_removed}, "
         f"skipped non-log files: {summary.skipped_files}\n\n| reject reason | count |\n|---|---|\n{rows}\n"
+        + "".join(f"\nskipped, one JSON document and not log lines: `{d}`\n" for d in summary.skipped_documents)
         + (f"\n## Notes\n\n{waits}" if waits else "")
     )
 
@@ -53,10 +54,11 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "") -> IngestSu
     try:
         with tracked_run(settings, "ingest-logs", {"paths": paths, "project": project}) as counts:
             files, skipped = discover_files(ingest_paths(paths))
-            if documents := [Path(s).name for s in skipped if s.lower().endswith(".json")]:
+            documents = [s for s in skipped if s.lower().endswith(".json")]
+            if documents:
                 logger.warning("skipped %d .json file(s) holding one JSON document, not log lines or LoCoMo: %s",
-                               len(documents), ", ".join(documents[:5]) + (" ..." if len(documents) > 5 else ""))
-            summary = IngestSummary(skipped_files=len(skipped))
+                               len(documents), ", ".join(Path(d).name for d in documents[:5]))
+            summary = IngestSummary(skipped_files=len(skipped), skipped_documents=documents)
             for i, path in enumerate(files, start=1):
                 summary.add(ingest_file(settings, path, project.strip() or None))
                 report("ingest", i, len(files))

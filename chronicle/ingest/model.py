@@ -73,6 +73,8 @@ class IngestSummary:
     entries_removed: int = 0
     rejects: dict[str, int] = field(default_factory=dict)
     skipped_files: int = 0
+    skipped_documents: list[str] = field(default_factory=list)
+    """`.json` files in the folders that hold one JSON document (a ground truth, a config), not log lines."""
 
     def add(self, result: FileResult) -> None:
         self.files += 1
