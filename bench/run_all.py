@@ -18,7 +18,7 @@ from bench._util import OUT, machine
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-BENCHES = ["ingest", "backfill", "context", "search", "embed", "locomo", "embedders", "memory_e2e", "redaction"]
+BENCHES = ["ingest", "backfill", "context", "search", "embed", "locomo", "embedders", "memory_e2e", "redaction", "cli"]
 
 
 def _fmt(value: float, unit: str) -> str:

@@ -1,8 +1,12 @@
-"""Typed flow parameters: one place for the constraints and help texts the Prefect UI turns into a form.
+"""Typed flow parameters: one place for the help texts and defaults the Prefect UI turns into a form.
 
-Prefect builds a deployment's parameter schema from the flow signature with pydantic, so an
-`Annotated` type here gives the run form its widget, validation (`pattern`, bounds) and help text,
-and the same constraints are enforced again when the flow starts (Prefect validates parameters).
+Prefect builds a deployment's parameter schema from the flow signature with pydantic. Every optional text
+parameter here is a plain `str` defaulting to "" (the form shows a text box; `str | None` would show a
+`str`/`None` toggle set to None), and carries no pattern: the API then accepts any text, and the flow checks
+it as its first step (`services.validate` over `chronicle.validation`), failing the run with a message that
+names the parameter and the format. So the UI form, `run_deployment`, `prefect deployment run` and the CLI
+all get the same answer, and a refused run is in the run history with its reason. `None` (a Python caller's
+"not given") is accepted for these parameters and read as "".
 
 Why `UiHelp` besides `Field(description=...)`: Prefect wraps every parameter in its own field whose
 description comes from the flow docstring's `Args:` section, and that replaces a description given
@@ -16,13 +20,11 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Annotated, Any
 
-from pydantic import Field, GetJsonSchemaHandler
+from pydantic import BeforeValidator, Field, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-# Weeks 01..53 only: the form rejects `2026-W00` or `2026-W60` before a run is even created.
-# (`2025-W53` passes the pattern; `chronicle.weeks.IsoWeek.parse` rejects such non-existent weeks.)
-ISO_WEEK_PATTERN = r"^\d{4}-W(0[1-9]|[1-4]\d|5[0-3])$"
+from chronicle.validation import DAY_FORMAT, WEEK_FORMAT
 
 
 @dataclass(frozen=True)
@@ -37,31 +39,54 @@ class UiHelp:
         return schema
 
 
-_WEEK_HELP = "ISO 8601 week in the project's timezone, written YYYY-Www (e.g. 2026-W05). Weeks start on Monday."
+def _as_text(value: Any) -> Any:
+    """None -> "" and a date -> its ISO text, so Python callers may keep passing those; the schema stays `string`."""
+    if value is None:
+        return ""
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+def _as_int(value: Any) -> Any:
+    return 0 if value is None else value
+
 
 IsoWeekStr = Annotated[
     str,
-    Field(pattern=ISO_WEEK_PATTERN, description=_WEEK_HELP, examples=["2026-W05"]),
-    UiHelp(_WEEK_HELP),
+    BeforeValidator(_as_text),
+    Field(examples=["2026-W05"]),
+    UiHelp(f"ISO 8601 week in the project's timezone, written {WEEK_FORMAT}. Weeks start on Monday."),
 ]
-"""One ISO week, e.g. `2026-W05`."""
+"""One ISO week, e.g. `2026-W05` (checked by the flow, not by the schema)."""
 
 OptionalIsoWeekStr = Annotated[
-    IsoWeekStr | None,
-    UiHelp("ISO week YYYY-Www (e.g. 2026-W05), or empty for the flow's default."),
+    str,
+    BeforeValidator(_as_text),
+    Field(examples=["2026-W05"]),
+    UiHelp(f"ISO week {WEEK_FORMAT}, or empty for the flow's default."),
 ]
-"""An ISO week or nothing; a flow's `Args:` docstring entry says what empty means there."""
+"""An ISO week or "" ; a flow's `Args:` docstring entry says what empty means there."""
 
 ProjectSelector = Annotated[
     str,
-    Field(min_length=1, max_length=200, examples=["all", "XH305"]),
+    Field(examples=["all", "XH305"]),
     UiHelp("A project id as it appears in raw_logs.project_id, or `all` for every project."),
 ]
 """`all` or one project id."""
 
+ProjectId = Annotated[str, Field(examples=["XH201"]), UiHelp("A project id as it appears in raw_logs.project_id.")]
+
 OptionalProjectId = Annotated[
-    str | None,
+    str,
+    BeforeValidator(_as_text),
     UiHelp("Project id given to entries that carry none (daily notes); empty = the `notes_project` setting."),
+]
+
+Workers = Annotated[
+    int,
+    BeforeValidator(_as_int),
+    UiHelp("Weeks in flight at once; 0 = the backfill_max_workers setting (default twice llm_concurrency)."),
 ]
 
 OnlyMissing = Annotated[
@@ -86,18 +111,20 @@ SourcePaths = Annotated[
 ]
 
 DistillDays = Annotated[
-    int | None,
-    Field(ge=1, le=366),
-    UiHelp("Days of daily notes to read, ending at `until`; empty = the DISTILL_DAYS setting (7)."),
+    int,
+    BeforeValidator(_as_int),
+    UiHelp("Days of daily notes to read (1 to 366), ending at `until`; 0 = the DISTILL_DAYS setting (7)."),
 ]
 
 NotesProject = Annotated[
-    str | None,
-    Field(min_length=1, max_length=200),
+    str,
+    BeforeValidator(_as_text),
     UiHelp("Distill only the daily notes of this project (raw_logs.project_id); empty = the notes of every project."),
 ]
 
 UntilDate = Annotated[
-    date | None,
-    UiHelp("Last local day of the window (inclusive); empty = today in the project's timezone."),
+    str,
+    BeforeValidator(_as_text),
+    Field(examples=["2026-04-26"]),
+    UiHelp(f"Last local day of the window (inclusive), {DAY_FORMAT}; empty = today in the project's timezone."),
 ]

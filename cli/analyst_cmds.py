@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import csv
-import json
 import sys
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from chronicle.weeks import IsoWeek
 from cli.common import console, err, load_settings
+from cli.output import Format, emit, format_option
 
 STATS_COLUMNS = ("week_number", "entries", "messages", "enrolled", "enrolled_total", "ae", "sae", "deviations",
                  "queries", "decisions", "report_status", "report_engine", "report_stale", "report_needs_review")
@@ -26,7 +24,7 @@ def register(app: typer.Typer) -> None:
     def stats(project: str = typer.Option(..., "--project", "-p"),
               start: str | None = typer.Option(None, "--from", help="First ISO week, e.g. 2026-W01."),
               end: str | None = typer.Option(None, "--to", help="Last ISO week."),
-              fmt: str = typer.Option("table", "--format", help="table | csv | json"),
+              fmt: Format = format_option(),
               home: str | None = typer.Option(None, "--home")) -> None:
         """Weekly stats of a project (the `weekly_stats` view), including weeks without a report."""
         from services.analytics import stats_rows
@@ -35,19 +33,7 @@ def register(app: typer.Typer) -> None:
         if not rows:
             err.print(f"[red]no weeks for project {project!r}[/]")
             raise typer.Exit(1)
-        if fmt == "json":
-            print(json.dumps(rows, default=str, ensure_ascii=False, indent=1))
-        elif fmt == "csv":
-            writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-        elif fmt == "table":
-            table = Table(*STATS_COLUMNS, title=f"{project} weekly stats")
-            for row in rows:
-                table.add_row(*(str(row[c]) for c in STATS_COLUMNS))
-            console.print(table)
-        else:
-            raise typer.BadParameter("--format must be table, csv or json")
+        emit(rows, fmt, columns=STATS_COLUMNS if fmt is Format.table else None, title=f"{project} weekly stats")
 
     @app.command()
     def export(out_dir: Path = typer.Argument(..., help="Folder for the Parquet files."),

@@ -1,21 +1,31 @@
-"""Shared CLI plumbing: console, settings with `--home`, progress bars, quiet Prefect defaults."""
+"""Shared CLI plumbing: console, settings with `--home`, running flows, one-line failures, progress bars."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
+import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from chronicle.progress import listening
 from chronicle.settings import Settings, using
 
-console = Console()
-err = Console(stderr=True)
+
+class _Console(Console):
+    """Soft-wraps when not writing to a terminal: a piped or captured line is never broken at 80 columns."""
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
+        super().print(*objects, soft_wrap=(not self.is_terminal) if soft_wrap is None else soft_wrap, **kwargs)
+
+
+console = _Console()
+err = _Console(stderr=True)
 
 # A local run should not try to phone home (there is no network) nor warn about it on every command.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -32,10 +42,53 @@ def load_settings(home: str | None = None) -> Settings:
     return Settings(home=Path(home)) if home else Settings()
 
 
+def fail(message: str, code: int = 1) -> NoReturn:
+    """End the command with one line on stderr (never a traceback) and a non-zero exit status."""
+    err.print(f"[red]{escape(message)}[/]", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def check(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Run a parameter check (`services.validate`); a refused parameter ends the command with its message.
+
+    The flows run the same checks first thing, so the CLI and every other way of starting a run give the
+    same answer; checking here too fails a typo at once, without starting a run at all.
+    """
+    from chronicle.validation import ParameterError
+
+    try:
+        return fn(*args, **kwargs)
+    except ParameterError as exc:
+        fail(str(exc), code=2)
+
+
 def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """Call a flow in this process with the command's settings (flows read them when they start)."""
-    with using(settings):
-        return flow(*args, **kwargs)
+    """Call a flow in this process with the command's settings (flows read them when they start), against
+    the configured Prefect API or Chronicle's background server (`deployments.local_api`)."""
+    from chronicle.validation import ParameterError
+    from deployments import local_api
+
+    try:
+        api = local_api.ensure()
+    except local_api.ApiUnavailable as exc:
+        fail(str(exc))
+    with ExitStack() as stack:
+        stack.enter_context(using(settings))
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        if api.source == "background" and PREFECT_API_URL.value() != api.url:
+            stack.enter_context(temporary_settings(updates={PREFECT_API_URL: api.url}))
+        try:
+            return flow(*args, **kwargs)
+        except ParameterError as exc:
+            fail(str(exc), code=2)
+        except Exception as exc:
+            if api.url and not local_api.healthy(api.url):
+                fail(f"lost the Prefect API at {api.url} during the run ({type(exc).__name__}); "
+                     "the run record says how far it got (`chronicle runs`)")
+            if "ephemeral Prefect API" in str(exc):  # Prefect's own throw-away server did not come up
+                fail(f"{exc}; unset CHRONICLE_PREFECT_SERVER=ephemeral to use Chronicle's background server")
+            raise
 
 
 @contextmanager

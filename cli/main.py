@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from cli.launch import delegate_if_console_script
+
+# The `chronicle` script imports this module to call `app()`: before the imports below (the slow part of a
+# command), hand the command to a warm process when one serves it (cli/launch.py). Returns if not.
+delegate_if_console_script()
+
 import json
 from pathlib import Path
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from chronicle.ingest.model import IngestSummary
-from cli.common import console, err, load_settings, progress_bar, run_flow
+from cli.common import check, console, err, fail, load_settings, progress_bar, run_flow
+from cli.output import Format, emit, format_option
 
 app = typer.Typer(help="Chronicle: raw project logs -> weekly chronicle + distilled memory.", no_args_is_help=True)
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
@@ -22,10 +29,7 @@ def config(home: str | None = HomeOpt, as_json: bool = typer.Option(False, "--js
     if as_json:
         console.print_json(json.dumps(data, default=str))
         return
-    table = Table("setting", "value", title="Effective settings")
-    for key, value in data.items():
-        table.add_row(key, str(value))
-    console.print(table)
+    emit([{"setting": key, "value": value} for key, value in data.items()], title="Effective settings")
 
 
 @app.command()
@@ -46,34 +50,41 @@ def ingest(paths: list[Path] = typer.Argument(..., help="Files or folders (recur
            force: bool = typer.Option(False, "--force", help="Re-read every file whole, even one that looks "
                                                              "unchanged (size, mtime, head and tail)."),
            home: str | None = HomeOpt) -> None:
-    """Ingest logs into DuckDB: incremental, idempotent; bad input goes to `rejects`."""
+    """Ingest logs into DuckDB: incremental, idempotent; bad input goes to `rejects`.
+
+    Exits 1 when no log file was found, or when nothing could be read (see the README's input contract).
+    """
     settings = load_settings(home)
+    from services.validate import ingest_paths
+
+    given = check(ingest_paths, [str(p) for p in paths], "PATHS")
     from flows.ingest_logs import ingest_logs
 
     with progress_bar():
-        summary = run_flow(settings, ingest_logs, [str(p) for p in paths], project, force)
+        summary = run_flow(settings, ingest_logs, given, project or "", force)
     print_ingest_summary(summary)
-    if summary.files and summary.readable == 0:
-        err.print("[red]nothing could be read: every file was rejected (see the rejects table)[/]")
-        raise typer.Exit(1)
     if not summary.files:
-        err.print("[red]no log files found under the given paths[/]")
-        raise typer.Exit(1)
+        fail("no log files found under the given paths")
+    if summary.nothing_read:
+        fail("nothing could be read: no entry in any new or changed file (every line or file was refused; "
+             "see the rejects table)")
 
 
 def print_ingest_summary(summary: IngestSummary) -> None:
     console.print(f"files: {summary.files} {summary.by_status}  entries added: {summary.entries_added}"
-                  f"  removed: {summary.entries_removed}  skipped non-log files: {summary.skipped_files}")
+                  f"  removed: {summary.entries_removed}  skipped non-log files: {summary.skipped_files}",
+                  soft_wrap=True)
+    for document in summary.skipped_documents:
+        err.print(f"[yellow]skipped {escape(document)}: one JSON document, not log lines or LoCoMo[/]", soft_wrap=True)
     if summary.rejects:
-        table = Table("reject reason", "count", title="Rejected (kept in table rejects)")
-        for reason, n in sorted(summary.rejects.items()):
-            table.add_row(reason, str(n))
-        console.print(table)
+        emit([{"reject reason": reason, "count": n} for reason, n in sorted(summary.rejects.items())],
+             title="Rejected (kept in table rejects)")
 
 
 @app.command()
 def weeks(project: str | None = typer.Option(None, "--project", "-p"),
-          as_csv: bool = typer.Option(False, "--csv", help="CSV on stdout instead of a table."),
+          fmt: Format = format_option(),
+          as_csv: bool = typer.Option(False, "--csv", hidden=True, help="Same as --format csv."),
           home: str | None = HomeOpt) -> None:
     """Entries per project and ISO week (project-local time), by event type."""
     settings = load_settings(home)
@@ -82,26 +93,19 @@ def weeks(project: str | None = typer.Option(None, "--project", "-p"),
 
     with connect(settings, read_only=True) as conn:
         rows = week_table(conn, project)
-    if as_csv:
-        import csv
-        import sys
+    fmt = Format.csv if as_csv else fmt
+    if fmt is not Format.table:
+        from chronicle.ingest.model import STANDARD_TYPES
 
-        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]) if rows else ["project_id", "week_number"])
-        writer.writeheader()
-        writer.writerows(rows)
+        emit(rows, fmt, columns=list(rows[0]) if rows else ["project_id", "week_number", "first_day", "entries",
+                                                              *STANDARD_TYPES])
         return
     print_week_table(rows)
 
 
 def print_week_table(rows: list[dict]) -> None:
-    if not rows:
-        console.print("no entries yet — run `chronicle ingest PATH`")
-        return
-    cols = [c for c in rows[0] if c != "first_day"]
-    table = Table(*cols, title="raw_logs per ISO week")
-    for row in rows:
-        table.add_row(*(str(row[c]) for c in cols))
-    console.print(table)
+    cols = [c for c in rows[0] if c != "first_day"] if rows else []
+    emit(rows, columns=cols, title="raw_logs per ISO week", empty="no entries yet — run `chronicle ingest PATH`")
 
 
 def _register_subcommands() -> None:

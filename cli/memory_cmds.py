@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 
-from chronicle.distill.summary import DistillSummary
 from chronicle.settings import Settings
 from cli import proposal_cmds
-from cli.common import console, err, load_settings, progress_bar, run_flow
+from cli.common import check, console, err, load_settings, progress_bar, run_flow
+from cli.output import Format, emit, format_option
+
+if TYPE_CHECKING:  # the distill engine imports the openai client: not on every command's start-up
+    from chronicle.distill.summary import DistillSummary
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 _HIDDEN = {"fts_text", "merged_hashes"}
@@ -34,7 +35,7 @@ def run_distill(settings: Settings, days: int | None, until: date | None,
     from flows.distill_memory import distill_memory
 
     with progress_bar():
-        return run_flow(settings, distill_memory, days, until, project)
+        return run_flow(settings, distill_memory, days or 0, until or "", project or "")
 
 
 def print_distill_summary(summary: DistillSummary) -> None:
@@ -66,16 +67,12 @@ def print_distill_summary(summary: DistillSummary) -> None:
 
 
 def print_hits(query: str, hits: list[Any]) -> None:
-    table = Table("score", "imp.", "file", "tags", "memory", title=f"memory search: {query}")
-    for h in hits:
-        table.add_row(f"{h.score:.3f}", f"{h.importance:.2f}", h.target_file, ", ".join(h.tags[:4]),
-                      h.content if len(h.content) <= 120 else h.content[:119] + "…")
-    console.print(table if hits else f"no memories match {query!r}")
+    emit([{"score": f"{h.score:.3f}", "imp.": f"{h.importance:.2f}", "file": h.target_file, "tags": ", ".join(h.tags),
+           "memory": h.content} for h in hits], title=f"memory search: {query}", empty=f"no memories match {query!r}")
 
 
-def _rows(items: list[Any]) -> str:
-    return json.dumps([{k: v for k, v in asdict(i).items() if k not in _HIDDEN} for i in items],
-                      ensure_ascii=False, default=str, indent=2)
+def _rows(items: list[Any]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in asdict(i).items() if k not in _HIDDEN} for i in items]
 
 
 def demo_distill(settings: Settings) -> None:
@@ -102,6 +99,9 @@ def register(app: typer.Typer) -> None:
                 home: str | None = HomeOpt) -> None:
         """Distill recent daily notes into memories: vector store + knowledge files (idempotent)."""
         settings = load_settings(home)
+        from services.validate import distill_window
+
+        check(distill_window, settings, days, until, project, names=("--days", "--until", "--project"))
         from flows.distill_memory import DistillIncomplete
 
         try:
@@ -117,43 +117,42 @@ def register(app: typer.Typer) -> None:
     def search(query: str = typer.Argument(...), tag: list[str] = typer.Option(None, "--tag", help="Any of these."),
                min_importance: float | None = typer.Option(None, "--min-importance", min=0.0, max=1.0),
                file: str | None = typer.Option(None, "--file", help="Knowledge file, e.g. USER.md."),
-               limit: int = typer.Option(10, "--limit", min=1), as_json: bool = typer.Option(False, "--json"),
+               limit: int = typer.Option(10, "--limit", min=1), fmt: Format = format_option(),
+               as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
                home: str | None = HomeOpt) -> None:
         """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3."""
         from services.memory import search_memories
 
         hits = search_memories(load_settings(home), query, tags=tag or None, min_importance=min_importance,
                                target_file=file, limit=limit)
-        if as_json:
-            print(_rows(hits))
-        else:
+        fmt = Format.json if as_json else fmt
+        if fmt is Format.table:
             print_hits(query, hits)
+        else:
+            emit(_rows(hits), fmt)
 
     @memory.command()
-    def tags(home: str | None = HomeOpt) -> None:
+    def tags(fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
         """Tags with the number of memories carrying each."""
         from services.memory import tag_counts
 
-        table = Table("tag", "memories")
-        for name, n in tag_counts(load_settings(home)).items():
-            table.add_row(name, str(n))
-        console.print(table)
+        emit([{"tag": name, "memories": n} for name, n in tag_counts(load_settings(home)).items()], fmt,
+             columns=["tag", "memories"], empty="no tags yet")
 
     @memory.command("list")
     def list_(limit: int = typer.Option(50, "--limit", min=1), tag: list[str] = typer.Option(None, "--tag"),
-              file: str | None = typer.Option(None, "--file"), as_json: bool = typer.Option(False, "--json"),
+              file: str | None = typer.Option(None, "--file"), fmt: Format = format_option(),
+              as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
               home: str | None = HomeOpt) -> None:
         """Memories, newest first."""
         from services.memory import list_memories
 
         rows = list_memories(load_settings(home), limit=limit, tags=tag or None, target_file=file)
-        if as_json:
-            print(_rows(rows))
+        if as_json or fmt is not Format.table:
+            emit(_rows(rows), Format.json if as_json else fmt)
             return
-        table = Table("id", "imp.", "file", "source", "summary", title=f"{len(rows)} memories")
-        for m in rows:
-            table.add_row(m.id, f"{m.importance:.2f}", m.target_file, m.source, m.summary[:100])
-        console.print(table)
+        emit([{"id": m.id, "imp.": f"{m.importance:.2f}", "file": m.target_file, "source": m.source,
+               "summary": m.summary} for m in rows], title=f"{len(rows)} memories", empty="no memories yet")
 
     @memory.command()
     def reindex(home: str | None = HomeOpt) -> None:

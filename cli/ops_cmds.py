@@ -2,41 +2,33 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.table import Table
 
-from cli.common import console, err, load_settings
+from cli.common import console, err, fail, load_settings
+from cli.output import Format, emit, format_option
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 
 
 def prefect_api_url() -> str | None:
-    """The configured Prefect API, or None. Without one, Prefect would start a throw-away local server."""
-    from prefect.settings import PREFECT_API_URL
+    """The configured Prefect API, or None (then commands use Chronicle's background server)."""
+    from deployments.local_api import configured_url
 
-    return PREFECT_API_URL.value() or None
+    return configured_url()
 
 
-def prefect_states(run_ids: list[str], timeout_s: float = 3.0) -> dict[str, dict[str, Any]] | None:
-    """Prefect's view of these flow runs (state, run name), or None when no API answers quickly."""
+def prefect_states(run_ids: list[str]) -> dict[str, str]:
+    """Prefect's state name of these flow runs, from the API commands use (`--prefect` only: it starts one)."""
     import uuid
 
-    import httpx
-
-    url = prefect_api_url()
-    if not url or not run_ids:
-        return None
-    try:
-        httpx.get(f"{url.rstrip('/')}/health", timeout=timeout_s).raise_for_status()
-    except httpx.HTTPError:
-        return None
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from deployments import local_api
 
     ids = []
     for run_id in run_ids:
@@ -44,51 +36,16 @@ def prefect_states(run_ids: list[str], timeout_s: float = 3.0) -> dict[str, dict
             ids.append(uuid.UUID(run_id))
         except ValueError:  # a run made outside Prefect has no flow run to look up
             continue
-    with get_client(sync_client=True) as client:
+    api = local_api.ensure()
+    with temporary_settings(updates={PREFECT_API_URL: api.url} if api.url else {}), \
+            get_client(sync_client=True) as client:
         runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids)), limit=len(ids))
-    return {str(r.id): {"state": r.state.name if r.state else "?", "name": r.name} for r in runs}
-
-
-def recent_runs(settings: Any, limit: int, flow: str | None) -> list[dict[str, Any]]:
-    """Newest `pipeline_runs` rows, optionally only flows whose name contains `flow`."""
-    from storage.db import connect
-    from storage.runs import recent_runs as query_runs
-
-    with connect(settings, read_only=True) as conn:
-        return query_runs(conn, limit, flow)
-
-
-def _brief(text: str | None, width: int = 60) -> str:
-    if not text:
-        return ""
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _counts_brief(counts: Any) -> str:
-    """A few scalar counts of the run (`entries_added=12 files=3`), not the whole JSON."""
-    try:
-        data = json.loads(counts) if isinstance(counts, str) else (counts or {})
-    except ValueError:
-        return _brief(counts)
-    scalars = [f"{k}={v}" for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)]
-    return _brief(" ".join(scalars[:4]))
-
-
-def print_runs(rows: list[dict[str, Any]], states: dict[str, dict[str, Any]] | None) -> None:
-    title = "pipeline_runs (newest first)" + ("" if states is not None else " — Prefect API not reachable")
-    table = Table("started (UTC)", "flow", "state", "Prefect", "took", "counts", "flow run", title=title)
-    for row in rows:
-        prefect = (states or {}).get(row["flow_run_id"])
-        took = f"{(row['ended_at'] - row['started_at']).total_seconds():.1f}s" if row["ended_at"] else "running"
-        state = row["state"] if not row["message"] else f"{row['state']}: {_brief(row['message'], 40)}"
-        table.add_row(row["started_at"].strftime("%Y-%m-%d %H:%M:%S"), row["flow_name"], state,
-                      f"{prefect['state']} ({prefect['name']})" if prefect else "—", took,
-                      _counts_brief(row["counts"]), row["flow_run_id"][:8])
-    console.print(table)
+    return {str(r.id): r.state.name if r.state else "?" for r in runs}
 
 
 def register(app: typer.Typer) -> None:
+    register_server(app)
+
     @app.command()
     def serve(limit: int | None = typer.Option(None, help="Most flow runs executing at once (default: no limit)."),
               home: str | None = HomeOpt) -> None:
@@ -101,12 +58,23 @@ def register(app: typer.Typer) -> None:
         chronicle_log.addHandler(handler)
         chronicle_log.setLevel(logging.INFO)
         chronicle_log.propagate = False  # or Prefect's root console handler prints warnings a second time
+        import os
+
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        from deployments import local_api
         from deployments.serve import serve_all
 
-        if not prefect_api_url():
-            err.print("[yellow]PREFECT_API_URL is not set: serving against a temporary local Prefect server. "
-                      "Start `prefect server start` and `prefect config set PREFECT_API_URL=...` for the UI.[/]")
-        serve_all(settings, limit=limit)
+        try:
+            api = local_api.ensure()
+        except local_api.ApiUnavailable as exc:
+            fail(str(exc))
+        if api.url:
+            os.environ["PREFECT_API_URL"] = api.url  # the served runs are subprocesses: they read the environment
+            err.print(f"serving against the Prefect API at {api.url} ({api.source}); "
+                      f"UI: {api.url.removesuffix('/api')}")
+        with temporary_settings(updates={PREFECT_API_URL: api.url} if api.url else {}):
+            serve_all(settings, limit=limit)
 
     @app.command()
     def setup(work_pool: bool = typer.Option(True, help="Also create the process work pool."),
@@ -141,14 +109,23 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def runs(limit: int = typer.Option(20, "--limit", "-n", min=1, help="How many runs."),
              flow: str | None = typer.Option(None, "--flow", help="Only flows whose name contains this."),
+             fmt: Format = format_option(),
+             prefect: bool = typer.Option(False, "--prefect", help="Add Prefect's own state of each run (asks the "
+                                          "Prefect API: slower, starts Chronicle's local server if none is set)."),
              home: str | None = HomeOpt) -> None:
-        """Recent flow runs from DuckDB (pipeline_runs) with their Prefect state when the API is reachable."""
+        """Every recent flow run — completed, failed, refused, crashed — from DuckDB (pipeline_runs), with what it
+        did and why it ended. A run whose process was killed shows as CRASHED. No Prefect API needed."""
         settings = load_settings(home)
-        rows = recent_runs(settings, limit, flow)
-        if not rows:
-            console.print("no runs recorded yet")
-            return
-        print_runs(rows, prefect_states([r["flow_run_id"] for r in rows]))
+        from services.run_history import list_runs
+
+        rows = list_runs(settings, limit, flow)
+        states = prefect_states([r.flow_run_id for r in rows]) if prefect and rows else {}
+        if fmt is Format.table:
+            table = [r.table_row() | ({"Prefect": states.get(r.flow_run_id, "—")} if prefect else {}) for r in rows]
+            emit(table, title="flow runs, newest first (pipeline_runs)", empty="no runs recorded yet")
+        else:
+            emit([r.as_dict() | ({"prefect_state": states.get(r.flow_run_id)} if prefect else {}) for r in rows], fmt,
+                 columns=None)
 
     @app.command()
     def snapshot(home: str | None = HomeOpt) -> None:
@@ -163,3 +140,55 @@ def register(app: typer.Typer) -> None:
             return
         console.print(f"snapshot {info.path} ({info.tables} tables, {info.bytes / 1e6:.1f} MB) in {info.seconds:.2f}s")
         console.print(f"query it while flows run:  duckdb -readonly {info.path}")
+
+
+def register_server(app: typer.Typer) -> None:
+    server = typer.Typer(help="Chronicle's background Prefect server (used when PREFECT_API_URL is not set).",
+                         no_args_is_help=True)
+
+    @server.command("status")
+    def status() -> None:
+        """Which Prefect API commands use, and the background server's pid, URL and files."""
+        from deployments import local_api
+
+        configured = local_api.configured_url()
+        if configured:
+            answer = "answers" if local_api.healthy(configured) else "does NOT answer"
+            console.print(f"PREFECT_API_URL is set: commands use {configured} ({answer}); no background server")
+        state = local_api.running()
+        if state:
+            console.print(f"background server: pid {state.pid}, API {state.url}, UI {state.ui}")
+        else:
+            console.print("background server: not running (the next flow command starts it)")
+        console.print(f"state file: {local_api.state_dir() / 'server.json'}; log: {local_api.log_file()}")
+        from cli import launch
+
+        warm = launch.status()
+        console.print(f"warm command runner: pid {warm['pid']}, ready in {warm.get('warmup_s')}s" if warm else
+                      "warm command runner: not running (the next flow command starts it; CHRONICLE_WARM=0 "
+                      "disables it)")
+
+    @server.command("start")
+    def start() -> None:
+        """Start the background server now (flow commands start it on first use anyway)."""
+        from deployments import local_api
+
+        try:
+            api = local_api.ensure()
+        except local_api.ApiUnavailable as exc:
+            fail(str(exc))
+        console.print(f"Prefect API: {api.url} ({api.source})")
+
+    @server.command("stop")
+    def stop() -> None:
+        """Stop the background server and the warm command runner (the next flow command starts them again;
+        the server's database stays in $PREFECT_HOME)."""
+        from cli import launch
+        from deployments import local_api
+
+        warm = launch.stop()
+        console.print(f"stopped the warm command runner (pid {warm['pid']})" if warm else "no warm command runner")
+        state = local_api.stop()
+        console.print(f"stopped the background server (pid {state.pid})" if state else "no background server running")
+
+    app.add_typer(server, name="server")

@@ -11,12 +11,12 @@ from typing import Any
 import click
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import TABLE_COLUMNS, WeekOutcome, WeeksFailedError, outcome_counts
 from chronicle.weeks import IsoWeek
-from cli.common import console, err, load_settings, progress_bar, run_flow
+from cli.common import check, console, err, load_settings, progress_bar, run_flow
+from cli.output import Format, emit, format_option
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 ProjectOpt = typer.Option(..., "--project", "-p", help="Project id.")
@@ -33,14 +33,6 @@ def engine_banner(settings: Settings) -> str:
     return f"engine: [bold]LLM {escape(settings.llm_model)}[/] at {escape(base_url(settings.llm_url or ''))}"
 
 
-def _table(*columns: str, title: str | None = None) -> Table:
-    """A table whose cells wrap instead of being cut with an ellipsis (ids, authors, reasons matter)."""
-    table = Table(title=title)
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    return table
-
-
 def _parse_week(text: str) -> IsoWeek:
     try:
         return IsoWeek.parse(text)
@@ -52,12 +44,8 @@ def print_outcomes(rows: list[WeekOutcome], limit: int = 30) -> None:
     """The per-week outcome table; long runs show what changed and summarise the cached weeks."""
     counts = outcome_counts(rows)
     shown = rows if len(rows) <= limit else [r for r in rows if r.outcome != "cached" or r.needs_review]
-    table = _table(*TABLE_COLUMNS, title="weeks")
-    for row in shown[:limit]:
-        style = "red" if row.outcome == "failed" else "yellow" if row.needs_review else None
-        table.add_row(*(escape(str(v)) for v in row.table_row().values()), style=style)
     if shown:
-        console.print(table)
+        emit([row.table_row() for row in shown[:limit]], columns=TABLE_COLUMNS, title="weeks")
     if len(shown) > limit:
         console.print(f"... {len(shown) - limit} more rows (see the Prefect table artifact)")
     console.print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
@@ -134,20 +122,20 @@ def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | No
                       "kept as text only[/]")
 
 
-def print_history(settings: Settings, project: str, week: IsoWeek, full: bool) -> None:
+def print_history(settings: Settings, project: str, week: IsoWeek, full: bool, fmt: Format = Format.table) -> None:
     from services.reports import report_history
 
     rows = report_history(settings, project, week)
     if not rows:
         err.print(f"[red]no versions for {project} {week}[/]")
         raise typer.Exit(1)
-    table = _table("version", "status", "author", "when (UTC)", "reason", "model", "input", "review",
-                   title=f"{project} {week}")
-    for r in rows:
-        table.add_row(str(r["version"]), r["status"], escape(r["author"]), f"{r['created_at']:%Y-%m-%d %H:%M}",
-                      escape(r["reason"] or ""), escape(r["model"]), r["input_hash"][:10],
-                      "yes" if r["needs_review"] else "")
-    console.print(table)
+    if fmt is not Format.table:  # every column, the text of each version included
+        emit([{"project": project, "week": str(week), **r} for r in rows], fmt)
+        return
+    emit([{"version": r["version"], "status": r["status"], "author": r["author"],
+           "when (UTC)": f"{r['created_at']:%Y-%m-%d %H:%M}", "reason": r["reason"] or "", "model": r["model"],
+           "input": r["input_hash"][:10], "review": "yes" if r["needs_review"] else ""} for r in rows],
+         title=f"{project} {week}")
     for r in rows if full else []:
         console.rule(f"version {r['version']}")
         console.print(escape(r["summary"]))
@@ -220,9 +208,9 @@ def register(app: typer.Typer) -> None:
     @report.command("history")
     def history(project: str = ProjectOpt, week: str = WeekOpt,
                 full: bool = typer.Option(False, "--full", help="Print every version's text."),
-                home: str | None = HomeOpt) -> None:
+                fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
         """Every version ever written for the week: generated and edited, who, when, why."""
-        print_history(load_settings(home), project, _parse_week(week), full)
+        print_history(load_settings(home), project, _parse_week(week), full, fmt)
 
     @report.command("list")
     def list_(project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
@@ -230,28 +218,29 @@ def register(app: typer.Typer) -> None:
         from services.reports import list_reports
 
         rows = list_reports(load_settings(home), project)
-        table = _table("week", "status", "model", "stale", "needs_review", "entries", "chars", "version")
-        for r in rows:
-            table.add_row(str(IsoWeek.from_number(r["week_number"])), r["status"], escape(r["model"]),
-                          "yes" if r["stale"] else "", "yes" if r["needs_review"] else "", str(r["entry_count"]),
-                          str(r["chars"]), str(r["version"]))
-        console.print(table if rows else f"no reports for {project}")
+        emit([{"week": str(IsoWeek.from_number(r["week_number"])), "status": r["status"], "model": r["model"],
+               "stale": "yes" if r["stale"] else "", "needs_review": "yes" if r["needs_review"] else "",
+               "entries": r["entry_count"], "chars": r["chars"], "version": r["version"]} for r in rows],
+             empty=f"no reports for {project}")
 
     app.add_typer(report, name="report")
 
     @app.command()
-    def weekly(week: str | None = typer.Option(None, "--week", "-w", help="Default: last completed week."),
+    def weekly(week: str | None = typer.Option(None, "--week", "-w",
+                                               help="ISO week YYYY-Www, e.g. 2026-W05; default: last completed week."),
                force: bool = typer.Option(False, "--force", help="Regenerate even current reports."),
                home: str | None = HomeOpt) -> None:
         """Write last week's report for every project (the Monday job of seed 000)."""
         settings = load_settings(home)
+        from services.validate import weekly_scope
+
+        check(weekly_scope, settings, week, "--week")
         from flows.weekly_chronicle import weekly_chronicle
 
         console.print(engine_banner(settings))
         try:
             with progress_bar():
-                rows, ok = run_flow(settings, weekly_chronicle, week=str(_parse_week(week)) if week else None,
-                                    force=force), True
+                rows, ok = run_flow(settings, weekly_chronicle, week=week or "", force=force), True
         except WeeksFailedError as exc:
             rows, ok = exc.rows, False
         print_outcomes(rows)
@@ -261,8 +250,10 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def backfill(project: str | None = typer.Option(None, "--project", "-p", help="One project."),
                  all_: bool = typer.Option(False, "--all", help="Every project."),
-                 start: str | None = typer.Option(None, "--from", help="First ISO week (default: first with entries)."),
-                 end: str | None = typer.Option(None, "--to", help="Last ISO week (default: last with entries)."),
+                 start: str | None = typer.Option(None, "--from", help="First ISO week, YYYY-Www, e.g. 2026-W01 "
+                                                  "(default: each project's first week with entries)."),
+                 end: str | None = typer.Option(None, "--to", help="Last ISO week, YYYY-Www, e.g. 2026-W10 "
+                                                "(default: each project's last week with entries)."),
                  force: bool = typer.Option(False, "--force", help="Regenerate all but human edits."),
                  overwrite_edited: bool = typer.Option(False, "--overwrite-edited",
                                                        help="Regenerate human edits too (they stay in the history)."),
@@ -274,11 +265,13 @@ def register(app: typer.Typer) -> None:
         if bool(project) == all_:
             raise typer.BadParameter("give exactly one of --project P or --all")
         settings = load_settings(home)
+        from services.validate import backfill_scope
+
+        check(backfill_scope, settings, project or "all", start, end, names=("--project", "--from", "--to"))
         console.print(engine_banner(settings))
-        rows, ok = run_backfill(settings, project_id=project or "all",
-                                start_week=str(_parse_week(start)) if start else None,
-                                end_week=str(_parse_week(end)) if end else None, only_missing=not every_week,
-                                force=force, overwrite_edited=overwrite_edited, max_workers=workers)
+        rows, ok = run_backfill(settings, project_id=project or "all", start_week=start or "", end_week=end or "",
+                                only_missing=not every_week, force=force, overwrite_edited=overwrite_edited,
+                                max_workers=workers or 0)
         print_outcomes(rows)
         if not ok:
             raise typer.Exit(1)

@@ -82,6 +82,8 @@ class DeploymentSpec:
     function: str
     """The flow function's name in `module`."""
     description: str
+    """Shown on the deployment's page; `{timezone}` is replaced by the configured timezone, so a schedule's
+    description says in which timezone it runs (the UI's schedule badge shows only the cron's wording)."""
     tags: tuple[str, ...] = ()
     schedules: Callable[[Settings], list[ScheduleSpec]] = field(default=lambda s: [])
     parameters: Callable[[Settings], dict[str, Any]] = field(default=lambda s: {})
@@ -97,6 +99,9 @@ class DeploymentSpec:
         # A module path, not `flows/x.py:f`: the package is installed, so workers and `serve` find
         # the flow whatever their working directory is.
         return f"{self.module}.{self.function}"
+
+    def describe(self, settings: Settings) -> str:
+        return self.description.replace("{timezone}", settings.timezone)
 
     def load_flow(self) -> Flow[..., Any]:
         return getattr(importlib.import_module(self.module), self.function)
@@ -117,7 +122,7 @@ class DeploymentSpec:
             name=self.name,
             schedules=[s.to_prefect() for s in self.schedules(settings)],
             parameters=self.parameters(settings),
-            description=self.description,
+            description=self.describe(settings),
             tags=list(self.tags),
             concurrency_limit=limit,
             entrypoint_type=EntrypointType.MODULE_PATH,
@@ -128,7 +133,7 @@ class DeploymentSpec:
         out: dict[str, Any] = {
             "name": self.name,
             "entrypoint": self.entrypoint,
-            "description": self.description,
+            "description": self.describe(settings),
             "tags": list(self.tags),
             "parameters": self.parameters(settings),
             "schedules": [s.to_yaml() for s in self.schedules(settings)],
@@ -161,8 +166,8 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
         flow_name="ingest-logs",
         module="flows.ingest_logs",
         function="ingest_logs",
-        description="Read new and changed log files under the configured source folders (CHRONICLE_SOURCE_PATHS) "
-                    "into DuckDB, then publish the analysts' read snapshot.",
+        description="Every hour at minute 05 ({timezone}): read new and changed log files under the configured "
+                    "source folders (CHRONICLE_SOURCE_PATHS) into DuckDB, then publish the analysts' read snapshot.",
         tags=("chronicle", "ingest", "scheduled"),
         schedules=_ingest_schedules,
         parameters=lambda s: {"paths": list(s.source_paths)},
@@ -173,7 +178,7 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
         flow_name="weekly-chronicle",
         module="flows.weekly_chronicle",
         function="weekly_chronicle",
-        description="Every Monday 02:00 (project timezone): write the weekly report of the week that just ended "
+        description="Every Monday 02:00 {timezone}: write the weekly report of the week that just ended "
                     "for every project (seed 000).",
         tags=("chronicle", "reports", "scheduled"),
         schedules=lambda s: [ScheduleSpec(s.timezone, cron="0 2 * * 1")],
@@ -184,8 +189,8 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
         flow_name="distill-memory",
         module="flows.distill_memory",
         function="distill_memory",
-        description="Every 3 days (seed 002's heartbeat): distill recent daily notes into long-term memories "
-                    "(LanceDB + MEMORY.md and friends).",
+        description="Every 3 days at 03:00 {timezone} (seed 002's heartbeat): distill recent daily notes into "
+                    "long-term memories (LanceDB + MEMORY.md and friends).",
         tags=("chronicle", "memory", "scheduled"),
         schedules=lambda s: [ScheduleSpec(s.timezone, interval=timedelta(days=3), anchor=_ANCHOR_DISTILL)],
         concurrency_limit=1,

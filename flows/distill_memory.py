@@ -38,9 +38,11 @@ from chronicle.distill.tally import (
 from chronicle.params import DistillDays, NotesProject, UntilDate
 from chronicle.progress import report
 from chronicle.settings import Settings, load_settings
+from chronicle.validation import ParameterError, name_part
 from services.distill import resolve_window
 from services.llm_gate import redactor_for, reserve_llm
-from services.runs import current_flow_run_id, tracked_run
+from services.runs import RUN_HOOKS, current_flow_run_id, refused, run_notes, tracked_run
+from services.validate import distill_window
 from storage.snapshot import publish_snapshot
 from tasks import distill as t
 
@@ -67,26 +69,33 @@ def _distill(settings: Settings, chunks: list[Chunk], run_id: str) -> list[Chunk
 
 
 def _run_name() -> str:
-    project = flow_run.parameters.get("project")
-    return f"distill-{flow_run.parameters.get('until') or 'today'}" + (f"-{project}"[:60] if project else "")
+    """`distill-2026-04-26` (`-PROJECT` when one is given); never raises, whatever the parameters."""
+    params = flow_run.parameters
+    project = name_part(params.get("project"), "")
+    return f"distill-{name_part(params.get('until'), 'today')}" + (f"-{project}" if project else "")
 
 
-@flow(name="distill-memory", flow_run_name=_run_name, log_prints=False)
-def distill_memory(days: DistillDays = None, until: UntilDate = None, project: NotesProject = None) -> DistillSummary:
+@flow(name="distill-memory", flow_run_name=_run_name, log_prints=False, **RUN_HOOKS)
+def distill_memory(days: DistillDays = 0, until: UntilDate = "", project: NotesProject = "") -> DistillSummary:
     """Distill the daily notes of `(until - days, until]` into memories (seed 002), idempotently.
 
     Args:
-        days: Days of daily notes to read, ending at `until`; empty = the DISTILL_DAYS setting (7).
-        until: Last local day of the window (inclusive); empty = today in the project's timezone.
+        days: Days of daily notes to read (1 to 366), ending at `until`; 0 = the DISTILL_DAYS setting (7).
+        until: Last local day of the window (inclusive), YYYY-MM-DD, e.g. 2026-04-26; empty = today in the
+            project's timezone.
         project: Only the notes of this project (raw_logs.project_id); empty = the notes of every project.
     """
     settings = load_settings()
     logger = get_run_logger()
     policy = KnowledgePolicy.from_settings(settings)
-    after, until = resolve_window(settings, days, until, project)
-    info = engine_info(settings)
-    params = {"days": (until - after).days, "until": until, "project": project}
-    with tracked_run(settings, "distill-memory", params) as counts:
+    try:
+        days_, until_, project_ = distill_window(settings, days, until, project)
+    except ParameterError as exc:
+        return refused(exc)  # its `on_failure` hook records the refused run in pipeline_runs
+    with tracked_run(settings, "distill-memory", {"days": days, "until": until, "project": project}) as counts:
+        after, until = resolve_window(settings, days_, until_, project_)
+        project = project_
+        info = engine_info(settings)
         run_id = current_flow_run_id()
         tally = Tally()
         removed = t.clean_knowledge_workspace(settings)
@@ -142,7 +151,9 @@ def distill_memory(days: DistillDays = None, until: UntilDate = None, project: N
         summary = DistillSummary(after, until, info.name, info.model, info.version, tally, t.memory_count(settings),
                                  project)
         counts.update(summary.as_dict())
-        create_markdown_artifact(markdown=summary_markdown(summary.as_dict()), key="distill-summary",
+        notes = "".join(f"- {note}\n" for note in run_notes())
+        markdown = summary_markdown(summary.as_dict()) + (f"\n## Notes\n\n{notes}" if notes else "")
+        create_markdown_artifact(markdown=markdown, key="distill-summary",
                                  description="What the last memory distillation did (counts only)")
         create_markdown_artifact(markdown=t.proposals_overview(settings, [p.proposal_id for p in proposed], run_id),
                                  key="distill-proposals",

@@ -7,36 +7,45 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
+from prefect.states import Completed
 
 from chronicle.ingest.model import IngestSummary
-from chronicle.names import bounded_label
 from chronicle.params import OptionalProjectId, ReRead, SourcePaths
 from chronicle.progress import report
 from chronicle.settings import load_settings
-from services.runs import tracked_run
+from chronicle.validation import ParameterError, name_part
+from services.runs import RUN_HOOKS, refused, run_notes, tracked_run
+from services.validate import ingest_paths
 from storage.snapshot import publish_snapshot
 from tasks.ingest import discover_files, ingest_file, shown_path
 
 
-def _summary_markdown(summary: IngestSummary) -> str:
+def _summary_markdown(summary: IngestSummary, notes: list[str]) -> str:
     rows = "\n".join(f"| {reason} | {n} |" for reason, n in sorted(summary.rejects.items())) or "| — | 0 |"
+    waits = "".join(f"- {note}\n" for note in notes)
     return (
         f"# Ingest\n\nfiles: {summary.files} ({summary.by_status}), "
         f"entries added: {summary.entries_added}, removed: {summary.entries_removed}, "
         f"skipped non-log files: {summary.skipped_files}\n\n| reject reason | count |\n|---|---|\n{rows}\n"
+        + "".join(f"\nskipped, one JSON document and not log lines: `{d}`\n" for d in summary.skipped_documents)
+        + (f"\n## Notes\n\n{waits}" if waits else "")
     )
 
 
 def _run_name() -> str:
+    """`ingest-all-logs`; never raises, whatever the parameters."""
     params = flow_run.parameters
     paths = params.get("paths") or []
+    if not isinstance(paths, list | tuple):
+        paths = [paths]
     extra = tuple(load_settings().redact_extra_patterns)
-    what = shown_path(paths[0], extra).rsplit("/", 1)[-1] if len(paths) == 1 else f"{len(paths)}-paths"
-    return f"ingest-{bounded_label(str(params.get('project') or 'all'), limit=60)}-{what}"
+    what = name_part(shown_path(str(paths[0]), extra).rsplit("/", 1)[-1], "none") if len(paths) == 1 \
+        else f"{len(paths)}-paths"
+    return f"ingest-{name_part(params.get('project'), 'all')}-{what}"
 
 
-@flow(name="ingest-logs", flow_run_name=_run_name, log_prints=False)
-def ingest_logs(paths: SourcePaths, project: OptionalProjectId = None, force: ReRead = False) -> IngestSummary:
+@flow(name="ingest-logs", flow_run_name=_run_name, log_prints=False, **RUN_HOOKS)
+def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRead = False) -> IngestSummary:
     """Ingest daily notes, JSONL/NDJSON, CSV and LoCoMo files found under `paths` (recursive).
 
     An unchanged file (same size, mtime and content fingerprint) is skipped, an appended one adds only its
@@ -45,17 +54,26 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = None, force: Re
     """
     settings = load_settings()
     logger = get_run_logger()
-    params: dict[str, Any] = {"paths": paths, "project": project} | ({"force": True} if force else {})
-    with tracked_run(settings, "ingest-logs", params) as counts:
-        files, skipped = discover_files(paths)
-        summary = IngestSummary(skipped_files=len(skipped))
-        for i, path in enumerate(files, start=1):
-            summary.add(ingest_file(settings, path, project, force))
-            report("ingest", i, len(files))
-        counts.update(summary.as_dict())
-        logger.info("ingested %d files: %s; +%d entries, %d rejects", summary.files, summary.by_status,
-                    summary.entries_added, sum(summary.rejects.values()))
-        create_markdown_artifact(markdown=_summary_markdown(summary), key="ingest-summary",
-                                 description="What the last ingest read and refused")
+    try:
+        params: dict[str, Any] = {"paths": paths, "project": project} | ({"force": True} if force else {})
+        with tracked_run(settings, "ingest-logs", params) as counts:
+            files, skipped = discover_files(ingest_paths(paths))
+            extra = tuple(settings.redact_extra_patterns)  # a file name may hold a phone number
+            documents = [shown_path(s, extra) for s in skipped if s.lower().endswith(".json")]
+            if documents:
+                logger.warning("skipped %d .json file(s) holding one JSON document, not log lines or LoCoMo: %s",
+                               len(documents), ", ".join(d.rsplit("/", 1)[-1] for d in documents[:5]))
+            summary = IngestSummary(skipped_files=len(skipped), skipped_documents=documents)
+            for i, path in enumerate(files, start=1):
+                summary.add(ingest_file(settings, path, project.strip() or None, force))
+                report("ingest", i, len(files))
+            counts.update(summary.as_dict())
+            counts.message = summary.message()
+            logger.info("ingested %d files: %s; +%d entries, %d rejects", summary.files, summary.by_status,
+                        summary.entries_added, sum(summary.rejects.values()))
+            create_markdown_artifact(markdown=_summary_markdown(summary, run_notes()), key="ingest-summary",
+                                     description="What the last ingest read and refused")
+    except ParameterError as exc:
+        return refused(exc)
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write (docs/deploy.md)
-    return summary
+    return Completed(message=counts.message, data=summary)  # the UI shows the message on the run page

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 from prefect import flow
 from prefect.runtime import flow_run
+from prefect.states import Completed
 
-from chronicle.names import bounded_label
-from chronicle.params import Force, IsoWeekStr
+from chronicle.params import Force, IsoWeekStr, ProjectId
 from chronicle.settings import load_settings
-from chronicle.weekly.outcome import WeekOutcome
-from chronicle.weeks import IsoWeek
-from services.runs import tracked_run
+from chronicle.validation import ParameterError, name_part, week_label
+from chronicle.weekly.outcome import WeekOutcome, run_message
+from services.runs import RUN_HOOKS, refused, tracked_run
+from services.validate import one_week
 from services.weekly import plan_project
 from tasks.fanout import fan_out, run_label
 
 
 def summarize_run_name() -> str:
-    """`weekly-XH201-2026W05`."""
+    """`weekly-XH201-2026W05`; never raises, whatever the parameters."""
     params = flow_run.parameters
-    week = IsoWeek.parse(params["week"])
-    return f"weekly-{bounded_label(str(params['project_id']), limit=60)}-{week.year}W{week.week:02d}"
+    return f"weekly-{name_part(params.get('project_id'), 'none')}-{week_label(params.get('week'), 'none')}"
 
 
-@flow(name="summarize-week", flow_run_name=summarize_run_name, log_prints=False)
-def summarize_week(project_id: str, week: IsoWeekStr, force: Force = False,
+@flow(name="summarize-week", flow_run_name=summarize_run_name, log_prints=False, **RUN_HOOKS)
+def summarize_week(project_id: ProjectId, week: IsoWeekStr, force: Force = False,
                    overwrite_edited: bool = False) -> WeekOutcome:
     """Summarise one project's ISO week; returns its outcome row.
 
@@ -37,14 +37,19 @@ def summarize_week(project_id: str, week: IsoWeekStr, force: Force = False,
         overwrite_edited: Regenerate even a human-corrected report (the edit stays in the history).
     """
     settings = load_settings()
-    iso = IsoWeek.parse(week)
-    params = {"project_id": project_id, "week": str(iso), "force": force, "overwrite_edited": overwrite_edited}
-    with tracked_run(settings, "summarize-week", params) as counts:
-        plan = plan_project(settings, project_id, iso, iso, force=force, overwrite_edited=overwrite_edited,
-                            only_missing=False)
-        if not plan.to_run:
-            raise ValueError(f"project {project_id!r} has no entries up to {iso}; nothing to summarise")
-        # fan_out takes the LLM slot (not for the offline engine) and raises WeeksFailedError on failure.
-        rows = fan_out(settings, [plan], key=f"weekly-{run_label(project_id)}", title=flow_run.name or "week",
-                       force=force, overwrite_edited=overwrite_edited, max_workers=1, counts=counts)
-    return rows[0]
+    params = {"project_id": project_id, "week": week, "force": force, "overwrite_edited": overwrite_edited}
+    try:
+        with tracked_run(settings, "summarize-week", params) as run:
+            project, iso = one_week(settings, project_id, week)
+            plan = plan_project(settings, project, iso, iso, force=force, overwrite_edited=overwrite_edited,
+                                only_missing=False)
+            if not plan.to_run:
+                raise ParameterError(f"week {iso} is before the first entry of project {project!r}; "
+                                     "nothing to summarise")
+            # fan_out takes the LLM slot (not for the offline engine) and raises WeeksFailedError on failure.
+            rows = fan_out(settings, [plan], key=f"weekly-{run_label(project)}", title=flow_run.name or "week",
+                           force=force, overwrite_edited=overwrite_edited, max_workers=1, counts=run)
+            run.message = run_message(rows, f"{project} {iso}")
+    except ParameterError as exc:
+        return refused(exc)
+    return Completed(message=run.message, data=rows[0])

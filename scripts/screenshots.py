@@ -2,8 +2,9 @@
 
 Starts a throw-away `prefect server` on a local port, runs `chronicle setup` and `chronicle serve` on the
 bundled sample, triggers an ingest and a backfill of a past range through the API (as the UI's Run form
-does), then photographs: the deployments list, the backfill run form, the finished backfill run and its
-artifacts. Everything lives in a temporary folder; only the PNGs are kept.
+does), and a backfill of a project that does not exist, then photographs: the deployments list, the
+backfill run form, the finished backfill run and its artifacts, and the refused run with its message.
+Everything lives in a temporary folder; only the PNGs are kept.
 
     apt-get install -y chromium fonts-noto-cjk   # Debian's packages (the sample's reports are Chinese)
     python scripts/screenshots.py                # -> docs/img/*.png
@@ -72,7 +73,8 @@ def main() -> None:
     env = {**os.environ, "PREFECT_HOME": str(work / "prefect"), "PREFECT_API_URL": api, "PREFECT_UI_API_URL": api,
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "CHRONICLE_HOME": str(work / "home"),
            "CHRONICLE_COLUMN_MAP": json.dumps(manifest.column_map), "PREFECT_RUNNER_POLL_FREQUENCY": "2",
-           "CHRONICLE_SOURCE_PATHS": json.dumps([str(work / "sample" / "logs"), str(work / "sample" / "memory")])}
+           "CHRONICLE_SOURCE_PATHS": json.dumps([str(work / "sample" / "logs"), str(work / "sample" / "memory")]),
+           "CHRONICLE_WARM": "0"}
     os.environ.update(env)  # this process talks to the same API below
     procs: list[subprocess.Popen] = []
     try:
@@ -103,7 +105,10 @@ def main() -> None:
             backfill = run_deployment("backfill-weeks/backfill-weeks", timeout=0, parameters={
                 "project_id": "all", "start_week": DEMO_WEEKS[0], "end_week": DEMO_WEEKS[1]})
             run = wait_for("the backfill run", lambda: finished(backfill.id), 600)
-            print("backfill:", run.name, run.state.name)
+            print("backfill:", run.name, run.state.name, run.state.message)
+            typo = run_deployment("backfill-weeks/backfill-weeks", timeout=0, parameters={"project_id": "XH999"})
+            refused = wait_for("the refused run", lambda: finished(typo.id), 300)
+            print("refused:", refused.name, refused.state.name, refused.state.message)
             deployment_id = client.read_deployment_by_name("backfill-weeks/backfill-weeks").id
             from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
@@ -119,6 +124,7 @@ def main() -> None:
         shoot(f"{ui}/deployments", args.out / "deployments.png", 560, 1800)  # wide: the cron text fits
         shoot(f"{ui}/deployments/deployment/{deployment_id}/run", args.out / "backfill-form.png", 1100)
         shoot(f"{ui}/runs/flow-run/{run.id}", args.out / "backfill-run.png", 1000)
+        shoot(f"{ui}/runs/flow-run/{refused.id}", args.out / "backfill-refused.png", 700)
         # The run's own artifacts (issue 3's flow): progress, outcome table, summary, and one weekly report.
         wanted = {"progress": lambda k: k.endswith("-progress"), "summary": lambda k: k.endswith("-summary"),
                   "outcome": lambda k: k.startswith("backfill-") and not k.endswith(("-progress", "-summary")),

@@ -1,7 +1,13 @@
-"""Run bookkeeping shared by every flow: a `pipeline_runs` row that ends COMPLETED or FAILED."""
+"""Run bookkeeping shared by every flow: a `pipeline_runs` row that ends COMPLETED, FAILED or CRASHED.
+
+Every way a run can end is recorded: the body's own outcome by `tracked_run`, a failure or crash Prefect
+saw before or around the body (its own parameter validation, SIGTERM) by the `record_unfinished` hook, and
+a process killed outright (kill -9) by the next flow start or `chronicle runs` (`services.run_history`).
+"""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,9 +16,18 @@ from typing import Any
 from prefect.runtime import flow_run
 
 from chronicle.distill.redact import Redactor, redact_value
-from chronicle.settings import Settings
+from chronicle.settings import Settings, load_settings
+from services.run_history import reap, this_process
 from storage import runs
 from storage.db import tag_commits, write
+
+_NOTES: dict[str, list[str]] = {}
+
+
+class RunCounts(dict[str, Any]):
+    """The counts a flow fills for its final row, plus the sentence its row and Prefect state end with."""
+
+    message: str | None = None
 
 
 def current_flow_run_id() -> str:
@@ -20,24 +35,93 @@ def current_flow_run_id() -> str:
     return str(flow_run.get_id() or uuid.uuid4())
 
 
+class _NoteHandler(logging.Handler):
+    """Keeps the storage layer's warnings (`DuckDB file ... is held by ...; waiting`) for the run's summary."""
+
+    def __init__(self, notes: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.notes = notes
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.notes) < 50:
+            self.notes.append(record.getMessage())
+
+
+def run_notes(run_id: str | None = None) -> list[str]:
+    """Warnings an operator must see that would drown among the run's log lines (e.g. waits for the database)."""
+    return list(_NOTES.get(run_id or current_flow_run_id(), []))
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:2000]
+
+
 @contextmanager
-def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Record the run; the caller fills the yielded dict with counts for the final row.
+def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) -> Iterator[RunCounts]:
+    """Record the run; the caller fills the yielded dict with counts (and `.message`) for the final row.
 
     Parameters and the failure message are redacted: paths name files (`…-13912345678.md`) and an exception
     may quote what it failed on; `pipeline_runs` is read by analysts and printed by `chronicle runs`.
     """
     run_id = current_flow_run_id()
-    counts: dict[str, Any] = {}
+    counts = RunCounts()
     redactor = Redactor.build(settings.redact_extra_patterns)
     shown = redact_value(parameters, redactor)
+    me = this_process()
+    notes = _NOTES.setdefault(run_id, [])
+    handler = _NoteHandler(notes)
+    storage_log = logging.getLogger("chronicle.storage")
+    storage_log.addHandler(handler)
+
+    def started(conn: Any) -> None:
+        reap(conn, me.host)  # rows of processes that were killed: CRASHED, at the next start of any flow
+        runs.run_started(conn, run_id, flow_name, shown)
+        runs.set_process(conn, run_id, flow_run.get_name(), me.host, me.pid, me.started)
+
     # Every lake commit of this run records its flow_run_id (DuckLake snapshots -> runs, for time travel).
-    with tag_commits(flow_run_id=run_id, flow=flow_name):
-        write(settings, lambda conn: runs.run_started(conn, run_id, flow_name, shown))
-        try:
-            yield counts
-        except BaseException as exc:
-            message = redactor.redact(f"{type(exc).__name__}: {exc}"[:2000])
-            write(settings, lambda conn: runs.run_finished(conn, run_id, "FAILED", counts, message))
-            raise
-        write(settings, lambda conn: runs.run_finished(conn, run_id, "COMPLETED", counts))
+    try:
+        with tag_commits(flow_run_id=run_id, flow=flow_name):
+            write(settings, started)
+            try:
+                yield counts
+            except BaseException as exc:
+                if notes:
+                    counts["notes"] = list(notes)
+                state = "FAILED" if isinstance(exc, Exception) else "CRASHED"
+                message = redactor.redact(_error(exc))
+                write(settings, lambda conn: runs.run_finished(conn, run_id, state, counts, message))
+                raise
+            if notes:
+                counts["notes"] = list(notes)
+            write(settings, lambda conn: runs.run_finished(conn, run_id, "COMPLETED", counts, counts.message))
+    finally:
+        storage_log.removeHandler(handler)
+        _NOTES.pop(run_id, None)
+
+
+def record_unfinished(flow: Any, run: Any, state: Any) -> None:
+    """`on_failure` / `on_crashed` hook of every flow: a run that ended before its body recorded it (Prefect's
+    parameter validation refused it) or while Prefect, not the body, was in charge (SIGTERM) gets its row."""
+    settings = load_settings()
+    final = "CRASHED" if state.is_crashed() else "FAILED"
+    redactor = Redactor.build(settings.redact_extra_patterns)
+    shown = redact_value(dict(run.parameters or {}), redactor)
+    message = redactor.redact(state.message or "") or None
+    write(settings, lambda conn: runs.record_unfinished(conn, str(run.id), flow.name, run.name,
+                                                         shown, final, message),
+          guard=[f"pipeline_run:{run.id}"])
+
+
+def refused(exc: Exception) -> Any:
+    """The state a flow returns for parameters it refuses (`ParameterError`): Failed, with the one-line reason
+    as its message and no traceback in the run's logs (the value was wrong, not the code). A Python caller
+    of the flow still gets the exception raised."""
+    from prefect import get_run_logger
+    from prefect.states import Failed
+
+    get_run_logger().error("refused: %s", exc)
+    return Failed(message=_error(exc), data=exc)
+
+
+RUN_HOOKS: dict[str, Any] = {"on_failure": [record_unfinished], "on_crashed": [record_unfinished]}
+"""`@flow(..., **RUN_HOOKS)`."""

@@ -8,6 +8,8 @@ from typing import Any
 
 import duckdb
 
+from chronicle.runs import RunRow
+
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
@@ -35,14 +37,64 @@ def run_finished(conn: duckdb.DuckDBPyConnection, flow_run_id: str, state: str, 
     )
 
 
-def recent_runs(conn: duckdb.DuckDBPyConnection, limit: int = 20,
-                flow_name: str | None = None) -> list[dict[str, Any]]:
+def set_process(conn: duckdb.DuckDBPyConnection, flow_run_id: str, run_name: str | None, host: str, pid: int,
+                pid_started: float | None) -> None:
+    """Who runs the run (see migration 0008): lets a later reader tell a killed run from a live one."""
+    conn.execute("UPDATE pipeline_runs SET run_name = ?, host = ?, pid = ?, pid_started = ? WHERE flow_run_id = ?",
+                 [run_name, host, pid, pid_started, flow_run_id])
+
+
+def record_unfinished(conn: duckdb.DuckDBPyConnection, flow_run_id: str, flow_name: str, run_name: str | None,
+                      parameters: dict[str, Any], state: str, message: str | None) -> bool:
+    """A run Prefect saw fail or crash: end its RUNNING row, or add the row it never wrote (refused before its
+    body ran, e.g. by Prefect's own parameter validation). A row already final is left as it is."""
+    found = conn.execute("SELECT state FROM pipeline_runs WHERE flow_run_id = ?", [flow_run_id]).fetchall()
+    if found and found[0][0] != "RUNNING":
+        return False
+    now = _now()
+    if not found:
+        conn.execute("INSERT INTO pipeline_runs (flow_run_id, flow_name, parameters, started_at, state) "
+                     "VALUES (?, ?, ?, ?, 'RUNNING')",
+                     [flow_run_id, flow_name, json.dumps(parameters, default=str, ensure_ascii=False), now])
+    conn.execute("UPDATE pipeline_runs SET ended_at = ?, state = ?, message = ?, run_name = coalesce(run_name, ?) "
+                 "WHERE flow_run_id = ?", [now, state, (message or "")[:2000], run_name, flow_run_id])
+    return True
+
+
+def running_on(conn: duckdb.DuckDBPyConnection, host: str) -> list[RunRow]:
+    """RUNNING rows written by processes of `host`."""
+    return _rows(conn.execute(f"SELECT {_COLUMNS} FROM pipeline_runs WHERE state = 'RUNNING' AND host = ?", [host]))
+
+
+def mark_crashed(conn: duckdb.DuckDBPyConnection, rows: list[RunRow]) -> None:
+    """End rows whose process is gone (`chronicle.runs.crashed`); only while they are still RUNNING."""
+    for row in rows:
+        conn.execute("UPDATE pipeline_runs SET state = 'CRASHED', ended_at = ?, message = ? "
+                     "WHERE flow_run_id = ? AND state = 'RUNNING'", [row.ended_at, row.message, row.flow_run_id])
+
+
+_COLUMNS = ("flow_run_id, flow_name, state, started_at, ended_at, run_name, parameters, counts, message, host, pid, "
+            "pid_started")
+
+
+def _json(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return {"raw": text}
+    return value if isinstance(value, dict) else {}
+
+
+def _rows(cur: duckdb.DuckDBPyConnection) -> list[RunRow]:
+    return [RunRow(flow_run_id=r[0], flow_name=r[1], state=r[2], started_at=r[3], ended_at=r[4], run_name=r[5],
+                   parameters=_json(r[6]), counts=_json(r[7]), message=r[8], host=r[9], pid=r[10], pid_started=r[11])
+            for r in cur.fetchall()]
+
+
+def recent_runs(conn: duckdb.DuckDBPyConnection, limit: int = 20, flow_name: str | None = None) -> list[RunRow]:
     """Newest runs first; `flow_name` matches part of the flow's name."""
-    cur = conn.execute(
-        "SELECT flow_run_id, flow_name, state, started_at, ended_at, parameters, counts, message "
-        "FROM pipeline_runs WHERE $flow IS NULL OR flow_name ILIKE '%' || $flow || '%' "
+    return _rows(conn.execute(
+        f"SELECT {_COLUMNS} FROM pipeline_runs WHERE $flow IS NULL OR flow_name ILIKE '%' || $flow || '%' "
         "ORDER BY started_at DESC LIMIT $limit",
         {"flow": flow_name, "limit": limit},
-    )
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+    ))

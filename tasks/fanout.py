@@ -28,6 +28,7 @@ from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, failed, outc
 from chronicle.weekly.report_md import outcome_markdown
 from chronicle.weeks import IsoWeek
 from services.llm_gate import redactor_for, reserve_llm
+from services.runs import run_notes
 from services.weekly import ProjectPlan
 from tasks.weekly import artifact_key, artifacts, summarize_week_task
 
@@ -102,7 +103,7 @@ def fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, title: st
     counts.update(weeks=len(rows), outcomes=outcomes, llm_calls=sum(r.llm_calls for r in rows),
                   needs_review=sum(1 for r in rows if r.needs_review))
     create_table_artifact(table=[r.table_row() for r in rows], key=key, description=f"{title}: outcome per week")
-    create_markdown_artifact(markdown=outcome_markdown(title, rows), key=f"{key}-summary",
+    create_markdown_artifact(markdown=outcome_markdown(title, rows, run_notes()), key=f"{key}-summary",
                              description=f"{title}: failures and weeks needing review")
     if outcomes.get("failed"):
         raise WeeksFailedError(rows)

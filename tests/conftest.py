@@ -16,6 +16,10 @@ for _name in [k for k in os.environ if k in {"LLM_URL", "LLM_MODEL", "LLM_API_KE
               or k.startswith("CHRONICLE_")]:
     # A developer's own endpoint or data folder must never leak into the tests.
     del os.environ[_name]
+# Every `chronicle` child process runs in its own process against the session's Prefect API (the tests set
+# PREFECT_API_URL): no warm runner or background server outlives a test. tests/ops/test_background.py
+# turns them on, in a private PREFECT_HOME, and stops them.
+os.environ["CHRONICLE_WARM"] = "0"
 
 pytest_plugins = ["tests.fakellm.plugin"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import date
 from pathlib import Path
@@ -21,9 +22,23 @@ def detect_format(path: Path) -> str:
         return "csv"
     if suffix == ".json":
         with path.open("rb") as fh:
-            head = fh.read(4096)
-        return "locomo" if b'"conversation"' in head or b'"qa"' in head else "jsonl"
+            head = fh.read(65536)
+        if b'"conversation"' in head[:4096] or b'"qa"' in head[:4096]:
+            return "locomo"
+        return "jsonl" if _json_lines(head) else "unsupported"
     return "unsupported"
+
+
+def _json_lines(head: bytes) -> bool:
+    """Whether a `.json` file is JSON lines (its first line is a whole object by itself), not one JSON document
+    spread over many lines (a ground-truth or config file, whose every line would be a broken "entry").
+    A file whose first line is not valid JSON at all is still read as lines, so its bad lines are kept as rejects."""
+    first = next((line for line in head.splitlines() if line.strip()), b"")
+    try:
+        return isinstance(json.loads(first), dict)
+    except ValueError:
+        text = first.strip()
+        return not (text in (b"{", b"[") or text.startswith((b"[{", b"[\"")) or text.endswith((b"{", b"[")))
 
 
 def note_date(path: Path) -> date:
@@ -39,7 +54,8 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Path]]:
     """(log files, other files) under `paths`, recursive and sorted; hidden folders are skipped.
 
     A file named explicitly is always a log file (an unsupported one is rejected with a reason);
-    inside folders, files that are not logs (README.md, MEMORY.md, images) are listed as skipped.
+    inside folders, files that are not logs (README.md, MEMORY.md, images, a `.json` file holding one JSON
+    document such as a ground truth) are listed as skipped.
     """
     found: set[Path] = set()
     skipped: set[Path] = set()

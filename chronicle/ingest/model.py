@@ -73,6 +73,8 @@ class IngestSummary:
     entries_removed: int = 0
     rejects: dict[str, int] = field(default_factory=dict)
     skipped_files: int = 0
+    skipped_documents: list[str] = field(default_factory=list)
+    """`.json` files in the folders that hold one JSON document (a ground truth, a config), not log lines."""
 
     def add(self, result: FileResult) -> None:
         self.files += 1
@@ -86,6 +88,26 @@ class IngestSummary:
     def readable(self) -> int:
         """Files of which at least something could be read (not rejected whole)."""
         return self.files - self.by_status.get("rejected", 0)
+
+    @property
+    def nothing_read(self) -> bool:
+        """Files were found, yet this run read not one entry, no file was already in (unchanged), and something
+        was refused: every file empty, binary, unreadable or made only of broken lines. A file of broken lines
+        is not rejected whole (its lines are, one by one) but counts as nothing read all the same."""
+        refused = sum(self.rejects.values()) + self.by_status.get("rejected", 0)
+        return bool(self.files) and self.entries_added == 0 and not self.by_status.get("unchanged") and refused > 0
+
+    def message(self) -> str:
+        """The sentence the run ends with: what it read, or why it read nothing."""
+        refused = sum(self.rejects.values())
+        if not self.files:
+            return f"nothing to do: no log files under the given paths ({self.skipped_files} other files skipped)"
+        if self.nothing_read:
+            return f"nothing could be read: {self.files} file(s), {refused} refused line(s) or file(s) (table rejects)"
+        if self.by_status.get("unchanged") == self.files:
+            return f"nothing to do: all {self.files} file(s) unchanged since they were ingested"
+        return (f"{self.files} file(s) {dict(sorted(self.by_status.items()))}: +{self.entries_added} entries"
+                + (f", -{self.entries_removed}" if self.entries_removed else "") + f", {refused} rejects")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

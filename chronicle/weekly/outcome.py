@@ -58,6 +58,19 @@ def outcome_counts(rows: Iterable[WeekOutcome]) -> dict[str, int]:
     return dict(Counter(r.outcome for r in rows))
 
 
+def run_message(rows: Sequence[WeekOutcome], scope: str) -> str:
+    """The sentence a weekly run ends with (its Prefect state message and `pipeline_runs.message`): what it
+    did, or why it had nothing to do — a run that changed nothing says so instead of looking like work."""
+    if not rows:
+        return f"nothing to do: no entries in {scope}"
+    counts = outcome_counts(rows)
+    done = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    if set(counts) <= {"cached", "skipped-edited"}:
+        return (f"nothing to do: all {len(rows)} week(s) of {scope} already have current reports ({done}); "
+                "force regenerates them")
+    return f"{len(rows)} week(s) of {scope}: {done}"
+
+
 class WeeksFailedError(RuntimeError):
     """Some weeks failed; every other week was stored. `rows` is the full outcome table."""
 

@@ -6,6 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -46,13 +49,54 @@ def query(db: Path, sql: str) -> list[tuple]:
         return conn.execute(sql).fetchall()
 
 
-def start_holder(db: Path, seconds: float) -> subprocess.Popen:
-    """A foreign process (not Chronicle: no file lock) that opens the DuckDB file for writing and sleeps.
+@contextmanager
+def serving(cwd: Path, env: dict[str, str], timeout: float = 120) -> Iterator[Path]:
+    """`chronicle serve` against the session's Prefect server until the block ends; yields its log file.
 
-    Returns once the file is held, so callers know the conflict is real.
+    Returns once serve has (re-)applied the deployments and polls for runs (it says "being served").
     """
-    code = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
-            "time.sleep(float(sys.argv[2])); c.close()")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(db), str(seconds)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
-    return proc
+    log = cwd / "serve.log"
+    env = {**env, "PREFECT_RUNNER_POLL_FREQUENCY": "1"}  # pick runs up at once, not after 10 s
+    with log.open("w") as out:
+        proc = subprocess.Popen([CHRONICLE, "serve"], env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout
+        while "being served" not in log.read_text():
+            if proc.poll() is not None:
+                pytest.fail(f"chronicle serve exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"chronicle serve did not start within {timeout}s:\n{log.read_text()[-4000:]}")
+            time.sleep(0.5)  # polling for the event (the line in the log), not a fixed wait
+        yield log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def wait_final(flow_run_id, timeout: float = 300):
+    """The flow run once it is in a final state (polling the API)."""
+    from prefect.client.orchestration import get_client
+
+    deadline = time.monotonic() + timeout
+    with get_client(sync_client=True) as client:
+        while True:
+            run = client.read_flow_run(flow_run_id)
+            if run.state is not None and run.state.is_final():
+                return run
+            if time.monotonic() > deadline:
+                state = run.state.name if run.state else "?"
+                pytest.fail(f"flow run {flow_run_id} not final after {timeout}s ({state})")
+            time.sleep(0.5)
+
+
+def run_logs(flow_run_id) -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        return [entry.message for entry in client.read_logs(
+            log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))]

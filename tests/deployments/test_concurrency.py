@@ -17,25 +17,28 @@ from chronicle.settings import Settings
 from cli.main import app
 from storage.db import connect
 from storage.snapshot import publish_snapshot, snapshot_path
-from tests.deployments.conftest import CHRONICLE, query, start_holder, write_jsonl
-
-HOLD_S = 6.0
+from tests.deployments.conftest import CHRONICLE, query, write_jsonl
+from tests.holder import DuckDBHolder
 
 
 def test_ingest_waits_for_a_foreign_holder_and_logs_it(home: Path, tmp_path: Path, proc_env: dict[str, str]) -> None:
     write_jsonl(tmp_path / "logs" / "a.jsonl", "P", 300, "a")
     db = home / "chronicle.duckdb"
-    home.mkdir(parents=True)
-    holder = start_holder(db, HOLD_S)  # e.g. an analyst's `duckdb chronicle.duckdb` left open
-    released_at = time.monotonic() + HOLD_S
-    try:
-        done = subprocess.run([CHRONICLE, "ingest", str(tmp_path / "logs")], env=proc_env, capture_output=True,
-                              text=True, timeout=120)
-    finally:
-        holder.wait(timeout=30)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "is held by" in done.stderr and "waiting" in done.stderr, done.stderr
-    assert time.monotonic() >= released_at  # it could only finish after the holder let go
+    with DuckDBHolder(db) as holder:  # e.g. an analyst's `duckdb chronicle.duckdb` left open
+        proc = subprocess.Popen([CHRONICLE, "ingest", str(tmp_path / "logs")], env=proc_env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stderr is not None
+        said = []
+        for line in proc.stderr:  # until the run says it waits for the file: only then let the holder go
+            said.append(line)
+            if "is held by" in line and "waiting" in line:
+                break
+        assert not holder.released and proc.poll() is None, "".join(said)
+        holder.release()
+        out, rest = proc.communicate(timeout=300)
+    errors = "".join(said) + rest
+    assert proc.returncode == 0, out + errors
+    assert "free again" in errors, errors
     assert query(db, "SELECT count(*), count(DISTINCT entry_id) FROM raw_logs") == [(300, 300)]
     assert query(db, "SELECT state FROM pipeline_runs") == [("COMPLETED",)]
 
@@ -65,16 +68,13 @@ def test_snapshot_is_readable_while_a_writer_holds_the_main_file(home: Path, tmp
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     db, snap = home / "chronicle.duckdb", snapshot_path(Settings())
-    holder = start_holder(db, 3.0)
-    try:
+    with DuckDBHolder(db):
         with pytest.raises(duckdb.IOException, match="lock"):  # the main file is out of reach ...
             duckdb.connect(str(db), read_only=True)
         shell = subprocess.run([sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1], "
                                 "read_only=True); print(c.execute('SELECT count(*) FROM raw_logs').fetchall()[0][0])",
                                 str(snap)], capture_output=True, text=True, timeout=60)
         assert shell.returncode == 0 and shell.stdout.strip() == "50", shell.stderr  # ... the snapshot is not
-    finally:
-        holder.wait(timeout=30)
 
 
 def test_publish_replaces_atomically_under_an_open_reader(settings: Settings) -> None:
@@ -128,9 +128,13 @@ def test_runs_command_shows_duckdb_history_with_prefect_state(home: Path, tmp_pa
 
     write_jsonl(tmp_path / "logs" / "a.jsonl", "P", 20, "a")
     ingest_logs([str(tmp_path / "logs")])
-    result = CliRunner().invoke(app, ["runs", "--limit", "5", "--flow", "ingest"], env={"COLUMNS": "200"})
+    result = CliRunner().invoke(app, ["runs", "--limit", "5", "--flow", "ingest"])
     assert result.exit_code == 0, result.output
-    assert "ingest-logs" in result.output and "COMPLETED" in result.output
-    assert "Completed (ingest-all-logs)" in result.output  # the Prefect API's state and run name
+    # Not a terminal: the table is printed whole, one line per run, nothing cut to "…".
+    line = next(x for x in result.output.splitlines() if "ingest-logs" in x)
+    assert "COMPLETED" in line and "ingest-all-logs" in line and "+20 entries" in line, result.output
+    assert "…" not in result.output
+    with_prefect = CliRunner().invoke(app, ["runs", "--flow", "ingest", "--prefect"])
+    assert with_prefect.exit_code == 0 and "Completed" in with_prefect.output, with_prefect.output
     empty = CliRunner().invoke(app, ["runs", "--flow", "no-such-flow"])
     assert empty.exit_code == 0 and "no runs recorded yet" in empty.output

@@ -11,10 +11,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from prefect.client.orchestration import get_client
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 from typer.testing import CliRunner
 
-from chronicle.params import ISO_WEEK_PATTERN, IsoWeekStr, OptionalIsoWeekStr
+from chronicle.params import OptionalIsoWeekStr
 from chronicle.settings import Settings
 from cli.main import app
 from deployments.definitions import DEPLOYMENTS, WORK_POOL, by_name
@@ -81,6 +81,15 @@ def test_schedules_follow_the_configured_timezone(settings: Settings) -> None:
     assert not by_name("backfill-weeks").to_runner_deployment(settings).schedules
 
 
+def test_schedule_descriptions_name_their_timezone(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHRONICLE_TIMEZONE", "Europe/Berlin")
+    for spec in DEPLOYMENTS:
+        deployment = spec.to_runner_deployment(Settings())
+        if deployment.schedules:  # the UI's schedule badge says "At 02:00 AM, only on Monday", not where
+            assert "Europe/Berlin" in deployment.description, (spec.name, deployment.description)
+    assert "Every Monday 02:00 Europe/Berlin" in by_name("weekly-chronicle").to_yaml(Settings())["description"]
+
+
 def test_ingest_reads_configured_source_paths(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHRONICLE_SOURCE_PATHS", '["/srv/logs", "/srv/notes"]')
     deployment = by_name("ingest").to_runner_deployment(Settings())
@@ -88,33 +97,33 @@ def test_ingest_reads_configured_source_paths(home: Path, monkeypatch: pytest.Mo
     assert deployment.schedules[0].active is True
 
 
-@pytest.mark.parametrize("good", ["2026-W05", "2020-W53", "1999-W01"])
-def test_iso_week_type_accepts(good: str) -> None:
-    assert TypeAdapter(IsoWeekStr).validate_python(good) == good
+def test_optional_week_is_text_and_none_reads_as_empty() -> None:
+    adapter = TypeAdapter(OptionalIsoWeekStr)
+    assert adapter.validate_python(None) == "" and adapter.validate_python("2026-W05") == "2026-W05"
+    assert adapter.json_schema()["type"] == "string" and "anyOf" not in adapter.json_schema()
 
 
-@pytest.mark.parametrize("bad", ["2026-5", "2026W05", "2026-W00", "2026-W54", "26-W05", "2026-W5", ""])
-def test_iso_week_type_rejects(bad: str) -> None:
-    with pytest.raises(ValidationError):
-        TypeAdapter(IsoWeekStr).validate_python(bad)
-    assert TypeAdapter(OptionalIsoWeekStr).validate_python(None) is None
-
-
-def _pattern(prop: dict) -> str | None:
-    """The string pattern of a parameter, also when it is optional (`anyOf: [{string...}, {null}]`)."""
-    return next((b["pattern"] for b in [prop, *prop.get("anyOf", [])] if "pattern" in b), None)
-
-
-def test_backfill_form_has_typed_described_parameters(settings: Settings) -> None:
+def test_backfill_form_has_plain_text_boxes_that_name_the_format(settings: Settings) -> None:
     schema = by_name("backfill-weeks").to_runner_deployment(settings)._parameter_openapi_schema.model_dump()
     props = schema["properties"]
     for week in ("start_week", "end_week"):
-        assert _pattern(props[week]) == ISO_WEEK_PATTERN, props[week]  # chronicle.params.IsoWeekStr
-        assert props[week].get("description"), week  # shown above the field in the UI form
+        # A text box (not a `str`/`None` toggle set to None), empty by default, no pattern: the flow checks the
+        # value and fails the run naming the problem, so every way of starting a run gets the same answer.
+        assert props[week]["type"] == "string" and props[week]["default"] == "", props[week]
+        assert "anyOf" not in props[week] and "pattern" not in props[week], props[week]
+        assert "YYYY-Www, e.g. 2026-W" in props[week]["description"], props[week]
     for flag in ("only_missing", "force"):
         assert props[flag]["type"] == "boolean" and props[flag].get("description"), flag
     assert props["only_missing"]["default"] is True and props["force"]["default"] is False
     assert props["project_id"]["default"] == "all" and props["project_id"].get("description")
+    assert props["max_workers"]["type"] == "integer" and props["max_workers"]["default"] == 0
+
+
+@pytest.mark.parametrize("spec", DEPLOYMENTS, ids=lambda s: s.name)
+def test_no_parameter_is_a_none_toggle(spec, settings: Settings) -> None:
+    props = spec.to_runner_deployment(settings)._parameter_openapi_schema.model_dump()["properties"]
+    toggles = [name for name, p in props.items() if any(b.get("type") == "null" for b in p.get("anyOf", []))]
+    assert not toggles, f"{spec.full_name}: parameters the form shows as a None toggle: {toggles}"
 
 
 @pytest.mark.parametrize("spec", DEPLOYMENTS, ids=lambda s: s.name)
@@ -159,4 +168,4 @@ def test_prefect_deploy_all_creates_the_four_deployments(home: Path, api_url: st
         weekly = client.read_deployment_by_name("weekly-chronicle/weekly-chronicle").schedules[0]
         assert (weekly.schedule.cron, weekly.schedule.timezone, weekly.active) == ("0 2 * * 1", "Asia/Shanghai", True)
         props = client.read_deployment_by_name("backfill-weeks/backfill-weeks").parameter_openapi_schema["properties"]
-        assert _pattern(props["start_week"]), props["start_week"]
+        assert props["start_week"]["type"] == "string" and "2026-W05" in props["start_week"]["description"]

@@ -2,44 +2,34 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, LogFilter, LogFilterFlowRunId
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 from prefect.deployments import run_deployment
 
 from chronicle.settings import Settings
 from deployments.setup import run_setup
-from tests.deployments.conftest import CHRONICLE, query, start_holder, write_jsonl
+from tests.deployments.conftest import query, run_logs, serving, wait_final, write_jsonl
+from tests.holder import DuckDBHolder
 
 BACKFILL = "backfill-weeks/backfill-weeks"
 
 
-def _wait_for_serving(proc: subprocess.Popen, log: Path, started: float, timeout: float = 60) -> None:
-    """Until `serve` has (re-)applied the backfill deployment and polls for runs."""
+def _release_once_waiting(holder: DuckDBHolder, flow_run_id, timeout: float = 300) -> None:
+    """Let the holder go only once the run's logs (in the API) say it waits for the file."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"chronicle serve exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
-        if "being served" in log.read_text():
-            return
-        time.sleep(0.5)
-    pytest.fail(f"chronicle serve did not start within {timeout}s:\n{log.read_text()[-4000:]}")
-
-
-def _wait_final(flow_run_id, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    with get_client(sync_client=True) as client:
-        while time.monotonic() < deadline:
+    while not any("is held by" in m for m in run_logs(flow_run_id)):
+        with get_client(sync_client=True) as client:
             run = client.read_flow_run(flow_run_id)
-            if run.state is not None and run.state.is_final():
-                return run
-            time.sleep(0.5)
-    pytest.fail(f"flow run {flow_run_id} not finished after {timeout}s (state {run.state.name if run.state else '?'})")
+        if run.state is not None and run.state.is_final():
+            pytest.fail(f"the run ended ({run.state.name}) before it logged that it waits: {run.state.message}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"the run did not log a wait for the held file within {timeout}s")
+        time.sleep(0.5)  # polling the API for the event
+    holder.release()
 
 
 @pytest.mark.slow
@@ -53,32 +43,18 @@ def test_backfill_triggered_through_the_api_runs_under_serve(home: Path, tmp_pat
     ingest_logs([str(tmp_path / "logs")])
     run_setup(settings, work_pool=False)
 
-    log = tmp_path / "serve.log"
-    env = {**proc_env, "PREFECT_RUNNER_POLL_FREQUENCY": "1"}  # pick the run up at once, not after 10 s
-    started = time.time()
-    with log.open("w") as out:
-        proc = subprocess.Popen([CHRONICLE, "serve"], env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        _wait_for_serving(proc, log, started)
-
-        # The form's schema is enforced by the API: a malformed week never becomes a run.
-        with pytest.raises(Exception, match=r"start_week|pattern|Validation"):
-            run_deployment(BACKFILL, parameters={"start_week": "2026-13", "end_week": "2026-W02"}, timeout=0)
-
+    with serving(tmp_path, proc_env) as log:
         # An analyst's session holds the DuckDB file while the run starts: the run must wait, say so, finish.
-        holder = start_holder(home / "chronicle.duckdb", 8.0)
-        try:
+        with DuckDBHolder(home / "chronicle.duckdb") as holder:
             flow_run = run_deployment(BACKFILL, timeout=0, parameters={
                 "project_id": "all", "start_week": "2026-W01", "end_week": "2026-W03", "only_missing": True,
                 "force": False})
-            run = _wait_final(flow_run.id)
-        finally:
-            holder.wait(timeout=30)
+            _release_once_waiting(holder, flow_run.id)
+        run = wait_final(flow_run.id)
         assert run.state.is_completed(), f"{run.state}\n{log.read_text()[-4000:]}"
         assert "2026W01" in run.name and "2026W03" in run.name, run.name  # named by what it does
-        with get_client(sync_client=True) as client:
-            logs = [entry.message for entry in client.read_logs(
-                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))]
+        assert run.state.message and "6 week(s) of ALPHA, BETA 2026-W01..2026-W03: generated 6" in run.state.message
+        logs = run_logs(run.id)
         # The run's logs reach the UI (INFO included), Chronicle's own wait warning among them.
         assert any("is held by" in m and "waiting" in m for m in logs), logs
         assert any(m.startswith("Beginning flow run") for m in logs), logs
@@ -90,10 +66,5 @@ def test_backfill_triggered_through_the_api_runs_under_serve(home: Path, tmp_pat
             artifacts = client.read_artifacts(
                 artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run.id])))
         assert artifacts, "the backfill should leave progress/outcome artifacts on its run"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, 9)
-            proc.wait(timeout=10)
+        summary = next(a for a in artifacts if a.key and a.key.endswith("-summary"))
+        assert "held by" in summary.data, summary.data  # the wait is in the summary, not only among the logs

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -119,15 +118,3 @@ def spread_points(seed: int, n: int, start: float, end: float) -> list[float]:
 
     step = (end - start) / n
     return [kill_points(seed + i, 1, start + i * step, start + (i + 1) * step)[0] for i in range(n)]
-
-
-def hold_duckdb(db: Path, seconds: float) -> subprocess.Popen:
-    """A foreign process (an analyst's `duckdb` shell; it takes no Chronicle lock) holding the file for writing.
-
-    Returns once the file is held, so the conflict is real when the caller goes on.
-    """
-    code = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
-            "time.sleep(float(sys.argv[2])); c.close()")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(db), str(seconds)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
-    return proc

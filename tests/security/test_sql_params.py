@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chronicle.settings import Settings
+from chronicle.validation import ParameterError
 from tests.fakellm import FakeLLMServer
 from tests.security.canaries import TRIAL_PROJECT, write_inputs
 
@@ -82,7 +83,9 @@ def test_hostile_cli_arguments_match_nothing_and_drop_nothing(home: Path, tmp_pa
         assert code == 0 and out.strip().splitlines()[1:] == [], out  # the CSV header only
         assert "no entries yet" in _cli("weeks", "--project", project)[1]
         code, out = _cli("backfill", "--project", project)
-        assert code == 0 and "generated" not in out and TRIAL_PROJECT not in out.replace(project, ""), out
+        assert code == 2 and f"unknown project {project!r}" in out and "generated" not in out, out  # named as given
+        with pytest.raises(ParameterError, match="unknown project"):  # the flow refuses it too, and records that
+            backfill_weeks(project_id=project)
         assert _counts() == before, f"tables changed after hostile --project {project!r}"
     for tag in HOSTILE_TAGS:
         for args in (("memory", "search", "王老师", "--tag", tag, "--json"), ("memory", "list", "--tag", tag, "--json"),
@@ -95,8 +98,10 @@ def test_hostile_cli_arguments_match_nothing_and_drop_nothing(home: Path, tmp_pa
     from storage.db import connect
 
     with connect(Settings()) as conn:  # the hostile ids were stored as values (run parameters), nothing more
-        params = [r[0] for r in conn.execute(
-            "SELECT parameters FROM pipeline_runs WHERE flow_name = 'backfill-weeks' ORDER BY started_at").fetchall()]
+        rows = conn.execute("SELECT parameters, state FROM pipeline_runs WHERE flow_name = 'backfill-weeks' "
+                            "ORDER BY started_at").fetchall()
+        params = [r[0] for r in rows]
+        assert [r[1] for r in rows[1:]] == ["FAILED"] * len(HOSTILE_PROJECTS)
         reports = conn.execute("SELECT DISTINCT project_id FROM weekly_reports ORDER BY 1").fetchall()
     assert [json.loads(p)["project_id"] for p in params[1:]] == HOSTILE_PROJECTS
     assert sorted(reports) == sorted([("assistant",), (TRIAL_PROJECT,)])

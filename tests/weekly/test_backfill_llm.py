@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -170,18 +169,26 @@ def test_over_long_answers_are_shortened_and_big_weeks_map_reduced(
 
 
 class InFlight:
-    """A slow responder that records how many requests were being answered at once."""
+    """A responder that records how many requests were being answered at once.
 
-    def __init__(self, delay_s: float) -> None:
-        self.delay_s, self.now, self.peak = delay_s, 0, 0
-        self._lock = threading.Lock()
+    Until `expect` requests have been in flight together, each one waits for the others (an event, not a
+    delay: on a busy machine requests sent together may arrive far apart; a run that can only send one at
+    a time makes the first request wait `patience_s`, and the peak stays 1). After that, each request still
+    lingers up to `linger_s` for company, so that a limit letting more through would show a higher peak.
+    """
+
+    def __init__(self, expect: int, patience_s: float = 60.0, linger_s: float = 0.1) -> None:
+        self.expect, self.patience_s, self.linger_s, self.now, self.peak = expect, patience_s, linger_s, 0, 0
+        self._cond = threading.Condition()
 
     def __call__(self, request: dict[str, Any]) -> str:
-        with self._lock:
+        with self._cond:
             self.now += 1
             self.peak = max(self.peak, self.now)
-        time.sleep(self.delay_s)
-        with self._lock:
+            self._cond.notify_all()
+            first_pair = self.peak < self.expect
+            self._cond.wait_for(lambda: self.peak >= self.expect and self.now > 1,
+                                timeout=self.patience_s if first_pair else self.linger_s)
             self.now -= 1
         return cite_first(request)
 
@@ -194,7 +201,7 @@ def test_one_shared_llm_limit_bounds_calls_in_flight(trial: Path, online: FakeLL
     from services.llm_gate import ensure_llm_limit
 
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "2")
-    online.responder = meter = InFlight(0.15)
+    online.responder = meter = InFlight(expect=2)
     rows = backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W27")
     assert {r.outcome for r in rows} == {"generated"}
     assert meter.peak == 2  # used both slots, never more
@@ -225,7 +232,7 @@ def test_without_the_prefect_api_a_process_local_limit_is_used(
     assert "process-local" in caplog.text
     # A whole backfill on the fallback (the flow itself still reports to the API): still bounded.
     monkeypatch.setattr(services.llm_gate, "ensure_llm_limit", lambda slots: False)
-    online.responder = meter = InFlight(0.1)
+    online.responder = meter = InFlight(expect=2)
     rows = backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W25")
     assert {r.outcome for r in rows} == {"generated"} and meter.peak == 2
 

@@ -1,0 +1,114 @@
+"""Parameter checks shared by every entry point: the UI form, `run_deployment`, `prefect deployment run`
+and the CLI all reach the same functions, so they all give the same one-line answer.
+
+Pure: the caller supplies what it read (the known projects); nothing here touches storage or Prefect.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from datetime import date
+
+from chronicle.names import bounded_label
+from chronicle.weeks import IsoWeek
+
+WEEK_FORMAT = "YYYY-Www, e.g. 2026-W05"
+"""How an ISO week is written in every parameter, help text and error message."""
+
+DAY_FORMAT = "YYYY-MM-DD, e.g. 2026-04-26"
+
+_WEEK = re.compile(r"(\d{4})-[Ww](\d{2})")
+
+
+class ParameterError(ValueError):
+    """A parameter that cannot be right. The message names the parameter, the value and what would do."""
+
+
+def weeks_in_year(year: int) -> int:
+    """52 or 53: December 28th always falls in the year's last ISO week."""
+    return date(year, 12, 28).isocalendar().week
+
+
+def parse_week(text: str | None, name: str) -> IsoWeek | None:
+    """`YYYY-Www` -> IsoWeek; empty or None -> None (the caller's default). Anything else raises."""
+    value = (text or "").strip()
+    if not value:
+        return None
+    match = _WEEK.fullmatch(value)
+    if not match or int(match[1]) < 1:
+        raise ParameterError(f"{name} {value!r} is not an ISO week: write {WEEK_FORMAT}")
+    year, week = int(match[1]), int(match[2])
+    last = weeks_in_year(year)
+    if not 1 <= week <= last:
+        raise ParameterError(f"{name} {value!r} does not exist: {year} has ISO weeks W01 to W{last} ({WEEK_FORMAT})")
+    return IsoWeek(year, week)
+
+
+def check_range(start: IsoWeek | None, end: IsoWeek | None, start_name: str, end_name: str) -> None:
+    """A reversed range is a mistake, never an empty run."""
+    if start is not None and end is not None and start > end:
+        raise ParameterError(f"{start_name} {start} is after {end_name} {end}: the range is reversed")
+
+
+def _listing(names: Sequence[str], limit: int = 20) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def check_project(project: str, known: Sequence[str], name: str = "project_id") -> str:
+    """The project id, stripped, if it has entries; else an error naming it and the known projects."""
+    value = project.strip()
+    if not value:
+        raise ParameterError(f"{name} is empty: give a project id" + (f" ({_listing(known)})" if known else ""))
+    if value in known:
+        return value
+    if not known:
+        raise ParameterError(f"unknown project {value!r}: no project has entries yet (run `chronicle ingest` first)")
+    close = difflib.get_close_matches(value, list(known), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ParameterError(f"unknown project {value!r}{hint}; known projects: {_listing(list(known))}")
+
+
+def parse_day(text: str | date | None, name: str) -> date | None:
+    """`YYYY-MM-DD` (or a date) -> date; empty or None -> None."""
+    if isinstance(text, date):
+        return text
+    value = (text or "").strip()
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ParameterError(f"{name} {value!r} is not a day: write {DAY_FORMAT}") from None
+
+
+def check_between(value: int, name: str, low: int, high: int) -> int:
+    if not low <= value <= high:
+        raise ParameterError(f"{name} {value} is out of range: {low} to {high}")
+    return value
+
+
+def check_paths(paths: Sequence[str], missing: Sequence[str], name: str = "paths") -> None:
+    """`missing` are the paths the caller found not to exist."""
+    if not [p for p in paths if str(p).strip()]:
+        raise ParameterError(f"{name} is empty: give log files or folders (or set CHRONICLE_SOURCE_PATHS)")
+    if missing:
+        raise ParameterError(f"no such file or folder: {_listing([str(m) for m in missing], 5)}")
+
+
+def week_label(text: object, fallback: str) -> str:
+    """A week for a run name: `2026W05`, `fallback` when empty, the raw text when invalid. Never raises:
+    a run-name function that raised would crash the run before its parameters are even checked."""
+    try:
+        week = parse_week(None if text is None else str(text), "week")
+    except (ParameterError, ValueError):
+        return name_part(text, fallback)
+    return fallback if week is None else f"{week.year}W{week.week:02d}"
+
+
+def name_part(value: object, fallback: str, limit: int = 40) -> str:
+    """A parameter as part of a run name: bounded, without characters a name should not carry."""
+    text = re.sub(r"[^\w.-]+", "_", str(value or "").strip()).strip("_")
+    return bounded_label(text, limit=limit) if text else fallback

@@ -1,0 +1,276 @@
+"""Commands that start fast: the `chronicle` command hands its arguments to a warm process and only waits.
+
+Importing Prefect, the flows and their libraries costs a `chronicle` process 2–3 s of CPU (far more on a busy
+machine) before it does any work. So the first flow command starts a *warm runner* in the background: one
+process that has imported all that once and then, for every command, forks a child that runs the command
+exactly as `chronicle` would — same arguments, environment, working directory, and the caller's own
+terminal (its stdin/stdout/stderr are passed over a Unix socket), so progress bars, colours, pipes and exit
+codes are unchanged. The caller relays Ctrl-C to the child and exits with the child's status; if the caller
+is killed, the child is killed too.
+
+When it is not used: `CHRONICLE_WARM=0` (the test suite sets it), a non-Linux system, `chronicle serve` and
+`chronicle server ...` (long-running or managing the runner itself), `chronicle report edit` (it opens an
+editor), or whenever the runner cannot be reached — the command then runs in its own process as before.
+Only flow commands (ingest, backfill, weekly, distill, demo) start a runner; others use one that is running.
+This module is the caller's side; the runner is `cli/warm.py`.
+
+The runner is keyed by the code (file times of the packages), the interpreter and the environment Prefect and
+the model libraries read at import: a change to any of them starts a new runner, and the old one exits. It
+exits by itself after `CHRONICLE_WARM_IDLE_S` (1800) seconds without a command; `chronicle server stop` stops
+it. Its files: `$PREFECT_HOME/chronicle/warm.json`, `warm.sock`, `warm.log`.
+
+This module imports only the standard library: it runs before anything else in every `chronicle` command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+FLOW_COMMANDS = {"ingest", "backfill", "weekly", "distill", "demo"}
+NEVER = {"serve", "server"}
+KEY_ENV_PREFIXES = ("PREFECT_", "HF_", "TRANSFORMERS_", "SENTENCE_TRANSFORMERS_", "PYTHON")
+# What the CLI sets for itself (cli.common); the runner must import Prefect under the same values.
+CLI_DEFAULTS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING",
+                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+PACKAGES = ("chronicle", "cli", "services", "flows", "tasks", "storage", "deployments")
+ROOT = Path(__file__).resolve().parents[1]
+START_TIMEOUT_S = 180.0
+CHILD_ENV = "CHRONICLE_WARM_CHILD"
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser() / "chronicle"
+
+
+def runner_files() -> tuple[Path, Path, Path]:
+    d = state_dir()
+    return d / "warm.json", d / "warm.sock", d / "warm.log"
+
+
+# --- which commands -------------------------------------------------------------------------------------------
+
+
+def _command(argv: list[str]) -> list[str]:
+    """The command words (`["report", "edit"]`), skipping options."""
+    return [a for a in argv if not a.startswith("-")][:2]
+
+
+def wanted(argv: list[str], env: dict[str, str]) -> str | None:
+    """`start` (use the runner, starting it if needed), `use` (only if one runs) or None (run in-process)."""
+    if env.get("CHRONICLE_WARM", "1").lower() in ("0", "false", "no", "off") or env.get(CHILD_ENV):
+        return None
+    if not sys.platform.startswith("linux"):
+        return None
+    words = _command(argv)
+    if not words or words[0] in NEVER or words[:2] == ["report", "edit"]:
+        return None
+    return "start" if words[0] in FLOW_COMMANDS else "use"
+
+
+# --- identity -------------------------------------------------------------------------------------------------
+
+
+def _code_version() -> list[tuple[str, int, int]]:
+    out = []
+    for package in PACKAGES:
+        for folder, _, names in os.walk(ROOT / package):
+            for name in names:
+                if name.endswith((".py", ".sql")):
+                    path = os.path.join(folder, name)
+                    st = os.stat(path)
+                    out.append((path, st.st_mtime_ns, st.st_size))
+    return sorted(out)
+
+
+def runner_env(env: dict[str, str]) -> dict[str, str]:
+    return {**CLI_DEFAULTS, **env}
+
+
+def runner_key(env: dict[str, str]) -> str:
+    """What the runner's imports depend on: code, interpreter, and the environment read at import time."""
+    relevant = sorted((k, v) for k, v in runner_env(env).items() if k.startswith(KEY_ENV_PREFIXES))
+    home = Path(env.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    profiles = Path(env.get("PREFECT_PROFILES_PATH") or home / "profiles.toml")
+    try:
+        profile_stamp = profiles.stat().st_mtime_ns
+    except OSError:
+        profile_stamp = 0
+    blob = json.dumps([sys.executable, str(ROOT), _code_version(), relevant, str(profiles), profile_stamp])
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+# --- the caller -----------------------------------------------------------------------------------------------
+
+
+def read_runner_state() -> dict[str, Any] | None:
+    try:
+        return json.loads(runner_files()[0].read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _connect(sock_path: Path) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(sock_path))
+        return conn
+    except OSError:
+        conn.close()
+        return None
+
+
+def _stop_pid(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGTERM)
+
+
+def _start_runner(key: str, env: dict[str, str]) -> subprocess.Popen:
+    state, _, log = runner_files()
+    state.parent.mkdir(parents=True, exist_ok=True)
+    old = read_runner_state()
+    if old and old.get("key") != key:
+        _stop_pid(int(old.get("pid", 0)))
+    with log.open("ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "cli.warm", key], stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=subprocess.STDOUT, env=runner_env(env), start_new_session=True,
+                                close_fds=True, cwd=str(ROOT))
+
+
+def _runner(key: str, env: dict[str, str], start: bool) -> socket.socket | None:
+    """A connection to a runner with this key, starting one (and waiting for it) when `start`."""
+    state, sock_path, _ = runner_files()
+    current = read_runner_state()
+    if current and current.get("key") == key and (conn := _connect(sock_path)):
+        return conn
+    if not start:
+        return None
+    lock_path = state.parent / "warm.lock"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as lock:
+        import fcntl
+
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two commands starting at once start one runner
+        current = read_runner_state()
+        if not (current and current.get("key") == key and _connect_ok(sock_path)):
+            proc = _start_runner(key, env)
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while time.monotonic() < deadline:
+                current = read_runner_state()
+                if current and current.get("pid") == proc.pid and current.get("ready") and _connect_ok(sock_path):
+                    break
+                if proc.poll() is not None:  # it could not start (see warm.log): run in-process
+                    return None
+                time.sleep(0.05)
+            else:
+                return None
+    return _connect(sock_path)
+
+
+def _connect_ok(sock_path: Path) -> bool:
+    conn = _connect(sock_path)
+    if conn is None:
+        return False
+    conn.close()
+    return True
+
+
+def _lines(conn: socket.socket):
+    buf = b""
+    while True:
+        chunk = conn.recv(4096)
+        if not chunk:
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            yield json.loads(line)
+
+
+def run_warm(argv: list[str], start: bool) -> int | None:
+    """Run `chronicle argv` in the warm runner; its exit status, or None when it could not be used."""
+    env = dict(os.environ)
+    key = runner_key(env)
+    try:
+        conn = _runner(key, env, start)
+    except OSError:
+        return None
+    if conn is None:
+        return None
+    request = json.dumps({"key": key, "argv": ["chronicle", *argv], "env": env, "cwd": os.getcwd()}).encode()
+    try:
+        socket.send_fds(conn, [struct.pack("!I", len(request))], [0, 1, 2])
+        conn.sendall(request)
+    except OSError:
+        conn.close()
+        return None
+    child = 0
+
+    def relay(signum: int, _frame: Any) -> None:
+        if child:
+            with contextlib.suppress(OSError):
+                os.kill(child, signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, relay)
+    try:
+        for message in _lines(conn):
+            if "error" in message:  # a runner of other code (a stale key): it exits; run in-process
+                return None
+            if "pid" in message:
+                child = int(message["pid"])
+            if "exit" in message:
+                return int(message["exit"])
+    except OSError:
+        pass
+    finally:
+        conn.close()
+    if child == 0:
+        return None  # never started: run in-process
+    sys.stderr.write("chronicle: the command's process ended without an exit status (killed?)\n")
+    return 1
+
+
+def delegate_if_console_script() -> None:
+    """Called first thing by `cli.main` when the `chronicle` script imports it: hand the command to the warm
+    runner and exit with its status. Returns (and the command runs in this process) when it is not used."""
+    main = sys.modules.get("__main__")
+    script = os.path.basename(getattr(main, "__file__", "") or "")
+    if script != "chronicle" or os.path.basename(sys.argv[0]) != "chronicle":
+        return
+    how = wanted(sys.argv[1:], dict(os.environ))
+    if how is None:
+        return
+    code = run_warm(sys.argv[1:], start=how == "start")
+    if code is not None:
+        sys.stdout.flush()
+        os._exit(code)  # nothing of ours to flush or tear down: this process only waited
+
+
+def stop() -> dict[str, Any] | None:
+    """Stop the warm runner, if one runs (`chronicle server stop`)."""
+    current = read_runner_state()
+    if not current:
+        return None
+    _stop_pid(int(current.get("pid", 0)))
+    runner_files()[0].unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        runner_files()[1].unlink()
+    return current
+
+
+def status() -> dict[str, Any] | None:
+    current = read_runner_state()
+    if current and _connect_ok(runner_files()[1]):
+        return current
+    return None

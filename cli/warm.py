@@ -1,0 +1,207 @@
+"""The warm runner (see cli/launch.py): imports Prefect and the flows once, then forks a child per command.
+
+The child becomes the caller's `chronicle` process — its stdin/stdout/stderr (received over the Unix socket),
+environment, working directory and arguments — runs the command through the Typer app, and reports the exit
+status; the caller relays signals to it. Started by `cli.launch` as `python -m cli.warm KEY`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from typing import Any
+
+from cli.launch import CHILD_ENV, ROOT, read_runner_state, runner_env, runner_files
+
+WARM_IMPORTS = (
+    # Not the distill flow: LanceDB starts a background thread at import, and a forked child would inherit
+    # its objects without the thread. Nothing here may start a thread (checked after the imports).
+    "prefect", "prefect.flows", "prefect.tasks", "prefect.artifacts", "prefect.client.orchestration",
+    "prefect.task_runners", "prefect.states", "prefect.settings", "prefect.logging.configuration",
+    "flows.ingest_logs", "flows.backfill_weeks", "flows.weekly_chronicle", "flows.summarize_week",
+    "services.validate", "services.run_history", "deployments.local_api", "typer", "click", "rich.console",
+    "rich.table", "rich.progress", "rich.markup", "pydantic_settings", "duckdb", "psutil", "filelock",
+)
+
+
+def _recv_exact(conn: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("caller went away")
+        data += chunk
+    return data
+
+
+def _send(conn: socket.socket, message: dict[str, Any]) -> None:
+    conn.sendall(json.dumps(message).encode() + b"\n")
+
+
+def _child(conn: socket.socket, server: socket.socket, fds: list[int], request: dict[str, Any],
+           no_api_configured: bool) -> None:
+    """In the forked child: become the caller's `chronicle` process, run the command, report its status."""
+    os.setsid()
+    server.close()
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(runner_env(request["env"]))  # the CLI's own defaults too, as cli.common would set them
+    os.environ[CHILD_ENV] = "1"
+    os.chdir(request["cwd"])
+    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
+                                  line_buffering=os.isatty(1), write_through=unbuffered)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
+                                  line_buffering=True)
+    sys.argv = list(request["argv"])
+    finished = threading.Event()
+
+    def watch() -> None:  # the caller died (kill -9): so does the command, as it would have
+        with contextlib.suppress(OSError):
+            while conn.recv(1):
+                pass
+        if not finished.is_set():
+            os.killpg(0, signal.SIGKILL)
+
+    _send(conn, {"pid": os.getpid()})
+    threading.Thread(target=watch, daemon=True).start()
+    from prefect.context import refresh_global_settings_context
+    from prefect.logging.configuration import setup_logging
+
+    if no_api_configured:  # point Prefect at the background server now: one settings build, not two
+        from deployments import local_api
+
+        if state := local_api.running():
+            os.environ["PREFECT_API_URL"] = state.url
+            os.environ["CHRONICLE_PREFECT_API_SOURCE"] = "background"
+    refresh_global_settings_context()  # Prefect also reads `.env` / `prefect.toml` of the working directory
+    setup_logging(incremental=False)  # Prefect's console handler on this caller's stderr (colours if a terminal)
+    code = 0
+    try:
+        from cli.main import app
+
+        app(args=sys.argv[1:], prog_name="chronicle")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    finished.set()
+    # Let the caller go now; Prefect's shutdown (flushing events to the API) goes on here, silently.
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for target in (0, 1, 2):
+        os.dup2(devnull, target)
+    with contextlib.suppress(OSError):
+        _send(conn, {"exit": code})
+    conn.close()
+    # What interpreter shutdown would do (this stack must never unwind into the runner's loop).
+    with contextlib.suppress(BaseException):
+        threading._shutdown()  # type: ignore[attr-defined]  # join non-daemon threads
+    import atexit
+
+    with contextlib.suppress(BaseException):
+        atexit._run_exitfuncs()
+    os._exit(code)
+
+
+def _reap(_signum: int, _frame: Any) -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def serve(key: str) -> None:
+    """The runner's main loop: warm imports once, then one forked child per command, until idle."""
+    state, sock_path, _ = runner_files()
+    me = {"pid": os.getpid(), "key": key, "started": time.time(), "socket": str(sock_path)}
+    state.write_text(json.dumps(me))
+    sys.path.insert(0, str(ROOT))
+    import importlib
+
+    started = time.monotonic()
+    for name in WARM_IMPORTS:
+        importlib.import_module(name)
+    from deployments.local_api import configured_url
+
+    no_api_configured = configured_url() is None  # as every child will see it: same environment (the key)
+    if threading.active_count() != 1:
+        names = [t.name for t in threading.enumerate()]
+        state.write_text(json.dumps(me | {"failed": f"threads after imports: {names}"}))
+        print(f"not serving: imports started threads {names}", flush=True)
+        return
+    with contextlib.suppress(FileNotFoundError):
+        sock_path.unlink()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(sock_path))
+    server.listen(32)
+    signal.signal(signal.SIGCHLD, _reap)
+    idle_s = float(os.environ.get("CHRONICLE_WARM_IDLE_S", "1800"))
+    server.settimeout(idle_s)
+    state.write_text(json.dumps(me | {"ready": True, "warmup_s": round(time.monotonic() - started, 2)}))
+    print(f"warm runner {key} ready in {time.monotonic() - started:.1f}s (pid {os.getpid()})", flush=True)
+    try:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                print("idle: exiting", flush=True)
+                return
+            except InterruptedError:
+                continue
+            try:
+                conn.settimeout(30)
+                head, fds, _, _ = socket.recv_fds(conn, 4, 3)
+                request = json.loads(_recv_exact(conn, struct.unpack("!I", head)[0]))
+                conn.settimeout(None)
+            except (OSError, ValueError, struct.error):
+                conn.close()
+                continue
+            if request.get("key") != key or len(fds) != 3:
+                _send(conn, {"error": "stale runner"})
+                for fd in fds:
+                    os.close(fd)
+                conn.close()
+                if request.get("key") != key:
+                    print("a newer runner is wanted: exiting", flush=True)
+                    return
+                continue
+            if os.fork() == 0:
+                try:
+                    _child(conn, server, fds, request, no_api_configured)
+                finally:
+                    os._exit(1)  # never back into the runner's loop
+            for fd in fds:
+                os.close(fd)
+            conn.close()
+    finally:
+        if read_runner_state() and read_runner_state().get("pid") == os.getpid():
+            with contextlib.suppress(FileNotFoundError):
+                sock_path.unlink()
+            state.unlink(missing_ok=True)
+
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    serve(sys.argv[1])

@@ -1,0 +1,69 @@
+"""The run history as it really is: `pipeline_runs` with rows of killed processes marked CRASHED.
+
+No Prefect here (so `chronicle runs` answers without starting or even importing it): a run's process is
+identified by host, pid and the process's start time (a pid reused by another process is not the run).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+import psutil
+
+from chronicle.runs import RunRow, crashed, orphaned
+from chronicle.settings import Settings
+from storage import runs
+from storage.db import connect, write
+
+
+class ProcessRef(NamedTuple):
+    host: str
+    pid: int
+    started: float | None
+
+
+def this_process() -> ProcessRef:
+    try:
+        started = psutil.Process().create_time()
+    except psutil.Error:  # pragma: no cover - /proc not readable
+        started = None
+    return ProcessRef(socket.gethostname(), os.getpid(), started)
+
+
+def process_alive(pid: int, started: float | None) -> bool:
+    """Whether that process still runs: the pid exists, is not a zombie, and started when the run's did."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return started is None or abs(proc.create_time() - started) < 1.0
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:  # e.g. AccessDenied: it exists
+        return True
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def reap(conn: Any, host: str) -> list[RunRow]:
+    """Mark this host's RUNNING rows whose process is gone as CRASHED, in an open write window."""
+    dead = [crashed(r, _now()) for r in orphaned(runs.running_on(conn, host), host, process_alive)]
+    runs.mark_crashed(conn, dead)
+    return dead
+
+
+def list_runs(settings: Settings, limit: int = 20, flow: str | None = None) -> list[RunRow]:
+    """Newest runs first, every state; a RUNNING row whose process is gone is marked CRASHED here and now."""
+    host = socket.gethostname()
+    with connect(settings, read_only=True) as conn:
+        rows = runs.recent_runs(conn, limit, flow)
+    dead = {r.flow_run_id for r in orphaned(rows, host, process_alive)}
+    if not dead:
+        return rows
+    marked = {r.flow_run_id: r for r in write(settings, lambda conn: reap(conn, host))}
+    return [marked.get(r.flow_run_id, r) for r in rows]

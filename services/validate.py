@@ -1,0 +1,95 @@
+"""A flow's parameters checked against what is stored, before the flow does anything.
+
+Flows call these first thing (inside their run record, so a refused run is in `pipeline_runs` with its
+reason), and the CLI calls the same functions before starting a flow: every way of starting a run gets
+the same one-line `ParameterError`. The rules themselves are pure (`chronicle.validation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from chronicle.settings import Settings
+from chronicle.validation import (
+    ParameterError,
+    check_between,
+    check_paths,
+    check_project,
+    check_range,
+    parse_day,
+    parse_week,
+)
+from chronicle.weeks import IsoWeek
+from storage import queries
+from storage.db import connect
+
+__all__ = ["ParameterError", "WeekScope", "backfill_scope", "distill_window", "ingest_paths", "known_projects",
+           "one_week", "weekly_scope"]
+
+
+@dataclass(frozen=True)
+class WeekScope:
+    """Which projects and which weeks a weekly flow covers (None = the project's first / last week)."""
+
+    projects: list[str]
+    start: IsoWeek | None
+    end: IsoWeek | None
+
+    def describe(self) -> str:
+        weeks = f"{self.start or 'first'}..{self.end or 'last'}"
+        who = ", ".join(self.projects[:5]) + (f" and {len(self.projects) - 5} more" if len(self.projects) > 5 else "")
+        return f"{who or 'no project'} {weeks}"
+
+
+def known_projects(settings: Settings) -> list[str]:
+    """Projects with at least one entry in raw_logs."""
+    with connect(settings, read_only=True) as conn:
+        return queries.projects(conn)
+
+
+def backfill_scope(settings: Settings, project_id: str, start_week: str | None, end_week: str | None, *,
+                   names: tuple[str, str, str] = ("project_id", "start_week", "end_week")) -> WeekScope:
+    """`project_id` (or `all`) and an optional week range, checked: syntax first, then the range, then the
+    project against the database."""
+    start, end = parse_week(start_week, names[1]), parse_week(end_week, names[2])
+    check_range(start, end, names[1], names[2])
+    known = known_projects(settings)
+    if project_id.strip().lower() == "all":
+        return WeekScope(known, start, end)
+    return WeekScope([check_project(project_id, known, names[0])], start, end)
+
+
+def weekly_scope(settings: Settings, week: str | None, name: str = "week") -> WeekScope:
+    """Every project, one week (None = each project's last completed week)."""
+    iso = parse_week(week, name)
+    return WeekScope(known_projects(settings), iso, iso)
+
+
+def one_week(settings: Settings, project_id: str, week: str, *,
+             names: tuple[str, str] = ("project_id", "week")) -> tuple[str, IsoWeek]:
+    iso = parse_week(week, names[1])
+    if iso is None:
+        raise ParameterError(f"{names[1]} is empty: write an ISO week, e.g. 2026-W05")
+    return check_project(project_id, known_projects(settings), names[0]), iso
+
+
+def ingest_paths(paths: Sequence[str], name: str = "paths") -> list[str]:
+    """The paths, all of which must exist (a typo in a folder name is not an empty ingest)."""
+    given = [str(p).strip() for p in paths if str(p).strip()]
+    check_paths(given, [p for p in given if not Path(p).expanduser().exists()], name)
+    return given
+
+
+def distill_window(settings: Settings, days: int | None, until: str | date | None, project: str | None = None, *,
+                   names: tuple[str, str, str] = ("days", "until", "project")
+                   ) -> tuple[int | None, date | None, str | None]:
+    """(days or None = the setting, last day or None = today, project or None = every project's notes)."""
+    if days is not None and days != 0:
+        check_between(days, names[0], 1, 366)
+    day = parse_day(until, names[1])
+    if project is None or not project.strip():
+        return (days or None), day, None
+    return (days or None), day, check_project(project, known_projects(settings), names[2])

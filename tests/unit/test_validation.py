@@ -1,0 +1,95 @@
+"""The parameter rules every entry point shares (chronicle.validation): pure, one message per mistake."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from chronicle.validation import (
+    ParameterError,
+    check_between,
+    check_paths,
+    check_project,
+    check_range,
+    name_part,
+    parse_day,
+    parse_week,
+    week_label,
+    weeks_in_year,
+)
+from chronicle.weeks import IsoWeek
+
+
+@pytest.mark.parametrize(("text", "week"), [("2026-W05", IsoWeek(2026, 5)), (" 2020-W53 ", IsoWeek(2020, 53)),
+                                            ("2026-w01", IsoWeek(2026, 1)), ("", None), (None, None), ("  ", None)])
+def test_weeks_that_parse(text: str | None, week: IsoWeek | None) -> None:
+    assert parse_week(text, "start_week") == week
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("2025-W53", "start_week '2025-W53' does not exist: 2025 has ISO weeks W01 to W52"),
+    ("2026-W60", "start_week '2026-W60' does not exist: 2026 has ISO weeks W01 to W53"),
+    ("2026-W00", "does not exist"),
+    ("2026-13", "start_week '2026-13' is not an ISO week: write YYYY-Www, e.g. 2026-W05"),
+    ("2026W05", "is not an ISO week"), ("2026-W5", "is not an ISO week"), ("0000-W01", "is not an ISO week"),
+    ("next week", "is not an ISO week"),
+])
+def test_weeks_that_do_not_parse_name_the_parameter_the_value_and_the_format(text: str, says: str) -> None:
+    with pytest.raises(ParameterError) as caught:
+        parse_week(text, "start_week")
+    assert says in str(caught.value)
+    assert "YYYY-Www, e.g. 2026-W05" in str(caught.value)
+
+
+def test_weeks_in_year() -> None:
+    assert [weeks_in_year(y) for y in (2020, 2024, 2025, 2026)] == [53, 52, 52, 53]
+
+
+def test_reversed_range_names_both_ends() -> None:
+    check_range(IsoWeek(2025, 20), IsoWeek(2025, 30), "start_week", "end_week")
+    check_range(None, IsoWeek(2025, 30), "start_week", "end_week")
+    with pytest.raises(ParameterError, match=r"start_week 2025-W30 is after end_week 2025-W20: the range is reversed"):
+        check_range(IsoWeek(2025, 30), IsoWeek(2025, 20), "start_week", "end_week")
+
+
+def test_unknown_project_names_it_the_known_ones_and_the_closest() -> None:
+    assert check_project(" XH201 ", ["XH201", "XH305"]) == "XH201"
+    with pytest.raises(ParameterError) as caught:
+        check_project("XH999", ["XH201", "XH305"])
+    assert str(caught.value) == "unknown project 'XH999'; known projects: XH201, XH305"
+    with pytest.raises(ParameterError, match=r"unknown project 'XH210' \(did you mean 'XH201'\?\); known projects"):
+        check_project("XH210", ["XH201", "XH305"])
+    with pytest.raises(ParameterError, match="no project has entries yet"):
+        check_project("XH201", [])
+    with pytest.raises(ParameterError, match="project_id is empty"):
+        check_project("  ", ["A"])
+    many = [f"P{i:03d}" for i in range(30)]
+    with pytest.raises(ParameterError, match="and 10 more"):
+        check_project("zzz", many)
+
+
+def test_days_paths_and_ranges() -> None:
+    assert parse_day("2026-04-26", "until") == date(2026, 4, 26)
+    assert parse_day(date(2026, 4, 26), "until") == date(2026, 4, 26)
+    assert parse_day("", "until") is None
+    with pytest.raises(ParameterError, match=r"until '2026-02-30' is not a day: write YYYY-MM-DD"):
+        parse_day("2026-02-30", "until")
+    assert check_between(7, "days", 1, 366) == 7
+    with pytest.raises(ParameterError, match="days 0 is out of range: 1 to 366"):
+        check_between(0, "days", 1, 366)
+    with pytest.raises(ParameterError, match="paths is empty"):
+        check_paths([], [])
+    with pytest.raises(ParameterError, match="no such file or folder: /nope"):
+        check_paths(["/nope"], ["/nope"])
+
+
+@pytest.mark.parametrize(("value", "label"), [("2026-W05", "2026W05"), ("", "first"), (None, "first"),
+                                              ("2025-W53", "2025-W53"), ("x/../y z", "x_.._y_z"), (42, "42")])
+def test_run_name_parts_never_raise(value: object, label: str) -> None:
+    assert week_label(value, "first") == label
+
+
+def test_name_part_is_bounded() -> None:
+    assert len(name_part("p" * 500, "all")) == 40
+    assert name_part("", "all") == "all" and name_part("  ", "all") == "all"
