@@ -7,20 +7,31 @@ import hashlib
 import io
 import json
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+
+import pyarrow as pa
 
 from chronicle.ingest.detect import detect_format
 from chronicle.ingest.fingerprint import file_fingerprint, fingerprint
-from chronicle.ingest.lines import blank_binary_lines, decode_lines, escape, mostly_binary, sniff_encoding
+from chronicle.ingest.lines import (
+    blank_binary_lines,
+    decode_lines,
+    escape,
+    mostly_binary,
+    sniff_encoding,
+    split_lines,
+)
 from chronicle.ingest.model import FileResult, Reject
 from chronicle.ingest.structured import locomo_entries, note_entries
 from chronicle.settings import Settings
-from storage import raw_logs
+from storage import ingest_sql, raw_logs
 from storage.db import connect, transactions
 
+_HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-hash")
 
-def _sha256(data: bytes) -> str:
+
+def _sha256(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
@@ -134,31 +145,32 @@ class FileIngestor:
             if not _is_json(chunk[tail_start:].decode("utf-8", "replace")):
                 end = tail_start  # a writer may be mid-line: leave the tail for the next run
         body = chunk[:end]
-        text, rejects = decode_lines(body, source_file=state["path"], first_line_no=first_line)
         n_lines = body.count(b"\n") + (0 if body.endswith(b"\n") or not body else 1)
+        # The prefix hash (a full read of the file) runs beside the SQL stage: hashlib releases the GIL.
         state.update(parsed_bytes=start + end, parsed_lines=first_line - 1 + n_lines,
-                     prefix_sha256=_sha256(data[: start + end]))
+                     prefix_sha256=_HASHER.submit(_sha256, memoryview(data)[: start + end]))
         status = "appended" if resumed else "ingested"
-        crlf = body.count(b"\r\n")
-        if not rejects and b"\x01" not in body and body.count(b"\r") == crlf:
+        if b"\x00" not in body:
+            buffer, offsets = split_lines(body)
             try:
-                return self._commit(state, [], status, full=not resumed, path=state["path"],
-                                    first_line_no=first_line, last_line_no=first_line - 1 + n_lines,
-                                    new_line="\\r\\n" if crlf else "\\n")
-            except raw_logs.FastPathError:
-                pass  # e.g. a line over DuckDB's reader limit: the Arrow path below keeps it as a reject
+                table = ingest_sql.buffer_table(buffer, offsets, first_line)
+            except pa.ArrowInvalid:
+                pass  # not UTF-8 somewhere: the per-line path below finds the lines and refuses them
+            else:
+                return self._commit(state, [], status, full=not resumed, table=table)
+        text, rejects = decode_lines(body, source_file=state["path"], first_line_no=first_line)
         lines = text.split("\n")[:n_lines]
-        return self._commit(state, rejects, status, full=not resumed, lines=lines,
-                            line_nos=range(first_line, first_line + len(lines)))
+        table = ingest_sql.lines_table(lines, range(first_line, first_line + len(lines)))
+        return self._commit(state, rejects, status, full=not resumed, table=table)
 
     def _write_json_lines(self, state: dict, lines: list[str], line_nos: list[int] | None,
                           rejects: list[Reject]) -> FileResult:
         if line_nos is None:
             line_nos = list(range(1, len(lines) + 1))
         state.update(parsed_lines=len(lines), prefix_sha256=_sha256(b"%d" % state["size"]))
-        return self._commit(state, rejects, "ingested", full=True, lines=lines, line_nos=line_nos)
+        return self._commit(state, rejects, "ingested", full=True, table=ingest_sql.lines_table(lines, line_nos))
 
-    def _commit(self, state: dict, rejects: list[Reject], status: str, *, full: bool, **source: Any) -> FileResult:
+    def _commit(self, state: dict, rejects: list[Reject], status: str, *, full: bool, table: pa.Table) -> FileResult:
         s = self.settings
         # A lake commit conflict re-runs the whole window; the guard keeps two workers off one file.
         for attempt in transactions(s, guard=raw_logs.ingest_guard(state["path"])):
@@ -166,16 +178,17 @@ class FileIngestor:
                 before = raw_logs.count_file(conn, state["path"])[0]
                 if full:
                     raw_logs.forget_file(conn, state["path"])
-                raw_logs.stage_lines(
-                    conn, source_file=state["path"], default_project=self.project, default_tz=s.timezone,
-                    project_tz=s.project_timezones, column_map=s.column_map, max_line_bytes=s.max_line_bytes,
-                    **source,
+                counts = ingest_sql.store_lines(
+                    conn, table, source=state["format"], source_file=state["path"], default_project=self.project,
+                    default_tz=s.timezone, project_tz=s.project_timezones, column_map=s.column_map,
+                    max_line_bytes=s.max_line_bytes,
                 )
-                counts = raw_logs.commit_staged(conn, source=state["format"], source_file=state["path"])
                 raw_logs.insert_rejects(conn, rejects)
                 for r in rejects:
                     counts[r.reason] = counts.get(r.reason, 0) + 1
                 state["entries"], state["rejects"] = raw_logs.count_file(conn, state["path"])
+                if isinstance(state["prefix_sha256"], Future):
+                    state["prefix_sha256"] = state["prefix_sha256"].result()
                 raw_logs.save_file_state(conn, state)
         after = state["entries"]
         return FileResult(state["path"], state["format"], status, max(0, after - before), max(0, before - after),
