@@ -181,7 +181,7 @@ class FileIngestor:
                 counts = ingest_sql.store_lines(
                     conn, table, source=state["format"], source_file=state["path"], default_project=self.project,
                     default_tz=s.timezone, project_tz=s.project_timezones, column_map=s.column_map,
-                    max_line_bytes=s.max_line_bytes,
+                    max_line_bytes=s.max_line_bytes, fresh=full,
                 )
                 raw_logs.insert_rejects(conn, rejects)
                 for r in rejects:
