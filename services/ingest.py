@@ -83,6 +83,8 @@ class FileIngestor:
         if fmt == "jsonl" and encoding == "utf-8":
             return self._ingest_lines(state, data, prev, settled)
         binary: list[Reject] = []
+        # A whole-file format is re-read whole: its state keeps the hash of the bytes read (not of its size).
+        state["prefix_sha256"] = _sha256(data)
         if encoding == "utf-8":
             data, binary = blank_binary_lines(data, source_file=key)  # refused per line, kept whole
         text = data.decode(encoding)  # other encodings were checked by _whole_file_reject
@@ -167,7 +169,7 @@ class FileIngestor:
                           rejects: list[Reject]) -> FileResult:
         if line_nos is None:
             line_nos = list(range(1, len(lines) + 1))
-        state.update(parsed_lines=len(lines), prefix_sha256=_sha256(b"%d" % state["size"]))
+        state.update(parsed_lines=len(lines))
         return self._commit(state, rejects, "ingested", full=True, table=ingest_sql.lines_table(lines, line_nos))
 
     def _commit(self, state: dict, rejects: list[Reject], status: str, *, full: bool, table: pa.Table) -> FileResult:
@@ -204,7 +206,7 @@ class FileIngestor:
             tz = s.tz_for(self.project) if self.project else s.tz_for("")
             entries, rejects = locomo_entries(path, text, self.project, tz)
         rejects = binary + rejects
-        state.update(prefix_sha256=_sha256(text.encode()), parsed_lines=text.count("\n") + 1)
+        state.update(parsed_lines=text.count("\n") + 1)
         for attempt in transactions(s, guard=raw_logs.ingest_guard(state["path"])):
             with attempt as conn:
                 removed = raw_logs.remove_entries_not_in(conn, state["path"], [e.entry_id for e in entries])
