@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from itertools import pairwise
 from typing import Any
 
@@ -246,26 +246,66 @@ _FOLD = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in _KEEP_WID
 _WIDE = re.compile("[\uff01-\uff5e\u3000]")
 
 
+# The patterns that run on every text (ID numbers, CN mobiles and landlines) all need seven digits with at most
+# one space, dot or hyphen between two of them: a text without such a run skips them with this one scan.
+_DIGIT_RUN = re.compile(r"\d(?:[ .\-]?\d){6}")
+_ALWAYS_GATED = ("cn_id", "phone")
+
+_CACHE_MAX = 8192
+"""Texts remembered per redactor (actor names and template lines repeat: a week's 70 entries have few actors)."""
+
+
 @dataclass(frozen=True)
 class Redactor:
     """Compiled built-in patterns plus the user's `settings.redact_extra_patterns` (kind `custom`)."""
 
     patterns: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool] | None, tuple[str, ...]], ...]
+    _cache: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def build(cls, extra: Iterable[str] = ()) -> Redactor:
         return _build(tuple(extra))
 
+    @cached_property
+    def _plan(self) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]:
+        """(every trigger word, patterns with their gate: a frozenset of triggers, `_DIGIT_RUN`, or None = always).
+
+        A gate only skips a pattern that could not match: a trigger word is in every text the pattern matches,
+        and redacting never creates a digit run (a marker holds no digit)."""
+        words = tuple(sorted({t for _, _, _, triggers in self.patterns for t in triggers}))
+        plan = []
+        for i, (kind, pattern, check, triggers) in enumerate(self.patterns):
+            gate: Any = frozenset(triggers) if triggers else None
+            if gate is None and kind in _ALWAYS_GATED and i < len(_PATTERNS):
+                gate = _DIGIT_RUN
+            plan.append((kind, pattern, check, gate))
+        return words, tuple(plan)
+
     def redact(self, text: str, counts: Counter[str] | None = None,
                found: list[tuple[str, str]] | None = None) -> str:
         """`text` with every match replaced by `[REDACTED:kind]`; `counts` (if given) gets +1 per match and
         `found` (if given) the (kind, hidden text) of each — for measuring the redactor, never for logs."""
+        remember = counts is None and found is None
+        if remember and (hit := self._cache.get(text)) is not None:
+            return hit
+        original = text
         folded = text.translate(_FOLD) if _WIDE.search(text) else None
         lowered = (folded or text).lower()
-        for kind, pattern, check, triggers in self.patterns:
-            if triggers and not any(t in lowered for t in triggers):
-                continue
+        words, plan = self._plan
+        present = {t for t in words if t in lowered}
+        digits = _DIGIT_RUN.search(folded or text) is not None
+        for kind, pattern, check, gate in plan:
+            if gate is not None:
+                if gate is _DIGIT_RUN:
+                    if not digits:
+                        continue
+                elif gate.isdisjoint(present):
+                    continue
             text, folded = _apply(kind, pattern, check, text, folded, counts, found)
+        if remember:
+            if len(self._cache) >= _CACHE_MAX:
+                self._cache.clear()
+            self._cache[original] = text
         return text
 
     def redact_all(self, texts: Iterable[str], counts: Counter[str] | None = None) -> list[str]:

@@ -80,14 +80,23 @@ def _section(label: str, items: Sequence[str], total: int, lang: str) -> str:
     return f"- **{label}**{colon}{text}"
 
 
-def render(head: str, sections: dict[str, list[WeekEntry]], chosen: set[str], lang: str) -> str:
-    lines = [head]
-    for type_, zh, en in FOCUS:
-        entries = sections.get(type_, [])
-        if entries:
-            items = [f"{first_sentence(e.content)} [{e.short_id}]" for e in entries if e.short_id in chosen]
-            lines.append(_section(zh if lang == "zh" else en, items, len(entries), lang))
-    return "\n".join(lines)
+def render(head: str, sections: dict[str, list[WeekEntry]], chosen: set[str], lang: str,
+           items: dict[str, str] | None = None) -> str:
+    """The report: `head`, then one line per focus with entries, quoting the `chosen` ones (`items`: their
+    quoted text by short id, when the caller already has it)."""
+    lines = [_focus_line(t, sections[t], chosen, lang, items) for t, _, _ in FOCUS if sections.get(t)]
+    return "\n".join([head, *lines])
+
+
+def _focus_line(type_: str, entries: list[WeekEntry], chosen: set[str], lang: str,
+                items: dict[str, str] | None = None) -> str:
+    label = next(zh if lang == "zh" else en for t, zh, en in FOCUS if t == type_)
+    quoted = [items[e.short_id] if items is not None else _item(e) for e in entries if e.short_id in chosen]
+    return _section(label, quoted, len(entries), lang)
+
+
+def _item(entry: WeekEntry) -> str:
+    return f"{first_sentence(entry.content)} [{entry.short_id}]"
 
 
 def clean_length(text: str) -> int:
@@ -102,8 +111,33 @@ def offline_report(week: WeekInput, max_chars: int) -> str:
     for entry in week.entries:
         sections.setdefault(entry.type, []).append(entry)
     head = header(week.stats, lang)
+    items = {e.short_id: _item(e) for t, _, _ in FOCUS for e in sections.get(t, [])}
     chosen: set[str] = set()
-    # Greedy by salience: an item stays only if the whole report still fits.
+    # Greedy by salience: an item stays only if the whole report still fits. The report's clean length is the
+    # sum of its lines' (a citation marker never spans a line: every focus line starts with "- **"), so a
+    # candidate re-measures only its own line, not the whole report.
+    lines = {t: clean_length(_focus_line(t, sections[t], chosen, lang, items)) for t, _, _ in FOCUS if sections.get(t)}
+    total = clean_length(head) + sum(lines.values()) + len(lines)
+    if total != clean_length(render(head, sections, chosen, lang, items)):
+        return _offline_report_whole(head, sections, lang, max_chars)  # a marker across lines: measure whole
+    for type_ in SALIENCE:
+        for entry in sections.get(type_, []):
+            chosen.add(entry.short_id)
+            length = clean_length(_focus_line(type_, sections[type_], chosen, lang, items))
+            if total - lines[type_] + length <= max_chars:
+                total += length - lines[type_]
+                lines[type_] = length
+            else:
+                chosen.discard(entry.short_id)
+    text = render(head, sections, chosen, lang, items)
+    if clean_length(text) != total:
+        return _offline_report_whole(head, sections, lang, max_chars)
+    return text
+
+
+def _offline_report_whole(head: str, sections: dict[str, list[WeekEntry]], lang: str, max_chars: int) -> str:
+    """The same greedy choice, measuring the whole report for every candidate (the reference rule)."""
+    chosen: set[str] = set()
     for type_ in SALIENCE:
         for entry in sections.get(type_, []):
             if clean_length(render(head, sections, chosen | {entry.short_id}, lang)) <= max_chars:
