@@ -69,7 +69,8 @@ _EN_CLAIMS: tuple[tuple[str, str], ...] = (
     ("deviations", rf"deviations?\s*[:=]\s*{_EN_N}\b"),
     ("decisions", rf"{_EN_N}\s+(?:new\s+|key\s+)*(?:PI\s+)?decisions?"),
     ("queries", rf"{_EN_N}\s+(?:new\s+|open\s+)*quer(?:y|ies)\b"),
-    ("entries", rf"{_EN_N}\s+(?:log\s+)?entries"),
+    # (not "AE: 3 entries (not expanded)": the offline report's count of one focus, not of the week)
+    ("entries", rf"{_EN_N}\s+(?:log\s+)?entries(?!\s*\(not expanded\))"),
 )
 _EN_ZERO: tuple[tuple[str, str], ...] = (
     ("sae", r"\bno\s+(?:new\s+)?(?:SAEs?\b|serious\s+adverse)"),

@@ -49,6 +49,16 @@ def test_offline_english_logs_give_an_english_report() -> None:
     assert "Enrolment" in text and "lunch" not in text
 
 
+def test_an_english_section_too_long_to_expand_is_no_claim_about_the_week() -> None:
+    """"- **AE**: 3 entries (not expanded)" counts one focus, not the week: found on real English data (Debian
+    changelogs, bench/offline), where 80 % of the offline reports were flagged for it."""
+    long = "Subject {} had grade 2 nausea, possibly related to the study drug, dose held and treated " + "x" * 200
+    week = week_input([("ae", long.format(i)) for i in range(3)] + [("message", "lunch anyone?")] * 5)
+    report = offline_week(week, 200)
+    assert "3 entries (not expanded)" in report.summary
+    assert not report.needs_review, report.review_reasons
+
+
 def test_empty_week_gets_the_fixed_report_without_an_engine() -> None:
     report = offline_week(week_input([]), 500)
     assert (report.summary, report.model, report.engine, report.entry_count) == (EMPTY_SUMMARY, EMPTY_MODEL,
