@@ -63,7 +63,7 @@ def engine_pass(settings: Any, weeks: list[Any], rows: dict[int, list[dict]], be
     from services.llm_gate import redactor_for
 
     tz, redactor, running, flagged = settings.tz_for(PROJECT), redactor_for(settings), before, 0
-    redactor._cache.clear()  # each pass pays for its own redaction, as one backfill run does
+    getattr(redactor, "_cache", {}).clear()  # each pass pays for its own redaction, as one backfill run does
     for week in weeks:
         week_input = make_week_input(PROJECT, week, rows.get(week.number, []), running, tz, redactor)
         running = week_input.stats["enrolled_total"]
