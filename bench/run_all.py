@@ -76,7 +76,8 @@ def table(results: list[dict]) -> str:
 
 def _files(name: str) -> list[Path]:
     """`<name>.json` and `<name>-*.json` (not `embedders.json` for `embed`)."""
-    return sorted(p for p in OUT.glob(f"{name}*.json") if p.stem == name or p.stem.startswith(f"{name}-"))
+    return sorted((p for p in OUT.glob(f"{name}*.json") if p.stem == name or p.stem.startswith(f"{name}-")),
+                  key=lambda p: (p.stem != name, p.stem))
 
 
 def collect(names: list[str]) -> list[dict]:
