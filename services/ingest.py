@@ -6,8 +6,9 @@ import csv
 import hashlib
 import io
 import json
+import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,11 +29,26 @@ from chronicle.settings import Settings
 from storage import ingest_sql, raw_logs
 from storage.db import connect, transactions
 
-_HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-hash")
-
 
 def _sha256(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _sha256_in_background(data: memoryview) -> Future[str]:
+    """The hash computed by a thread of its own (hashlib releases the GIL), collected before the commit.
+
+    A thread per call, not a pool: a pool made at import would be copied without its thread into a forked
+    child (the warm runner forks one per command) and never run the job."""
+    future: Future[str] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(_sha256(data))
+        except BaseException as exc:  # handed to whoever waits for it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="ingest-hash", daemon=True).start()
+    return future
 
 
 def _csv_to_json_lines(text: str, file: str) -> tuple[list[str], list[int], list[Reject]]:
@@ -150,7 +166,7 @@ class FileIngestor:
         n_lines = body.count(b"\n") + (0 if body.endswith(b"\n") or not body else 1)
         # The prefix hash (a full read of the file) runs beside the SQL stage: hashlib releases the GIL.
         state.update(parsed_bytes=start + end, parsed_lines=first_line - 1 + n_lines,
-                     prefix_sha256=_HASHER.submit(_sha256, memoryview(data)[: start + end]))
+                     prefix_sha256=_sha256_in_background(memoryview(data)[: start + end]))
         status = "appended" if resumed else "ingested"
         if b"\x00" not in body:
             buffer, offsets = split_lines(body)
