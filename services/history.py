@@ -23,7 +23,7 @@ from chronicle.weekly.search import rank_weeks
 from chronicle.weekly.tokens import estimate_tokens, is_chinese
 from services.llm_gate import llm_call, reserve_llm
 from services.runs import current_flow_run_id
-from storage import reports, rollups
+from storage import claims, reports, rollups
 from storage.db import connect, transactions
 
 
@@ -45,6 +45,24 @@ def _llm_rollup(settings: Settings, project_id: str, block: Block, texts: list[s
                                 language=lang), "rollup").strip()
 
 
+def _missing(blocks: list[Block], stored: dict[tuple[str, str], rollups.Rollup], model: str,
+             texts: dict[tuple[str, str], str]) -> list[tuple[Block, str]]:
+    """Folded blocks without a stored rollup for their covered hash and model (the others go into `texts`)."""
+    missing: list[tuple[Block, str]] = []
+    for block in blocks:
+        digest = covered_hash(block.weeks)
+        kept = stored.get((block.level, block.period))
+        if kept is not None and kept.covered_hash == digest and kept.model == model:
+            texts[(block.level, block.period)] = kept.summary
+        else:
+            missing.append((block, digest))
+    return missing
+
+
+def rollup_claim_key(project_id: str) -> str:
+    return f"rollups:{project_id}"
+
+
 def _build_rollups(settings: Settings, project_id: str, blocks: list[Block],
                    stored: dict[tuple[str, str], rollups.Rollup]) -> dict[tuple[str, str], str]:
     """Rollup texts for the folded blocks: stored ones whose covered hash still matches, new ones built."""
@@ -53,31 +71,34 @@ def _build_rollups(settings: Settings, project_id: str, blocks: list[Block],
         return {}
     model = engine_model(settings)
     texts: dict[tuple[str, str], str] = {}
-    missing: list[tuple[Block, str]] = []
-    for block in folded:
-        digest = covered_hash(block.weeks)
-        kept = stored.get((block.level, block.period))
-        if kept is not None and kept.covered_hash == digest and kept.model == model:
-            texts[(block.level, block.period)] = kept.summary
-        else:
-            missing.append((block, digest))
-    fresh: list[rollups.Rollup] = []
-    # One `llm` slot for the whole rebuild (not one reservation per rollup); the offline engine takes none.
-    with nullcontext() if settings.offline_llm or not missing else reserve_llm(settings, 1):
-        for block, digest in missing:
-            if settings.offline_llm:
-                summary = offline_rollup(block.period, [(w.week_number, w.source, w.stats) for w in block.weeks],
-                                         settings.report_max_chars)
-            else:
-                summary = _llm_rollup(settings, project_id, block,
-                                      [f"[Week {w.week_number}]: {w.text}" for w in block.weeks])
-            texts[(block.level, block.period)] = summary
-            fresh.append(rollups.Rollup(project_id, block.level, block.period, block.first, block.last,
-                                        tuple(w.week_number for w in block.weeks), digest, summary, model))
-    if fresh:
-        for attempt in transactions(settings):
-            with attempt as conn:
-                rollups.save(conn, fresh)
+    if not _missing(folded, stored, model, texts):
+        return texts
+    # Builders of one project's rollups take turns (a claim, in PostgreSQL in the lake): the lake has no
+    # unique key to stop two processes inserting the same period, and an LLM rollup is paid for once.
+    # Under the claim, read again: what the previous holder stored is reused, not rebuilt.
+    with claims.hold(settings, [rollup_claim_key(project_id)], ttl_s=30.0):
+        with connect(settings) as conn:
+            stored = rollups.load(conn, project_id)
+        texts.clear()
+        missing = _missing(folded, stored, model, texts)
+        fresh: list[rollups.Rollup] = []
+        # One `llm` slot for the whole rebuild (not one reservation per rollup); the offline engine takes none.
+        with nullcontext() if settings.offline_llm or not missing else reserve_llm(settings, 1):
+            for block, digest in missing:
+                if settings.offline_llm:
+                    summary = offline_rollup(block.period,
+                                             [(w.week_number, w.source, w.stats) for w in block.weeks],
+                                             settings.report_max_chars)
+                else:
+                    summary = _llm_rollup(settings, project_id, block,
+                                          [f"[Week {w.week_number}]: {w.text}" for w in block.weeks])
+                texts[(block.level, block.period)] = summary
+                fresh.append(rollups.Rollup(project_id, block.level, block.period, block.first, block.last,
+                                            tuple(w.week_number for w in block.weeks), digest, summary, model))
+        if fresh:
+            for attempt in transactions(settings):
+                with attempt as conn:
+                    rollups.save(conn, fresh)
     return texts
 
 

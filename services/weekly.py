@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from chronicle.settings import Settings
-from chronicle.weekly.engine import decide, engine_model, llm_week, offline_week, recheck
+from chronicle.weekly.engine import decide, engine_model, llm_week, offline_week, recheck, target_model
 from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.model import StoredReport, WeekInput, WeekReport, make_week_input
 from chronicle.weekly.outcome import WeekOutcome
+from chronicle.weekly.prompt import PROMPT_VERSION
 from chronicle.weeks import IsoWeek, week_range
 from services.llm_gate import llm_call, redactor_for
-from storage import reports
+from storage import claims, reports
 from storage.db import connect, transactions
 
 Prepared = tuple[WeekInput, StoredReport | None]
@@ -67,6 +68,58 @@ def run_week(settings: Settings, project_id: str, week: IsoWeek, run_id: str, *,
         row = WeekOutcome(project_id, week.number, outcome, stored.model, n, needs_review=stored.needs_review,
                           why=decision.why)
         return WeekRun(row.timed(time.perf_counter() - t0), None)
+
+    def work() -> WeekRun:
+        return _generate(settings, week_input, stored, model, run_id, overwrite_edited=overwrite_edited,
+                         why=decision.why)
+
+    def reuse() -> WeekRun | None:
+        return _written_meanwhile(settings, week_input, stored, model, force=force, overwrite_edited=overwrite_edited)
+
+    # Claim the week's cache key before calling the model: a second run handed the same week (another
+    # backfill, another worker) waits for this one and reuses its report; a holder killed with -9 frees
+    # the key WEEK_CLAIM_TTL_S later. The plan was read just now, so the first look is under the claim.
+    run, _ran = claims.run_once(settings, week_claim_key(week_input, model), work=work, reuse=reuse,
+                                ttl_s=WEEK_CLAIM_TTL_S, just_checked=True)
+    return WeekRun(run.outcome.timed(time.perf_counter() - t0), run.report)
+
+
+WEEK_CLAIM_TTL_S = 30.0
+"""Lease of a week being written; renewed every third of it while the writer lives (generous for the
+embedded file lock, where a renewal may wait behind another process's write window)."""
+
+
+def week_claim_key(week: WeekInput, engine_model: str) -> str:
+    """The week's cache key as a claim key: project, week, input hash, model and prompt version."""
+    return (f"week:{week.project_id}:{week.week.number}:{week.input_hash}:{target_model(week, engine_model)}:"
+            f"{PROMPT_VERSION}")
+
+
+def _written_meanwhile(settings: Settings, week_input: WeekInput, planned: StoredReport | None, model: str, *,
+                       force: bool, overwrite_edited: bool) -> WeekRun | None:
+    """The week as another run left it since this one planned, if that answers it (else None: write it).
+
+    A report that is current for this week's cache key answers it; with `force`, only one written after
+    this run planned (its version moved on) does, so a forced week is written once per run of runs.
+    """
+    with connect(settings) as conn:
+        current = reports.stored_reports(conn, week_input.project_id, week_input.week.number,
+                                         week_input.week.number).get(week_input.week.number)
+    if current is None or (planned is not None and current.version == planned.version):
+        return None
+    again = decide(current, week_input, model, overwrite_edited=overwrite_edited)
+    if again.action == "generate":
+        return None
+    outcome = "cached" if again.action == "cached" else "skipped-edited"
+    return WeekRun(WeekOutcome(week_input.project_id, week_input.week.number, outcome, current.model,
+                               len(week_input.entries), needs_review=current.needs_review,
+                               why="written by a concurrent run"), None)
+
+
+def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | None, model: str, run_id: str, *,
+              overwrite_edited: bool, why: str) -> WeekRun:
+    """Write the week (offline engine, or the LLM through the gate) and store it as its new version."""
+    project_id, week = week_input.project_id, week_input.week
     try:
         if settings.offline_llm or not week_input.entries:
             report = offline_week(week_input, settings.report_max_chars)
@@ -80,12 +133,12 @@ def run_week(settings: Settings, project_id: str, week: IsoWeek, run_id: str, *,
                 with attempt as conn:
                     reports.mark_stale(conn, project_id, week.number)
         raise
-    saved = reports.writer_for(settings).save(report, overwrite_edited=overwrite_edited, reason=decision.why,
+    saved = reports.writer_for(settings).save(report, overwrite_edited=overwrite_edited, reason=why,
                                               flow_run_id=run_id)
-    row = WeekOutcome(project_id, week.number, saved, report.model, n, llm_calls=report.llm_calls,
-                      needs_review=report.needs_review, reasons=tuple(describe(r) for r in report.review_reasons),
-                      why=decision.why)
-    return WeekRun(row.timed(time.perf_counter() - t0), report if saved == "generated" else None)
+    row = WeekOutcome(project_id, week.number, saved, report.model, len(week_input.entries),
+                      llm_calls=report.llm_calls, needs_review=report.needs_review,
+                      reasons=tuple(describe(r) for r in report.review_reasons), why=why)
+    return WeekRun(row, report if saved == "generated" else None)
 
 
 @dataclass

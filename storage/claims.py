@@ -158,8 +158,11 @@ class _Heartbeat:
 def acquire(settings: Settings, key: str, owner: str, *, ttl_s: float = DEFAULT_TTL_S,
             timeout_s: float = 600.0) -> None:
     """Claim `key`, waiting while someone else holds it; ClaimTimeout after `timeout_s`."""
-    deadline, pause = time.monotonic() + timeout_s, 0.005
+    deadline, pause, told = time.monotonic() + timeout_s, 0.005, False
     while not claim(settings, key, owner, ttl_s):
+        if not told:
+            told = True
+            log.info("%r is held by %s; waiting for it", key, holder(settings, key))
         if time.monotonic() > deadline:
             raise ClaimTimeout(f"{key!r} is still claimed by {holder(settings, key)} after {timeout_s:.0f}s")
         time.sleep(pause)
@@ -189,18 +192,22 @@ def hold(settings: Settings, keys: Iterable[str], *, owner: str | None = None, t
 
 
 def run_once(settings: Settings, key: str, *, work: Callable[[], T], reuse: Callable[[], T | None],
-             owner: str | None = None, ttl_s: float = DEFAULT_TTL_S,
-             timeout_s: float | None = None) -> tuple[T, bool]:
+             owner: str | None = None, ttl_s: float = DEFAULT_TTL_S, timeout_s: float | None = None,
+             just_checked: bool = False) -> tuple[T, bool]:
     """Do `work()` for `key` in exactly one contender at a time; the others wait and take `reuse()`.
 
     `reuse()` reads the stored result (None while there is none). Returns `(result, ran_work)`. A winner
     that dies leaves its claim to expire after `ttl_s`; a waiter then finds no result and does the work.
+    `just_checked`: the caller has just looked for a stored result itself, so the first look before
+    claiming is skipped (the look under the claim never is).
     """
     owner = owner or new_owner()
     timeout_s = settings.db_lock_timeout_s if timeout_s is None else timeout_s
     deadline = time.monotonic() + timeout_s
+    look = not just_checked
     while True:
-        found = reuse()
+        found = reuse() if look else None
+        look = True
         if found is not None:
             return found, False
         if claim(settings, key, owner, ttl_s):
