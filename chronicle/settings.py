@@ -234,6 +234,11 @@ class Settings(BaseSettings):
     """Weeks summarised at once by a backfill/weekly run (task threads); default 2 × `llm_concurrency`,
     so one week's DuckDB work overlaps another week's LLM call."""
 
+    backfill_spread: int = Field(default=0, ge=0)
+    """Lake topology: child runs (deployment `backfill-shard/backfill-shard`) a backfill starts on the work pool
+    to share its weeks with other workers; set it to the number of workers minus one (or more). Each week is
+    still written once. 0 = every week in the backfill's own run (threads)."""
+
     chronicle_context_tokens: int = Field(default=32000, ge=500)
     """Token budget of the chronicle block `chronicle ask` sends; older weeks fold into rollups beyond it."""
 

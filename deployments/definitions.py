@@ -205,6 +205,16 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
         tags=("chronicle", "reports", "backfill"),
         concurrency_limit=1,
     ),
+    DeploymentSpec(
+        name="backfill-shard",
+        flow_name="backfill-shard",
+        module="flows.backfill_shard",
+        function="backfill_shard",
+        description="Started by backfill-weeks when CHRONICLE_BACKFILL_SPREAD is set (lake topology): one child run "
+                    "sharing a backfill's weeks with the other workers of the pool. Not for manual runs.",
+        tags=("chronicle", "reports", "backfill", "shard"),
+        # No concurrency limit: the children of one backfill run side by side (and beside their parent).
+    ),
 )
 """Every Chronicle deployment, in the order the UI lists them in the docs."""
 

@@ -22,7 +22,8 @@ from services.validate import backfill_scope
 from services.weekly import plan_project
 from storage.snapshot import publish_snapshot
 from tasks.analytics import publish_charts
-from tasks.fanout import fan_out, run_label
+from tasks.fanout import run_label
+from tasks.spread import backfill_fan_out
 
 
 def backfill_run_name() -> str:
@@ -42,6 +43,7 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
     gaps. Raises `WeeksFailedError` after storing every week that succeeded; a rerun picks up only
     the failures. Returns one outcome row per week (also published as a table artifact). Parameters are
     checked first: an unknown project, a week that does not exist or a reversed range fail the run.
+    With the `backfill_spread` setting (lake topology) the weeks are shared with child runs on other workers.
 
     Args:
         project_id: A project id as in raw_logs.project_id, or `all` for every project.
@@ -63,7 +65,7 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
             scope = backfill_scope(settings, project_id, start_week, end_week)
             plans = [plan_project(settings, p, scope.start, scope.end, force=force, overwrite_edited=overwrite_edited,
                                   only_missing=only_missing) for p in scope.projects]
-            rows = fan_out(settings, plans, key=f"backfill-{run_label(project_id)}", title=flow_run.name or "backfill",
+            rows = backfill_fan_out(settings, plans, key=f"backfill-{run_label(project_id)}", title=flow_run.name or "backfill",
                            force=force, overwrite_edited=overwrite_edited, max_workers=max_workers, counts=run)
             where = scope.describe() if scope.projects else "any project (nothing ingested yet)"
             run.message = run_message(rows, where)

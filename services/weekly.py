@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 from chronicle.settings import Settings
-from chronicle.weekly.engine import decide, engine_model, llm_week, offline_week, recheck, target_model
+from chronicle.weekly.engine import decide, engine_model, llm_week, offline_week, recheck
 from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.model import StoredReport, WeekInput, WeekReport, make_week_input
 from chronicle.weekly.outcome import WeekOutcome
-from chronicle.weekly.prompt import PROMPT_VERSION
 from chronicle.weeks import IsoWeek, week_range
+from services import week_claims
 from services.llm_gate import llm_call, redactor_for
 from storage import claims, reports
 from storage.db import connect, transactions
@@ -54,8 +55,13 @@ def _refresh(settings: Settings, week: WeekInput, stored: StoredReport, stale: b
 
 
 def run_week(settings: Settings, project_id: str, week: IsoWeek, run_id: str, *, force: bool = False,
-             overwrite_edited: bool = False, prepared: Prepared | None = None) -> WeekRun:
-    """Summarise one project-week end to end (or answer it from the stored report)."""
+             overwrite_edited: bool = False, prepared: Prepared | None = None,
+             lease_owner: str | None = None) -> WeekRun:
+    """Summarise one project-week end to end (or answer it from the stored report).
+
+    `lease_owner`: the fan-out that leased this week's cache key for it (services/week_claims.py); without
+    a lease the week claims its key by itself before calling the model.
+    """
     t0 = time.perf_counter()
     week_input, stored = prepared or read_week(settings, project_id, week)
     model = engine_model(settings)
@@ -69,56 +75,38 @@ def run_week(settings: Settings, project_id: str, week: IsoWeek, run_id: str, *,
                           why=decision.why)
         return WeekRun(row.timed(time.perf_counter() - t0), None)
 
+    key = week_claims.week_claim_key(week_input, model)
+    leases = week_claims.leases_of(lease_owner)
+    if leases is not None and leases.holds(key):
+        try:
+            run = _generate(settings, week_input, stored, model, run_id, overwrite_edited=overwrite_edited,
+                            why=decision.why, lease=(leases, key))
+        except BaseException:
+            leases.release([key])
+            raise
+        return WeekRun(run.outcome.timed(time.perf_counter() - t0), run.report)
+
     def work() -> WeekRun:
         return _generate(settings, week_input, stored, model, run_id, overwrite_edited=overwrite_edited,
                          why=decision.why)
 
     def reuse() -> WeekRun | None:
-        return _written_meanwhile(settings, week_input, stored, model, force=force, overwrite_edited=overwrite_edited)
+        row = week_claims.written_meanwhile(settings, week_input, stored, model, force=force,
+                                            overwrite_edited=overwrite_edited)
+        return None if row is None else WeekRun(row, None)
 
     # Claim the week's cache key before calling the model: a second run handed the same week (another
     # backfill, another worker) waits for this one and reuses its report; a holder killed with -9 frees
     # the key WEEK_CLAIM_TTL_S later. The plan was read just now, so the first look is under the claim.
-    run, _ran = claims.run_once(settings, week_claim_key(week_input, model), work=work, reuse=reuse,
-                                ttl_s=WEEK_CLAIM_TTL_S, just_checked=True)
+    run, _ran = claims.run_once(settings, key, work=work, reuse=reuse, ttl_s=week_claims.WEEK_CLAIM_TTL_S,
+                                just_checked=True)
     return WeekRun(run.outcome.timed(time.perf_counter() - t0), run.report)
 
 
-WEEK_CLAIM_TTL_S = 30.0
-"""Lease of a week being written; renewed every third of it while the writer lives (generous for the
-embedded file lock, where a renewal may wait behind another process's write window)."""
-
-
-def week_claim_key(week: WeekInput, engine_model: str) -> str:
-    """The week's cache key as a claim key: project, week, input hash, model and prompt version."""
-    return (f"week:{week.project_id}:{week.week.number}:{week.input_hash}:{target_model(week, engine_model)}:"
-            f"{PROMPT_VERSION}")
-
-
-def _written_meanwhile(settings: Settings, week_input: WeekInput, planned: StoredReport | None, model: str, *,
-                       force: bool, overwrite_edited: bool) -> WeekRun | None:
-    """The week as another run left it since this one planned, if that answers it (else None: write it).
-
-    A report that is current for this week's cache key answers it; with `force`, only one written after
-    this run planned (its version moved on) does, so a forced week is written once per run of runs.
-    """
-    with connect(settings) as conn:
-        current = reports.stored_reports(conn, week_input.project_id, week_input.week.number,
-                                         week_input.week.number).get(week_input.week.number)
-    if current is None or (planned is not None and current.version == planned.version):
-        return None
-    again = decide(current, week_input, model, overwrite_edited=overwrite_edited)
-    if again.action == "generate":
-        return None
-    outcome = "cached" if again.action == "cached" else "skipped-edited"
-    return WeekRun(WeekOutcome(week_input.project_id, week_input.week.number, outcome, current.model,
-                               len(week_input.entries), needs_review=current.needs_review,
-                               why="written by a concurrent run"), None)
-
-
 def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | None, model: str, run_id: str, *,
-              overwrite_edited: bool, why: str) -> WeekRun:
-    """Write the week (offline engine, or the LLM through the gate) and store it as its new version."""
+              overwrite_edited: bool, why: str, lease: tuple[claims.Leases, str] | None = None) -> WeekRun:
+    """Write the week (offline engine, or the LLM through the gate) and store it as its new version
+    (ending `lease` in the same commit)."""
     project_id, week = week_input.project_id, week_input.week
     try:
         if settings.offline_llm or not week_input.entries:
@@ -134,7 +122,7 @@ def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | 
                     reports.mark_stale(conn, project_id, week.number)
         raise
     saved = reports.writer_for(settings).save(report, overwrite_edited=overwrite_edited, reason=why,
-                                              flow_run_id=run_id)
+                                              flow_run_id=run_id, lease=lease)
     row = WeekOutcome(project_id, week.number, saved, report.model, len(week_input.entries),
                       llm_calls=report.llm_calls, needs_review=report.needs_review,
                       reasons=tuple(describe(r) for r in report.review_reasons), why=why)
@@ -148,6 +136,8 @@ class ProjectPlan:
     project_id: str
     to_run: list[tuple[IsoWeek, Prepared]] = field(default_factory=list)
     done: list[WeekOutcome] = field(default_factory=list)
+    planned_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    """Taken before the plan's read: what was stored then is what the plan knows (services/week_claims.py)."""
 
     @property
     def total(self) -> int:

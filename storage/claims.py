@@ -35,6 +35,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TypeVar
 
 from chronicle.settings import Settings
@@ -46,7 +48,9 @@ T = TypeVar("T")
 TABLE = "chronicle_claims"
 DEFAULT_TTL_S = 10.0
 _DDL = (f"CREATE TABLE IF NOT EXISTS {TABLE} (key VARCHAR PRIMARY KEY, owner VARCHAR NOT NULL, "
-        "claimed_at TIMESTAMPTZ NOT NULL, expires_at TIMESTAMPTZ NOT NULL)")
+        "claimed_at TIMESTAMPTZ NOT NULL, expires_at TIMESTAMPTZ NOT NULL, prev_end TIMESTAMPTZ)",
+        # Tables made before `prev_end` (when the previous holder's claim ended) existed.
+        f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS prev_end TIMESTAMPTZ")
 _ready: set[tuple[str, str]] = set()
 _ready_lock = threading.Lock()
 
@@ -74,14 +78,46 @@ def new_owner() -> str:
 def _coord(settings: Settings) -> Iterator[Coordinator]:
     with coordination(settings) as coord:
         if not coord.remote:
-            coord.execute(_DDL)  # local and cheap; the file may have been replaced since
+            for ddl in _DDL:  # local and cheap; the file may have been replaced since
+                coord.execute(ddl)
         else:
             where = (settings.catalog or "", str(os.getpid()))
             with _ready_lock:
                 if where not in _ready:
-                    coord.execute(_DDL)
+                    for ddl in _DDL:
+                        coord.execute(ddl)
                     _ready.add(where)
         yield coord
+
+
+@dataclass(frozen=True)
+class Taken:
+    """The answer for one key of `take`: whether the owner holds it now, and when the claim before it
+    ended (None: nobody had claimed the key, or it was released; a `finish`ed claim leaves that time)."""
+
+    won: bool
+    previous_end: datetime | None = None
+
+
+def _upsert(keys: list[str], owner: str, ttl_s: float) -> str:
+    values = ", ".join(f"({_lit(k)}, {_lit(owner)}, now(), now() + {_ms(ttl_s)})" for k in keys)
+    return (f"INSERT INTO {TABLE} AS c (key, owner, claimed_at, expires_at) VALUES {values} "
+            "ON CONFLICT (key) DO UPDATE SET prev_end = CASE WHEN c.owner = excluded.owner THEN c.prev_end "
+            "ELSE c.expires_at END, owner = excluded.owner, claimed_at = excluded.claimed_at, "
+            "expires_at = excluded.expires_at WHERE c.expires_at < now() OR c.owner = excluded.owner")
+
+
+def take(settings: Settings, keys: Iterable[str], owner: str, ttl_s: float = DEFAULT_TTL_S) -> dict[str, Taken]:
+    """Claim every free (or own, or expired) key for `owner` in one round trip; {key: Taken}."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return {}
+    listed = ", ".join(_lit(k) for k in wanted)
+    with _coord(settings) as coord:
+        coord.execute(_upsert(wanted, owner, ttl_s))
+        rows = coord.query(f"SELECT key, owner, prev_end FROM {TABLE} WHERE key IN ({listed})")
+    found = {key: (holder_, prev_end) for key, holder_, prev_end in rows}
+    return {key: Taken(found[key][0] == owner, found[key][1]) if key in found else Taken(False) for key in wanted}
 
 
 def claim(settings: Settings, key: str, owner: str, ttl_s: float = DEFAULT_TTL_S) -> bool:
@@ -89,15 +125,30 @@ def claim(settings: Settings, key: str, owner: str, ttl_s: float = DEFAULT_TTL_S
 
     Claiming a key you already hold renews it.
     """
-    with _coord(settings) as coord:
-        coord.execute(
-            f"INSERT INTO {TABLE} AS c (key, owner, claimed_at, expires_at) "
-            f"VALUES ({_lit(key)}, {_lit(owner)}, now(), now() + {_ms(ttl_s)}) "
-            "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, claimed_at = excluded.claimed_at, "
-            "expires_at = excluded.expires_at WHERE c.expires_at < now() OR c.owner = excluded.owner"
-        )
-        rows = coord.query(f"SELECT owner FROM {TABLE} WHERE key = {_lit(key)}")
-    return bool(rows) and rows[0][0] == owner
+    return take(settings, [key], owner, ttl_s)[key].won
+
+
+def _finish_sql(keys: list[str], owner: str) -> str:
+    listed = ", ".join(_lit(k) for k in keys)
+    return (f"UPDATE {TABLE} SET expires_at = now(), prev_end = NULL "
+            f"WHERE key IN ({listed}) AND owner = {_lit(owner)}")
+
+
+def finish(settings: Settings, keys: Iterable[str], owner: str) -> None:
+    """End `owner`'s claims on `keys` but keep their rows as markers: whoever takes a key next learns when
+    it was last finished (`Taken.previous_end`), e.g. to look for what that holder stored."""
+    wanted = sorted(set(keys))
+    if wanted:
+        with _coord(settings) as coord:
+            coord.execute(_finish_sql(wanted, owner))
+
+
+def finish_in(conn: object, keys: Iterable[str], owner: str) -> None:
+    """`finish` inside the caller's embedded-DuckDB transaction (claims live in the same file there), so
+    the claim ends in the same commit as the work it guarded."""
+    wanted = sorted(set(keys))
+    if wanted:
+        conn.execute(_finish_sql(wanted, owner))  # type: ignore[attr-defined]
 
 
 def renew(settings: Settings, key: str, owner: str, ttl_s: float = DEFAULT_TTL_S) -> bool:
@@ -116,6 +167,25 @@ def holder(settings: Settings, key: str) -> str | None:
     with _coord(settings) as coord:
         rows = coord.query(f"SELECT owner FROM {TABLE} WHERE key = {_lit(key)} AND expires_at >= now()")
     return rows[0][0] if rows else None
+
+
+def _prefix(prefix: str) -> str:
+    """A LIKE pattern matching keys that start with `prefix` (its own % and _ taken literally)."""
+    return _lit(prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%") + " ESCAPE '\\'"
+
+
+def count(settings: Settings, prefix: str) -> int:
+    """How many unexpired claims have a key starting with `prefix` (e.g. the weeks of a batch marked done)."""
+    with _coord(settings) as coord:
+        rows = coord.query(f"SELECT count(*) FROM {TABLE} WHERE key LIKE {_prefix(prefix)} AND expires_at >= now()")
+    return int(rows[0][0])
+
+
+def purge_expired(settings: Settings, older_than_s: float = 7 * 86400.0) -> None:
+    """Delete claims that ended more than `older_than_s` ago (released ones are deleted at once; finished
+    ones stay as markers until then)."""
+    with _coord(settings) as coord:
+        coord.execute(f"DELETE FROM {TABLE} WHERE expires_at < now() - {_ms(older_than_s)}")
 
 
 def wait_free(settings: Settings, key: str, timeout_s: float) -> None:
@@ -153,6 +223,88 @@ class _Heartbeat:
                         log.warning("claim %r of %s was lost (expired and taken over)", key, owner)
                 except Exception as exc:  # a blip must not kill the holder; the next beat tries again
                     log.warning("could not renew claim %r: %s", key, exc)
+
+
+class Leases:
+    """Claims one owner takes in bulk, renews together (one round trip per beat) and ends one by one.
+
+        with Leases(settings, ttl_s=30) as leases:
+            taken = leases.take(keys)        # one round trip for all of them
+            ...
+            leases.finish([key])             # the work for `key` is stored: end it, leave the marker
+        # anything still held is released
+
+    `forget(key)` stops renewing a key whose claim the caller ends itself (e.g. with `finish_in` inside
+    its own transaction); after it returns, no beat renews that key again.
+    """
+
+    def __init__(self, settings: Settings, *, owner: str | None = None, ttl_s: float = DEFAULT_TTL_S) -> None:
+        self.settings, self.owner, self.ttl_s = settings, owner or new_owner(), ttl_s
+        self._held: set[str] = set()
+        self._lock = threading.Lock()  # held while a beat renews: `forget` waits for it
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Leases:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def holds(self, key: str) -> bool:
+        with self._lock:
+            return key in self._held
+
+    def take(self, keys: Iterable[str]) -> dict[str, Taken]:
+        taken = take(self.settings, keys, self.owner, self.ttl_s)
+        with self._lock:
+            self._held.update(k for k, t in taken.items() if t.won)
+            if self._held and self._thread is None:
+                self._thread = threading.Thread(target=self._beat, name="chronicle-leases", daemon=True)
+                self._thread.start()
+        return taken
+
+    def forget(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            self._held.difference_update(keys)
+
+    def finish(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        self.forget(keys)
+        finish(self.settings, keys, self.owner)
+
+    def release(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        self.forget(keys)
+        for key in keys:
+            release(self.settings, key, self.owner)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            left, self._held = sorted(self._held), set()
+        for key in left:
+            try:
+                release(self.settings, key, self.owner)
+            except Exception as exc:  # it expires by itself; never mask the caller's own error
+                log.warning("could not release claim %r: %s", key, exc)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.ttl_s / 3):
+            with self._lock:
+                keys = sorted(self._held)
+                if not keys:
+                    continue
+                try:
+                    lost = [k for k, t in take(self.settings, keys, self.owner, self.ttl_s).items() if not t.won]
+                except Exception as exc:  # a blip must not kill the holder; the next beat tries again
+                    log.warning("could not renew %d claim(s): %s", len(keys), exc)
+                    continue
+                self._held.difference_update(lost)
+            for key in lost:
+                log.warning("claim %r of %s was lost (expired and taken over)", key, self.owner)
 
 
 def acquire(settings: Settings, key: str, owner: str, *, ttl_s: float = DEFAULT_TTL_S,

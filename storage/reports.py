@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 
 from chronicle.weekly.model import StoredReport, WeekReport
+from storage import claims
 from storage.db import transactions
 
 
@@ -261,10 +262,11 @@ def mark_stale(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: in
 
 # --- group commit ----------------------------------------------------------------------------
 class _Ticket:
-    __slots__ = ("args", "done", "error", "outcome")
+    __slots__ = ("args", "done", "error", "lease", "outcome")
 
-    def __init__(self, args: tuple[Any, ...]) -> None:
+    def __init__(self, args: tuple[Any, ...], lease: tuple[claims.Leases, str] | None = None) -> None:
         self.args = args
+        self.lease = lease
         self.done = False
         self.outcome: str | None = None
         self.error: BaseException | None = None
@@ -285,8 +287,11 @@ class ReportWriter:
         self._queue: list[_Ticket] = []
         self._writing = False
 
-    def save(self, report: WeekReport, *, overwrite_edited: bool, reason: str, flow_run_id: str | None) -> str:
-        ticket = _Ticket((report, overwrite_edited, reason, flow_run_id))
+    def save(self, report: WeekReport, *, overwrite_edited: bool, reason: str, flow_run_id: str | None,
+             lease: tuple[claims.Leases, str] | None = None) -> str:
+        """Store the report (group-committed); `lease` (the week's claim) ends with it: in the same
+        transaction on the embedded file, right after the commit in the lake (claims live in PostgreSQL)."""
+        ticket = _Ticket((report, overwrite_edited, reason, flow_run_id), lease)
         with self._cond:
             self._queue.append(ticket)
             while not ticket.done and self._writing:
@@ -303,14 +308,26 @@ class ReportWriter:
                     self._cond.notify_all()
         if ticket.error is not None:
             raise ticket.error
+        if lease is not None and self.settings.lake:
+            # In PostgreSQL: ended by this caller after the commit, not inside the group's write turn.
+            lease[0].finish([lease[1]])
         assert ticket.outcome is not None
         return ticket.outcome
 
     def _write(self, tickets: list[_Ticket]) -> None:
         guard = guard_keys(t.args[0].project_id for t in tickets)
+        leases: dict[claims.Leases, list[str]] = {}
+        if not self.settings.lake:  # the claims live in this file: end them in the same commit
+            for t in tickets:
+                if t.lease is not None:
+                    leases.setdefault(t.lease[0], []).append(t.lease[1])
+            for held, keys in leases.items():
+                held.forget(keys)  # no heartbeat renews them from here on
         for attempt in transactions(self.settings, guard=guard):
             with attempt as conn:
                 outcomes = save_reports(conn, [t.args for t in tickets])
+                for held, keys in leases.items():
+                    claims.finish_in(conn, keys, held.owner)
         for t, outcome in zip(tickets, outcomes, strict=True):
             t.outcome, t.done = outcome, True
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import queue
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 from prefect.artifacts import (
@@ -24,12 +26,14 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from chronicle.progress import report
 from chronicle.settings import Settings
+from chronicle.weekly.engine import engine_model
 from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, failed, outcome_counts
 from chronicle.weekly.report_md import outcome_markdown
 from chronicle.weeks import IsoWeek
 from services.llm_gate import redactor_for, reserve_llm
 from services.runs import run_notes
-from services.weekly import ProjectPlan
+from services.week_claims import fan_out_leases, lease_weeks
+from services.weekly import Prepared, ProjectPlan
 from tasks.weekly import artifact_key, artifacts, summarize_week_task
 
 
@@ -37,25 +41,38 @@ def run_label(project_id: str | None) -> str:
     return artifact_key("x", project_id or "all")[2:]
 
 
-class _Progress:
-    """Progress for the CLI on every week, for the Prefect progress artifact at most once a second."""
+class Progress:
+    """Progress for the CLI on every week, for the Prefect progress artifact at most once a second.
 
-    def __init__(self, key: str, total: int, done: int) -> None:
+    `count` (optional) recounts the weeks done from elsewhere (a spread backfill's other runs) instead of
+    counting this run's own steps.
+    """
+
+    def __init__(self, key: str | None, total: int, done: int, *, description: str = "weeks done in this run",
+                 count: Callable[[], int] | None = None) -> None:
         self.total, self.done, self._last = total, done, 0.0
-        self._artifact = create_progress_artifact(progress=self._pct(), key=f"{key}-progress",
-                                                   description="weeks done in this run")
+        self._base, self._count = done, count
+        self._artifact = create_progress_artifact(progress=self._pct(), key=f"{key}-progress" if key else None,
+                                                   description=description)
         report("weekly", done, total)
 
     def _pct(self) -> float:
-        return 100.0 * self.done / self.total if self.total else 100.0
+        return min(100.0, 100.0 * self.done / self.total) if self.total else 100.0
 
-    def step(self) -> None:
-        self.done += 1
-        report("weekly", self.done, self.total)
+    def step(self, n: int = 1) -> None:
+        if self._count is None:
+            self.done += n
+        self.refresh(force=self._count is None and self.done >= self.total)
+
+    def refresh(self, force: bool = False) -> None:
         now = time.monotonic()
-        if now - self._last >= 1.0 or self.done == self.total:
-            self._last = now
-            update_progress_artifact(artifact_id=self._artifact, progress=self._pct())
+        if not force and now - self._last < 1.0:
+            return
+        self._last = now
+        if self._count is not None:
+            self.done = min(self.total, self._base + self._count())
+        report("weekly", self.done, self.total)
+        update_progress_artifact(artifact_id=self._artifact, progress=self._pct())
 
 
 def _tasks_in_process() -> bool:
@@ -64,47 +81,104 @@ def _tasks_in_process() -> bool:
     return ctx is None or isinstance(ctx.task_runner, ThreadPoolTaskRunner)
 
 
+Work = tuple[str, IsoWeek, Prepared]
+
+
+def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrite_edited: bool,
+              max_workers: int | None, planned_at: datetime, on_done: Callable[[WeekOutcome], None] | None = None,
+              take: Callable[[str, IsoWeek], bool] | None = None) -> list[WeekOutcome]:
+    """Run weeks as concurrent tasks (at most `max_workers` in flight), in order; one outcome row per week run.
+
+    The weeks to write are leased first (their cache keys, services/week_claims.py): all at once, or with
+    `take` as each is handed out. `take(project, week)`, when given, is asked just before a week is
+    submitted: False skips it (another run of a spread backfill has it) without a task and without a row.
+    `planned_at`: when the weeks' inputs were read.
+    """
+    todo = deque(work)
+    rows: list[WeekOutcome] = []
+    workers = max(1, max_workers or settings.backfill_max_workers or 2 * settings.llm_concurrency)
+    llm_weeks = sum(1 for _, _, (week_input, _) in todo if week_input.entries)
+    # The offline engine and empty weeks take no LLM slot; tasks in other processes (Dask) take their own.
+    in_process = _tasks_in_process()
+    reserve = llm_weeks and not settings.offline_llm and in_process
+    gate = reserve_llm(settings, min(workers, llm_weeks)) if reserve else nullcontext()
+    # Tasks in other processes cannot see this process's leases: they claim their week themselves.
+    leasing = fan_out_leases(settings) if in_process else nullcontext()
+    finished: queue.Queue[tuple[PrefectFuture[Any], str, IsoWeek, int, float]] = queue.Queue()
+    in_flight = 0
+    model = engine_model(settings)
+
+    def lease(batch: list[Work]) -> tuple[set[tuple[str, int]], dict[tuple[str, int], WeekOutcome]]:
+        if leases is None or not batch:
+            return set(), {}
+        return lease_weeks(settings, leases, [prepared for _, _, prepared in batch], model, force=force,
+                           overwrite_edited=overwrite_edited, planned_at=planned_at)
+
+    def done(row: WeekOutcome) -> None:
+        rows.append(row)
+        if on_done is not None:
+            on_done(row)
+
+    with gate, leasing as leases:
+        leased, answered = lease(list(todo)) if take is None else (set(), {})
+        while todo or in_flight:
+            batch: list[Work] = []
+            while todo and in_flight + len(batch) < workers:
+                item = todo.popleft()
+                if take is None or take(item[0], item[1]):
+                    batch.append(item)
+            if take is not None:
+                leased, answered = lease(batch)
+            for project_id, week, prepared in batch:
+                if (project_id, week.number) in answered:
+                    done(answered[(project_id, week.number)])
+                    continue
+                owner = leases.owner if leases is not None and (project_id, week.number) in leased else None
+                t0 = time.perf_counter()
+                future = summarize_week_task.submit(settings, project_id, week.number, force, overwrite_edited,
+                                                    prepared, owner)
+                info = (project_id, week, len(prepared[0].entries), t0)
+                future.add_done_callback(lambda f, info=info: finished.put((f, *info)))
+                in_flight += 1
+            if not in_flight:
+                continue
+            future, project_id, week, n, t0 = finished.get()
+            in_flight -= 1
+            try:
+                row = future.result()
+            except Exception as exc:
+                row = failed(project_id, week, n, exc, time.perf_counter() - t0)
+                # The message lands in the outcome artifact, pipeline_runs and the CLI: redacted like all shown.
+                row = replace(row, message=redactor_for(settings).redact(row.message or ""))
+            done(row)
+    artifacts.drain()  # the per-week Markdown artifacts are published in the background
+    return rows
+
+
+def publish_outcome(rows: list[WeekOutcome], *, key: str | None, title: str, counts: dict[str, Any],
+                    table: Callable[[WeekOutcome], dict[str, Any]] = WeekOutcome.table_row) -> list[WeekOutcome]:
+    """Sort the rows, count them into `counts`, publish the outcome table and summary; raise
+    `WeeksFailedError` if any week failed."""
+    rows.sort(key=lambda r: (r.project, r.week_number))
+    outcomes = outcome_counts(rows)
+    counts.update(weeks=len(rows), outcomes=outcomes, llm_calls=sum(r.llm_calls for r in rows),
+                  needs_review=sum(1 for r in rows if r.needs_review))
+    create_table_artifact(table=[table(r) for r in rows], key=key, description=f"{title}: outcome per week")
+    create_markdown_artifact(markdown=outcome_markdown(title, rows, run_notes()), key=f"{key}-summary" if key else None,
+                             description=f"{title}: failures and weeks needing review")
+    if outcomes.get("failed"):
+        raise WeeksFailedError(rows)
+    return rows
+
+
 def fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, title: str, force: bool,
             overwrite_edited: bool, max_workers: int | None, counts: dict[str, Any]) -> list[WeekOutcome]:
     """Run the planned weeks as concurrent tasks (at most `max_workers` in flight), publish the
     outcome table, and raise `WeeksFailedError` if any week failed."""
     rows = [row for plan in plans for row in plan.done]
-    work = deque((plan.project_id, week, prepared) for plan in plans for week, prepared in plan.to_run)
-    progress = _Progress(key, len(rows) + len(work), len(rows))
-    workers = max(1, max_workers or settings.backfill_max_workers or 2 * settings.llm_concurrency)
-    llm_weeks = sum(1 for _, _, (week_input, _) in work if week_input.entries)
-    # The offline engine and empty weeks take no LLM slot; tasks in other processes (Dask) take their own.
-    reserve = llm_weeks and not settings.offline_llm and _tasks_in_process()
-    gate = reserve_llm(settings, min(workers, llm_weeks)) if reserve else nullcontext()
-    finished: queue.Queue[tuple[PrefectFuture[Any], str, IsoWeek, int, float]] = queue.Queue()
-    in_flight = 0
-    with gate:
-        while work or in_flight:
-            while work and in_flight < workers:
-                project_id, week, prepared = work.popleft()
-                t0 = time.perf_counter()
-                future = summarize_week_task.submit(settings, project_id, week.number, force, overwrite_edited,
-                                                    prepared)
-                info = (project_id, week, len(prepared[0].entries), t0)
-                future.add_done_callback(lambda f, info=info: finished.put((f, *info)))
-                in_flight += 1
-            future, project_id, week, n, t0 = finished.get()
-            in_flight -= 1
-            try:
-                rows.append(future.result())
-            except Exception as exc:
-                row = failed(project_id, week, n, exc, time.perf_counter() - t0)
-                # The message lands in the outcome artifact, pipeline_runs and the CLI: redacted like all shown.
-                rows.append(replace(row, message=redactor_for(settings).redact(row.message or "")))
-            progress.step()
-    artifacts.drain()  # the per-week Markdown artifacts are published in the background
-    rows.sort(key=lambda r: (r.project, r.week_number))
-    outcomes = outcome_counts(rows)
-    counts.update(weeks=len(rows), outcomes=outcomes, llm_calls=sum(r.llm_calls for r in rows),
-                  needs_review=sum(1 for r in rows if r.needs_review))
-    create_table_artifact(table=[r.table_row() for r in rows], key=key, description=f"{title}: outcome per week")
-    create_markdown_artifact(markdown=outcome_markdown(title, rows, run_notes()), key=f"{key}-summary",
-                             description=f"{title}: failures and weeks needing review")
-    if outcomes.get("failed"):
-        raise WeeksFailedError(rows)
-    return rows
+    work = [(plan.project_id, week, prepared) for plan in plans for week, prepared in plan.to_run]
+    progress = Progress(key, len(rows) + len(work), len(rows))
+    rows += run_weeks(settings, work, force=force, overwrite_edited=overwrite_edited, max_workers=max_workers,
+                      planned_at=min((plan.planned_at for plan in plans), default=datetime.now(UTC)),
+                      on_done=lambda _row: progress.step())
+    return publish_outcome(rows, key=key, title=title, counts=counts)

@@ -85,11 +85,12 @@ def summarize_task_name(parameters: dict[str, Any]) -> str:
 
 @task(name="summarize-week", task_run_name=summarize_task_name, cache_policy=NO_CACHE)
 def summarize_week_task(settings: Settings, project_id: str, week_number: int, force: bool = False,
-                        overwrite_edited: bool = False, prepared: Prepared | None = None) -> WeekOutcome:
+                        overwrite_edited: bool = False, prepared: Prepared | None = None,
+                        lease_owner: str | None = None) -> WeekOutcome:
     # DuckDB is the cache (input hash + model + prompt version), so Prefect's result cache stays off.
     week = IsoWeek.from_number(week_number)
     run = run_week(settings, project_id, week, current_flow_run_id(), force=force,
-                   overwrite_edited=overwrite_edited, prepared=prepared)
+                   overwrite_edited=overwrite_edited, prepared=prepared, lease_owner=lease_owner)
     if run.report is not None:
         publish_report(run.report)
     return run.outcome

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 from chronicle.weeks import IsoWeek
@@ -43,6 +43,14 @@ class WeekOutcome:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"week": self.week, "reasons": list(self.reasons)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WeekOutcome:
+        """The row `as_dict()` made (e.g. read back from another run's table artifact)."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["reasons"] = tuple(values.get("reasons") or ())
+        return cls(**values)
 
     def timed(self, seconds: float) -> WeekOutcome:
         return replace(self, duration_s=round(seconds, 3))

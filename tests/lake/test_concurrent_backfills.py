@@ -143,6 +143,35 @@ def test_two_concurrent_backfills_call_the_model_once_per_week(topology: dict[st
     assert _rows("SELECT count(*) FROM llm_calls") == [(10,)]
 
 
+def test_weeks_finished_by_another_run_after_this_plan_are_reused_when_leased(topology: dict[str, str],
+                                                                             trial_slice: Path) -> None:
+    """The bulk-lease path: a run that planned before another one wrote its weeks wins their (finished)
+    claims, sees that they ended after its plan, reads them again and reuses them; one that planned after
+    the writes, even with `force`, leases and writes them."""
+    from chronicle.settings import Settings
+    from chronicle.weekly.engine import engine_model
+    from chronicle.weeks import IsoWeek
+    from flows.backfill_weeks import backfill_weeks
+    from services.week_claims import REUSED_WHY, fan_out_leases, lease_weeks
+    from services.weekly import plan_project
+
+    settings = Settings()
+    first, last = IsoWeek.parse(WEEKS[0]), IsoWeek.parse(WEEKS[1])
+    early = plan_project(settings, "XH201", first, last, force=True)  # planned before the other run wrote
+    backfill_weeks(project_id="XH201", start_week=WEEKS[0], end_week=WEEKS[1], force=True)
+    late = plan_project(settings, "XH201", first, last, force=True)  # planned after it
+    model = engine_model(settings)
+    for plan, expect_reused in ((early, True), (late, False)):
+        with fan_out_leases(settings) as leases:
+            leased, answered = lease_weeks(settings, leases, [prepared for _week, prepared in plan.to_run], model,
+                                           force=True, overwrite_edited=False, planned_at=plan.planned_at)
+        if expect_reused:
+            assert not leased and len(answered) == 10
+            assert {(r.outcome, r.why) for r in answered.values()} == {("cached", REUSED_WHY)}
+        else:
+            assert len(leased) == 10 and not answered
+
+
 ROLLUP = """
 import logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)

@@ -1,0 +1,98 @@
+"""A backfill spread over several flow runs (workers): who writes which week, and who is still alive.
+
+The run the operator started (participant 0) plans the weeks and starts child runs (participants 1..n,
+`tasks/spread.py`). Every participant walks the SAME list of weeks, each from its own starting point,
+and writes a week only if it takes the week's **dibs** first: a claim `spread:<batch>:<project>:<week>`
+that is never released during the batch. So each week is written by exactly one participant, and the
+work balances itself: a fast or early worker simply takes more weeks, a child that starts late finds
+them taken and ends. Around that:
+
+* `done` marks (one claim per finished week) give the operator's progress bar across all runs;
+* an `alive` claim, renewed by a heartbeat, says a child is still working: a worker killed with -9
+  stops renewing it, so the parent stops waiting for it and writes the weeks that have no outcome row
+  itself (the week claim of `services.weekly.run_week` keeps that from ever writing a week twice);
+* the batch's claims expire on their own (hours later), so a child that starts after the end still finds
+  every week taken; each parent deletes the expired claims of older batches.
+
+Pure bookkeeping over `storage.claims`: no Prefect here (the child runs are started by the task layer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TypeVar
+
+from chronicle.settings import Settings
+from storage import claims
+
+T = TypeVar("T")
+BATCH_TTL_S = 6 * 3600.0
+"""Dibs and done marks outlive any batch; the parent drops them at its end (a crashed parent's expire)."""
+
+ALIVE_TTL_S = 15.0
+"""A child's heartbeat claim: renewed every 5 s, gone 15 s after its process died."""
+
+Weeks = dict[str, list[int]]
+"""The weeks of a spread backfill: project -> ISO week numbers (a flow-run parameter, so plain JSON)."""
+
+
+def owner(batch: str, participant: int) -> str:
+    """Deterministic per participant: a retried run (same batch) may take its own dibs again."""
+    return f"spread:{batch}:p{participant}"
+
+
+def _dibs_key(batch: str, project: str, week: int) -> str:
+    return f"spread:{batch}:week:{week}:{project}"
+
+
+def _done_prefix(batch: str) -> str:
+    return f"spread:{batch}:done:"
+
+
+def _alive_key(batch: str, participant: int) -> str:
+    return f"spread:{batch}:alive:{participant}"
+
+
+def rotated(items: Sequence[T], participant: int, participants: int) -> list[T]:
+    """The order participant `i` of `n` walks the shared list: starting i/n of the way in, wrapping round,
+    so that participants begin far apart and meet only at the end."""
+    if not items or participants <= 1:
+        return list(items)
+    start = (participant * len(items)) // participants
+    return [*items[start:], *items[:start]]
+
+
+def take(settings: Settings, batch: str, participant: int, project: str, week: int) -> bool:
+    """Take the week's dibs for this participant; False if another participant has it."""
+    return claims.claim(settings, _dibs_key(batch, project, week), owner(batch, participant), ttl_s=BATCH_TTL_S)
+
+
+def mark_done(settings: Settings, batch: str, participant: int, project: str, week: int) -> None:
+    claims.claim(settings, f"{_done_prefix(batch)}{week}:{project}", owner(batch, participant), ttl_s=BATCH_TTL_S)
+
+
+def done_count(settings: Settings, batch: str) -> int:
+    """Weeks of the batch finished by any participant so far."""
+    return claims.count(settings, _done_prefix(batch))
+
+
+@contextmanager
+def alive(settings: Settings, batch: str, participant: int) -> Iterator[None]:
+    """Say "participant is working" for the block (heartbeat-renewed; lapses when the process dies)."""
+    with claims.hold(settings, [_alive_key(batch, participant)], owner=owner(batch, participant),
+                     ttl_s=ALIVE_TTL_S, timeout_s=ALIVE_TTL_S * 2):
+        yield
+
+
+def is_alive(settings: Settings, batch: str, participant: int) -> bool:
+    return claims.holder(settings, _alive_key(batch, participant)) is not None
+
+
+def tidy(settings: Settings) -> None:
+    """Delete the bookkeeping of batches that ended long ago (expired claims).
+
+    A batch's own dibs are left to expire rather than dropped at its end: a child that starts late must
+    still find every week taken (with `force`, a week it could take would be written again).
+    """
+    claims.purge_expired(settings, older_than_s=3600.0)

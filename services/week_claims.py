@@ -1,0 +1,146 @@
+"""Week claims: a week's cache key is claimed before the model is called, so no two runs write it.
+
+The key is the cache key itself (project, week, input hash, model, prompt version): a second run handed
+the same week waits for the first and reuses its report; a run with other inputs (a late entry) is not
+held up. Claims live where `storage.claims` keeps them (the DuckDB file, or PostgreSQL in the lake).
+
+Two ways to hold them, one rule:
+
+* **A fan-out leases its weeks in bulk** (`lease_weeks`): one round trip for all the weeks it is about to
+  write, one heartbeat renewing them all, and each lease ended in the same commit as its report (the
+  report writer `finish`es it). Per-week claim windows would serialise a backfill on the embedded file lock.
+* **A single week** that was not leased (its key was busy, or the task runs in another process) claims
+  it by itself with `storage.claims.run_once`: wait while another run holds it, then reuse its report.
+
+After winning a key, a run must not trust its plan blindly: another run may have written the week since
+the plan was read. A finished claim leaves its end time (`Taken.previous_end`); only when that is later
+than this run's plan (less `CLOCK_SKEW_S`) is the stored report read again and, if it answers the week,
+reused instead of written.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+from chronicle.settings import Settings
+from chronicle.weekly.engine import decide, target_model
+from chronicle.weekly.model import StoredReport, WeekInput
+from chronicle.weekly.outcome import WeekOutcome
+from chronicle.weekly.prompt import PROMPT_VERSION
+from storage import claims, reports
+from storage.db import connect
+
+WEEK_CLAIM_TTL_S = 30.0
+"""Lease of a week being written; renewed every third of it while the writer lives (generous for the
+embedded file lock, where a renewal may wait behind another process's write window)."""
+
+CLOCK_SKEW_S = 120.0
+"""Hosts' clocks may disagree by this much: a claim finished up to this long before a plan was read is
+still taken to be possibly newer than the plan."""
+
+REUSED_WHY = "written by a concurrent run"
+
+
+def week_claim_key(week: WeekInput, engine_model: str) -> str:
+    """The week's cache key as a claim key: project, week, input hash, model and prompt version."""
+    return (f"week:{week.project_id}:{week.week.number}:{week.input_hash}:{target_model(week, engine_model)}:"
+            f"{PROMPT_VERSION}")
+
+
+def answer_from(current: StoredReport | None, week: WeekInput, planned: StoredReport | None, model: str, *,
+                force: bool, overwrite_edited: bool) -> WeekOutcome | None:
+    """The outcome when the stored report (`current`) already answers a week this run planned to write.
+
+    A report current for the week's cache key answers it; with `force`, only one written after this run
+    planned (its version moved on) does, so a forced week is written once per set of concurrent runs.
+    """
+    if current is None or (planned is not None and current.version == planned.version):
+        return None
+    again = decide(current, week, model, overwrite_edited=overwrite_edited)
+    if again.action == "generate":
+        return None
+    outcome = "cached" if again.action == "cached" else "skipped-edited"
+    return WeekOutcome(week.project_id, week.week.number, outcome, current.model, len(week.entries),
+                       needs_review=current.needs_review, why=REUSED_WHY)
+
+
+def written_meanwhile(settings: Settings, week: WeekInput, planned: StoredReport | None, model: str, *,
+                      force: bool, overwrite_edited: bool) -> WeekOutcome | None:
+    """`answer_from` the week's report as stored now (one short read)."""
+    with connect(settings) as conn:
+        current = reports.stored_reports(conn, week.project_id, week.week.number, week.week.number).get(
+            week.week.number)
+    return answer_from(current, week, planned, model, force=force, overwrite_edited=overwrite_edited)
+
+
+# --- a fan-out's leases ------------------------------------------------------------------------
+_registry: dict[str, claims.Leases] = {}
+_registry_lock = threading.Lock()
+
+
+@contextmanager
+def fan_out_leases(settings: Settings) -> Iterator[claims.Leases]:
+    """The week leases of one fan-out; its week tasks in this process find them by owner (`leases_of`)."""
+    with claims.Leases(settings, ttl_s=WEEK_CLAIM_TTL_S) as leases:
+        with _registry_lock:
+            _registry[leases.owner] = leases
+        try:
+            yield leases
+        finally:
+            with _registry_lock:
+                _registry.pop(leases.owner, None)
+
+
+def leases_of(owner: str | None) -> claims.Leases | None:
+    if owner is None:
+        return None
+    with _registry_lock:
+        return _registry.get(owner)
+
+
+def lease_weeks(settings: Settings, leases: claims.Leases, weeks: list[tuple[WeekInput, StoredReport | None]],
+                model: str, *, force: bool, overwrite_edited: bool,
+                planned_at: datetime) -> tuple[set[tuple[str, int]], dict[tuple[str, int], WeekOutcome]]:
+    """Lease the weeks that are to be written, in one round trip.
+
+    Returns (weeks leased: write them, weeks another run has written since the plan: their outcome rows).
+    The rest (weeks not to be written, or whose key another run holds now) are left to `run_week`.
+    """
+    wanted = {week_claim_key(w, model): (w, stored) for w, stored in weeks
+              if decide(stored, w, model, force=force, overwrite_edited=overwrite_edited).action == "generate"}
+    taken = leases.take(wanted)
+    since = (planned_at - timedelta(seconds=CLOCK_SKEW_S)).astimezone(UTC)
+    won = [key for key, t in taken.items() if t.won]
+    recheck = [key for key in won if taken[key].previous_end is not None and _utc(taken[key].previous_end) >= since]
+    answered: dict[tuple[str, int], WeekOutcome] = {}
+    if recheck:
+        current = _stored_now(settings, [wanted[key][0] for key in recheck])
+        for key in recheck:
+            week, planned = wanted[key]
+            row = answer_from(current.get((week.project_id, week.week.number)), week, planned, model, force=force,
+                              overwrite_edited=overwrite_edited)
+            if row is not None:
+                answered[(week.project_id, week.week.number)] = row
+                leases.release([key])
+    leased = {(wanted[key][0].project_id, wanted[key][0].week.number) for key in won} - answered.keys()
+    return leased, answered
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _stored_now(settings: Settings, weeks: list[WeekInput]) -> dict[tuple[str, int], StoredReport]:
+    """The stored reports of these weeks, one query per project (one short read window)."""
+    by_project: dict[str, list[int]] = {}
+    for w in weeks:
+        by_project.setdefault(w.project_id, []).append(w.week.number)
+    out: dict[tuple[str, int], StoredReport] = {}
+    with connect(settings) as conn:
+        for project, numbers in by_project.items():
+            for number, stored in reports.stored_reports(conn, project, min(numbers), max(numbers)).items():
+                out[(project, number)] = stored
+    return out
