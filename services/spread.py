@@ -63,13 +63,17 @@ def rotated(items: Sequence[T], participant: int, participants: int) -> list[T]:
     return [*items[start:], *items[:start]]
 
 
-def take(settings: Settings, batch: str, participant: int, project: str, week: int) -> bool:
-    """Take the week's dibs for this participant; False if another participant has it."""
-    return claims.claim(settings, _dibs_key(batch, project, week), owner(batch, participant), ttl_s=BATCH_TTL_S)
+def take(settings: Settings, batch: str, participant: int, weeks: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Take the dibs of these (project, week)s for this participant in one round trip; those it got."""
+    keys = {_dibs_key(batch, project, week): (project, week) for project, week in weeks}
+    taken = claims.take(settings, keys, owner(batch, participant), ttl_s=BATCH_TTL_S)
+    return [keys[key] for key in keys if taken[key].won]
 
 
-def mark_done(settings: Settings, batch: str, participant: int, project: str, week: int) -> None:
-    claims.claim(settings, f"{_done_prefix(batch)}{week}:{project}", owner(batch, participant), ttl_s=BATCH_TTL_S)
+def mark_done(settings: Settings, batch: str, participant: int, weeks: Sequence[tuple[str, int]]) -> None:
+    """Count these (project, week)s as finished (one round trip)."""
+    claims.take(settings, [f"{_done_prefix(batch)}{week}:{project}" for project, week in weeks],
+                owner(batch, participant), ttl_s=BATCH_TTL_S)
 
 
 def done_count(settings: Settings, batch: str) -> int:

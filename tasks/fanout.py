@@ -86,13 +86,13 @@ Work = tuple[str, IsoWeek, Prepared]
 
 def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrite_edited: bool,
               max_workers: int | None, planned_at: datetime, on_done: Callable[[WeekOutcome], None] | None = None,
-              take: Callable[[str, IsoWeek], bool] | None = None) -> list[WeekOutcome]:
+              take: Callable[[list[Work]], list[Work]] | None = None) -> list[WeekOutcome]:
     """Run weeks as concurrent tasks (at most `max_workers` in flight), in order; one outcome row per week run.
 
-    The weeks to write are leased first (their cache keys, services/week_claims.py): all at once, or with
-    `take` as each is handed out. `take(project, week)`, when given, is asked just before a week is
-    submitted: False skips it (another run of a spread backfill has it) without a task and without a row.
-    `planned_at`: when the weeks' inputs were read.
+    The weeks to write are leased first (their cache keys, services/week_claims.py), in one round trip.
+    `take(weeks)`, when given (a spread backfill), is asked for the next `max_workers` weeks whenever this
+    run has none left in hand, and returns those this run gets; the others are skipped without a task or
+    a row (another run has them). `planned_at`: when the weeks' inputs were read.
     """
     todo = deque(work)
     rows: list[WeekOutcome] = []
@@ -107,12 +107,20 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
     finished: queue.Queue[tuple[PrefectFuture[Any], str, IsoWeek, int, float]] = queue.Queue()
     in_flight = 0
     model = engine_model(settings)
+    in_hand: deque[Work] = deque()
+    leased: set[tuple[str, int]] = set()
+    answered: dict[tuple[str, int], WeekOutcome] = {}
 
-    def lease(batch: list[Work]) -> tuple[set[tuple[str, int]], dict[tuple[str, int], WeekOutcome]]:
-        if leases is None or not batch:
-            return set(), {}
-        return lease_weeks(settings, leases, [prepared for _, _, prepared in batch], model, force=force,
-                           overwrite_edited=overwrite_edited, planned_at=planned_at)
+    def refill() -> None:
+        batch = [todo.popleft() for _ in range(min(len(todo), workers if take is not None else len(todo)))]
+        if take is not None:
+            batch = take(batch)
+        if leases is not None and batch:
+            got, reused = lease_weeks(settings, leases, [prepared for _, _, prepared in batch], model, force=force,
+                                      overwrite_edited=overwrite_edited, planned_at=planned_at)
+            leased.update(got)
+            answered.update(reused)
+        in_hand.extend(batch)
 
     def done(row: WeekOutcome) -> None:
         rows.append(row)
@@ -120,18 +128,14 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
             on_done(row)
 
     with gate, leasing as leases:
-        leased, answered = lease(list(todo)) if take is None else (set(), {})
-        while todo or in_flight:
-            batch: list[Work] = []
-            while todo and in_flight + len(batch) < workers:
-                item = todo.popleft()
-                if take is None or take(item[0], item[1]):
-                    batch.append(item)
-            if take is not None:
-                leased, answered = lease(batch)
-            for project_id, week, prepared in batch:
+        while todo or in_hand or in_flight:
+            while in_flight < workers and (in_hand or todo):
+                if not in_hand:
+                    refill()
+                    continue
+                project_id, week, prepared = in_hand.popleft()
                 if (project_id, week.number) in answered:
-                    done(answered[(project_id, week.number)])
+                    done(answered.pop((project_id, week.number)))
                     continue
                 owner = leases.owner if leases is not None and (project_id, week.number) in leased else None
                 t0 = time.perf_counter()

@@ -55,18 +55,43 @@ def run_share(settings: Settings, batch: str, participant: int, participants: in
               force: bool, overwrite_edited: bool, max_workers: int | None, planned_at: datetime,
               on_done: Callable[[WeekOutcome], None] | None = None) -> list[WeekOutcome]:
     """The weeks of the batch this participant gets the dibs of, written as concurrent tasks."""
+    finished = _DoneMarks(settings, batch, participant)
 
-    def take(project: str, week: IsoWeek) -> bool:
-        return spread.take(settings, batch, participant, project, week.number)
+    def take(weeks: list[Work]) -> list[Work]:
+        got = set(spread.take(settings, batch, participant, [(p, w.number) for p, w, _ in weeks]))
+        return [item for item in weeks if (item[0], item[1].number) in got]
 
     def done(row: WeekOutcome) -> None:
-        spread.mark_done(settings, batch, participant, row.project, row.week_number)
+        finished.add(row)
         if on_done is not None:
             on_done(row)
 
-    return run_weeks(settings, spread.rotated(ordered(work), participant, participants), force=force,
-                     overwrite_edited=overwrite_edited, max_workers=max_workers, planned_at=planned_at,
-                     on_done=done, take=take)
+    try:
+        return run_weeks(settings, spread.rotated(ordered(work), participant, participants), force=force,
+                         overwrite_edited=overwrite_edited, max_workers=max_workers, planned_at=planned_at,
+                         on_done=done, take=take)
+    finally:
+        finished.flush()
+
+
+class _DoneMarks:
+    """Finished weeks, marked for the progress bar at most once a second (one round trip for them all)."""
+
+    def __init__(self, settings: Settings, batch: str, participant: int) -> None:
+        self._args = (settings, batch, participant)
+        self._weeks: list[tuple[str, int]] = []
+        self._last = time.monotonic()
+
+    def add(self, row: WeekOutcome) -> None:
+        self._weeks.append((row.project, row.week_number))
+        if time.monotonic() - self._last >= 1.0:
+            self.flush()
+
+    def flush(self) -> None:
+        self._last = time.monotonic()
+        if self._weeks:
+            weeks, self._weeks = self._weeks, []
+            spread.mark_done(*self._args, weeks)
 
 
 def plan_share(settings: Settings, weeks: spread.Weeks, *, force: bool,
@@ -111,8 +136,10 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
         return fan_out(settings, plans, key=key, title=title, force=force, overwrite_edited=overwrite_edited,
                        max_workers=max_workers, counts=counts)
     batch = current_flow_run_id()
+    t0 = time.monotonic()
     started = _start_children(batch, batch_weeks(work), children, title=title, force=force,
                               overwrite_edited=overwrite_edited, max_workers=max_workers)
+    t_started = time.monotonic()
     if not started:
         return fan_out(settings, plans, key=key, title=title, force=force, overwrite_edited=overwrite_edited,
                        max_workers=max_workers, counts=counts)
@@ -122,25 +149,44 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
     try:
         mine = run_share(settings, batch, 0, children + 1, work, force=force, overwrite_edited=overwrite_edited,
                          max_workers=max_workers, planned_at=planned_at, on_done=lambda _row: progress.refresh())
+        t1 = time.monotonic()
+        _run_log().info("spread backfill: %d child run(s) started in %.1fs; this run wrote %d of %d week(s) in %.1fs",
+                 len(started), t_started - t0, len(mine), len(work), t1 - t_started)
         theirs = _wait_for_children(settings, batch, started, progress)
+        _run_log().info("spread backfill: %d week(s) from the child runs; waited %.1fs for them", len(theirs),
+                 time.monotonic() - t1)
         have = {(r.project, r.week_number) for r in [*mine, *theirs]}
         left = [w for w in work if (w[0], w[1].number) not in have]
         if left:
             log.warning("%d week(s) have no outcome from the run that took them (its worker died?); writing "
                         "them here", len(left))
 
-        def swept(row: WeekOutcome) -> None:
-            spread.mark_done(settings, batch, 0, row.project, row.week_number)
+        swept = _DoneMarks(settings, batch, 0)
+
+        def sweep_done(row: WeekOutcome) -> None:
+            swept.add(row)
             progress.refresh()
 
         rest = run_weeks(settings, left, force=force, overwrite_edited=overwrite_edited, max_workers=max_workers,
-                         planned_at=planned_at, on_done=swept)
+                         planned_at=planned_at, on_done=sweep_done)
+        swept.flush()
         rows += [*mine, *theirs, *rest]
     finally:
         spread.tidy(settings)
     progress.refresh(force=True)
     counts["spread"] = {"runs": len(started) + 1, "weeks_here": len(mine) + len(rest), "weeks_children": len(theirs)}
     return publish_outcome(_one_per_week(rows), key=key, title=title, counts=counts)
+
+
+def _run_log() -> logging.Logger | logging.LoggerAdapter:
+    """The flow run's logger (lines reach the run's page in the UI), or this module's outside a run."""
+    from prefect import get_run_logger
+    from prefect.exceptions import MissingContextError
+
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return log
 
 
 def _one_per_week(rows: list[WeekOutcome]) -> list[WeekOutcome]:
@@ -182,6 +228,7 @@ def _wait_for_children(settings: Settings, batch: str, children: dict[int, UUID]
     pending = dict(children)
     ended: list[UUID] = []
     seen_alive: set[int] = set()
+    silent_since: dict[int, float] = {}
     waiting_since: dict[int, float] = {}
     with get_client(sync_client=True) as client:
         while pending:
@@ -201,8 +248,12 @@ def _wait_for_children(settings: Settings, batch: str, children: dict[int, UUID]
                     del pending[participant]
                 elif spread.is_alive(settings, batch, participant):
                     seen_alive.add(participant)
+                    silent_since.pop(participant, None)
                 elif participant in seen_alive:
-                    # Its heartbeat lapsed: the process is gone (worker killed, host lost) whatever the API says.
+                    # A child that ended has released its heartbeat a moment before the API says so; one whose
+                    # heartbeat lapsed and stays silent is gone (worker killed, host lost).
+                    if time.monotonic() - silent_since.setdefault(participant, time.monotonic()) < spread.ALIVE_TTL_S:
+                        continue
                     log.warning("child run %s stopped its heartbeat; its unfinished weeks are written here", run_id)
                     client.set_flow_run_state(run_id, Crashed(message="its heartbeat stopped (worker gone)"),
                                               force=True)

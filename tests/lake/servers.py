@@ -95,6 +95,12 @@ def pg_bin(name: str) -> str:
 class Postgres:
     host: str
     port: int
+    data_dir: Path | None = None
+
+    def pid(self) -> int | None:
+        """The postmaster's process id (its first line of postmaster.pid), for CPU accounting."""
+        pidfile = self.data_dir / "postmaster.pid" if self.data_dir else None
+        return int(pidfile.read_text().split()[0]) if pidfile and pidfile.exists() else None
 
     def conninfo(self, dbname: str) -> str:
         return f"host={self.host} port={self.port} user=postgres dbname={dbname}"
@@ -133,7 +139,7 @@ def postgres_server(max_connections: int = 300) -> Iterator[Postgres]:
             if time.monotonic() > deadline:
                 raise ServerError("PostgreSQL started but never accepted connections")
             time.sleep(0.05)
-        yield Postgres("127.0.0.1", port)
+        yield Postgres("127.0.0.1", port, data)
     finally:
         subprocess.run(_as_postgres([pg_bin("pg_ctl"), "-D", str(data), "stop", "-m", "immediate"]),
                        capture_output=True)
@@ -144,6 +150,7 @@ def postgres_server(max_connections: int = 300) -> Iterator[Postgres]:
 @dataclass(frozen=True)
 class S3:
     endpoint: str
+    pid: int | None = None
 
     def client(self):
         import boto3
@@ -164,7 +171,7 @@ def moto_server(bucket: str = BUCKET) -> Iterator[S3]:
                                 stdout=out, stderr=subprocess.STDOUT)
     try:
         _wait_port(port, proc, "moto server", log)
-        server = S3(f"http://127.0.0.1:{port}")
+        server = S3(f"http://127.0.0.1:{port}", proc.pid)
         server.client().create_bucket(Bucket=bucket)
         yield server
     finally:
@@ -261,13 +268,15 @@ class Worker:
 
 
 def start_worker(name: str, folder: Path, env: dict[str, str], pool: str = "chronicle-process",
-                 limit: int | None = None) -> Worker:
-    """A process worker polling `pool` every second; returns once it has announced itself to the API."""
+                 limit: int | None = None, queues: tuple[str, ...] = ()) -> Worker:
+    """A process worker polling `pool` (its `queues`, else all) every second; returns once it has started."""
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "worker.log"
     cmd = [str(BIN / "prefect"), "worker", "start", "--pool", pool, "--name", name, "--type", "process"]
     if limit:
         cmd += ["--limit", str(limit)]
+    for queue in queues:
+        cmd += ["--work-queue", queue]
     env = {**env, "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "1",
            "PREFECT_LOGGING_LEVEL": env.get("PREFECT_LOGGING_LEVEL", "INFO")}
     with log.open("w") as out:
@@ -282,3 +291,25 @@ def start_worker(name: str, folder: Path, env: dict[str, str], pool: str = "chro
             raise ServerError(f"worker {name} did not start within {START_TIMEOUT_S:.0f}s: {_tail(log)}")
         time.sleep(0.1)
     return worker
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """CPU time (user + system) of a process tree so far, including children it has already reaped
+    (a worker's finished flow runs, PostgreSQL's ended backends)."""
+    import psutil
+
+    if pid is None:
+        return 0.0
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for proc in procs:
+        try:
+            t = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total

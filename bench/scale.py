@@ -1,0 +1,197 @@
+"""bench/scale: an offline-engine backfill of N weeks (default 312) through the work pool, in ONE run:
+
+* `embedded-1`: one worker, embedded DuckDB file (the baseline of the lake's overhead);
+* `lake-1`: one worker, DuckLake on PostgreSQL + S3 (moto);
+* `lake-2`: two workers, the backfill spread over both (`CHRONICLE_BACKFILL_SPREAD=1`, one run per worker).
+
+Everything is real and on this machine: PostgreSQL 15 (DuckLake catalog AND the Prefect server's
+database), moto as the S3 endpoint, `prefect server start` on PostgreSQL, `prefect worker start` processes
+polling the `chronicle-process` pool (one work queue per configuration, so the idle ones never pick up
+another's run). Each repetition regenerates every week (`force`); configurations are interleaved so a
+drifting machine load hits them alike; the figure is the median of the flow runs' own durations (Prefect's
+start/end times of the parent run, children included). CPU seconds per component (Prefect server,
+PostgreSQL, moto, workers and their flow runs) are recorded per configuration: they say where the two cores
+went. Goals (issue 11): lake-2 / lake-1 throughput >= 1.7x; lake-1 time <= 1.3x embedded-1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from bench._util import result
+from bench._weekly_util import synthetic_entries
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOYMENT = "backfill-weeks/backfill-weeks"
+PROJECT = "SCALE"
+CONFIGS = ("embedded-1", "lake-1", "lake-2")
+QUEUES = {"embedded-1": "bench-embedded", "lake-1": "bench-lake-one", "lake-2": "default"}
+
+
+def _insert(env: dict[str, str], home: Path, weeks: int) -> None:
+    """The synthetic project's entries, written straight into one topology's store."""
+    from chronicle.settings import Settings
+    from storage.db import transaction
+    from storage.raw_logs import insert_entries
+
+    kwargs = {k.removeprefix("CHRONICLE_").lower(): v for k, v in env.items() if k.startswith("CHRONICLE_")}
+    kwargs.pop("home", None)
+    aws = {k: v for k, v in env.items() if k.startswith("AWS_")}
+    saved = {k: os.environ.get(k) for k in aws}
+    os.environ.update(aws)  # AWS_* are read by alias
+    try:
+        settings = Settings(home=home, **kwargs)
+        with transaction(settings) as conn:
+            insert_entries(conn, synthetic_entries(PROJECT, weeks, first="2020-W01"))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        from storage import lake
+
+        lake.close_sessions()
+
+
+def _run(queue: str, timeout: float) -> dict[str, Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+    from prefect.deployments import run_deployment
+
+    t0 = time.perf_counter()
+    run = run_deployment(DEPLOYMENT, parameters={"project_id": PROJECT, "force": True}, timeout=timeout,
+                         poll_interval=1, work_queue_name=queue)
+    wall = time.perf_counter() - t0
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(run.id)
+        shards = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run.id])))
+        from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+        logs = [f"{entry.timestamp:%H:%M:%S.%f} {entry.message}" for entry in client.read_logs(
+            log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id, *[c.id for c in shards]])))
+            if "spread" in entry.message or "flow run" in entry.message.lower()]
+    if not run.state or not run.state.is_completed():
+        raise RuntimeError(f"backfill run {run.id} ended {run.state}")
+    return {"duration_s": (run.end_time - run.start_time).total_seconds(), "wall_s": wall, "log": logs,
+            "children": [{"state": c.state.name if c.state else None,
+                          "start": str(c.start_time), "parent_start": str(run.start_time),
+                          "duration_s": (c.end_time - c.start_time).total_seconds() if c.end_time and c.start_time
+                          else None} for c in shards]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--weeks", type=int, default=312)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    args = parser.parse_args()
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
+
+    from tests.lake.servers import (
+        BIN,
+        cpu_seconds,
+        lake_env,
+        moto_server,
+        postgres_server,
+        prefect_env,
+        prefect_server,
+        start_worker,
+    )
+
+    root = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    samples: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
+    cpu: dict[str, dict[str, float]] = {c: {} for c in CONFIGS}
+    loads: list[float] = []
+    with ExitStack() as stack:
+        pg = stack.enter_context(postgres_server())
+        s3 = stack.enter_context(moto_server())
+        server = stack.enter_context(prefect_server(pg, "prefect", root / "prefect"))
+        os.environ["PREFECT_API_URL"] = server.api_url
+        lake = lake_env(pg, s3, "lake_scale")
+        base = prefect_env(PREFECT_API_URL=server.api_url, PREFECT_LOGGING_LEVEL="WARNING")
+        admin = {**base, **lake, "CHRONICLE_HOME": str(root / "admin")}
+        for cmd, cwd in (([str(BIN / "chronicle"), "setup"], root),
+                         ([str(BIN / "prefect"), "--no-prompt", "deploy", "--all"], REPO)):
+            done = subprocess.run(cmd, env=admin, cwd=cwd, capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                raise RuntimeError(f"{cmd} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")
+        from prefect.client.orchestration import get_client
+
+        with get_client(sync_client=True) as client:
+            for queue in ("bench-embedded", "bench-lake-one"):
+                client.create_work_queue(name=queue, work_pool_name="chronicle-process")
+        emb_home = root / "embedded-home"
+        _insert({}, emb_home, args.weeks)
+        _insert(lake, root / "loader", args.weeks)
+
+        def worker(name: str, env: dict[str, str], queue: str):
+            return stack.enter_context(_stopping(start_worker(name, root / name, env, limit=1, queues=(queue,))))
+
+        workers = {
+            "embedded-1": [worker("embedded", {**base, "CHRONICLE_HOME": str(emb_home)}, QUEUES["embedded-1"])],
+            "lake-1": [worker("lake-one", {**base, **lake, "CHRONICLE_HOME": str(root / "lake-one")},
+                              QUEUES["lake-1"])],
+            "lake-2": [worker(f"lake-two-{w}", {**base, **lake, "CHRONICLE_HOME": str(root / f"lake-two-{w}"),
+                                                "CHRONICLE_BACKFILL_SPREAD": "1"}, QUEUES["lake-2"]) for w in "ab"],
+        }
+        services = {"prefect-server": server.proc.pid, "postgres": pg.pid(), "moto": s3.pid}
+        for config in CONFIGS:  # warm-up: caches, first lake attach, compiled regexes in a fresh run
+            _run(QUEUES[config], args.timeout)
+        for rep in range(args.reps):
+            for config in CONFIGS:
+                before = {name: cpu_seconds(pid) for name, pid in services.items()}
+                before["workers"] = sum(cpu_seconds(w.proc.pid) for w in workers[config])
+                loads.append(os.getloadavg()[0])
+                sample = _run(QUEUES[config], args.timeout)
+                after = {name: cpu_seconds(pid) for name, pid in services.items()}
+                after["workers"] = sum(cpu_seconds(w.proc.pid) for w in workers[config])
+                sample["cpu_s"] = {k: round(after[k] - before[k], 2) for k in after}
+                samples[config].append(sample)
+                for k, v in sample["cpu_s"].items():
+                    cpu[config][k] = cpu[config].get(k, 0.0) + v / args.reps
+                print(f"rep {rep + 1} {config}: {sample['duration_s']:.1f}s "
+                      f"({args.weeks / sample['duration_s']:.1f} weeks/s) cpu {sample['cpu_s']} "
+                      f"children {sample['children']}", flush=True)
+
+    median = {c: statistics.median(s["duration_s"] for s in samples[c]) for c in CONFIGS}
+    throughput = {c: args.weeks / median[c] for c in CONFIGS}
+    speedup = throughput["lake-2"] / throughput["lake-1"]
+    lake_cost = median["lake-1"] / median["embedded-1"]
+    extra = {"weeks": args.weeks, "reps": args.reps, "median_s": median, "weeks_per_s": throughput,
+             "speedup_2_vs_1": speedup, "lake1_vs_embedded1": lake_cost, "samples": samples,
+             "cpu_s_per_run": cpu, "load_avg_1m": loads, "load_avg_1m_median": statistics.median(loads),
+             "cores": os.cpu_count()}
+    result("scale", measure=f"{args.weeks}-week offline backfill through the work pool (lake): 2 workers vs 1",
+           ours=throughput["lake-2"], baseline=throughput["lake-1"], baseline_name="1 worker, same lake",
+           unit="weeks/s", goal="2 workers >= 1.7x 1 worker", ok=speedup >= 1.7, extra=extra)
+    result("scale-lake", measure=f"{args.weeks}-week offline backfill, 1 worker: lake vs embedded file",
+           ours=median["lake-1"], baseline=median["embedded-1"], baseline_name="1 worker, embedded DuckDB",
+           unit="s", goal="lake <= 1.3x embedded", ok=lake_cost <= 1.3, extra=extra)
+
+
+class _stopping:
+    """Stop a worker (and its flow runs) when the bench ends, whatever happened."""
+
+    def __init__(self, worker: Any) -> None:
+        self.worker = worker
+
+    def __enter__(self) -> Any:
+        return self.worker
+
+    def __exit__(self, *exc: object) -> None:
+        self.worker.stop()
+
+
+if __name__ == "__main__":
+    main()
