@@ -11,15 +11,22 @@ from prefect import flow
 from prefect.runtime import flow_run
 
 from chronicle.settings import load_settings
+from chronicle.validation import name_part
 from chronicle.weekly.outcome import WeekOutcome
-from services.runs import tracked_run
+from services.runs import RUN_HOOKS, tracked_run
 from tasks.spread import shard
 
 
-@flow(name="backfill-shard", log_prints=False)
+def shard_run_name() -> str:
+    """`backfill-shard-<batch>-<n>`; never raises, whatever the parameters."""
+    params = flow_run.parameters
+    return f"backfill-shard-{name_part(params.get('batch'), 'none')}-{name_part(params.get('participant'), 'none')}"
+
+
+@flow(name="backfill-shard", flow_run_name=shard_run_name, log_prints=False, **RUN_HOOKS)
 def backfill_shard(batch: str, weeks: dict[str, list[int]], participant: int, participants: int,
                    force: bool = False, overwrite_edited: bool = False,
-                   max_workers: int | None = None) -> list[WeekOutcome]:
+                   max_workers: int = 0) -> list[WeekOutcome]:
     """Write this run's share of a spread backfill: the weeks of `weeks` no other run of `batch` took first.
 
     Args:
@@ -29,7 +36,7 @@ def backfill_shard(batch: str, weeks: dict[str, list[int]], participant: int, pa
         participants: How many runs share the batch, the parent included.
         force: As the parent's `force`: regenerate current reports too.
         overwrite_edited: As the parent's `overwrite_edited`.
-        max_workers: Weeks in flight at once in this run; empty = the backfill_max_workers setting.
+        max_workers: Weeks in flight at once in this run; 0 = the backfill_max_workers setting.
     """
     settings = load_settings()
     params = {"batch": batch, "participant": participant, "participants": participants, "force": force,

@@ -65,8 +65,9 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
             scope = backfill_scope(settings, project_id, start_week, end_week)
             plans = [plan_project(settings, p, scope.start, scope.end, force=force, overwrite_edited=overwrite_edited,
                                   only_missing=only_missing) for p in scope.projects]
-            rows = backfill_fan_out(settings, plans, key=f"backfill-{run_label(project_id)}", title=flow_run.name or "backfill",
-                           force=force, overwrite_edited=overwrite_edited, max_workers=max_workers, counts=run)
+            rows = backfill_fan_out(settings, plans, key=f"backfill-{run_label(project_id)}",
+                                    title=flow_run.name or "backfill", force=force, overwrite_edited=overwrite_edited,
+                                    max_workers=max_workers, counts=run)
             where = scope.describe() if scope.projects else "any project (nothing ingested yet)"
             run.message = run_message(rows, where)
             get_run_logger().info("backfill %s: %s", project_id, run.message)
