@@ -5,6 +5,11 @@ limit `llm` (`settings.llm_concurrency` in all, across all flow runs and process
 `ChatClient` per flow run and endpoint (the only retry layer), and the call logger that writes one
 redacted `llm_calls` row per attempt.
 
+Inside `held_calls()` (a week being written) the successful attempts are held and handed to the caller,
+which stores them in the same commit as their result: one write window per week, not one per attempt.
+Failed attempts are written at once as before (retries wait anyway), and held rows the unit did not
+store — it raised, or its write failed — are written when it ends, so no attempt's row is lost.
+
 Slots: a fan-out reserves several at once and spreads its calls over them with an in-process semaphore.
 Reserving once per fan-out instead of once per call is deliberate: with Prefect 3.9 one lease-based
 acquire/release costs ~100 ms sequentially and ~300 ms under 8-way contention (measured with the
@@ -33,7 +38,7 @@ from chronicle.llm import ChatClient, LLMCallRecord
 from chronicle.llm.call import LLMCall
 from chronicle.llm.records import CallLogger
 from chronicle.settings import Settings
-from storage.llm_log import DuckDBCallLogger
+from storage.llm_log import CallRow, DuckDBCallLogger, write_calls
 
 LIMIT_NAME = "llm"
 log = logging.getLogger("chronicle.llm")
@@ -139,6 +144,38 @@ def redactor_for(settings: Settings) -> Redactor:
     return _redactor(tuple(settings.redact_extra_patterns))
 
 
+class HeldCalls:
+    """The `llm_calls` rows of one unit of work (a week) waiting to be written with its result."""
+
+    def __init__(self) -> None:
+        self.rows: list[CallRow] = []
+        self.stored = False
+
+    def take(self) -> list[CallRow]:
+        """The rows, for the caller's commit; call `done()` once it committed them."""
+        return list(self.rows)
+
+    def done(self) -> None:
+        self.stored = True
+
+
+_held = threading.local()
+
+
+@contextmanager
+def held_calls(settings: Settings) -> Iterator[HeldCalls]:
+    """Hold this thread's successful LLM attempts (their `llm_calls` rows) for the caller to store with
+    its result; whatever it did not store (it raised, or its write failed) is written on the way out."""
+    held, outer = HeldCalls(), getattr(_held, "calls", None)
+    _held.calls = held
+    try:
+        yield held
+    finally:
+        _held.calls = outer
+        if held.rows and not held.stored:
+            write_calls(settings, held.rows)
+
+
 class _RedactingBufferedLogger:
     """Redacts every record (prompt, response, error) and holds a thread's records until its slot is free.
 
@@ -157,6 +194,10 @@ class _RedactingBufferedLogger:
         record = replace(record, prompt=r(record.prompt),
                          response=r(record.response) if record.response is not None else None,
                          error=r(record.error) if record.error is not None else None)
+        held = getattr(_held, "calls", None)
+        if held is not None and record.status == "ok" and isinstance(self.inner, DuckDBCallLogger):
+            held.rows.append(self.inner.row(record))  # written with the week's report (held_calls)
+            return
         buffer = getattr(self._local, "buffer", None)
         if buffer is None:
             self.inner.log(record)

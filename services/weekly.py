@@ -19,7 +19,7 @@ from chronicle.weekly.model import StoredReport, WeekInput, WeekReport, make_wee
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek, week_range
 from services import week_claims
-from services.llm_gate import llm_call, redactor_for
+from services.llm_gate import held_calls, llm_call, redactor_for
 from storage import claims, reports
 from storage.db import connect, transactions
 
@@ -108,21 +108,25 @@ def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | 
     """Write the week (offline engine, or the LLM through the gate) and store it as its new version
     (ending `lease` in the same commit)."""
     project_id, week = week_input.project_id, week_input.week
-    try:
-        if settings.offline_llm or not week_input.entries:
-            report = offline_week(week_input, settings.report_max_chars)
-        else:
-            call = llm_call(settings, run_id, project_id=project_id, week_number=week.number)
-            report = llm_week(week_input, call, model=model, max_chars=settings.report_max_chars,
-                              context_tokens=settings.llm_context_tokens)
-    except Exception:
-        if stored is not None and stored.status == "generated" and stored.input_hash != week_input.input_hash:
-            for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
-                with attempt as conn:
-                    reports.mark_stale(conn, project_id, week.number)
-        raise
-    saved = reports.writer_for(settings).save(report, overwrite_edited=overwrite_edited, reason=why,
-                                              flow_run_id=run_id, lease=lease)
+    # The week's successful LLM attempts are stored in its report's commit (one write window per week);
+    # if the week fails before that commit, held_calls writes them on the way out.
+    with held_calls(settings) as held:
+        try:
+            if settings.offline_llm or not week_input.entries:
+                report = offline_week(week_input, settings.report_max_chars)
+            else:
+                call = llm_call(settings, run_id, project_id=project_id, week_number=week.number)
+                report = llm_week(week_input, call, model=model, max_chars=settings.report_max_chars,
+                                  context_tokens=settings.llm_context_tokens)
+        except Exception:
+            if stored is not None and stored.status == "generated" and stored.input_hash != week_input.input_hash:
+                for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
+                    with attempt as conn:
+                        reports.mark_stale(conn, project_id, week.number)
+            raise
+        saved = reports.writer_for(settings).save(report, overwrite_edited=overwrite_edited, reason=why,
+                                                  flow_run_id=run_id, lease=lease, calls=held.take())
+        held.done()
     row = WeekOutcome(project_id, week.number, saved, report.model, len(week_input.entries),
                       llm_calls=report.llm_calls, needs_review=report.needs_review,
                       reasons=tuple(describe(r) for r in report.review_reasons), why=why)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
+from typing import Any
 
 from chronicle.llm.records import LLMCallRecord
 from chronicle.settings import Settings
@@ -11,27 +13,51 @@ from storage.db import write
 _COLUMNS = ("call_id", "started_at", "model", "endpoint", "purpose", "project_id", "week_number", "prompt_hash",
             "prompt", "response", "tokens_in", "tokens_out", "latency_ms", "status", "error", "http_status",
             "attempt", "flow_run_id")
+_INSERT = (f"INSERT INTO llm_calls ({', '.join(_COLUMNS)}) SELECT {', '.join('?' for _ in _COLUMNS)} "
+           "WHERE NOT EXISTS (SELECT 1 FROM llm_calls WHERE call_id = ? AND attempt = ?)")
+
+CallRow = tuple[Any, ...]
+"""One `llm_calls` row, in the table's column order (`call_row`)."""
+
+
+def call_row(record: LLMCallRecord, flow_run_id: str | None) -> CallRow:
+    row = asdict(record)
+    row["started_at"] = row["started_at"].replace(tzinfo=None) if row["started_at"].tzinfo else row["started_at"]
+    row["flow_run_id"] = flow_run_id
+    return tuple(row[c] for c in _COLUMNS)
+
+
+def insert_calls(conn: Any, rows: Sequence[CallRow]) -> None:
+    """Insert rows in the caller's transaction (e.g. with the report they wrote: one write window).
+
+    "Insert unless (call_id, attempt) is stored": the portable form of INSERT OR IGNORE (the lake has no
+    keys), so a unit retried after a lake commit conflict, or rows flushed twice, never duplicate. Call ids
+    are fresh uuids, so two processes never race for one.
+    """
+    call_id, attempt = _COLUMNS.index("call_id"), _COLUMNS.index("attempt")
+    for row in rows:
+        conn.execute(_INSERT, [*row, row[call_id], row[attempt]])
+
+
+def write_calls(settings: Settings, rows: Sequence[CallRow]) -> None:
+    """Rows in their own short write window (all of them in one)."""
+    if rows:
+        write(settings, lambda conn: insert_calls(conn, rows))
 
 
 class DuckDBCallLogger:
     """A `CallLogger` writing to DuckDB in its own short write window per attempt.
 
-    One row per attempt, written as it happens: a run killed mid-backfill still shows what it sent.
+    One row per attempt, written as it happens: a run killed mid-backfill still shows what it sent. A week's
+    successful attempts are instead held by services/llm_gate.py and written in the week's report commit.
     """
 
     def __init__(self, settings: Settings, flow_run_id: str | None = None) -> None:
         self.settings = settings
         self.flow_run_id = flow_run_id
 
+    def row(self, record: LLMCallRecord) -> CallRow:
+        return call_row(record, self.flow_run_id)
+
     def log(self, record: LLMCallRecord) -> None:
-        row = asdict(record)
-        row["started_at"] = row["started_at"].replace(tzinfo=None) if row["started_at"].tzinfo else row["started_at"]
-        row["flow_run_id"] = self.flow_run_id
-        placeholders = ", ".join("?" for _ in _COLUMNS)
-        # "Insert unless (call_id, attempt) is stored": the portable form of INSERT OR IGNORE (the lake has
-        # no keys). Call ids are fresh uuids, so two processes never race for one.
-        write(self.settings, lambda conn: conn.execute(
-            f"INSERT INTO llm_calls ({', '.join(_COLUMNS)}) SELECT {placeholders} "
-            "WHERE NOT EXISTS (SELECT 1 FROM llm_calls WHERE call_id = ? AND attempt = ?)",
-            [*(row[c] for c in _COLUMNS), row["call_id"], row["attempt"]],
-        ))
+        write_calls(self.settings, [self.row(record)])

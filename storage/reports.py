@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +19,7 @@ import duckdb
 from chronicle.weekly.model import StoredReport, WeekReport
 from storage import claims
 from storage.db import transactions
+from storage.llm_log import CallRow, insert_calls
 
 
 def _now() -> datetime:
@@ -262,11 +263,13 @@ def mark_stale(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: in
 
 # --- group commit ----------------------------------------------------------------------------
 class _Ticket:
-    __slots__ = ("args", "done", "error", "lease", "outcome")
+    __slots__ = ("args", "calls", "done", "error", "lease", "outcome")
 
-    def __init__(self, args: tuple[Any, ...], lease: tuple[claims.Leases, str] | None = None) -> None:
+    def __init__(self, args: tuple[Any, ...], lease: tuple[claims.Leases, str] | None = None,
+                 calls: Sequence[CallRow] = ()) -> None:
         self.args = args
         self.lease = lease
+        self.calls = calls
         self.done = False
         self.outcome: str | None = None
         self.error: BaseException | None = None
@@ -288,10 +291,11 @@ class ReportWriter:
         self._writing = False
 
     def save(self, report: WeekReport, *, overwrite_edited: bool, reason: str, flow_run_id: str | None,
-             lease: tuple[claims.Leases, str] | None = None) -> str:
-        """Store the report (group-committed); `lease` (the week's claim) ends with it: in the same
-        transaction on the embedded file, right after the commit in the lake (claims live in PostgreSQL)."""
-        ticket = _Ticket((report, overwrite_edited, reason, flow_run_id), lease)
+             lease: tuple[claims.Leases, str] | None = None, calls: Sequence[CallRow] = ()) -> str:
+        """Store the report (group-committed) with the `llm_calls` rows of the attempts that wrote it (`calls`,
+        same transaction); `lease` (the week's claim) ends with it: in the same transaction on the embedded
+        file, right after the commit in the lake (claims live in PostgreSQL)."""
+        ticket = _Ticket((report, overwrite_edited, reason, flow_run_id), lease, calls)
         with self._cond:
             self._queue.append(ticket)
             while not ticket.done and self._writing:
@@ -326,6 +330,7 @@ class ReportWriter:
         for attempt in transactions(self.settings, guard=guard):
             with attempt as conn:
                 outcomes = save_reports(conn, [t.args for t in tickets])
+                insert_calls(conn, [row for t in tickets for row in t.calls])
                 for held, keys in leases.items():
                     claims.finish_in(conn, keys, held.owner)
         for t, outcome in zip(tickets, outcomes, strict=True):

@@ -168,6 +168,24 @@ def test_over_long_answers_are_shortened_and_big_weeks_map_reduced(
     assert db_rows("SELECT summary FROM weekly_reports") == [("本周入组 3 人 [E9]，SAE 1 例 [E30]，其余按计划推进。",)]
 
 
+def test_a_week_that_fails_after_good_attempts_keeps_their_llm_calls_rows(
+        trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A week's successful attempts are held to be stored with its report (one write window per week):
+    when the week dies before that commit, they are written anyway, beside the failed attempt's row."""
+    from chronicle.weekly.outcome import WeeksFailedError
+    from flows.summarize_week import summarize_week
+
+    monkeypatch.setenv("CHRONICLE_LLM_CONTEXT_TOKENS", "400")  # map-reduce: several calls for one week
+    online.enqueue(Reply(content="- 入组与访视按计划 [E9]"), Reply(content="- SAE 1 例 [E30]"),
+                   Reply(status=400, content="bad request"))  # 400 fails the call at once, no retry
+    with pytest.raises(WeeksFailedError):
+        summarize_week("XH201", "2025-W30")
+    assert online.calls() == 3
+    rows = db_rows("SELECT purpose, status, http_status, week_number FROM llm_calls ORDER BY started_at")
+    assert rows == [("map", "ok", 200, 202530), ("map", "ok", 200, 202530), ("map", "error", 400, 202530)]
+    assert db_rows("SELECT count(*) FROM weekly_reports") == [(0,)]
+
+
 class InFlight:
     """A responder that records how many requests were being answered at once.
 
