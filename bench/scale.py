@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import tempfile
 import time
 from contextlib import ExitStack
@@ -99,8 +98,8 @@ def main() -> None:
     os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 
     from tests.lake.servers import (
-        BIN,
         cpu_seconds,
+        deploy_all,
         lake_env,
         moto_server,
         postgres_server,
@@ -121,11 +120,7 @@ def main() -> None:
         lake = lake_env(pg, s3, "lake_scale")
         base = prefect_env(PREFECT_API_URL=server.api_url, PREFECT_LOGGING_LEVEL="WARNING")
         admin = {**base, **lake, "CHRONICLE_HOME": str(root / "admin")}
-        for cmd, cwd in (([str(BIN / "chronicle"), "setup"], root),
-                         ([str(BIN / "prefect"), "--no-prompt", "deploy", "--all"], REPO)):
-            done = subprocess.run(cmd, env=admin, cwd=cwd, capture_output=True, text=True, timeout=600)
-            if done.returncode != 0:
-                raise RuntimeError(f"{cmd} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")
+        deploy_all(admin, REPO)
         from prefect.client.orchestration import get_client
 
         with get_client(sync_client=True) as client:

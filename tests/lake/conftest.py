@@ -18,7 +18,7 @@ from typing import TypeVar
 import pytest
 
 from tests.lake import servers
-from tests.lake.servers import BUCKET, S3, Postgres, ServerError
+from tests.lake.servers import BUCKET, S3, Postgres, PrefectServer, ServerError
 
 T = TypeVar("T")
 
@@ -44,6 +44,12 @@ def postgres() -> Iterator[Postgres]:
 def s3() -> Iterator[S3]:
     """moto in server mode in its own process (no GIL shared with the tests), one bucket for everyone."""
     yield from _started(servers.moto_server(BUCKET))
+
+
+@pytest.fixture(scope="session")
+def prefect_on_postgres(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrefectServer]:
+    """`prefect server start` with its database in the session's PostgreSQL (asyncpg), as deployed."""
+    yield from _started(servers.prefect_server(postgres, "prefect", tmp_path_factory.mktemp("prefect-server")))
 
 
 @pytest.fixture()

@@ -313,3 +313,12 @@ def cpu_seconds(pid: int | None) -> float:
             continue
         total += t.user + t.system + t.children_user + t.children_system
     return total
+
+
+def deploy_all(env: dict[str, str], repo: Path, timeout: float = 600) -> None:
+    """What a data engineer runs once: `chronicle setup` (work pool, limits, lake) then `prefect deploy --all`
+    from the checkout (the deployments' working folder)."""
+    for cmd in ([str(BIN / "chronicle"), "setup"], [str(BIN / "prefect"), "--no-prompt", "deploy", "--all"]):
+        done = subprocess.run(cmd, env=env, cwd=repo, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise ServerError(f"{' '.join(cmd[-2:])} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")

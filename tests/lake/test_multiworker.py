@@ -247,3 +247,112 @@ def test_two_workers_one_killed_then_rerun_while_an_analyst_reads(home: Path, la
     assert all(dup_logs == "0" and dup_reports == "0" for _q, dup_logs, dup_reports, _n in answers), lines
     assert int(answers[-1][3]) == len(expected["weekly_stats"])
     print(json.dumps({"analyst_queries": analyst.sent}))
+
+
+def test_a_backfill_spreads_its_weeks_over_two_workers_of_a_pool_on_postgres(
+        prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 11.6/11.7: the deployed topology. A Prefect server whose database is the session's PostgreSQL,
+    `chronicle setup` + `prefect deploy --all`, two `prefect worker start` processes (separate working folders,
+    sharing only PostgreSQL, S3 and the API) with `CHRONICLE_BACKFILL_SPREAD=1`; the operator starts the
+    backfill deployment as the UI form would. The parent starts a `backfill-shard` child run through
+    `run_deployment` (idempotency key), the other worker runs it, both write weeks, each week is written once,
+    and the operator's outcome table and progress bar are the parent's, as without spreading."""
+    from contextlib import ExitStack
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows.ingest_logs import ingest_logs
+    from tests.fakellm import FakeLLMServer
+    from tests.lake import servers
+    from tests.lake.helpers import REPO
+
+    settings = _use(monkeypatch, tmp_path / "loader", lake_env)
+    ingest_logs([str(inputs / "logs")])
+    with_entries = {w for w, in _rows(settings, "SELECT DISTINCT week_number FROM raw_logs")}
+
+    # The model answers nothing until two requests are in flight at once. Each run sends one at a time
+    # (max_workers=1), so two in flight means the parent and its child are both writing weeks (an event, not
+    # a delay); from then on every request is answered at once.
+    both, lock, in_flight = threading.Event(), threading.Lock(), [0]
+
+    def responder(_request: dict) -> str:
+        with lock:
+            in_flight[0] += 1
+            if in_flight[0] >= 2:
+                both.set()
+        try:
+            both.wait(timeout=300)
+            return "## 本周要点\n\n- 项目按计划推进，详见流水账 [E1]。\n"
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    server = prefect_on_postgres
+    base = servers.prefect_env(PREFECT_API_URL=server.api_url, PREFECT_LOGGING_LEVEL="INFO")
+    try:
+        servers.deploy_all({**base, **lake_env, "CHRONICLE_HOME": str(tmp_path / "admin")}, REPO)
+    except servers.ServerError as exc:
+        pytest.fail(str(exc))
+    with FakeLLMServer() as llm, ExitStack() as stack:
+        llm.responder = responder
+        worker_env = {**base, **lake_env, "CHRONICLE_BACKFILL_SPREAD": "1", "LLM_URL": llm.base_url,
+                      "CHRONICLE_LLM_TIMEOUT_S": "600"}
+        workers = []
+        for name in ("worker-a", "worker-b"):
+            try:
+                worker = servers.start_worker(name, tmp_path / name, {**worker_env,
+                                                                      "CHRONICLE_HOME": str(tmp_path / name)},
+                                              limit=1)
+            except servers.ServerError as exc:
+                pytest.fail(str(exc))
+            stack.callback(worker.stop)
+            workers.append(worker)
+        with temporary_settings({PREFECT_API_URL: server.api_url}):
+            run = run_deployment("backfill-weeks/backfill-weeks", timeout=600, poll_interval=1,
+                                 parameters={"project_id": "XH201", "max_workers": 1})
+            with get_client(sync_client=True) as client:
+                run = client.read_flow_run(run.id)
+                children = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                    parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run.id])))
+                table = client.read_artifacts(artifact_filter=_artifact_key("backfill-xh201"))
+                progress = client.read_artifacts(artifact_filter=_artifact_key("backfill-xh201-progress"))
+            logs = "\n".join(w.text() for w in workers)
+            assert run.state is not None and run.state.is_completed(), f"{run.state}\n{logs[-4000:]}"
+            shards = [c for c in children if c.flow_id != run.flow_id]
+            assert len(shards) == 1 and shards[0].state is not None and shards[0].state.is_completed(), children
+            child = shards[0]
+            assert child.idempotency_key == f"{run.id}:shard-1"
+            # Parent and child ran on different workers (each takes one run at a time).
+            ran = [{str(r.id) for r in (run, child) if str(r.id) in w.text()} for w in workers]
+            assert sorted(len(r) for r in ran) == [1, 1] and ran[0] != ran[1], logs[-4000:]
+            writers = dict(_rows(settings, "SELECT flow_run_id, count(*) FROM weekly_reports GROUP BY 1"))
+            assert set(writers) == {str(run.id), str(child.id)}, writers  # both wrote weeks
+            assert _rows(settings, "SELECT project_id, week_number FROM weekly_report_versions GROUP BY ALL "
+                                   "HAVING count(*) > 1") == []
+            weeks = _rows(settings, "SELECT count(*), min(week_number), max(week_number) FROM weekly_reports")[0]
+            assert weeks[0] == sum(writers.values()) and weeks[0] >= len(with_entries)
+            # One LLM call per week with entries, whoever wrote it.
+            assert llm.calls() == len(with_entries)
+            assert _rows(settings, "SELECT count(*), count(DISTINCT week_number) FROM llm_calls") == [
+                (len(with_entries), len(with_entries))]
+            # The operator's view is the parent's, as without spreading: one outcome row per week, 100 %.
+            assert len(table) == 1 and len(json.loads(table[0].data)) == weeks[0]
+            assert progress and progress[0].data == 100.0
+
+            # The same backfill again: every week cached, no model call, still one version per week.
+            before = llm.calls()
+            again = run_deployment("backfill-weeks/backfill-weeks", timeout=600, poll_interval=1,
+                                   parameters={"project_id": "XH201", "max_workers": 1})
+            assert again.state is not None and again.state.is_completed(), again.state
+            assert llm.calls() == before
+            assert _rows(settings, "SELECT count(*) FROM weekly_report_versions") == [(weeks[0],)]
+
+
+def _artifact_key(key: str):
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    return ArtifactFilter(key=ArtifactFilterKey(any_=[key]))
