@@ -4,6 +4,7 @@ S3 endpoint) writing the same input at once, one killed with -9 and rerun, an an
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -249,20 +250,27 @@ def test_two_workers_one_killed_then_rerun_while_an_analyst_reads(home: Path, la
     print(json.dumps({"analyst_queries": analyst.sent}))
 
 
-def test_a_backfill_spreads_its_weeks_over_two_workers_of_a_pool_on_postgres(
-        prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 11.6/11.7: the deployed topology. A Prefect server whose database is the session's PostgreSQL,
-    `chronicle setup` + `prefect deploy --all`, two `prefect worker start` processes (separate working folders,
-    sharing only PostgreSQL, S3 and the API) with `CHRONICLE_BACKFILL_SPREAD=1`; the operator starts the
-    backfill deployment as the UI form would. The parent starts a `backfill-shard` child run through
-    `run_deployment` (idempotency key), the other worker runs it, both write weeks, each week is written once,
-    and the operator's outcome table and progress bar are the parent's, as without spreading."""
+REPLY = "## 本周要点\n\n- 项目按计划推进，详见流水账 [E1]。\n"
+
+
+class Pool:
+    """The deployed topology of one test: a lake with the sample slice ingested, the deployments registered on
+    the session's Prefect server (database: PostgreSQL), the fake model, and two process workers."""
+
+    def __init__(self, settings, weeks_with_entries: set[int], llm, workers: list, api_url: str) -> None:
+        self.settings, self.with_entries, self.llm, self.workers, self.api_url = (
+            settings, weeks_with_entries, llm, workers, api_url)
+
+    def ran_on(self, name: str) -> list:
+        """The workers whose log has the run's own first line (both may try to submit it; one gets it)."""
+        return [w for w in self.workers if re.search(rf"Beginning (sub)?flow run '{re.escape(name)}'", w.text())]
+
+
+@pytest.fixture()
+def pool(prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: Path,
+         monkeypatch: pytest.MonkeyPatch):
     from contextlib import ExitStack
 
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
-    from prefect.deployments import run_deployment
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from flows.ingest_logs import ingest_logs
@@ -286,75 +294,132 @@ def test_a_backfill_spreads_its_weeks_over_two_workers_of_a_pool_on_postgres(
                 both.set()
         try:
             both.wait(timeout=300)
-            return "## 本周要点\n\n- 项目按计划推进，详见流水账 [E1]。\n"
+            return REPLY
         finally:
             with lock:
                 in_flight[0] -= 1
 
     server = prefect_on_postgres
     base = servers.prefect_env(PREFECT_API_URL=server.api_url, PREFECT_LOGGING_LEVEL="INFO")
-    try:
-        servers.deploy_all({**base, **lake_env, "CHRONICLE_HOME": str(tmp_path / "admin")}, REPO)
-    except servers.ServerError as exc:
-        pytest.fail(str(exc))
     with FakeLLMServer() as llm, ExitStack() as stack:
         llm.responder = responder
         worker_env = {**base, **lake_env, "CHRONICLE_BACKFILL_SPREAD": "1", "LLM_URL": llm.base_url,
                       "CHRONICLE_LLM_TIMEOUT_S": "600"}
         workers = []
-        for name in ("worker-a", "worker-b"):
-            try:
+        try:
+            servers.deploy_all({**base, **lake_env, "CHRONICLE_HOME": str(tmp_path / "admin")}, REPO)
+            for name in ("worker-a", "worker-b"):
                 worker = servers.start_worker(name, tmp_path / name, {**worker_env,
                                                                       "CHRONICLE_HOME": str(tmp_path / name)},
                                               limit=1)
-            except servers.ServerError as exc:
-                pytest.fail(str(exc))
-            stack.callback(worker.stop)
-            workers.append(worker)
+                stack.callback(worker.stop)
+                workers.append(worker)
+        except servers.ServerError as exc:
+            pytest.fail(str(exc))
         with temporary_settings({PREFECT_API_URL: server.api_url}):
-            run = run_deployment("backfill-weeks/backfill-weeks", timeout=600, poll_interval=1,
-                                 parameters={"project_id": "XH201", "max_workers": 1})
-            with get_client(sync_client=True) as client:
-                run = client.read_flow_run(run.id)
-                children = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-                    parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run.id])))
-                table = client.read_artifacts(artifact_filter=_artifact_key("backfill-xh201"))
-                progress = client.read_artifacts(artifact_filter=_artifact_key("backfill-xh201-progress"))
-            logs = "\n".join(w.text() for w in workers)
-            assert run.state is not None and run.state.is_completed(), f"{run.state}\n{logs[-4000:]}"
-            shards = [c for c in children if c.flow_id != run.flow_id]
-            assert len(shards) == 1 and shards[0].state is not None and shards[0].state.is_completed(), children
-            child = shards[0]
-            assert child.idempotency_key == f"{run.id}:shard-1"
-            # Parent and child ran on different workers (each takes one run at a time; both workers may try to
-            # submit a run, the API lets one have it: the run's own first log line says where it ran).
-            ran = [{r.name for r in (run, child) if re.search(rf"Beginning (sub)?flow run '{re.escape(r.name)}'",
-                                                              w.text())} for w in workers]
-            assert sorted(len(r) for r in ran) == [1, 1] and ran[0] != ran[1], (ran, logs[-4000:])
-            writers = dict(_rows(settings, "SELECT flow_run_id, count(*) FROM weekly_reports GROUP BY 1"))
-            assert set(writers) == {str(run.id), str(child.id)}, writers  # both wrote weeks
-            assert _rows(settings, "SELECT project_id, week_number FROM weekly_report_versions GROUP BY ALL "
-                                   "HAVING count(*) > 1") == []
-            weeks = _rows(settings, "SELECT count(*), min(week_number), max(week_number) FROM weekly_reports")[0]
-            assert weeks[0] == sum(writers.values()) and weeks[0] >= len(with_entries)
-            # One LLM call per week with entries, whoever wrote it.
-            assert llm.calls() == len(with_entries)
-            assert _rows(settings, "SELECT count(*), count(DISTINCT week_number) FROM llm_calls") == [
-                (len(with_entries), len(with_entries))]
-            # The operator's view is the parent's, as without spreading: one outcome row per week, 100 %.
-            assert len(table) == 1 and len(json.loads(table[0].data)) == weeks[0]
-            assert progress and progress[0].data == 100.0
+            yield Pool(settings, with_entries, llm, workers, server.api_url)
 
-            # The same backfill again: every week cached, no model call, still one version per week.
-            before = llm.calls()
-            again = run_deployment("backfill-weeks/backfill-weeks", timeout=600, poll_interval=1,
-                                   parameters={"project_id": "XH201", "max_workers": 1})
-            assert again.state is not None and again.state.is_completed(), again.state
-            assert llm.calls() == before
-            assert _rows(settings, "SELECT count(*) FROM weekly_report_versions") == [(weeks[0],)]
+
+def _children(client, run_id) -> list:
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+
+    return client.read_flow_runs(flow_run_filter=FlowRunFilter(
+        parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run_id])))
 
 
 def _artifact_key(key: str):
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
     return ArtifactFilter(key=ArtifactFilterKey(any_=[key]))
+
+
+def _one_version_per_week(settings) -> int:
+    assert _rows(settings, "SELECT project_id, week_number FROM weekly_report_versions GROUP BY ALL "
+                           "HAVING count(*) > 1") == []
+    assert _rows(settings, "SELECT project_id, week_number FROM weekly_reports GROUP BY ALL "
+                           "HAVING count(*) > 1") == []
+    return _rows(settings, "SELECT count(*) FROM weekly_reports")[0][0]
+
+
+def test_a_backfill_spreads_its_weeks_over_two_workers_of_a_pool_on_postgres(pool: Pool) -> None:
+    """Issue 11.6/11.7: the deployed topology. A Prefect server whose database is the session's PostgreSQL,
+    `chronicle setup` + `prefect deploy --all`, two `prefect worker start` processes (separate working folders,
+    sharing only PostgreSQL, S3 and the API) with `CHRONICLE_BACKFILL_SPREAD=1`; the operator starts the
+    backfill deployment as the UI form would. The parent starts a `backfill-shard` child run through
+    `run_deployment` (idempotency key), the other worker runs it, both write weeks, each week is written once,
+    and the operator's outcome table and progress bar are the parent's, as without spreading."""
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+
+    settings, llm = pool.settings, pool.llm
+    run = run_deployment("backfill-weeks/backfill-weeks", timeout=600, poll_interval=1,
+                         parameters={"project_id": "XH201", "max_workers": 1})
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(run.id)
+        children = _children(client, run.id)
+        table = client.read_artifacts(artifact_filter=_artifact_key("backfill-xh201"))
+        progress = client.read_artifacts(artifact_filter=_artifact_key("backfill-xh201-progress"))
+    logs = "\n".join(w.text() for w in pool.workers)
+    assert run.state is not None and run.state.is_completed(), f"{run.state}\n{logs[-4000:]}"
+    shards = [c for c in children if c.flow_id != run.flow_id]
+    assert len(shards) == 1 and shards[0].state is not None and shards[0].state.is_completed(), children
+    child = shards[0]
+    assert child.idempotency_key == f"{run.id}:shard-1"
+    # Parent and child ran on different workers (each takes one run at a time).
+    on = [pool.ran_on(r.name) for r in (run, child)]
+    assert [len(w) for w in on] == [1, 1] and on[0] != on[1], logs[-4000:]
+    writers = dict(_rows(settings, "SELECT flow_run_id, count(*) FROM weekly_reports GROUP BY 1"))
+    assert set(writers) == {str(run.id), str(child.id)}, writers  # both wrote weeks
+    weeks = _one_version_per_week(settings)
+    assert weeks == sum(writers.values()) and weeks >= len(pool.with_entries)
+    # One LLM call per week with entries, whoever wrote it; its llm_calls row stored with the report.
+    assert llm.calls() == len(pool.with_entries)
+    assert _rows(settings, "SELECT count(*), count(DISTINCT week_number) FROM llm_calls") == [
+        (len(pool.with_entries), len(pool.with_entries))]
+    # The operator's view is the parent's, as without spreading: one outcome row per week, 100 %.
+    assert len(table) == 1 and len(json.loads(table[0].data)) == weeks
+    assert progress and progress[0].data == 100.0
+
+    # The same backfill again: every week cached, no model call, still one version per week.
+    before = llm.calls()
+    again = run_deployment("backfill-weeks/backfill-weeks", timeout=600, poll_interval=1,
+                           parameters={"project_id": "XH201", "max_workers": 1})
+    assert again.state is not None and again.state.is_completed(), again.state
+    assert llm.calls() == before
+    assert _rows(settings, "SELECT count(*) FROM weekly_report_versions") == [(weeks,)]
+
+
+def test_the_worker_of_a_child_run_killed_mid_backfill_loses_and_duplicates_nothing(pool: Pool) -> None:
+    """kill -9 of the worker running the child (and its flow-run process) once the child has written a week:
+    the parent notices the child's lapsed heartbeat, writes the weeks nobody finished, and ends Completed;
+    every week has one report and one version."""
+    import psutil
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+
+    settings = pool.settings
+    run = run_deployment("backfill-weeks/backfill-weeks", timeout=0,
+                         parameters={"project_id": "XH201", "max_workers": 1})
+    deadline = time.monotonic() + 600
+    with get_client(sync_client=True) as client:
+        child = None
+        while child is None or not _rows(settings, f"SELECT 1 FROM weekly_reports WHERE flow_run_id = '{child.id}'"):
+            assert time.monotonic() < deadline, "the child run never wrote a week"
+            shards = [c for c in _children(client, run.id) if c.name.startswith("backfill-shard-")]
+            child = shards[0] if shards else None
+            time.sleep(0.2)  # polling the API and the lake for an event, not a fixed wait
+        [victim] = pool.ran_on(child.name)
+        flow_procs = psutil.Process(victim.proc.pid).children(recursive=True)
+        victim.kill()
+        for proc in flow_procs:  # the child's flow-run process too, whatever its process group
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.kill()
+        while not (final := client.read_flow_run(run.id)).state.is_final():
+            assert time.monotonic() < deadline, "the parent never ended"
+            time.sleep(0.5)
+    assert final.state.is_completed(), final.state
+    assert _one_version_per_week(settings) >= len(pool.with_entries)
+    # Every week with entries has its report; a week in flight when the child died may have been called twice.
+    assert {w for w, in _rows(settings, "SELECT week_number FROM weekly_reports WHERE entry_count > 0")} == \
+        pool.with_entries
+    assert len(pool.with_entries) <= pool.llm.calls() <= len(pool.with_entries) + 1
