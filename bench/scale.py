@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -113,6 +114,7 @@ def main() -> None:
     cpu: dict[str, dict[str, float]] = {c: {} for c in CONFIGS}
     loads: list[float] = []
     with ExitStack() as stack:
+        stack.callback(shutil.rmtree, root, True)  # working folders, the embedded file, workers' logs
         pg = stack.enter_context(postgres_server())
         s3 = stack.enter_context(moto_server())
         server = stack.enter_context(prefect_server(pg, "prefect", root / "prefect"))
