@@ -41,9 +41,11 @@ def main() -> None:
     import numpy as np
 
     from chronicle.memory.embedder import LocalEmbedder, get_embedder
-    from chronicle.settings import Settings
+    from chronicle.settings import MINILM_EMBEDDING_MODEL, Settings
 
-    settings = Settings(home=Path("unused"))
+    # The sentence-transformers path against SentenceTransformer.encode itself (the packaged default model
+    # has no torch model to compare with).
+    settings = Settings(home=Path("unused"), embedding_model=MINILM_EMBEDDING_MODEL)
     embedder = get_embedder(settings)
     assert isinstance(embedder, LocalEmbedder), "bench/embed measures the local model (unset EMBEDDING_URL)"
     model = embedder.model

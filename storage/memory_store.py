@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from chronicle.memory.dedup import DedupPolicy, Neighbour, plan_upsert
-from chronicle.memory.embedder import Embedder, get_embedder
+from chronicle.memory.embedder import Embedder, get_embedder, query_vector
 from chronicle.memory.model import Memory
 from chronicle.settings import Settings
 from storage import memory_indexes as indexes
@@ -47,7 +47,7 @@ from storage.memory_schema import (
     StoredMemory,
     memory_schema,
 )
-from storage.memory_search import SearchMode, Weights, hits, nearest, ranked, take_rows
+from storage.memory_search import SearchMode, Weights, hits, nearest, ranked
 
 __all__ = ["EmbeddingModelMismatch", "MemoryStore", "SearchMode", "build_where", "embedding_text"]
 
@@ -296,18 +296,13 @@ class MemoryStore:
             self.settings.search_importance_weight,
             self.settings.search_fulltext_weight,
         )
-        scored, addresses = ranked(
+        scored, rows = ranked(
             table, self._embed_query, query, where, limit, mode, ann=self._has_ann(table), weights=weights
         )
-        rows = take_rows(table, [addresses[s.id] for s in scored])
-        missing = [s.id for s in scored if s.id not in rows]
-        if missing:  # a compaction between the legs and the take moved rows: look them up by id instead
-            rows.update((m.id, m) for m in self.get(missing))
         return hits(scored, rows)
 
     def _embed_query(self, query: str) -> np.ndarray:
-        embed_query = getattr(self.embedder, "embed_query", None)  # asymmetric models (e5: "query: " prefix)
-        return embed_query(query) if embed_query is not None else self.embedder.embed([query])[0]
+        return query_vector(self.embedder, query)
 
     def list(
         self, limit: int = 50, offset: int = 0, tags: list[str] | None = None, target_file: str | None = None

