@@ -64,7 +64,8 @@ def table(results: list[dict]) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['name']} | — | failed: {r['error']} | | | | no | | |")
+            shown = r["error"] if r.get("missing") else f"failed: {r['error']}"
+            lines.append(f"| {r['name']} | — | {shown} | | | | — | | |")
             continue
         lines.append(
             f"| {r['name']} | {r['measure']} | {_fmt(r['ours'], r['unit'])} | "
@@ -85,7 +86,9 @@ def collect(names: list[str]) -> list[dict]:
     for name in names:
         files = _files(name)
         if not files:
-            results.append({"name": name, "error": "not run (no result file)"})
+            results.append({"name": name, "missing": True,
+                            "error": f"no result file: not measured by this table's run (`python -m bench.{name}`; "
+                                     f"figures from its last run are in the notes below)"})
         for f in files:
             results.append(json.loads(f.read_text()))
     return results

@@ -53,13 +53,16 @@ def test_backfill_waits_for_a_foreign_holder_and_logs_it(home: Path, sample_dir:
     with connect(Settings()) as conn:
         assert conn.execute("SELECT state FROM pipeline_runs WHERE flow_name = 'backfill-weeks'").fetchall() == [
             ("COMPLETED",)]
-        [(counts,)] = conn.execute("SELECT counts FROM pipeline_runs WHERE flow_name = 'backfill-weeks'").fetchall()
+        [(run_id, counts)] = conn.execute(
+            "SELECT flow_run_id, counts FROM pipeline_runs WHERE flow_name = 'backfill-weeks'").fetchall()
     # The wait is in the run's record and its summary artifact too, not only among the log lines.
     assert any("held by" in note for note in json.loads(counts)["notes"]), counts
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
 
+    # This run's artifact: other tests of the session publish under the same key on the same API.
     with get_client(sync_client=True) as client:
-        summary = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[
-            "backfill-xh201-summary"])), limit=1)
+        summary = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=["backfill-xh201-summary"]),
+            flow_run_id=ArtifactFilterFlowRunId(any_=[run_id])), limit=1)
     assert summary and "held by" in summary[0].data and "## Notes" in summary[0].data, summary
