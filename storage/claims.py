@@ -22,7 +22,10 @@ Where the claim lives:
 The statement is the same text on both backends (storage/db.py `coordination` picks where it runs),
 and time is the database's own `now()`, so hosts with skewed clocks agree on expiry. A claim expires
 after `ttl_s`; `hold` and `run_once` renew it from a heartbeat thread every `ttl_s / 3`, so a holder
-that is alive keeps it however long it works, and one killed with -9 frees the key `ttl_s` later.
+that is alive keeps it however long it works, and one killed with -9 frees the key `ttl_s` later —
+except on the embedded file, where every holder is on this machine: a key whose holder's process is gone
+(its pid, from the owner id, no longer exists) is taken at once, so a rerun after a kill does not wait.
+Not in lake mode: another host's pid means nothing here, and two containers may share a host name.
 """
 
 from __future__ import annotations
@@ -116,8 +119,38 @@ def take(settings: Settings, keys: Iterable[str], owner: str, ttl_s: float = DEF
     with _coord(settings) as coord:
         coord.execute(_upsert(wanted, owner, ttl_s))
         rows = coord.query(f"SELECT key, owner, prev_end FROM {TABLE} WHERE key IN ({listed})")
+        orphans = [] if coord.remote else _orphaned(rows, owner)
+        if orphans:  # expire the dead holders' claims, then take those keys like expired ones
+            log.info("claims of %d key(s) held by processes that are gone: taken now, not after the ttl",
+                     len(orphans))
+            coord.execute(f"UPDATE {TABLE} SET expires_at = now() - INTERVAL '1 millisecond' WHERE "
+                          + " OR ".join(f"(key = {_lit(k)} AND owner = {_lit(o)})" for k, o in orphans))
+            coord.execute(_upsert([k for k, _ in orphans], owner, ttl_s))
+            rows = coord.query(f"SELECT key, owner, prev_end FROM {TABLE} WHERE key IN ({listed})")
     found = {key: (holder_, prev_end) for key, holder_, prev_end in rows}
     return {key: Taken(found[key][0] == owner, found[key][1]) if key in found else Taken(False) for key in wanted}
+
+
+def _process_gone(holder: str) -> bool:
+    """Whether the owner id (`new_owner`: host:pid:…) names a process of this host that no longer exists."""
+    host, _, rest = holder.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # exists, another user's
+        return False
+    return False
+
+
+def _orphaned(rows: list[tuple], owner: str) -> list[tuple[str, str]]:
+    return [(key, holder) for key, holder, _ in rows if holder != owner and _process_gone(holder)]
 
 
 def claim(settings: Settings, key: str, owner: str, ttl_s: float = DEFAULT_TTL_S) -> bool:

@@ -85,3 +85,30 @@ def test_losers_wait_and_reuse_the_winners_result(backend: tuple[str, dict[str, 
     outs = sorted(o.strip() for o in finish(procs))
     assert log.read_text().splitlines() == ["ran"], "the work ran more than once"
     assert outs == ["cached"] * (N_PROCS - 1) + ["generated"], outs
+
+
+def test_a_dead_holder_frees_its_keys_at_once_only_on_the_embedded_file(backend: tuple[str, dict[str, str]],
+                                                                        home: Path) -> None:
+    """Embedded: every holder is on this machine, so a claim whose process is gone (kill -9) is taken at once
+    instead of after its ttl; a live holder keeps it. Lake: a pid of "this host" proves nothing, the ttl rules."""
+    import socket
+    import subprocess
+    import sys
+
+    from storage import claims
+
+    s = settings_for(home, backend[1])
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    dead = f"{socket.gethostname()}:{int(done.stdout)}:1:deadbeef"
+    with subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE) as alive_proc:
+        alive = f"{socket.gethostname()}:{alive_proc.pid}:1:cafebabe"
+        assert claims.claim(s, "week:P:1", dead, ttl_s=600)
+        assert claims.claim(s, "week:P:2", alive, ttl_s=600)
+        taken = claims.take(s, ["week:P:1", "week:P:2"], "me", ttl_s=60)
+        alive_proc.stdin.close()
+    assert not taken["week:P:2"].won and claims.holder(s, "week:P:2") == alive  # a live holder keeps its key
+    if backend[0] == "embedded":
+        assert taken["week:P:1"].won and claims.holder(s, "week:P:1") == "me"
+    else:
+        assert not taken["week:P:1"].won and claims.holder(s, "week:P:1") == dead
