@@ -57,8 +57,9 @@ def print_distill_summary(summary: DistillSummary) -> None:
     if t.suspected_injection:
         console.print(f"[red]suspected injection: {t.suspected_injection} (never written; see proposals)[/]")
     if t.proposals:
-        console.print(f"[yellow]proposals waiting for approval: {t.proposals} ({t.proposals_new} new) — "
-                      "chronicle memory proposals[/]")
+        # Many memories may repeat one proposal (the same fact on several days): count both.
+        console.print(f"[yellow]kept for approval: {t.proposals} memories (protected file or suspected injection)"
+                      f" → {t.proposals_new} new proposal(s) — chronicle memory proposals[/]")
     for f in t.files.values():
         if f.get("skipped"):
             err.print(f"[yellow]{f['skipped']}[/]")

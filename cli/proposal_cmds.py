@@ -2,41 +2,34 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 import typer
-from rich.table import Table
 
 from cli.common import console, err, load_settings
+from cli.output import Format, emit, format_option
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 
 
 def register(memory: typer.Typer) -> None:
     @memory.command()
-    def proposals(as_json: bool = typer.Option(False, "--json"),
+    def proposals(as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
                   all_: bool = typer.Option(False, "--all", help="Approved and rejected ones too."),
-                  home: str | None = HomeOpt) -> None:
+                  fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
         """Memories waiting for approval: aimed at a protected file (SOUL.md, IDENTITY.md) or suspected injection."""
         from services.proposals import list_proposals
 
         rows = list_proposals(load_settings(home), None if all_ else "pending")
-        if as_json:
-            print(json.dumps([asdict(p) for p in rows], ensure_ascii=False, default=str, indent=2))
+        if as_json or fmt is not Format.table:
+            emit([asdict(p) for p in rows], Format.json if as_json else fmt)
             return
-        if not rows:
-            console.print("no proposals" + ("" if all_ else " waiting for approval"))
-            return
-        table = Table(title=f"{len(rows)} proposal(s) — chronicle memory approve|reject ID")
-        table.add_column("id", no_wrap=True, min_width=18)  # the handle a human copies: never cut
-        for name in ("file", "action", "injection?", "status", "note day", "content"):
-            table.add_column(name)
-        for p in rows:
-            text = p.content if len(p.content) <= 100 else p.content[:99] + "…"
-            table.add_row(p.proposal_id, p.target_file, p.action, "[red]yes[/]" if p.suspected_injection else "no",
-                          p.status, p.note_date.isoformat(), text)
-        console.print(table)
+        # The id is the handle a human copies: first column, never cut (emit never truncates a cell).
+        emit([{"id": p.proposal_id, "file": p.target_file, "action": p.action,
+               "injection?": "yes" if p.suspected_injection else "no", "status": p.status,
+               "note day": p.note_date.isoformat(), "content": p.content} for p in rows],
+             title=f"{len(rows)} proposal(s) — chronicle memory approve|reject ID",
+             empty="no proposals" + ("" if all_ else " waiting for approval"))
 
     @memory.command()
     def approve(proposal_id: str = typer.Argument(..., help="Proposal id (or a unique prefix)."),
