@@ -67,6 +67,12 @@ def run_demo(home: str | None, seed: int) -> Settings:
     console.print(f"DuckDB: {settings.db_path}")
     sql = "select week_number, count(*) from raw_logs group by 1 order by 1"
     console.print(f'try:  duckdb {settings.db_path} -c "{sql}"')
+    from deployments import local_api
+
+    server = local_api.running()
+    if server:  # the runs of this demo are in its UI; the server outlives the command on purpose (reused)
+        console.print(f"Prefect UI: {server.ui} (background server, reused by later commands; "
+                      "`chronicle server stop` stops it)")
     console.print(f"finished in {time.perf_counter() - started:.1f}s")
     return settings
 
