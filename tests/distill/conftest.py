@@ -78,6 +78,13 @@ def distill_env(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def use_fake_endpoints(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    """Point both the LLM and the embedding endpoint at the fake server (the models it answers as)."""
+    for key, value in {"LLM_URL": base_url, "LLM_MODEL": "fake-distill",
+                       "EMBEDDING_URL": base_url, "EMBEDDING_MODEL": "fake-embedding"}.items():
+        monkeypatch.setenv(key, value)
+
+
 def ingest(notes_dir: Path) -> dict:
     from flows.ingest_logs import ingest_logs
 

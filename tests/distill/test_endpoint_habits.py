@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from chronicle.distill.prompt import REPAIR_SYSTEM
-from tests.distill.conftest import OPENCLAW, ingest, tree_bytes
+from tests.distill.conftest import OPENCLAW, ingest, tree_bytes, use_fake_endpoints
 from tests.fakellm import FakeLLMServer
 from tests.fakellm.replies import REASONING, STYLES
 
@@ -69,9 +69,7 @@ def test_distillation_on_every_reply_shape(distill_env: Path, monkeypatch: pytes
     from storage.memory_store import MemoryStore
 
     with FakeLLMServer(style=style) as server:
-        for key, value in {"LLM_URL": server.base_url, "LLM_MODEL": "fake-distill",
-                           "EMBEDDING_URL": server.base_url, "EMBEDDING_MODEL": "fake-embedding"}.items():
-            monkeypatch.setenv(key, value)
+        use_fake_endpoints(monkeypatch, server.base_url)
         server.responder = one_memory_per_day
         ingest(OPENCLAW / "memory")
         summary = distill_memory(days=30, until=UNTIL).as_dict()

@@ -20,6 +20,7 @@ from tests.distill.conftest import (
     ledger_text,
     snapshot,
     tree_bytes,
+    use_fake_endpoints,
 )
 from tests.fakellm import FakeLLMServer
 
@@ -72,10 +73,7 @@ def scripted(request: dict[str, Any]) -> str:
 @pytest.fixture
 def llm_env(distill_env: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> FakeLLMServer:
 
-    monkeypatch.setenv("LLM_URL", fake_llm.base_url)
-    monkeypatch.setenv("LLM_MODEL", "fake-distill")
-    monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
-    monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
+    use_fake_endpoints(monkeypatch, fake_llm.base_url)
     return fake_llm
 
 

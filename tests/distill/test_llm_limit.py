@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.distill.conftest import ingest
+from tests.distill.conftest import ingest, use_fake_endpoints
 from tests.fakellm import FakeLLMServer
 
 
@@ -39,10 +39,7 @@ def test_every_distill_call_holds_a_slot_of_the_shared_llm_limit(
 
     from flows.distill_memory import distill_memory
 
-    monkeypatch.setenv("LLM_URL", fake_llm.base_url)
-    monkeypatch.setenv("LLM_MODEL", "fake-distill")
-    monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
-    monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
+    use_fake_endpoints(monkeypatch, fake_llm.base_url)
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "2")
     fake_llm.responder = probe = SlotProbe()
     ingest(notes_dir)

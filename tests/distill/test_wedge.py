@@ -12,7 +12,7 @@ import pytest
 
 from chronicle.distill.parse import ReplyError, parse_reply
 from chronicle.distill.prompt import REPAIR_SYSTEM
-from tests.distill.conftest import OPENCLAW, ingest
+from tests.distill.conftest import OPENCLAW, ingest, use_fake_endpoints
 from tests.fakellm import FakeLLMServer
 
 UNTIL = date(2026, 2, 24)
@@ -53,9 +53,7 @@ def test_a_thousand_brackets_quarantine_one_chunk_and_the_run_goes_on(
     from flows.distill_memory import distill_memory
     from storage.db import connect
 
-    for key, value in {"LLM_URL": fake_llm.base_url, "LLM_MODEL": "fake-distill",
-                       "EMBEDDING_URL": fake_llm.base_url, "EMBEDDING_MODEL": "fake-embedding"}.items():
-        monkeypatch.setenv(key, value)
+    use_fake_endpoints(monkeypatch, fake_llm.base_url)
     fake_llm.responder = wedging
     ingest(OPENCLAW / "memory")
 

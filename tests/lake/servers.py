@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,19 +39,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _wait_for(ready: Callable[[], bool], proc: subprocess.Popen | None, what: str, missing: str, log: Path | None,
+              timeout: float = START_TIMEOUT_S, pause: float = 0.05) -> None:
+    """Poll `ready()` until true; fail at once if `proc` exits, or with "`what` `missing` within …" at the deadline."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc is not None and proc.poll() is not None:
+            raise ServerError(f"{what} exited with {proc.returncode}: {_tail(log)}")
+        if time.monotonic() > deadline:
+            raise ServerError(f"{what} {missing} within {timeout:.0f}s: {_tail(log)}")
+        time.sleep(pause)
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
 def _wait_port(port: int, proc: subprocess.Popen | None, what: str, log: Path | None,
                timeout: float = START_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if proc is not None and proc.poll() is not None:
-                raise ServerError(f"{what} exited with {proc.returncode}: {_tail(log)}") from None
-            if time.monotonic() > deadline:
-                raise ServerError(f"{what} did not listen on port {port} within {timeout:.0f}s: {_tail(log)}") from None
-            time.sleep(0.05)
+    _wait_for(lambda: _listening(port), proc, what, f"did not listen on port {port}", log, timeout)
 
 
 def _tail(log: Path | None, n: int = 3000) -> str:
@@ -227,13 +237,7 @@ def prefect_server(pg: Postgres, dbname: str, folder: Path) -> Iterator[PrefectS
                                 env=env, cwd=folder, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     server = PrefectServer(f"http://127.0.0.1:{port}/api", url, proc, log)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not server.healthy():
-            if proc.poll() is not None:
-                raise ServerError(f"prefect server exited with {proc.returncode}: {_tail(log)}")
-            if time.monotonic() > deadline:
-                raise ServerError(f"prefect server did not answer within {START_TIMEOUT_S:.0f}s: {_tail(log)}")
-            time.sleep(0.1)
+        _wait_for(server.healthy, proc, "prefect server", "did not answer", log, pause=0.1)
         yield server
     finally:
         _stop(proc)
@@ -283,13 +287,7 @@ def start_worker(name: str, folder: Path, env: dict[str, str], pool: str = "chro
         proc = subprocess.Popen(cmd, env=env, cwd=folder, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)  # its own process group: kill() takes its runs too
     worker = Worker(name, folder, proc, log)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while "started!" not in worker.text():
-        if proc.poll() is not None:
-            raise ServerError(f"worker {name} exited with {proc.returncode}: {_tail(log)}")
-        if time.monotonic() > deadline:
-            raise ServerError(f"worker {name} did not start within {START_TIMEOUT_S:.0f}s: {_tail(log)}")
-        time.sleep(0.1)
+    _wait_for(lambda: "started!" in worker.text(), proc, f"worker {name}", "did not start", log, pause=0.1)
     return worker
 
 
