@@ -15,6 +15,7 @@ import re
 import unicodedata
 
 from chronicle.distill.chunks import NoteEntry
+from chronicle.distill.injection import looks_like_injection
 from chronicle.distill.routing import IDENTITY, SOUL, TABLE, USER, target_file
 from chronicle.distill.signals import analyse
 from chronicle.distill.speaker import speakers_of, split_speaker
@@ -103,11 +104,12 @@ def reply_context(entry: NoteEntry, previous: NoteEntry | None, known_speakers: 
 
     A reply rarely names its topic ("Yes, twice! The kids loved it."): what an LLM distiller resolves from the
     dialogue, the rules keep verbatim as key info, so the question's words find the answer through full text.
-    It is never written to a knowledge file (key info is not) and is redacted with the rest of the memory.
+    It is never written to a knowledge file (key info is not) and is redacted with the rest of the memory. A turn
+    that reads as an instruction to the model is not copied: it stays a flagged memory of its own, nothing more.
     """
     if previous is None or (previous.source_file, previous.heading_path) != (entry.source_file, entry.heading_path):
         return None
-    if previous.kind in ("code", "table"):
+    if previous.kind in ("code", "table") or looks_like_injection(previous.content):
         return None
     if split_speaker(entry.content, known_speakers).speaker is None:
         return None
