@@ -6,7 +6,10 @@ Every canary string is unique to these tests, so finding one anywhere Chronicle 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def cn_id(body17: str) -> str:
@@ -97,3 +100,30 @@ def leaks(blob: str | bytes) -> list[str]:
     """The canaries (and canary fragments) found in `blob`."""
     text = blob.decode("utf-8", "replace") if isinstance(blob, bytes) else blob
     return [c for c in [*ALL, *FRAGMENTS] if c in text]
+
+
+def user_message(request: dict[str, Any]) -> str:
+    return next(m["content"] for m in request["messages"] if m["role"] == "user")
+
+
+def quoting_model(*, target_file: str = "MEMORY.md", width: int = 90, lines: int = 4, own_secret: str | None = None
+                  ) -> Callable[[dict[str, Any]], str]:
+    """A fake model that quotes its input back (distill: one memory per note entry aimed at `target_file`;
+    weekly: the first `lines` log lines cut at `width`), so whatever the prompt held reaches every sink after
+    it. With `own_secret` it also adds a credential of its own (`DB_PASS=…`), which must be gone too."""
+
+    def reply(request: dict[str, Any]) -> str:
+        user = user_message(request)
+        if request["messages"][0]["content"].startswith("You distill"):
+            entries = re.findall(r"^\[\d+\] (.*)$", user, flags=re.M)
+            memories = [{"content": text, "summary": text[:60], "tags": ["t"], "importance": 0.7,
+                         "targetFile": target_file, "action": "append"} for text in entries]
+            if own_secret:
+                memories.append({"content": f"The model adds DB_PASS={own_secret} for later.", "summary": "x",
+                                 "tags": ["t"], "importance": 0.5, "targetFile": "MEMORY.md", "action": "append"})
+            return json.dumps(memories, ensure_ascii=False)
+        quoted = [line for line in user.splitlines() if line.startswith("[E")]
+        extra = f"\n- 附：DB_PASS={own_secret}\n" if own_secret else ""
+        return "## 周报\n\n" + "\n".join(f"- {line[:width]}" for line in quoted[:lines]) + extra
+
+    return reply

@@ -8,17 +8,15 @@ flow- and task-run names, CLI output, logs. `raw_logs`, `rejects` and `ingest_fi
 from __future__ import annotations
 
 import json
-import re
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from chronicle.settings import Settings
 from tests.fakellm import FakeLLMServer
-from tests.security.canaries import cn_id
+from tests.security.canaries import cn_id, quoting_model
 from tests.security.test_secrets import artifacts_text, listening, tree
 
 ID = cn_id("32010219850611042")
@@ -64,22 +62,8 @@ def write_inputs(root: Path) -> Path:
     return root
 
 
-def _user(request: dict[str, Any]) -> str:
-    return next(m["content"] for m in request["messages"] if m["role"] == "user")
-
-
-def leaky_model(request: dict[str, Any]) -> str:
-    """Quotes its input back AND adds a credential of its own: both must be gone before anything is stored."""
-    user = _user(request)
-    if request["messages"][0]["content"].startswith("You distill"):
-        entries = re.findall(r"^\[\d+\] (.*)$", user, flags=re.M)
-        memories = [{"content": text, "summary": text[:60], "tags": ["t"], "importance": 0.7,
-                     "targetFile": "TOOLS.md", "action": "append"} for text in entries]
-        memories.append({"content": f"The model adds DB_PASS={MODEL_SECRET} for later.", "summary": "x",
-                         "tags": ["t"], "importance": 0.5, "targetFile": "MEMORY.md", "action": "append"})
-        return json.dumps(memories, ensure_ascii=False)
-    lines = [line for line in user.splitlines() if line.startswith("[E")]
-    return "## 周报\n\n" + "\n".join(f"- {line[:80]}" for line in lines[:3]) + f"\n- 附：DB_PASS={MODEL_SECRET}\n"
+leaky_model = quoting_model(target_file="TOOLS.md", width=80, lines=3, own_secret=MODEL_SECRET)
+"""Quotes its input back AND adds a credential of its own: both must be gone before anything is stored."""
 
 
 def all_tables() -> dict[str, str]:

@@ -4,37 +4,32 @@ the LLM (weekly reports and distillation), the embeddings endpoint, LanceDB, kno
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from chronicle.settings import Settings
 from tests.fakellm import FakeLLMServer
-from tests.security.canaries import CN_ID, CN_ID_TRIAL, NOTE_DAY, TRIAL_PROJECT, leaks, write_inputs
+from tests.security.canaries import (
+    CN_ID,
+    CN_ID_TRIAL,
+    NOTE_DAY,
+    TRIAL_PROJECT,
+    leaks,
+    quoting_model,
+    user_message,
+    write_inputs,
+)
 
 UNTIL = date.fromisoformat(NOTE_DAY)
 
 
-def _user(request: dict[str, Any]) -> str:
-    return next(m["content"] for m in request["messages"] if m["role"] == "user")
-
-
-def echoing(request: dict[str, Any]) -> str:
-    """A model that quotes its input back: whatever the prompt held ends up in every sink after it."""
-    user = _user(request)
-    if request["messages"][0]["content"].startswith("You distill"):
-        entries = re.findall(r"^\[\d+\] (.*)$", user, flags=re.M)
-        return json.dumps([{"content": text, "summary": text[:60], "tags": ["t"], "importance": 0.7,
-                            "targetFile": "MEMORY.md", "action": "append"} for text in entries], ensure_ascii=False)
-    lines = [line for line in user.splitlines() if line.startswith("[E")]  # short enough: no `shorten` call
-    return "## 周报\n\n" + "\n".join(f"- {line[:90]}" for line in lines[:4])
+echoing = quoting_model()
+"""A model that quotes its input back: whatever the prompt held ends up in every sink after it."""
 
 
 @contextmanager
@@ -103,10 +98,11 @@ def test_canaries_reach_no_llm_request_and_no_store(home: Path, tmp_path: Path, 
 
     # Positive controls: both paths really called the model with this data, and the data really got stored.
     chats = [r for r in fake_llm.requests if r.path.endswith("/chat/completions")]
-    weekly = [r for r in chats if "流水账" in _user(r.json)]
+    weekly = [r for r in chats if "流水账" in user_message(r.json)]
     assert distilled.tally.llm_calls >= 1 and distilled.tally.redactions.get("cn_id") == 1
     assert {r.project for r in rows if r.outcome == "generated"} == {"assistant", TRIAL_PROJECT}
-    assert any("SEC-01-001" in _user(r.json) for r in weekly) and any("王老师" in _user(r.json) for r in weekly)
+    prompts = [user_message(r.json) for r in weekly]
+    assert any("SEC-01-001" in p for p in prompts) and any("王老师" in p for p in prompts)
     assert any(r.path.endswith("/embeddings") for r in fake_llm.requests)
     lance = tree(Path(settings.lance_uri))
     assert "王老师习惯早上 7:30".encode() in lance  # the store's bytes are greppable: the leak check means something
