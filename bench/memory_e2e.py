@@ -174,7 +174,7 @@ def measure(corpus_name: str, samples: int, profile: bool) -> None:
     print(f"{corpus_name}: {turns} turns -> {len(entries)} note entries -> {rows} memories; distill {distill_s:.1f}s "
           f"({distill_rate:.1f} entries/s) vs raw embedding {raw_rate:.0f} texts/s; hit@5 {hit[5] / n:.3f} "
           f"hit@10 {hit[10] / n:.3f} (n={n}); knowledge lines {sum(lines.values())} ({per_100:.1f}/100 turns)")
-    label = (f"{turns} LoCoMo turns" if corpus_name == "locomo" else f"{turns} MemoryBank utterances, Chinese")
+    label = (f"{turns} LoCoMo turns" if corpus_name == "locomo" else f"{turns} Chinese MemoryBank utterances")
     result(
         "memory_e2e" if corpus_name == "locomo" else "memory_e2e-zh",
         measure=(f"{label} as daily notes -> offline distill -> search: evidence hit@5 / hit@10 "
