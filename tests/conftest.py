@@ -11,6 +11,10 @@ import pytest
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# A deployment run that finds its deployment's concurrency slot taken (every Chronicle deployment allows one
+# run at a time) is put back to AwaitingConcurrencySlot and retried after this many seconds; Prefect's 30 s
+# default makes N queued runs of one deployment wait ~30 s each. The session server reads it at start-up.
+os.environ.setdefault("PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS", "1")
 for _name in [k for k in os.environ if k in {"LLM_URL", "LLM_MODEL", "LLM_API_KEY", "EMBEDDING_URL",
                                              "EMBEDDING_MODEL", "EMBEDDING_API_KEY", "DISTILL_DAYS"}
               or k.startswith("CHRONICLE_")]:

@@ -21,10 +21,12 @@ def child_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]
 
 
 def start_together(script: str, args_per_child: list[list[str]], envs: list[dict[str, str]], go: Path,
-                   cwd: Path) -> list[subprocess.Popen]:
+                   cwd: Path, stdin: bool = False) -> list[subprocess.Popen]:
     """Start one child per argument list; each prints READY, then waits for the file `go` (no sleeps in the
-    test: the race starts when every child is ready, on an event)."""
+    test: the race starts when every child is ready, on an event). With `stdin`, each child's stdin is a pipe
+    that `finish` closes (a child that reads it to the end lives until then)."""
     procs = [subprocess.Popen([sys.executable, "-c", script, str(go), *args], env=env, cwd=cwd,
+                              stdin=subprocess.PIPE if stdin else None,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for args, env in zip(args_per_child, envs, strict=True)]
     for p in procs:

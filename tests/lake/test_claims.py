@@ -45,6 +45,7 @@ from storage import claims
 s = Settings()
 won = claims.claim(s, "week:XH201:202605", claims.new_owner(), ttl_s=120)
 print("WON" if won else "LOST", flush=True)
+sys.stdin.read()  # stay alive until every racer has tried: a winner that is gone frees its key (embedded)
 """
 
 RUN_ONCE = WAIT_FOR_GO + """
@@ -71,8 +72,10 @@ print(outcome, flush=True)
 
 def test_processes_race_for_one_key(backend: tuple[str, dict[str, str]], home: Path, tmp_path: Path) -> None:
     envs = [child_env(tmp_path / "home", backend[1]) for _ in range(N_PROCS)]  # embedded: one shared file
-    procs = start_together(RACE, [[] for _ in range(N_PROCS)], envs, tmp_path / "go", tmp_path)
-    outs = [o.strip() for o in finish(procs)]
+    procs = start_together(RACE, [[] for _ in range(N_PROCS)], envs, tmp_path / "go", tmp_path, stdin=True)
+    # Every racer answers while all of them still live (the winner's claim is not orphaned yet), then they end.
+    outs = [p.stdout.readline().strip() for p in procs]
+    finish(procs)
     assert sorted(outs) == ["LOST"] * (N_PROCS - 1) + ["WON"], outs
 
 
