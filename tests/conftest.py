@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,8 @@ os.environ["CHRONICLE_WARM"] = "0"
 pytest_plugins = ["tests.fakellm.plugin"]
 
 DATA = Path(__file__).parent / "data"
+SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "type", "text": "content"}
+"""The sample trial's CSV columns -> Chronicle's (CHRONICLE_COLUMN_MAP)."""
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -64,3 +67,18 @@ def sample_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("sample")
     generate_sample(out)
     return out
+
+
+@pytest.fixture(scope="session")
+def ingested_home(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CHRONICLE_HOME holding the sample's logs (both projects) ingested through the real flow, once per
+    session (~7 s); tests that start from the ingested sample copy it (tests/integration checks the ingest)."""
+    from flows.ingest_logs import ingest_logs
+
+    home = tmp_path_factory.mktemp("sample-ingested") / "home"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CHRONICLE_HOME", str(home))
+        mp.setenv("CHRONICLE_COLUMN_MAP", json.dumps(SAMPLE_MAP))
+        summary = ingest_logs([str(sample_dir / "logs")])
+        assert summary.rejects == {}
+    return home

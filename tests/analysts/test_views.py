@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import struct
 from pathlib import Path
 
@@ -12,20 +13,19 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from flows.ingest_logs import ingest_logs
+from tests.conftest import SAMPLE_MAP
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "analysts.md"
-CSV_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "type", "text": "content"}
 KEYS = {"enrolled": "enrolled", "enrolled_total": "enrolled_total", "ae": "ae", "sae": "sae",
         "deviations": "deviation", "queries": "query", "decisions": "decision", "messages": "message",
         "entries": "entries"}
 
 
 @pytest.fixture()
-def trial(home: Path, sample_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-
-    monkeypatch.setenv("CHRONICLE_COLUMN_MAP", json.dumps(CSV_MAP))
-    ingest_logs([str(sample_dir / "logs")])
+def trial(home: Path, ingested_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's home: a copy of the sample ingested once per session through the real flow."""
+    monkeypatch.setenv("CHRONICLE_COLUMN_MAP", json.dumps(SAMPLE_MAP))
+    shutil.copytree(ingested_home, home, dirs_exist_ok=True)
     return home / "chronicle.duckdb"
 
 

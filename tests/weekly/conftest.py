@@ -11,23 +11,14 @@ from typing import Any
 import pytest
 
 from chronicle.settings import Settings
+from tests.conftest import SAMPLE_MAP
 from tests.fakellm import FakeLLMServer
-
-SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "type", "text": "content"}
 
 
 @pytest.fixture(scope="session")
-def ingested_db(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def ingested_db(ingested_home: Path) -> Path:
     """A DuckDB file holding the sample's logs (both projects), ingested through the real flow once."""
-    from flows.ingest_logs import ingest_logs
-
-    home = tmp_path_factory.mktemp("weekly-ingest") / "home"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CHRONICLE_HOME", str(home))
-        mp.setenv("CHRONICLE_COLUMN_MAP", json.dumps(SAMPLE_MAP))
-        summary = ingest_logs([str(sample_dir / "logs")])
-        assert summary.rejects == {}
-    return home / "chronicle.duckdb"
+    return ingested_home / "chronicle.duckdb"
 
 
 @pytest.fixture
