@@ -33,6 +33,26 @@ SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "ty
 """The sample trial's CSV columns -> Chronicle's (CHRONICLE_COLUMN_MAP)."""
 
 
+# Folders whose tests share costly session servers: under pytest-xdist each runs on ONE worker, so its servers
+# start once (tests/lake: PostgreSQL, moto and a Prefect server on PostgreSQL). Everything else is spread test
+# by test. (xdist's own `--dist loadgroup` silently stops grouping on pytest 9.2: pytest-xdist issue 1386.)
+SHARED_SERVERS = ("tests/lake/",)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`-n N` (pyproject's addopts): the `load` distribution, with each SHARED_SERVERS folder as one unit."""
+    if config.getvalue("dist") != "load":
+        return None  # an explicit other --dist is honoured
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ServerGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((folder for folder in SHARED_SERVERS if nodeid.startswith(folder)), nodeid)
+
+    return ServerGroups(config, log)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def prefect_api() -> Iterator[None]:
     """One real Prefect API (SQLite-backed server) for the whole session; starting it takes ~13 s."""

@@ -5,6 +5,7 @@ duration varies a lot on a loaded machine. The drivers here print `MARK` right b
 calling the flow; `run_marked` times an undisturbed run from that mark (tests then read from DuckDB
 when the flow body ran and wrote), and `kill_marked` kills that long after the mark, so seeded kill
 points (`killer.kill_points`, one per slice of the window: `spread_points`) land inside the writes.
+`Pace` keeps them there when the machine's load changes during the test.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -98,18 +100,48 @@ def run_marked(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 
         return time.monotonic() - t0, marked_at
 
 
-def kill_marked(cmd: list[str], env: dict[str, str], cwd: Path, after_s: float) -> bool:
-    """SIGKILL the child `after_s` seconds after its mark; True if it was still running then."""
-    proc, _ = _start(cmd, env, cwd, subprocess.DEVNULL)
+def _kill_after(cmd: list[str], env: dict[str, str], cwd: Path, after_s: float) -> float | None:
+    """SIGKILL the child `after_s` seconds after its mark: None if it was still running then, else the
+    seconds from its mark to its exit."""
+    proc, t0 = _start(cmd, env, cwd, subprocess.DEVNULL)
     try:
         proc.wait(timeout=after_s)
-        return False
+        return time.monotonic() - t0
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        return True
+        return None
     finally:
         proc.stdout.close()
+
+
+def kill_marked(cmd: list[str], env: dict[str, str], cwd: Path, after_s: float) -> bool:
+    """SIGKILL the child `after_s` seconds after its mark; True if it was still running then."""
+    return _kill_after(cmd, env, cwd, after_s) is None
+
+
+class Pace:
+    """Kill points drawn from an undisturbed run of `duration` seconds, kept inside later runs' work.
+
+    On a shared machine the load changes during a test: a run that ends before its kill point shows the
+    machine got faster than during the undisturbed run. Its point is then tried again in a fresh folder,
+    scaled to that run's duration, and so are the later points (an event — the run ended early — not a guess).
+    """
+
+    def __init__(self, duration: float, tries: int = 3) -> None:
+        self.duration, self.tries, self.scale = duration, tries, 1.0
+
+    def kill(self, cmd: list[str], cwd: Path, point: float, fresh: Callable[[str], dict[str, str]],
+             name: str) -> tuple[bool, str]:
+        """(killed, folder name): `fresh(name)` prepares a fresh folder and returns the child's environment;
+        retries are named `name-retryN`. Not killed means every try ended before its point."""
+        for attempt in range(self.tries):
+            used = name if attempt == 0 else f"{name}-retry{attempt}"
+            ran = _kill_after(cmd, fresh(used), cwd, point * self.scale)
+            if ran is None:
+                return True, used
+            self.scale = min(self.scale, ran / self.duration)
+        return False, used
 
 
 def spread_points(seed: int, n: int, start: float, end: float) -> list[float]:

@@ -18,8 +18,8 @@ from tests.reliability.killer import python_cmd
 from tests.reliability.procs import (
     DISTILL_DRIVER,
     KNOWLEDGE_DRIVER,
+    Pace,
     child_env,
-    kill_marked,
     knowledge_item,
     run_marked,
     spread_points,
@@ -121,9 +121,11 @@ def test_kill_during_distill_then_rerun(home: Path, tmp_path: Path, sample_dir: 
     assert kinds["ADD"] == len(rows) == len({h for _, h in rows})
 
     killed, stages = 0, set()
+    pace = Pace(duration)
     for i, point in enumerate(spread_points(seed=20261202, n=N_KILLS, start=window[0], end=window[1])):
-        home_i = fresh(f"killed{i}")
-        killed += kill_marked(cmd, child_env(home_i, api, **emb), tmp_path, point)
+        hit, name = pace.kill(cmd, tmp_path, point, lambda name: child_env(fresh(name), api, **emb), f"killed{i}")
+        killed += hit
+        home_i = tmp_path / name
         where = f"kill at {point:.2f}s (flow body {window[0]:.2f}..{window[1]:.2f}s)"
         # Straight after the kill: each knowledge file is its state before or after the run's write, never a
         # prefix or a mix; the store holds only memories of the undisturbed run, each once.
@@ -182,12 +184,15 @@ def test_kill_during_knowledge_file_writes(tmp_path: Path) -> None:
     duration, _ = run_marked(cmd, env, tmp_path)
     assert (ws / "MEMORY.md").read_bytes() == _state(seed, writes)
 
-    killed, seen = 0, set()
-    for point in spread_points(seed=20261203, n=N_WRITE_KILLS, start=0.05, end=duration * 0.95):
+    def fresh(_name: str) -> dict[str, str]:
         shutil.rmtree(ws)
         ws.mkdir()
         (ws / "MEMORY.md").write_text(seed, encoding="utf-8")
-        killed += kill_marked(cmd, env, tmp_path, point)
+        return env
+
+    killed, seen, pace = 0, set(), Pace(duration)
+    for i, point in enumerate(spread_points(seed=20261203, n=N_WRITE_KILLS, start=0.05, end=duration * 0.95)):
+        killed += pace.kill(cmd, tmp_path, point, fresh, f"write{i}")[0]
         where = f"kill at {point:.2f}s of {duration:.2f}s"
         for path in [ws / "MEMORY.md", *sorted((ws / ".backups").glob("MEMORY.md.*"))]:
             data = path.read_bytes()

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from tests.reliability.killer import python_cmd
-from tests.reliability.procs import MARK, kill_marked, run_marked, spread_points
+from tests.reliability.procs import MARK, Pace, run_marked, spread_points
 
 # The file-level ingest without Prefect start-up; kill points are timed from MARK, after the imports.
 INGEST = f"""
@@ -54,12 +54,15 @@ def test_kill_during_ingest_then_rerun(tmp_path: Path, sample_dir: Path) -> None
     duration, _ = run_marked(cmd, clean_env, tmp_path)
     expected, _, n_files = _state(tmp_path / "clean" / "chronicle.duckdb")
 
-    killed = 0
+    def fresh(name: str) -> dict[str, str]:
+        return {**base_env, "CHRONICLE_HOME": str(tmp_path / name)}
+
+    killed, pace = 0, Pace(duration)
     for i, point in enumerate(spread_points(seed=20261130, n=8, start=0.05, end=max(0.1, duration * 0.9))):
-        env = {**base_env, "CHRONICLE_HOME": str(tmp_path / f"killed{i}")}
-        killed += kill_marked(cmd, env, tmp_path, point)
-        run_marked(cmd, env, tmp_path)
-        rows, dupes, files = _state(tmp_path / f"killed{i}" / "chronicle.duckdb")
+        hit, name = pace.kill(cmd, tmp_path, point, fresh, f"killed{i}")
+        killed += hit
+        run_marked(cmd, fresh(name), tmp_path)
+        rows, dupes, files = _state(tmp_path / name / "chronicle.duckdb")
         assert dupes == 0, f"kill at {point:.2f}s"
         assert files == n_files, f"kill at {point:.2f}s"
         assert rows == expected, f"kill at {point:.2f}s"

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from tests.reliability.killer import python_cmd
-from tests.reliability.procs import WEEKLY_DRIVER, child_env, kill_marked, run_marked, spread_points
+from tests.reliability.procs import WEEKLY_DRIVER, Pace, child_env, run_marked, spread_points
 
 PROJECT = "XH201"
 N_KILLS = 6
@@ -80,10 +80,12 @@ def test_kill_during_backfill_then_rerun(home: Path, tmp_path: Path, sample_dir:
     assert [(w, v) for w, v, _, _ in expected_versions] == [(w, 1) for w in weeks]
 
     killed = partial = 0
+    pace = Pace(duration)
     for i, point in enumerate(spread_points(seed=20261201, n=N_KILLS, start=window[0], end=window[1])):
-        folder = fresh(f"killed{i}")
+        hit, name = pace.kill(cmd, tmp_path, point, lambda name: child_env(fresh(name), api), f"killed{i}")
+        killed += hit
+        folder = tmp_path / name
         db = folder / "chronicle.duckdb"
-        killed += kill_marked(cmd, child_env(folder, api), tmp_path, point)
         # Straight after the kill: every stored week is whole and final; the others are simply missing.
         after_kill = reports(db)
         partial += 0 < len(after_kill) < len(weeks)
