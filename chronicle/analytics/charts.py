@@ -7,6 +7,8 @@ CJK font shipped by the `mplfonts` package, so Chinese titles render on a bare s
 from __future__ import annotations
 
 import importlib.util
+import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -98,7 +100,8 @@ def safety_chart(project_id: str, rows: Sequence[dict[str, Any]], out: Path) -> 
 def _save(fig: Any, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    tmp = out.with_suffix(".tmp.png")
+    # Unique per process and thread: two runs drawing the same chart at once never move each other's file.
+    tmp = out.with_name(f".{out.stem}.{os.getpid()}.{threading.get_ident()}.tmp.png")
     fig.savefig(tmp, dpi=DPI)
     plt.close(fig)
     tmp.replace(out)  # a reader never sees half a PNG

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from tests.conftest import SAMPLE_MAP
+from tests.lake.helpers import WAIT_FOR_GO, child_env, finish, start_together
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "analysts.md"
 KEYS = {"enrolled": "enrolled", "enrolled_total": "enrolled_total", "ae": "ae", "sae": "sae",
@@ -90,6 +91,28 @@ def test_chart_pngs(trial: Path, tmp_path: Path) -> None:
         path = tmp_path / "charts" / name
         assert _png_size(path) == (1210, 550)
         assert path.stat().st_size > 20_000  # bars, lines and text, not an empty canvas
+
+
+DRAW = WAIT_FOR_GO + """
+import duckdb
+from chronicle.analytics.charts import project_charts
+with duckdb.connect(sys.argv[2], read_only=True) as conn:
+    cur = conn.execute("SELECT * FROM weekly_stats WHERE project_id = 'XH201' ORDER BY week_number")
+    rows = [dict(zip([d[0] for d in cur.description], r)) for r in cur.fetchall()]
+for _ in range(int(sys.argv[4])):
+    project_charts("XH201", rows, Path(sys.argv[3]))
+"""
+
+
+def test_two_processes_drawing_the_same_charts_at_once_both_succeed(trial: Path, tmp_path: Path) -> None:
+    """Two backfills at once draw the same PNGs: each writes its own temporary file, then swaps it in (with one
+    shared temporary name, one process's swap took the file the other was writing: FileNotFoundError)."""
+    out = tmp_path / "charts"
+    args = [str(trial), str(out), "10"]
+    procs = start_together(DRAW, [args, args], [child_env(tmp_path / "home")] * 2, tmp_path / "go", tmp_path)
+    finish(procs)  # fails on a child's error
+    assert sorted(p.name for p in out.iterdir()) == ["XH201_enrolment.png", "XH201_safety.png"]  # no temp left
+    assert _png_size(out / "XH201_safety.png") == (1210, 550)
 
 
 def test_backfill_attaches_chart_artifacts_and_publishes_snapshot(trial: Path) -> None:
