@@ -247,6 +247,24 @@ class Settings(BaseSettings):
     chronicle_context_tokens: int = Field(default=32000, ge=500)
     """Token budget of the chronicle block `chronicle ask` sends; older weeks fold into rollups beyond it."""
 
+    # --- operations (issue 26): alerts through Prefect automations, freshness -----------------
+    alert_webhook_url: SecretStr | None = None
+    """Where `chronicle setup`'s Prefect automations send their notifications: a URL that accepts a JSON POST
+    (stored as a Prefect `Custom Webhook` block named `chronicle-alerts`). A secret: Slack/Teams webhook URLs
+    carry their token. Unset and no `alert_block`: the automations are not created."""
+
+    alert_block: str | None = None
+    """Instead of `alert_webhook_url`: an existing Prefect notification block, `<block-type-slug>/<name>`
+    (e.g. `slack-webhook/ops`, `ms-teams-webhook/ops`, `email-notification/ops`) made in the UI under Blocks."""
+
+    alert_weekly_deadline: str = "Mon 09:00"
+    """When the weekly chronicle must have Completed: a local weekday and time after its Monday 02:00 schedule
+    (`Mon 09:00`, in `timezone`), or a duration after the run was scheduled (`7h`, `90m`, `45s`)."""
+
+    zombie_after_s: int = Field(default=60, ge=31)
+    """A flow run whose heartbeats (PREFECT_FLOWS_HEARTBEAT_FREQUENCY on the workers, 30 s in the docs) stop
+    for this long is marked Crashed by the `chronicle-zombie-runs` automation, freeing its concurrency slot."""
+
     @classmethod
     def settings_customise_sources(
         cls,

@@ -78,13 +78,25 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def setup(work_pool: bool = typer.Option(True, help="Also create the process work pool."),
+              check_only: bool = typer.Option(False, "--check", help="Only list what exists on the Prefect "
+                                              "server (limits, pool, notification block, automations); "
+                                              "exit 1 if something is missing."),
               home: str | None = HomeOpt) -> None:
-        """Create the global concurrency limits (`llm`, `duckdb-writer`) and the work pool; safe to repeat."""
+        """Create the storage, the global concurrency limits (`llm`, `duckdb-writer`), the work pool and the
+        alert automations (docs/operating.md); safe to repeat."""
         settings = load_settings(home)
-        from deployments.setup import run_setup
+        from deployments.setup import check_setup, run_setup
+
+        if check_only:
+            lines, ok = check_setup(settings)
+            for line in lines:
+                console.print(line, soft_wrap=True)
+            if not ok:
+                raise typer.Exit(1)
+            return
 
         for line in run_setup(settings, work_pool=work_pool):
-            console.print(line)
+            console.print(line, soft_wrap=True)
 
     @app.command("deploy-check")
     def deploy_check(file: Path = typer.Option(Path("prefect.yaml"), help="The prefect.yaml to check."),

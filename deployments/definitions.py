@@ -150,6 +150,9 @@ RUN_ENV: dict[str, str] = {
     # The CLI quiets Prefect to WARNING for terminal use; a served run that inherited that would send
     # no INFO lines to the UI, leaving its Logs tab empty.
     "PREFECT_LOGGING_LEVEL": "INFO",
+    # A heartbeat event every 30 s (Prefect's minimum; its default is 180): the `chronicle-zombie-runs`
+    # automation marks a run Crashed when they stop (deployments/automations.py, `zombie_after_s`).
+    "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30",
 }
 """Environment every flow run gets, from `serve` and from the process work pool alike."""
 

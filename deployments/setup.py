@@ -63,6 +63,7 @@ def run_setup(settings: Settings, *, work_pool: bool = True) -> list[str]:
     """Everything `chronicle setup` does: the storage (embedded file or lake), then the Prefect objects."""
     from prefect.client.orchestration import get_client
 
+    from deployments.automations import ensure_automations
     from storage.setup import ensure_storage
 
     done = ensure_storage(settings)
@@ -70,4 +71,50 @@ def run_setup(settings: Settings, *, work_pool: bool = True) -> list[str]:
         done += ensure_concurrency_limits(settings, client)
         if work_pool:
             done.append(ensure_work_pool(client))
+        done += ensure_automations(settings, client)
     return done
+
+
+def check_setup(settings: Settings) -> tuple[list[str], bool]:
+    """`chronicle setup --check`: what exists on the Prefect server (limits, pool, block, automations), changing
+    nothing; (lines, whether everything `chronicle setup` would create is there)."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    from deployments.automations import ALERT_BLOCK_NAME, check_automations
+
+    lines, ok = [], True
+    with get_client(sync_client=True) as client:
+        for name, slots in wanted_limits(settings).items():
+            try:
+                current = client.read_global_concurrency_limit_by_name(name)
+                lines.append(f"global concurrency limit {name!r}: {current.limit} slot(s)"
+                             + ("" if current.active else " (INACTIVE)"))
+                ok &= current.active and current.limit == slots
+            except ObjectNotFound:
+                lines.append(f"global concurrency limit {name!r}: MISSING")
+                ok = False
+        try:
+            pool = client.read_work_pool(WORK_POOL)
+            lines.append(f"work pool {WORK_POOL!r}: type {pool.type}" + (" (PAUSED)" if pool.is_paused else ""))
+        except ObjectNotFound:
+            lines.append(f"work pool {WORK_POOL!r}: MISSING")
+            ok = False
+        block = settings.alert_block or (f"custom-webhook/{ALERT_BLOCK_NAME}" if settings.alert_webhook_url else None)
+        if block:
+            slug, _, name = block.partition("/")
+            try:
+                client.read_block_document_by_name(name=name, block_type_slug=slug)
+                lines.append(f"notification block {block!r}: exists")
+            except ObjectNotFound:
+                lines.append(f"notification block {block!r}: MISSING")
+                ok = False
+        else:
+            lines.append("notification target: none configured (set CHRONICLE_ALERT_WEBHOOK_URL or "
+                         "CHRONICLE_ALERT_BLOCK, then run `chronicle setup`)")
+        for status in check_automations(client):
+            lines.append(status.line())
+            alerting = status.name != "chronicle-zombie-runs"
+            if not status.exists and (block or not alerting):
+                ok = False
+    return lines, ok

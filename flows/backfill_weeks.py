@@ -17,7 +17,8 @@ from chronicle.params import Force, OnlyMissing, OptionalIsoWeekStr, ProjectSele
 from chronicle.settings import load_settings
 from chronicle.validation import ParameterError, name_part, week_label
 from chronicle.weekly.outcome import WeekOutcome, run_message
-from services.runs import RUN_HOOKS, refused, tracked_run
+from services.alerts import BACKFILL_HOOKS
+from services.runs import refused, tracked_run
 from services.validate import backfill_scope
 from services.weekly import plan_project
 from storage.snapshot import publish_snapshot
@@ -33,7 +34,7 @@ def backfill_run_name() -> str:
             f"{week_label(params.get('end_week'), 'last')}")
 
 
-@flow(name="backfill-weeks", flow_run_name=backfill_run_name, log_prints=False, **RUN_HOOKS)
+@flow(name="backfill-weeks", flow_run_name=backfill_run_name, log_prints=False, **BACKFILL_HOOKS)
 def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoWeekStr = "",
                    end_week: OptionalIsoWeekStr = "", only_missing: OnlyMissing = True, force: Force = False,
                    overwrite_edited: bool = False, max_workers: Workers = 0) -> list[WeekOutcome]:
