@@ -113,3 +113,46 @@ def human_age(age: timedelta | None) -> str:
     if s >= 60:
         return f"{s // 60}m {s % 60:02d}s"
     return f"{s}s"
+
+
+@dataclass(frozen=True)
+class ProjectFreshness:
+    """One row of the `pipeline_freshness` view."""
+
+    project_id: str
+    last_ended_week: int | None
+    last_current_week: int | None
+    """Latest week with a report that is not stale."""
+    missing_weeks: tuple[int, ...]
+    """Ended weeks with entries but no report."""
+    stale_weeks: tuple[int, ...]
+    review_weeks: tuple[int, ...]
+    last_entry_at: datetime | None
+    last_ingested_at: datetime | None
+
+    @property
+    def up_to_date(self) -> bool:
+        return not self.missing_weeks and not self.stale_weeks and (
+            self.last_ended_week is None or (self.last_current_week or 0) >= self.last_ended_week)
+
+    def problems(self) -> list[str]:
+        """What is missing, in words (empty when up to date; weeks needing review are reported, not a problem)."""
+        out = []
+        if self.missing_weeks:
+            out.append(f"{len(self.missing_weeks)} ended week(s) with entries but no report: "
+                       f"{_weeks(self.missing_weeks)}")
+        if self.stale_weeks:
+            out.append(f"{len(self.stale_weeks)} stale report(s) (entries changed since): {_weeks(self.stale_weeks)}")
+        if self.last_ended_week and (self.last_current_week or 0) < self.last_ended_week and not self.missing_weeks:
+            out.append(f"no current report for the last ended week {_weeks((self.last_ended_week,))}")
+        return out
+
+
+def _weeks(weeks: tuple[int, ...], most: int = 8) -> str:
+    shown = [f"{w // 100}-W{w % 100:02d}" for w in weeks[:most]]
+    return ", ".join(shown) + (f" … (+{len(weeks) - most})" if len(weeks) > most else "")
+
+
+def week_list(weeks: tuple[int, ...]) -> str:
+    """`2026-W03, 2026-W05` (at most 8, then a count)."""
+    return _weeks(weeks) if weeks else "—"

@@ -1,0 +1,45 @@
+"""`chronicle status`: is everything up to date, and if not, what is missing (issue 26)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from chronicle.ops import FlowAge, ProjectFreshness, judge_flows
+from chronicle.settings import Settings
+from storage.db import connect
+from storage.freshness import last_runs, project_freshness
+
+
+@dataclass(frozen=True)
+class Freshness:
+    projects: list[ProjectFreshness]
+    flows: list[FlowAge]
+    failures: dict[str, int]
+    """Failed or crashed runs of each flow since its last success."""
+
+    @property
+    def up_to_date(self) -> bool:
+        return all(p.up_to_date for p in self.projects) and not any(f.overdue for f in self.flows)
+
+    def problems(self) -> list[str]:
+        out = [f"{p.project_id}: {problem}" for p in self.projects for problem in p.problems()]
+        for f in self.flows:
+            if f.overdue:
+                out.append(f"{f.flow_name}: {f.verdict.lower()}; last success "
+                           f"{f.last_completed.isoformat(timespec='minutes') + ' UTC' if f.last_completed else 'never'}"
+                           f", its schedule allows {f.allowed}; last run {f.last_state or 'none'}"
+                           + (f", {self.failures[f.flow_name]} failure(s) since" if self.failures.get(f.flow_name)
+                              else ""))
+        return out
+
+
+def freshness(settings: Settings, now: datetime | None = None) -> Freshness:
+    """Read both freshness views (embedded file or lake) and judge each flow's age against its schedule."""
+    now = (now or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None)
+    with connect(settings, read_only=True) as conn:
+        projects = project_freshness(conn)
+        runs = last_runs(conn)
+    flows = judge_flows({name: (done, state) for name, (done, state, _) in runs.items()}, now,
+                        settings.ingest_interval_minutes)
+    return Freshness(projects, flows, {name: n for name, (_, _, n) in runs.items()})
