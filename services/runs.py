@@ -17,6 +17,7 @@ from prefect.runtime import flow_run
 
 from chronicle.distill.redact import Redactor, redact_value
 from chronicle.settings import Settings, load_settings
+from services.lineage import LINEAGE_HOOKS
 from services.run_history import reap, this_process
 from storage import runs
 from storage.db import tag_commits, write
@@ -123,5 +124,8 @@ def refused(exc: Exception) -> Any:
     return Failed(message=_error(exc), data=exc)
 
 
-RUN_HOOKS: dict[str, Any] = {"on_failure": [record_unfinished], "on_crashed": [record_unfinished]}
-"""`@flow(..., **RUN_HOOKS)`."""
+RUN_HOOKS: dict[str, Any] = {**LINEAGE_HOOKS,
+                             "on_failure": [record_unfinished, *LINEAGE_HOOKS["on_failure"]],
+                             "on_crashed": [record_unfinished, *LINEAGE_HOOKS["on_crashed"]]}
+"""`@flow(..., **RUN_HOOKS)`: the pipeline_runs row of a run that ended outside its body, and OpenLineage events
+(services/lineage.py; nothing is sent unless lineage is configured)."""
