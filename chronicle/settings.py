@@ -261,9 +261,10 @@ class Settings(BaseSettings):
     """When the weekly chronicle must have Completed: a local weekday and time after its Monday 02:00 schedule
     (`Mon 09:00`, in `timezone`), or a duration after the run was scheduled (`7h`, `90m`, `45s`)."""
 
-    zombie_after_s: int = Field(default=60, ge=31)
+    zombie_after_s: int = Field(default=50, ge=31)
     """A flow run whose heartbeats (PREFECT_FLOWS_HEARTBEAT_FREQUENCY on the workers, 30 s in the docs) stop
-    for this long is marked Crashed by the `chronicle-zombie-runs` automation, freeing its concurrency slot."""
+    for this long is marked Crashed by the `chronicle-zombie-runs` automation, freeing its concurrency slot.
+    With 30 s beats a dead run shows Crashed at most ~55 s after it died (+ Prefect's 5 s evaluation step)."""
 
     @classmethod
     def settings_customise_sources(
