@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.lake.test_multiworker import Pool, _children, _one_version_per_week, _rows, inputs, pool  # noqa: F401, F811
+from tests.lake.test_multiworker import Pool, _children, _one_version_per_week, _rows, inputs, pool  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
