@@ -59,7 +59,7 @@ def _wait_state(client, run_id, name: str, timeout: float) -> float:
     raise AssertionError(f"run {run_id} still {client.read_flow_run(run_id).state.name} after {timeout}s")
 
 
-def test_setup_is_idempotent_and_check_lists_everything(home, sink, client):
+def test_setup_is_idempotent_and_check_lists_everything(home, sink, client, monkeypatch):
     from deployments.setup import check_setup, run_setup
 
     settings = Settings(alert_webhook_url=sink.url + "/alerts")
@@ -75,6 +75,15 @@ def test_setup_is_idempotent_and_check_lists_everything(home, sink, client):
     assert ok, lines
     assert any(f"automation {automations.WEEKLY_OVERDUE!r}: enabled" in line for line in lines)
     assert not any(sink.url in line for line in lines)  # the webhook URL is a secret: never printed
+
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    monkeypatch.setenv("CHRONICLE_ALERT_WEBHOOK_URL", sink.url + "/alerts")
+    result = CliRunner().invoke(app, ["setup", "--check"])
+    assert result.exit_code == 0, result.output
+    assert "automation 'chronicle-run-failed': enabled" in result.output and sink.url not in result.output
 
 
 def test_failed_deployment_run_notifies(home, sink, client):
