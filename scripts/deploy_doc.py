@@ -19,6 +19,7 @@ but not run.
 from __future__ import annotations
 
 import argparse
+import re
 import socket
 import subprocess
 import sys
@@ -29,7 +30,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "deploy.md"
 LOCAL_SECTIONS = ("## 1.", "## 2.", "## 4.")
 """Sections whose commands run on one machine with no root: the default run."""
 BACKGROUND = {
-    "prefect server start": "Uvicorn running|Check out the dashboard|Application startup complete",
+    "prefect server start": "Check out the dashboard",  # its banner; then /api/health must answer (below)
     "chronicle serve": "being served",
     "prefect worker start": "started!",
 }
@@ -98,7 +99,10 @@ def script(cmds: list[Command], work: Path, *, everything: bool = False, timeout
              "PIDS=()", "trap 'for p in \"${PIDS[@]}\"; do kill -TERM -- -$p 2>/dev/null || kill $p 2>/dev/null "
              "|| true; done' EXIT",
              f"wait_for() {{ for _ in $(seq {timeout * 2}); do grep -Eq \"$2\" \"$1\" && return 0; "
-             "kill -0 \"$3\" 2>/dev/null || { cat \"$1\"; return 1; }; sleep 0.5; done; cat \"$1\"; return 1; }"]
+             "kill -0 \"$3\" 2>/dev/null || { cat \"$1\"; return 1; }; sleep 0.5; done; cat \"$1\"; return 1; }",
+             "wait_http() { python -c \"import sys, time, urllib.request\nfor _ in range(int(sys.argv[2]) * 2):\n"
+             "    try: urllib.request.urlopen(sys.argv[1], timeout=5); sys.exit(0)\n"
+             "    except Exception: time.sleep(0.5)\nsys.exit(1)\" \"$1\" \"$2\"; }"]
     for n, cmd in enumerate(cmds):
         if not everything and not cmd.section.startswith(LOCAL_SECTIONS):
             continue
@@ -111,6 +115,9 @@ def script(cmds: list[Command], work: Path, *, everything: bool = False, timeout
         started = next((ready for prefix, ready in BACKGROUND.items() if text.startswith(prefix)), None)
         if started:
             lines += [f"setsid {text} > logs/{n}.log 2>&1 & PIDS+=($!)", f"wait_for logs/{n}.log '{started}' $!"]
+            if (port_arg := re.search(r"--port\s+(\d+)", text)) and text.startswith("prefect server start"):
+                # The banner comes before the database migrations: ready is when the API answers.
+                lines.append(f"wait_http http://127.0.0.1:{port_arg.group(1)}/api/health {timeout}")
         else:
             lines.append(text)
     lines.append("echo '>>> all commands ran'")
