@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
 
 from cli.common import console, err, load_settings
 from cli.output import Format, emit, format_option
@@ -15,11 +16,18 @@ def register(app: typer.Typer) -> None:
         """Per project: the last week with a current report, ended weeks with entries but no report, stale reports,
         weeks flagged for review; per scheduled flow: its last success and how old it is against its schedule
         (views pipeline_freshness / pipeline_run_freshness; embedded file or lake). Exits 1 when something is
-        missing or overdue, so a cron job or a monitor can call it."""
+        missing or overdue and 2 when the database cannot be read, so a cron job or a monitor can call it."""
         from chronicle.ops import human_age, week_list
         from services.freshness import freshness
 
-        report = freshness(load_settings(home))
+        settings = load_settings(home)
+        try:
+            report = freshness(settings)
+        except Exception as exc:  # a monitor wants one line and its own exit status, not a traceback
+            from chronicle.settings import mask_conninfo
+
+            err.print(f"[red]cannot read the pipeline database: {escape(mask_conninfo(str(exc)))}[/]", soft_wrap=True)
+            raise typer.Exit(2) from None
         projects = [{"project": p.project_id, "last ended week": week_list((p.last_ended_week,) if p.last_ended_week
                                                                           else ()),
                      "last current report": week_list((p.last_current_week,) if p.last_current_week else ()),
