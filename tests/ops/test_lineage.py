@@ -107,3 +107,32 @@ def test_no_configuration_no_events(home: Path, tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv("OPENLINEAGE_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("OPENLINEAGE_DISABLED", "true")
     assert lineage.client() is None
+
+
+def test_distill_event_names_notes_memories_and_knowledge_files(settings) -> None:
+    """The distill flow's COMPLETE event as built for its run (the flow itself is exercised elsewhere)."""
+    from datetime import date
+    from types import SimpleNamespace
+
+    from prefect.states import Completed
+
+    from chronicle.distill.summary import DistillSummary
+    from chronicle.distill.tally import Tally
+    from chronicle.settings import KNOWLEDGE_FILES
+    from services.lineage import run_event
+
+    summary = DistillSummary(after=date(2026, 3, 1), until=date(2026, 3, 7), engine="offline", model="m",
+                             prompt_version="v", tally=Tally(memories=3), store_rows=3)
+    run = SimpleNamespace(id=uuid.uuid4(), name="distill-7d", parameters={"days": 7}, deployment_id=None)
+    event = run_event(settings, "COMPLETE", "distill-memory", run, Completed(data=summary))
+    import json
+
+    from openlineage.client.serde import Serde
+
+    body = json.loads(Serde.to_json(event))
+    parse(body)
+    assert [d["name"] for d in body["inputs"]] == [str(settings.workspace_dir.resolve() / "memory")]
+    names = [d["name"] for d in body["outputs"]]
+    assert names[0].endswith("/memories") and names[1:] == [str(settings.workspace_dir.resolve() / n)
+                                                            for n in KNOWLEDGE_FILES]
+    assert body["outputs"][0]["outputFacets"]["outputStatistics"]["rowCount"] == 3
