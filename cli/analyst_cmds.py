@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from chronicle.weeks import IsoWeek
-from cli.common import console, err, load_settings
+from cli.common import console, err, known_project, load_settings, read_settings
 from cli.output import Format, emit, format_option
 
 STATS_COLUMNS = ("week_number", "entries", "messages", "enrolled", "enrolled_total", "ae", "sae", "deviations",
@@ -29,7 +29,9 @@ def register(app: typer.Typer) -> None:
         """Weekly stats of a project (the `weekly_stats` view), including weeks without a report."""
         from services.analytics import stats_rows
 
-        rows = stats_rows(load_settings(home), project, _week(start), _week(end))
+        settings = read_settings(home)
+        project = known_project(settings, project)
+        rows = stats_rows(settings, project, _week(start), _week(end))
         if not rows:
             err.print(f"[red]no weeks for project {project!r}[/]")
             raise typer.Exit(1)
@@ -44,7 +46,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("only --format parquet is supported")
         from services.analytics import export as export_all
 
-        written = export_all(load_settings(home), out_dir)
+        written = export_all(read_settings(home), out_dir)
         for name, path, n in written:
             console.print(f"{name:<24} {n:>8} rows -> {path}")
 
@@ -69,5 +71,7 @@ def register(app: typer.Typer) -> None:
         """Weekly enrolment (bars + cumulative) and AE / SAE / deviation charts as PNG."""
         from services.analytics import write_charts
 
-        for path in write_charts(load_settings(home), project, out):
+        settings = read_settings(home)
+        project = known_project(settings, project)
+        for path in write_charts(settings, project, out):
             console.print(f"chart: {path}")

@@ -38,8 +38,33 @@ T = TypeVar("T")
 
 
 def load_settings(home: str | None = None) -> Settings:
-    """This command's settings: environment / `.env` / `chronicle.toml`, with `--home` on top."""
-    return Settings(home=Path(home)) if home else Settings()
+    """This command's settings: environment / `.env` / `chronicle.toml`, with `--home` on top.
+
+    A refused setting ends the command with one line naming it and a valid example (status 2), never a
+    pydantic traceback."""
+    from chronicle.settings import SETTINGS_ERRORS, settings_problem
+
+    try:
+        return Settings(home=Path(home)) if home else Settings()
+    except SETTINGS_ERRORS as exc:
+        fail(settings_problem(exc), code=2)
+
+
+def read_settings(home: str | None = None) -> Settings:
+    """Settings of a command that only reads: a home that does not exist is a mistyped CHRONICLE_HOME or
+    `--home`, answered in one line (status 1) — never created empty and reported as "nothing yet"."""
+    settings = load_settings(home)
+    if not settings.lake and not settings.db_path.exists():
+        fail(f"no Chronicle data at {settings.db_path}: CHRONICLE_HOME / --home points to {settings.home}, where "
+             "nothing was ever ingested; check the path (or run `chronicle ingest PATH` to start a home there)")
+    return settings
+
+
+def known_project(settings: Settings, project: str, name: str = "--project") -> str:
+    """`project` if it has entries; otherwise one line naming the known projects (status 2)."""
+    from services.validate import existing_project
+
+    return check(existing_project, settings, project, name)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

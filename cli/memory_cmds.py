@@ -10,7 +10,7 @@ import typer
 
 from chronicle.settings import Settings
 from cli import proposal_cmds
-from cli.common import check, console, err, load_settings, progress_bar, run_flow
+from cli.common import check, console, err, load_settings, progress_bar, read_settings, run_flow
 from cli.output import Format, emit, format_option
 
 if TYPE_CHECKING:  # the distill engine imports the openai client: not on every command's start-up
@@ -124,7 +124,7 @@ def register(app: typer.Typer) -> None:
         """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3."""
         from services.memory import search_memories
 
-        hits = search_memories(load_settings(home), query, tags=tag or None, min_importance=min_importance,
+        hits = search_memories(read_settings(home), query, tags=tag or None, min_importance=min_importance,
                                target_file=file, limit=limit)
         fmt = Format.json if as_json else fmt
         if fmt is Format.table:
@@ -137,7 +137,7 @@ def register(app: typer.Typer) -> None:
         """Tags with the number of memories carrying each."""
         from services.memory import tag_counts
 
-        emit([{"tag": name, "memories": n} for name, n in tag_counts(load_settings(home)).items()], fmt,
+        emit([{"tag": name, "memories": n} for name, n in tag_counts(read_settings(home)).items()], fmt,
              columns=["tag", "memories"], empty="no tags yet")
 
     @memory.command("list")
@@ -148,7 +148,7 @@ def register(app: typer.Typer) -> None:
         """Memories, newest first."""
         from services.memory import list_memories
 
-        rows = list_memories(load_settings(home), limit=limit, tags=tag or None, target_file=file)
+        rows = list_memories(read_settings(home), limit=limit, tags=tag or None, target_file=file)
         if as_json or fmt is not Format.table:
             emit(_rows(rows), Format.json if as_json else fmt)
             return
@@ -160,7 +160,7 @@ def register(app: typer.Typer) -> None:
         """Re-embed every memory with the configured EMBEDDING_MODEL (after changing it)."""
         from services.memory import reindex as reindex_all
 
-        n = reindex_all(load_settings(home))
+        n = reindex_all(read_settings(home))
         console.print(f"re-embedded {n} memories")
 
     proposal_cmds.register(memory)

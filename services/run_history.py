@@ -57,6 +57,12 @@ def reap(conn: Any, host: str) -> list[RunRow]:
     return dead
 
 
+def flow_names(settings: Settings) -> list[str]:
+    """Flow names that have runs recorded (what `--flow` can match)."""
+    with connect(settings, read_only=True) as conn:
+        return runs.flow_names(conn)
+
+
 def list_runs(settings: Settings, limit: int = 20, flow: str | None = None) -> list[RunRow]:
     """Newest runs first, every state; a RUNNING row whose process is gone is marked CRASHED here and now."""
     host = socket.gethostname()
