@@ -15,7 +15,7 @@ from rich.markup import escape
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import TABLE_COLUMNS, WeekOutcome, WeeksFailedError, outcome_counts
 from chronicle.weeks import IsoWeek
-from cli.common import check, console, err, known_project, load_settings, progress_bar, read_settings, run_flow
+from cli.common import check, console, err, fail, known_project, load_settings, progress_bar, read_settings, run_flow
 from cli.output import Format, emit, format_option
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
@@ -34,10 +34,12 @@ def engine_banner(settings: Settings) -> str:
 
 
 def _parse_week(text: str) -> IsoWeek:
-    try:
-        return IsoWeek.parse(text)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+    from chronicle.validation import parse_week
+
+    week = check(parse_week, text, "--week")
+    if week is None:
+        fail("--week is empty: write an ISO week, e.g. 2026-W05", code=2)
+    return week
 
 
 def print_outcomes(rows: list[WeekOutcome], limit: int = 30) -> None:
@@ -108,7 +110,11 @@ def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | No
         err.print(f"[red]no report for {project} {week}[/]; generate it before correcting it")
         raise typer.Exit(1) from None
     current = view.row["summary"]
-    text = file.read_text(encoding="utf-8") if file else click.edit(current, extension=".md")
+    text = _edit_file_text(file) if file else click.edit(current, extension=".md")
+    if text is not None and not text.strip():
+        # An empty edit would blank the week and pin the blank as the truth: refused, never stored.
+        fail(f"{'--file ' + str(file) if file else 'the edited text'} is empty: nothing stored (an edit replaces "
+             "the report's text; write the corrected report)", code=2)
     if text is None or text.strip() == current.strip():
         console.print("no change; nothing stored")
         return
@@ -120,6 +126,15 @@ def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | No
     if result.unknown_citations:
         console.print(f"[yellow]note: {', '.join(result.unknown_citations)} are not entries of this week; "
                       "kept as text only[/]")
+
+
+def _edit_file_text(file: Path) -> str:
+    data = file.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        fail(f"--file {file} is not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); save it as "
+             "UTF-8 and run the command again", code=2)
 
 
 def print_history(settings: Settings, project: str, week: IsoWeek, full: bool, fmt: Format = Format.table) -> None:
