@@ -47,6 +47,52 @@ PACKAGES = ("chronicle", "cli", "services", "flows", "tasks", "storage", "deploy
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 180.0
 CHILD_ENV = "CHRONICLE_WARM_CHILD"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def stop_grace_s(env: dict[str, str] | None = None) -> float:
+    """Seconds a stopped command gets to end by itself before it is ended like a kill (CHRONICLE_STOP_GRACE_S)."""
+    try:
+        return max(0.0, float((env or os.environ).get("CHRONICLE_STOP_GRACE_S", "5")))
+    except ValueError:
+        return 5.0
+
+
+def stop_on_signals() -> None:
+    """Make SIGTERM, SIGINT (Ctrl-C) and SIGHUP end this command within seconds, whatever it is doing.
+
+    Python runs signal handlers in the main thread only, and during a flow run Prefect's own SIGTERM handler
+    raises there; the main thread then waits for the task threads to finish their work (a backfill's
+    thousands of weeks, an LLM call with a 60 s timeout and retries) before the process can end — observed:
+    still running eight minutes after `timeout 120`. So the signals are blocked in every thread (threads made
+    later inherit the mask) and taken by one thread of their own: the first is passed to the main thread as
+    if it had arrived (KeyboardInterrupt, Prefect's handler: the run is marked as it would be), and after
+    `stop_grace_s()` — or at a second signal — the process ends at once with 128 + the signal's number,
+    leaving what a kill leaves (the run's row is reaped as CRASHED by the next reader: same liveness rule).
+    Called first thing in a `chronicle` process that runs a command itself (and in a warm runner's child),
+    before any thread exists; never in a test process, whose own Ctrl-C must stay pytest's.
+    """
+    import _thread
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    grace = stop_grace_s()
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+    def wait() -> None:
+        first = signal.sigwait(STOP_SIGNALS)
+        timer = threading.Timer(grace, os._exit, args=(128 + first,))
+        timer.daemon = True
+        timer.start()
+        # As if the signal had reached the main thread; one it does not handle in Python (SIG_DFL) as Ctrl-C.
+        handled = callable(signal.getsignal(first))
+        with contextlib.suppress(Exception):
+            _thread.interrupt_main(first if handled else signal.SIGINT)
+        second = signal.sigwait(STOP_SIGNALS)
+        os._exit(128 + second)
+
+    threading.Thread(target=wait, name="chronicle-stop", daemon=True).start()
 
 
 def state_dir() -> Path:
@@ -215,11 +261,27 @@ def run_warm(argv: list[str], start: bool) -> int | None:
         conn.close()
         return None
     child = 0
+    stopped: list[int] = []
 
     def relay(signum: int, _frame: Any) -> None:
+        stopped.append(signum)
         if child:
             with contextlib.suppress(OSError):
                 os.kill(child, signum)
+        if len(stopped) == 1:
+            # The child ends itself within its grace (stop_on_signals); should it not (stuck in the kernel),
+            # it and everything it started are killed, and this caller does not wait on.
+            def kill_child() -> None:
+                if child:
+                    with contextlib.suppress(OSError):
+                        os.killpg(child, signal.SIGKILL)
+                os._exit(128 + signum)
+
+            import threading
+
+            timer = threading.Timer(stop_grace_s() + 3.0, kill_child)
+            timer.daemon = True
+            timer.start()
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, relay)
@@ -229,14 +291,19 @@ def run_warm(argv: list[str], start: bool) -> int | None:
                 return None
             if "pid" in message:
                 child = int(message["pid"])
+                if stopped:  # stopped before the child was known: pass it on now
+                    with contextlib.suppress(OSError):
+                        os.kill(child, stopped[0])
             if "exit" in message:
                 return int(message["exit"])
     except OSError:
         pass
     finally:
         conn.close()
-    if child == 0:
+    if child == 0 and not stopped:
         return None  # never started: run in-process
+    if stopped:
+        return 128 + stopped[0]
     sys.stderr.write("chronicle: the command's process ended without an exit status (killed?)\n")
     return 1
 
@@ -249,12 +316,12 @@ def delegate_if_console_script() -> None:
     if script != "chronicle" or os.path.basename(sys.argv[0]) != "chronicle":
         return
     how = wanted(sys.argv[1:], dict(os.environ))
-    if how is None:
-        return
-    code = run_warm(sys.argv[1:], start=how == "start")
+    code = None if how is None else run_warm(sys.argv[1:], start=how == "start")
     if code is not None:
         sys.stdout.flush()
         os._exit(code)  # nothing of ours to flush or tear down: this process only waited
+    if not os.environ.get(CHILD_ENV):
+        stop_on_signals()  # the command runs in this process: a signal must end it within seconds
 
 
 def stop() -> dict[str, Any] | None:
