@@ -90,7 +90,7 @@ def check(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
 def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Call a flow in this process with the command's settings (flows read them when they start), against
     the configured Prefect API or Chronicle's background server (`deployments.local_api`)."""
-    from chronicle.validation import ParameterError
+    from chronicle.validation import ActionNeeded, ParameterError
     from deployments import local_api
 
     try:
@@ -107,6 +107,8 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
             return flow(*args, **kwargs)
         except ParameterError as exc:
             fail(str(exc), code=2)
+        except ActionNeeded as exc:
+            fail(str(exc))
         except Exception as exc:
             if api.url and not local_api.healthy(api.url):
                 fail(f"lost the Prefect API at {api.url} during the run ({type(exc).__name__}); "

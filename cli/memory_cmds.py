@@ -10,7 +10,7 @@ import typer
 
 from chronicle.settings import Settings
 from cli import proposal_cmds
-from cli.common import check, console, err, load_settings, progress_bar, read_settings, run_flow
+from cli.common import check, console, err, fail, load_settings, progress_bar, read_settings, run_flow
 from cli.output import Format, emit, format_option
 
 if TYPE_CHECKING:  # the distill engine imports the openai client: not on every command's start-up
@@ -122,10 +122,14 @@ def register(app: typer.Typer) -> None:
                as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
                home: str | None = HomeOpt) -> None:
         """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3."""
+        from chronicle.validation import ActionNeeded
         from services.memory import search_memories
 
-        hits = search_memories(read_settings(home), query, tags=tag or None, min_importance=min_importance,
-                               target_file=file, limit=limit)
+        try:
+            hits = search_memories(read_settings(home), query, tags=tag or None, min_importance=min_importance,
+                                   target_file=file, limit=limit)
+        except ActionNeeded as exc:
+            fail(str(exc))
         fmt = Format.json if as_json else fmt
         if fmt is Format.table:
             print_hits(query, hits)

@@ -33,12 +33,12 @@ def search_memories(
 def list_memories(settings: Settings, *, limit: int = 50, tags: list[str] | None = None,
                   target_file: str | None = None) -> list[StoredMemory]:
     """Memories, newest first."""
-    return MemoryStore(settings).list(limit=limit, tags=tags, target_file=target_file)
+    return MemoryStore(settings, allow_model_mismatch=True).list(limit=limit, tags=tags, target_file=target_file)
 
 
 def tag_counts(settings: Settings) -> dict[str, int]:
     """Tags with the number of memories carrying each."""
-    return MemoryStore(settings).tags()
+    return MemoryStore(settings, allow_model_mismatch=True).tags()
 
 
 def reindex(settings: Settings) -> int:
