@@ -103,6 +103,13 @@ def register(app: typer.Typer) -> None:
         from services.validate import distill_window
 
         check(distill_window, settings, days, until, project, names=("--days", "--until", "--project"))
+        from chronicle.validation import ActionNeeded
+        from services.memory import check_embedding_model
+
+        try:
+            check_embedding_model(settings)
+        except ActionNeeded as exc:  # an upgraded home: one line saying what to do, not a failed run's traceback
+            fail(str(exc))
         from flows.distill_memory import DistillIncomplete
 
         try:

@@ -44,3 +44,9 @@ def tag_counts(settings: Settings) -> dict[str, int]:
 def reindex(settings: Settings) -> int:
     """Re-embed every memory with the configured embedding model (after changing EMBEDDING_MODEL)."""
     return MemoryStore(settings, allow_model_mismatch=True).reindex()
+
+
+def check_embedding_model(settings: Settings) -> None:
+    """Raise `EmbeddingModelMismatch` (an `ActionNeeded`: "run `chronicle memory reindex`") when the stored vectors
+    were made by another model than the configured one — before a distillation starts, not in its middle."""
+    MemoryStore(settings)
