@@ -69,6 +69,11 @@ MISTAKES: list[Mistake] = [
     Mistake("names and ranges", "a week that does not exist", ("report", "show", "--project", "ALPHA", "--week",
                                                                "2025-W53"),
             "--week '2025-W53' does not exist: 2025 has ISO weeks W01 to W52", 2),
+    Mistake("names and ranges", "a reversed range for `stats`",
+            ("stats", "--project", "ALPHA", "--from", "2026-W30", "--to", "2026-W20"),
+            "--from 2026-W30 is after --to 2026-W20: the range is reversed", 2),
+    Mistake("names and ranges", "a week written the wrong way", ("stats", "--project", "ALPHA", "--from", "2026-13"),
+            "--from '2026-13' is not an ISO week: write YYYY-Www, e.g. 2026-W05", 2),
     Mistake("names and ranges", "a path that does not exist", ("ingest", "{tmp}/no/such/folder"),
             "no such file or folder", 2),
     # --- report edits ------------------------------------------------------------------------
@@ -110,6 +115,9 @@ MISTAKES: list[Mistake] = [
             one_line=False),
     Mistake("input", "a daily note named with an absurd date", ("ingest", "{tmp}/memory/9999-01-01.md"),
             "future_timestamp", 1, files={"memory/9999-01-01.md": b"- a typo in the name\n"}, one_line=False),
+    Mistake("input", "a log file in another encoding (Latin-1)", ("ingest", "{tmp}/latin1.jsonl"), "invalid_utf8", 1,
+            files={"latin1.jsonl": '{"project_id":"ALPHA","ts":"2026-01-05T10:00:00+08:00","content":"Störung"}\n'
+                   .encode("latin-1")}, one_line=False),
     Mistake("input", "a .jsonl.gz that is not gzip", ("ingest", "{tmp}/broken.jsonl.gz"), "invalid_gzip", 1,
             files={"broken.jsonl.gz": b"not gzip at all"}, one_line=False),
     Mistake("input", "a gzip-compressed log in a folder (read, not skipped)", ("ingest", "{tmp}/zipped"),
