@@ -320,8 +320,12 @@ def delegate_if_console_script() -> None:
     if code is not None:
         sys.stdout.flush()
         os._exit(code)  # nothing of ours to flush or tear down: this process only waited
-    if not os.environ.get(CHILD_ENV):
-        stop_on_signals()  # the command runs in this process: a signal must end it within seconds
+    words = _command(sys.argv[1:])
+    own_lifecycle = bool(words) and (words[0] in NEVER or words[:2] == ["report", "edit"])
+    if not os.environ.get(CHILD_ENV) and not own_lifecycle:
+        # The command runs in this process: a signal must end it within seconds. Not `serve` (it stops its
+        # flow-run processes itself on Ctrl-C) nor `report edit` (Ctrl-C belongs to the editor then).
+        stop_on_signals()
 
 
 def stop() -> dict[str, Any] | None:
