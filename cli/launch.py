@@ -47,7 +47,6 @@ PACKAGES = ("chronicle", "cli", "services", "flows", "tasks", "storage", "deploy
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 180.0
 CHILD_ENV = "CHRONICLE_WARM_CHILD"
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def stop_grace_s(env: dict[str, str] | None = None) -> float:
@@ -58,40 +57,48 @@ def stop_grace_s(env: dict[str, str] | None = None) -> float:
         return 5.0
 
 
+def _hang_up(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt  # the terminal closed: stop as Ctrl-C would (within the grace, see stop_on_signals)
+
+
 def stop_on_signals() -> None:
     """Make SIGTERM, SIGINT (Ctrl-C) and SIGHUP end this command within seconds, whatever it is doing.
 
-    Python runs signal handlers in the main thread only, and during a flow run Prefect's own SIGTERM handler
-    raises there; the main thread then waits for the task threads to finish their work (a backfill's
-    thousands of weeks, an LLM call with a 60 s timeout and retries) before the process can end — observed:
-    still running eight minutes after `timeout 120`. So the signals are blocked in every thread (threads made
-    later inherit the mask) and taken by one thread of their own: the first is passed to the main thread as
-    if it had arrived (KeyboardInterrupt, Prefect's handler: the run is marked as it would be), and after
-    `stop_grace_s()` — or at a second signal — the process ends at once with 128 + the signal's number,
-    leaving what a kill leaves (the run's row is reaped as CRASHED by the next reader: same liveness rule).
-    Called first thing in a `chronicle` process that runs a command itself (and in a warm runner's child),
-    before any thread exists; never in a test process, whose own Ctrl-C must stay pytest's.
+    Python runs signal handlers in the main thread, and during a flow run Prefect's own SIGTERM handler raises
+    there; the main thread then waits for the task threads to finish their work (a backfill's thousands of
+    weeks, an LLM call with a 60 s timeout and retries) before the process can end — observed: still running
+    eight minutes after `timeout 120`. So every signal that reaches a Python handler (ours, Prefect's, Ctrl-C's
+    KeyboardInterrupt) is also written by the interpreter to a wakeup socket that a thread of ours reads: the
+    handler runs as before (the run is marked as it would be), and `stop_grace_s()` later — or at a second
+    signal — the process ends at once with 128 + the signal's number, leaving what a kill leaves (the run's row
+    is reaped as CRASHED by the next reader: the same liveness rule). A signal with no Python handler (SIGTERM
+    outside a flow run) ends the process by itself. No signal mask is touched, so processes the command starts
+    (the background Prefect server) keep their own signals. Called first thing in a `chronicle` process that
+    runs a command (and in a warm runner's child); never in a test process, whose Ctrl-C stays pytest's.
     """
-    import _thread
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         return
     grace = stop_grace_s()
-    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    if signal.getsignal(signal.SIGHUP) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGHUP, _hang_up)
 
     def wait() -> None:
-        first = signal.sigwait(STOP_SIGNALS)
-        timer = threading.Timer(grace, os._exit, args=(128 + first,))
+        first = reader.recv(1)
+        if not first:
+            return
+        timer = threading.Timer(grace, os._exit, args=(128 + first[0],))
         timer.daemon = True
         timer.start()
-        # As if the signal had reached the main thread; one it does not handle in Python (SIG_DFL) as Ctrl-C.
-        handled = callable(signal.getsignal(first))
-        with contextlib.suppress(Exception):
-            _thread.interrupt_main(first if handled else signal.SIGINT)
-        second = signal.sigwait(STOP_SIGNALS)
-        os._exit(128 + second)
+        second = reader.recv(1)
+        if second:
+            os._exit(128 + second[0])
 
+    stop_on_signals.keep = (reader, writer)  # type: ignore[attr-defined]  # the sockets live as long as the process
     threading.Thread(target=wait, name="chronicle-stop", daemon=True).start()
 
 
