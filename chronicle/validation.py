@@ -22,6 +22,11 @@ DAY_FORMAT = "YYYY-MM-DD, e.g. 2026-04-26"
 _WEEK = re.compile(r"(\d{4})-[Ww](\d{2})")
 
 
+class ActionNeeded(RuntimeError):
+    """Stored data needs an operator's action before this can run (e.g. `chronicle memory reindex` after the
+    embedding model changed). The message says which, in one line; entry points print it without a traceback."""
+
+
 class ParameterError(ValueError):
     """A parameter that cannot be right. The message names the parameter, the value and what would do."""
 

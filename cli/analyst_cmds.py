@@ -7,16 +7,20 @@ from pathlib import Path
 
 import typer
 
-from chronicle.weeks import IsoWeek
-from cli.common import console, err, load_settings
+from cli.common import check, console, err, known_project, load_settings, read_settings
 from cli.output import Format, emit, format_option
 
 STATS_COLUMNS = ("week_number", "entries", "messages", "enrolled", "enrolled_total", "ae", "sae", "deviations",
                  "queries", "decisions", "report_status", "report_engine", "report_stale", "report_needs_review")
 
 
-def _week(value: str | None) -> int | None:
-    return IsoWeek.parse(value).number if value else None
+def _weeks(start: str | None, end: str | None) -> tuple[int | None, int | None]:
+    """`--from` / `--to` checked like every other command's (syntax, existence, order): one line, status 2."""
+    from chronicle.validation import check_range, parse_week
+
+    first, last = check(parse_week, start, "--from"), check(parse_week, end, "--to")
+    check(check_range, first, last, "--from", "--to")
+    return (first.number if first else None), (last.number if last else None)
 
 
 def register(app: typer.Typer) -> None:
@@ -29,7 +33,9 @@ def register(app: typer.Typer) -> None:
         """Weekly stats of a project (the `weekly_stats` view), including weeks without a report."""
         from services.analytics import stats_rows
 
-        rows = stats_rows(load_settings(home), project, _week(start), _week(end))
+        settings = read_settings(home)
+        project = known_project(settings, project)
+        rows = stats_rows(settings, project, *_weeks(start, end))
         if not rows:
             err.print(f"[red]no weeks for project {project!r}[/]")
             raise typer.Exit(1)
@@ -44,7 +50,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("only --format parquet is supported")
         from services.analytics import export as export_all
 
-        written = export_all(load_settings(home), out_dir)
+        written = export_all(read_settings(home), out_dir)
         for name, path, n in written:
             console.print(f"{name:<24} {n:>8} rows -> {path}")
 
@@ -69,5 +75,7 @@ def register(app: typer.Typer) -> None:
         """Weekly enrolment (bars + cumulative) and AE / SAE / deviation charts as PNG."""
         from services.analytics import write_charts
 
-        for path in write_charts(load_settings(home), project, out):
+        settings = read_settings(home)
+        project = known_project(settings, project)
+        for path in write_charts(settings, project, out):
             console.print(f"chart: {path}")

@@ -38,8 +38,33 @@ T = TypeVar("T")
 
 
 def load_settings(home: str | None = None) -> Settings:
-    """This command's settings: environment / `.env` / `chronicle.toml`, with `--home` on top."""
-    return Settings(home=Path(home)) if home else Settings()
+    """This command's settings: environment / `.env` / `chronicle.toml`, with `--home` on top.
+
+    A refused setting ends the command with one line naming it and a valid example (status 2), never a
+    pydantic traceback."""
+    from chronicle.settings import SETTINGS_ERRORS, settings_problem
+
+    try:
+        return Settings(home=Path(home)) if home else Settings()
+    except SETTINGS_ERRORS as exc:
+        fail(settings_problem(exc), code=2)
+
+
+def read_settings(home: str | None = None) -> Settings:
+    """Settings of a command that only reads: a home that does not exist is a mistyped CHRONICLE_HOME or
+    `--home`, answered in one line (status 1) — never created empty and reported as "nothing yet"."""
+    settings = load_settings(home)
+    if not settings.lake and not settings.db_path.exists():
+        fail(f"no Chronicle data at {settings.db_path}: CHRONICLE_HOME / --home points to {settings.home}, where "
+             "nothing was ever ingested; check the path (or run `chronicle ingest PATH` to start a home there)")
+    return settings
+
+
+def known_project(settings: Settings, project: str, name: str = "--project") -> str:
+    """`project` if it has entries; otherwise one line naming the known projects (status 2)."""
+    from services.validate import existing_project
+
+    return check(existing_project, settings, project, name)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -65,7 +90,7 @@ def check(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
 def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Call a flow in this process with the command's settings (flows read them when they start), against
     the configured Prefect API or Chronicle's background server (`deployments.local_api`)."""
-    from chronicle.validation import ParameterError
+    from chronicle.validation import ActionNeeded, ParameterError
     from deployments import local_api
 
     try:
@@ -82,6 +107,8 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
             return flow(*args, **kwargs)
         except ParameterError as exc:
             fail(str(exc), code=2)
+        except ActionNeeded as exc:
+            fail(str(exc))
         except Exception as exc:
             if api.url and not local_api.healthy(api.url):
                 fail(f"lost the Prefect API at {api.url} during the run ({type(exc).__name__}); "

@@ -49,6 +49,59 @@ START_TIMEOUT_S = 180.0
 CHILD_ENV = "CHRONICLE_WARM_CHILD"
 
 
+def stop_grace_s(env: dict[str, str] | None = None) -> float:
+    """Seconds a stopped command gets to end by itself before it is ended like a kill (CHRONICLE_STOP_GRACE_S)."""
+    try:
+        return max(0.0, float((env or os.environ).get("CHRONICLE_STOP_GRACE_S", "5")))
+    except ValueError:
+        return 5.0
+
+
+def _hang_up(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt  # the terminal closed: stop as Ctrl-C would (within the grace, see stop_on_signals)
+
+
+def stop_on_signals() -> None:
+    """Make SIGTERM, SIGINT (Ctrl-C) and SIGHUP end this command within seconds, whatever it is doing.
+
+    Python runs signal handlers in the main thread, and during a flow run Prefect's own SIGTERM handler raises
+    there; the main thread then waits for the task threads to finish their work (a backfill's thousands of
+    weeks, an LLM call with a 60 s timeout and retries) before the process can end — observed: still running
+    eight minutes after `timeout 120`. So every signal that reaches a Python handler (ours, Prefect's, Ctrl-C's
+    KeyboardInterrupt) is also written by the interpreter to a wakeup socket that a thread of ours reads: the
+    handler runs as before (the run is marked as it would be), and `stop_grace_s()` later — or at a second
+    signal — the process ends at once with 128 + the signal's number, leaving what a kill leaves (the run's row
+    is reaped as CRASHED by the next reader: the same liveness rule). A signal with no Python handler (SIGTERM
+    outside a flow run) ends the process by itself. No signal mask is touched, so processes the command starts
+    (the background Prefect server) keep their own signals. Called first thing in a `chronicle` process that
+    runs a command (and in a warm runner's child); never in a test process, whose Ctrl-C stays pytest's.
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    grace = stop_grace_s()
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    if signal.getsignal(signal.SIGHUP) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGHUP, _hang_up)
+
+    def wait() -> None:
+        first = reader.recv(1)
+        if not first:
+            return
+        timer = threading.Timer(grace, os._exit, args=(128 + first[0],))
+        timer.daemon = True
+        timer.start()
+        second = reader.recv(1)
+        if second:
+            os._exit(128 + second[0])
+
+    stop_on_signals.keep = (reader, writer)  # type: ignore[attr-defined]  # the sockets live as long as the process
+    threading.Thread(target=wait, name="chronicle-stop", daemon=True).start()
+
+
 def state_dir() -> Path:
     return Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser() / "chronicle"
 
@@ -215,11 +268,27 @@ def run_warm(argv: list[str], start: bool) -> int | None:
         conn.close()
         return None
     child = 0
+    stopped: list[int] = []
 
     def relay(signum: int, _frame: Any) -> None:
+        stopped.append(signum)
         if child:
             with contextlib.suppress(OSError):
                 os.kill(child, signum)
+        if len(stopped) == 1:
+            # The child ends itself within its grace (stop_on_signals); should it not (stuck in the kernel),
+            # it and everything it started are killed, and this caller does not wait on.
+            def kill_child() -> None:
+                if child:
+                    with contextlib.suppress(OSError):
+                        os.killpg(child, signal.SIGKILL)
+                os._exit(128 + signum)
+
+            import threading
+
+            timer = threading.Timer(stop_grace_s() + 3.0, kill_child)
+            timer.daemon = True
+            timer.start()
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, relay)
@@ -229,14 +298,19 @@ def run_warm(argv: list[str], start: bool) -> int | None:
                 return None
             if "pid" in message:
                 child = int(message["pid"])
+                if stopped:  # stopped before the child was known: pass it on now
+                    with contextlib.suppress(OSError):
+                        os.kill(child, stopped[0])
             if "exit" in message:
                 return int(message["exit"])
     except OSError:
         pass
     finally:
         conn.close()
-    if child == 0:
+    if child == 0 and not stopped:
         return None  # never started: run in-process
+    if stopped:
+        return 128 + stopped[0]
     sys.stderr.write("chronicle: the command's process ended without an exit status (killed?)\n")
     return 1
 
@@ -249,12 +323,16 @@ def delegate_if_console_script() -> None:
     if script != "chronicle" or os.path.basename(sys.argv[0]) != "chronicle":
         return
     how = wanted(sys.argv[1:], dict(os.environ))
-    if how is None:
-        return
-    code = run_warm(sys.argv[1:], start=how == "start")
+    code = None if how is None else run_warm(sys.argv[1:], start=how == "start")
     if code is not None:
         sys.stdout.flush()
         os._exit(code)  # nothing of ours to flush or tear down: this process only waited
+    words = _command(sys.argv[1:])
+    own_lifecycle = bool(words) and (words[0] in NEVER or words[:2] == ["report", "edit"])
+    if not os.environ.get(CHILD_ENV) and not own_lifecycle:
+        # The command runs in this process: a signal must end it within seconds. Not `serve` (it stops its
+        # flow-run processes itself on Ctrl-C) nor `report edit` (Ctrl-C belongs to the editor then).
+        stop_on_signals()
 
 
 def stop() -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ import typer
 from rich.markup import escape
 
 from chronicle.ingest.model import IngestSummary
-from cli.common import check, console, err, fail, load_settings, progress_bar, run_flow
+from cli.common import check, console, err, fail, known_project, load_settings, progress_bar, read_settings, run_flow
 from cli.output import Format, emit, format_option
 
 app = typer.Typer(help="Chronicle: raw project logs -> weekly chronicle + distilled memory.", no_args_is_help=True)
@@ -87,7 +87,9 @@ def weeks(project: str | None = typer.Option(None, "--project", "-p"),
           as_csv: bool = typer.Option(False, "--csv", hidden=True, help="Same as --format csv."),
           home: str | None = HomeOpt) -> None:
     """Entries per project and ISO week (project-local time), by event type."""
-    settings = load_settings(home)
+    settings = read_settings(home)
+    if project:
+        project = known_project(settings, project)
     from storage.db import connect
     from storage.queries import week_table
 

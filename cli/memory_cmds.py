@@ -10,7 +10,7 @@ import typer
 
 from chronicle.settings import Settings
 from cli import proposal_cmds
-from cli.common import check, console, err, load_settings, progress_bar, run_flow
+from cli.common import check, console, err, fail, load_settings, progress_bar, read_settings, run_flow
 from cli.output import Format, emit, format_option
 
 if TYPE_CHECKING:  # the distill engine imports the openai client: not on every command's start-up
@@ -103,6 +103,13 @@ def register(app: typer.Typer) -> None:
         from services.validate import distill_window
 
         check(distill_window, settings, days, until, project, names=("--days", "--until", "--project"))
+        from chronicle.validation import ActionNeeded
+        from services.memory import check_embedding_model
+
+        try:
+            check_embedding_model(settings)
+        except ActionNeeded as exc:  # an upgraded home: one line saying what to do, not a failed run's traceback
+            fail(str(exc))
         from flows.distill_memory import DistillIncomplete
 
         try:
@@ -122,10 +129,14 @@ def register(app: typer.Typer) -> None:
                as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
                home: str | None = HomeOpt) -> None:
         """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3."""
+        from chronicle.validation import ActionNeeded
         from services.memory import search_memories
 
-        hits = search_memories(load_settings(home), query, tags=tag or None, min_importance=min_importance,
-                               target_file=file, limit=limit)
+        try:
+            hits = search_memories(read_settings(home), query, tags=tag or None, min_importance=min_importance,
+                                   target_file=file, limit=limit)
+        except ActionNeeded as exc:
+            fail(str(exc))
         fmt = Format.json if as_json else fmt
         if fmt is Format.table:
             print_hits(query, hits)
@@ -137,7 +148,7 @@ def register(app: typer.Typer) -> None:
         """Tags with the number of memories carrying each."""
         from services.memory import tag_counts
 
-        emit([{"tag": name, "memories": n} for name, n in tag_counts(load_settings(home)).items()], fmt,
+        emit([{"tag": name, "memories": n} for name, n in tag_counts(read_settings(home)).items()], fmt,
              columns=["tag", "memories"], empty="no tags yet")
 
     @memory.command("list")
@@ -148,7 +159,7 @@ def register(app: typer.Typer) -> None:
         """Memories, newest first."""
         from services.memory import list_memories
 
-        rows = list_memories(load_settings(home), limit=limit, tags=tag or None, target_file=file)
+        rows = list_memories(read_settings(home), limit=limit, tags=tag or None, target_file=file)
         if as_json or fmt is not Format.table:
             emit(_rows(rows), Format.json if as_json else fmt)
             return
@@ -160,7 +171,7 @@ def register(app: typer.Typer) -> None:
         """Re-embed every memory with the configured EMBEDDING_MODEL (after changing it)."""
         from services.memory import reindex as reindex_all
 
-        n = reindex_all(load_settings(home))
+        n = reindex_all(read_settings(home))
         console.print(f"re-embedded {n} memories")
 
     proposal_cmds.register(memory)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from cli.common import console, err, fail, load_settings
+from cli.common import console, err, fail, load_settings, read_settings
 from cli.output import Format, emit, format_option
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
@@ -127,10 +127,14 @@ def register(app: typer.Typer) -> None:
              home: str | None = HomeOpt) -> None:
         """Every recent flow run — completed, failed, refused, crashed — from DuckDB (pipeline_runs), with what it
         did and why it ended. A run whose process was killed shows as CRASHED. No Prefect API needed."""
-        settings = load_settings(home)
-        from services.run_history import list_runs
+        settings = read_settings(home)
+        from services.run_history import flow_names, list_runs
 
         rows = list_runs(settings, limit, flow)
+        if flow and not rows:
+            names = flow_names(settings)
+            if names:  # runs exist, none of a flow by that name: a typo, not an empty history
+                fail(f"no flow is named like {flow!r}; flows with runs: {', '.join(names)}")
         states = prefect_states([r.flow_run_id for r in rows]) if prefect and rows else {}
         if fmt is Format.table:
             table = [r.table_row() | ({"Prefect": states.get(r.flow_run_id, "—")} if prefect else {}) for r in rows]

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import typer
 
-from cli.common import console, err, load_settings
+from cli.common import console, err, read_settings
 from cli.output import Format, emit, format_option
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
@@ -20,7 +20,7 @@ def register(memory: typer.Typer) -> None:
         """Memories waiting for approval: aimed at a protected file (SOUL.md, IDENTITY.md) or suspected injection."""
         from services.proposals import list_proposals
 
-        rows = list_proposals(load_settings(home), None if all_ else "pending")
+        rows = list_proposals(read_settings(home), None if all_ else "pending")
         if as_json or fmt is not Format.table:
             emit([asdict(p) for p in rows], Format.json if as_json else fmt)
             return
@@ -39,7 +39,7 @@ def register(memory: typer.Typer) -> None:
         from services.proposals import approve as approve_proposal
 
         try:
-            decision = approve_proposal(load_settings(home), proposal_id)
+            decision = approve_proposal(read_settings(home), proposal_id)
         except ProposalError as exc:
             err.print(f"[red]{exc}[/]")
             raise typer.Exit(1) from exc
@@ -56,7 +56,7 @@ def register(memory: typer.Typer) -> None:
         from services.proposals import reject as reject_proposal
 
         try:
-            decision = reject_proposal(load_settings(home), proposal_id)
+            decision = reject_proposal(read_settings(home), proposal_id)
         except ProposalError as exc:
             err.print(f"[red]{exc}[/]")
             raise typer.Exit(1) from exc

@@ -15,7 +15,7 @@ from rich.markup import escape
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import TABLE_COLUMNS, WeekOutcome, WeeksFailedError, outcome_counts
 from chronicle.weeks import IsoWeek
-from cli.common import check, console, err, load_settings, progress_bar, run_flow
+from cli.common import check, console, err, fail, known_project, load_settings, progress_bar, read_settings, run_flow
 from cli.output import Format, emit, format_option
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
@@ -34,10 +34,12 @@ def engine_banner(settings: Settings) -> str:
 
 
 def _parse_week(text: str) -> IsoWeek:
-    try:
-        return IsoWeek.parse(text)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+    from chronicle.validation import parse_week
+
+    week = check(parse_week, text, "--week")
+    if week is None:
+        fail("--week is empty: write an ISO week, e.g. 2026-W05", code=2)
+    return week
 
 
 def print_outcomes(rows: list[WeekOutcome], limit: int = 30) -> None:
@@ -108,7 +110,11 @@ def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | No
         err.print(f"[red]no report for {project} {week}[/]; generate it before correcting it")
         raise typer.Exit(1) from None
     current = view.row["summary"]
-    text = file.read_text(encoding="utf-8") if file else click.edit(current, extension=".md")
+    text = _edit_file_text(file) if file else click.edit(current, extension=".md")
+    if text is not None and not text.strip():
+        # An empty edit would blank the week and pin the blank as the truth: refused, never stored.
+        fail(f"{'--file ' + str(file) if file else 'the edited text'} is empty: nothing stored (an edit replaces "
+             "the report's text; write the corrected report)", code=2)
     if text is None or text.strip() == current.strip():
         console.print("no change; nothing stored")
         return
@@ -120,6 +126,15 @@ def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | No
     if result.unknown_citations:
         console.print(f"[yellow]note: {', '.join(result.unknown_citations)} are not entries of this week; "
                       "kept as text only[/]")
+
+
+def _edit_file_text(file: Path) -> str:
+    data = file.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        fail(f"--file {file} is not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); save it as "
+             "UTF-8 and run the command again", code=2)
 
 
 def print_history(settings: Settings, project: str, week: IsoWeek, full: bool, fmt: Format = Format.table) -> None:
@@ -193,7 +208,8 @@ def register(app: typer.Typer) -> None:
     @report.command("show")
     def show(project: str = ProjectOpt, week: str = WeekOpt, home: str | None = HomeOpt) -> None:
         """The week's report, its review flags, staleness, stats and citations."""
-        show_report(load_settings(home), project, _parse_week(week))
+        settings = read_settings(home)
+        show_report(settings, known_project(settings, project), _parse_week(week))
 
     @report.command("edit")
     def edit(project: str = ProjectOpt, week: str = WeekOpt,
@@ -203,21 +219,25 @@ def register(app: typer.Typer) -> None:
              author: str | None = typer.Option(None, "--author", help="Who (default $USER)."),
              home: str | None = HomeOpt) -> None:
         """Correct a report; the edit becomes the truth and survives regeneration."""
-        edit_report(load_settings(home), project, _parse_week(week), file, reason, author)
+        settings = read_settings(home)
+        edit_report(settings, known_project(settings, project), _parse_week(week), file, reason, author)
 
     @report.command("history")
     def history(project: str = ProjectOpt, week: str = WeekOpt,
                 full: bool = typer.Option(False, "--full", help="Print every version's text."),
                 fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
         """Every version ever written for the week: generated and edited, who, when, why."""
-        print_history(load_settings(home), project, _parse_week(week), full, fmt)
+        settings = read_settings(home)
+        print_history(settings, known_project(settings, project), _parse_week(week), full, fmt)
 
     @report.command("list")
     def list_(project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
         """One line per stored week of a project."""
         from services.reports import list_reports
 
-        rows = list_reports(load_settings(home), project)
+        settings = read_settings(home)
+        project = known_project(settings, project)
+        rows = list_reports(settings, project)
         emit([{"week": str(IsoWeek.from_number(r["week_number"])), "status": r["status"], "model": r["model"],
                "stale": "yes" if r["stale"] else "", "needs_review": "yes" if r["needs_review"] else "",
                "entries": r["entry_count"], "chars": r["chars"], "version": r["version"]} for r in rows],
@@ -282,7 +302,8 @@ def register(app: typer.Typer) -> None:
                                                       help="Fold older weeks into rollups beyond this budget."),
                 home: str | None = HomeOpt) -> None:
         """Print the project chronicle block (seed 000) an assistant reads."""
-        settings = load_settings(home)
+        settings = read_settings(home)
+        project = known_project(settings, project)
         from services.history import build_history_context
 
         # soft_wrap: the block is meant to be piped into a prompt, so no hard line breaks are added.
@@ -292,7 +313,8 @@ def register(app: typer.Typer) -> None:
     def ask(question: str = typer.Argument(..., help="The question, in any language."),
             project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
         """Answer a question from the project's chronicle (offline: the weeks matching its terms)."""
-        settings = load_settings(home)
+        settings = read_settings(home)
+        project = known_project(settings, project)
         from services.history import ask_chronicle
 
         answer = ask_chronicle(settings, project, question)

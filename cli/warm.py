@@ -54,6 +54,9 @@ def _child(conn: socket.socket, server: socket.socket, fds: list[int], request: 
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    from cli.launch import stop_on_signals
+
+    stop_on_signals()  # before any thread of the command exists: a relayed SIGTERM / Ctrl-C ends it in seconds
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)

@@ -130,7 +130,7 @@ def distill_memory(days: DistillDays = 0, until: UntilDate = "", project: NotesP
             if outcome.status != "ok":
                 continue
             stored = stored_by_chunk.get(chunk.key, [])
-            reconciled = t.reconcile_events(settings, stored, seen, chunk.key) if stored else []
+            reconciled = t.reconcile_events(settings, stored, seen, chunk.key, run_id) if stored else []
             tally.ledger_reconciled += sum(a.event != b.event for a, b in zip(stored, reconciled, strict=True))
             plan = plan_chunk(chunk, outcome.memories, reconciled, policy, run_id, tally)
             for name, new in plan.items.items():

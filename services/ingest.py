@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
 import json
 import threading
 import time
+import zlib
 from concurrent.futures import Future
 from pathlib import Path
 
 import pyarrow as pa
 
-from chronicle.ingest.detect import detect_format
+from chronicle.ingest.detect import detect_format, gzipped
 from chronicle.ingest.fingerprint import file_fingerprint, fingerprint
 from chronicle.ingest.lines import (
     blank_binary_lines,
@@ -59,6 +61,11 @@ def _csv_to_json_lines(text: str, file: str) -> tuple[list[str], list[int], list
     for row in reader:
         if header is None:
             header = [h.strip().lstrip("\ufeff") for h in row]
+            twice = sorted({h for h in header if header.count(h) > 1})
+            if twice:  # which column is meant is unknown: refuse the file rather than keep one of them
+                return [], [], [Reject(file, reader.line_num, None, "duplicate_column",
+                                       f"column(s) {', '.join(map(repr, twice))} appear more than once in the "
+                                       "header; rename one", text)]
             continue
         if not any(cell.strip() for cell in row):
             continue
@@ -92,11 +99,13 @@ class FileIngestor:
         state = {"path": key, "project_id": self.project, "format": fmt, "size": len(data),
                  "mtime_ns": stat.st_mtime_ns, "parsed_bytes": len(data), "parsed_lines": 0,
                  "prefix_sha256": "", "entries": 0, "rejects": 0, "content_sha256": fingerprint(data)}
-        whole_file_reject = self._whole_file_reject(key, fmt, data)
+        compressed = gzipped(path)  # sizes and fingerprints above are the file's; what is parsed is its content
+        data, whole_file_reject = _gunzip(key, data) if compressed else (data, None)
+        whole_file_reject = whole_file_reject or self._whole_file_reject(key, fmt, data)
         if whole_file_reject:
             return self._write_rejected(state, whole_file_reject)
         encoding = sniff_encoding(data[:4])
-        if fmt == "jsonl" and encoding == "utf-8":
+        if fmt == "jsonl" and encoding == "utf-8" and not compressed:  # a .gz is re-read whole, never appended
             return self._ingest_lines(state, data, prev, settled)
         binary: list[Reject] = []
         # A whole-file format is re-read whole: its state keeps the hash of the bytes read (not of its size).
@@ -235,6 +244,14 @@ class FileIngestor:
         for r in rejects:
             counts[r.reason] = counts.get(r.reason, 0) + 1
         return FileResult(state["path"], fmt, "ingested", added, removed, counts)
+
+
+def _gunzip(key: str, data: bytes) -> tuple[bytes, Reject | None]:
+    """The content of a gzip file, or a whole-file reject saying why it cannot be read."""
+    try:
+        return gzip.decompress(data), None
+    except (OSError, EOFError, zlib.error) as exc:
+        return b"", Reject(key, None, None, "invalid_gzip", f"not a readable gzip file: {exc}", escape(data, 4096))
 
 
 def _is_json(line: str) -> bool:

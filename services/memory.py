@@ -33,14 +33,20 @@ def search_memories(
 def list_memories(settings: Settings, *, limit: int = 50, tags: list[str] | None = None,
                   target_file: str | None = None) -> list[StoredMemory]:
     """Memories, newest first."""
-    return MemoryStore(settings).list(limit=limit, tags=tags, target_file=target_file)
+    return MemoryStore(settings, allow_model_mismatch=True).list(limit=limit, tags=tags, target_file=target_file)
 
 
 def tag_counts(settings: Settings) -> dict[str, int]:
     """Tags with the number of memories carrying each."""
-    return MemoryStore(settings).tags()
+    return MemoryStore(settings, allow_model_mismatch=True).tags()
 
 
 def reindex(settings: Settings) -> int:
     """Re-embed every memory with the configured embedding model (after changing EMBEDDING_MODEL)."""
     return MemoryStore(settings, allow_model_mismatch=True).reindex()
+
+
+def check_embedding_model(settings: Settings) -> None:
+    """Raise `EmbeddingModelMismatch` (an `ActionNeeded`: "run `chronicle memory reindex`") when the stored vectors
+    were made by another model than the configured one — before a distillation starts, not in its middle."""
+    MemoryStore(settings)

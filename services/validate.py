@@ -26,8 +26,8 @@ from chronicle.weeks import IsoWeek
 from storage import queries
 from storage.db import connect
 
-__all__ = ["ParameterError", "WeekScope", "backfill_scope", "distill_window", "ingest_paths", "known_projects",
-           "one_week", "weekly_scope"]
+__all__ = ["ParameterError", "WeekScope", "backfill_scope", "distill_window", "existing_project", "ingest_paths",
+           "known_projects", "one_week", "weekly_scope"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,11 @@ def known_projects(settings: Settings) -> list[str]:
     """Projects with at least one entry in raw_logs."""
     with connect(settings, read_only=True) as conn:
         return queries.projects(conn)
+
+
+def existing_project(settings: Settings, project_id: str, name: str = "project_id") -> str:
+    """`project_id` if it has entries, else a ParameterError listing the projects that do."""
+    return check_project(project_id, known_projects(settings), name)
 
 
 def backfill_scope(settings: Settings, project_id: str, start_week: str | None, end_week: str | None, *,

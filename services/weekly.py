@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 from chronicle.settings import Settings
@@ -161,7 +161,10 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
         if span is None:
             return plan
         first = max(start or IsoWeek.from_number(span[0]), IsoWeek.from_number(span[0]))
-        last = end or IsoWeek.from_number(span[1])
+        # Never past this week: no entry can be later (ingest refuses future timestamps), and a stored one from
+        # an older release (a note named 9999-01-01.md) must not make the plan ~415,000 weeks long.
+        latest = IsoWeek.of((datetime.now(UTC) + timedelta(days=2)).astimezone(settings.tz_for(project_id)).date())
+        last = min(end or IsoWeek.from_number(span[1]), latest)
         if last < first:
             return plan
         rows = reports.week_rows(conn, project_id, first.number, last.number)

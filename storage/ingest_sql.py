@@ -38,10 +38,13 @@ _REASON_SQL = """
 CASE WHEN strlen(raw) > $max_bytes THEN 'line_too_long'
      WHEN j IS NULL THEN 'invalid_json'
      WHEN json_type(j) <> 'OBJECT' THEN 'not_an_object'
+     WHEN len(keys) <> list_unique(keys) THEN 'duplicate_key'
      WHEN project_id IS NULL THEN 'missing_project'
      WHEN ts_text IS NULL THEN 'missing_timestamp'
      WHEN zone_error IS NOT NULL THEN 'invalid_timezone'
      WHEN ts_tz IS NULL THEN 'invalid_timestamp'
+     WHEN dst = 'gap' THEN 'nonexistent_local_time'
+     WHEN dst = 'fold' THEN 'ambiguous_local_time'
      WHEN ts_tz > $now + INTERVAL 2 DAY THEN 'future_timestamp'
      WHEN ts_tz < TIMESTAMPTZ '1970-01-01 00:00:00+00' THEN 'implausible_timestamp'
      WHEN content IS NULL OR trim(content) = '' THEN 'missing_content'
@@ -86,8 +89,9 @@ _OFFSET_OK = (f"({_HH} BETWEEN '00' AND '{MAX_OFFSET_MINUTES // 60:02d}' AND {_M
               f"AND ({_HH} < '{MAX_OFFSET_MINUTES // 60:02d}' OR {_MM} = '00'))")
 
 
-def _zone_sql() -> tuple[str, str, str]:
-    """(zone_kind, ts_tz, zone_error) expressions over `ts_text`, `zone_text` and `tz` — see chronicle.ingest.zones.
+def _zone_sql() -> tuple[str, str, str, str, str]:
+    """(zone_kind, wall, ts_tz, zone_error, dst) expressions over `ts_text`, `zone_text` and `tz` — see
+    chronicle.ingest.zones.
 
     The common cases (`Z`, `+08:00`, naive) are decided by the first comparisons, on short strings; the
     name lists are only consulted for the rare timestamp that ends in a word.
@@ -101,20 +105,31 @@ def _zone_sql() -> tuple[str, str, str]:
          WHEN upper(zone_text) IN {_in(list(AMBIGUOUS_ABBREVIATIONS))} THEN 'ambiguous'
          WHEN contains(zone_text, '/') AND list_contains($zones, zone_text) THEN 'iana'
          ELSE 'unknown' END"""
-    body = "try_cast(rtrim(substr(ts_text, 1, length(ts_text) - length(zone_text))) AS TIMESTAMP)"
+    # The wall-clock time as written (without its zone), read once: the DST check compares against it.
+    wall = """CASE zone_kind WHEN 'local' THEN try_cast(ts_text AS TIMESTAMP) WHEN 'offset' THEN NULL
+         ELSE try_cast(rtrim(substr(ts_text, 1, length(ts_text) - length(zone_text))) AS TIMESTAMP) END"""
     ts_tz = f"""CASE zone_kind
-         WHEN 'local' THEN timezone(tz, try_cast(ts_text AS TIMESTAMP))
+         WHEN 'local' THEN timezone(tz, wall)
          WHEN 'offset' THEN try_cast(ts_text AS TIMESTAMPTZ)
-         WHEN 'utc' THEN timezone('UTC', {body})
-         WHEN 'fixed' THEN timezone('UTC', {body}) - to_minutes({_case_upper(FIXED_ABBREVIATIONS)})
-         WHEN 'iana' THEN timezone(zone_text, {body}) END"""
+         WHEN 'utc' THEN timezone('UTC', wall)
+         WHEN 'fixed' THEN timezone('UTC', wall) - to_minutes({_case_upper(FIXED_ABBREVIATIONS)})
+         WHEN 'iana' THEN timezone(zone_text, wall) END"""
+    # A wall time in a zone with daylight saving may not exist (the spring gap) or exist twice (the autumn
+    # fold). ICU moves a gap time forward and resolves a fold to its later instant (checked for New York,
+    # Berlin, Sydney, Santiago): so a gap is a round trip that does not give the wall time back, and a fold is
+    # a wall time the zone also showed one hour earlier. Only when a time of day was written (a date alone is
+    # midnight by convention). Half-hour shifts (Lord Howe) are not detected as folds.
+    dst = """CASE WHEN zone_kind IN ('local', 'iana') AND ts_tz IS NOT NULL AND contains(ts_text, ':') THEN
+           CASE WHEN timezone(CASE zone_kind WHEN 'local' THEN tz ELSE zone_text END, ts_tz) <> wall THEN 'gap'
+                WHEN timezone(CASE zone_kind WHEN 'local' THEN tz ELSE zone_text END, ts_tz - INTERVAL 1 HOUR)
+                     = wall THEN 'fold' END END"""
     error = f"""CASE zone_kind
          WHEN 'bad_offset' THEN 'time zone offset ' || zone_text || ' is out of range (-14:00 .. +14:00)'
          WHEN 'ambiguous' THEN 'ambiguous time zone abbreviation ' || zone_text || ' ('
               || {_case_upper(AMBIGUOUS_ABBREVIATIONS)} || '); write an offset such as +08:00'
          WHEN 'unknown' THEN 'unknown time zone ' || zone_text
               || '; write an offset (+08:00) or an IANA name (Asia/Shanghai)' END"""
-    return kind, ts_tz, error
+    return kind, wall, ts_tz, error, dst
 
 
 
@@ -142,7 +157,7 @@ def _placed_ctes(column_map: dict[str, str], project_tz: dict[str, str], parsed:
     if project_tz:
         whens = " ".join(f"WHEN {_lit(p)} THEN {_lit(tz)}" for p, tz in project_tz.items())
         tz_expr = f"CASE project_id {whens} ELSE $default_tz END"
-    zone_kind, ts_tz, zone_error = _zone_sql()
+    zone_kind, wall, ts_tz, zone_error, dst = _zone_sql()
     return f"""{parsed},
 f AS (
   SELECT *,
@@ -155,7 +170,9 @@ f AS (
 ),
 z AS (SELECT *, {tz_expr} AS tz, {_ZONE_TEXT} AS zone_text FROM f),
 k AS (SELECT *, {zone_kind} AS zone_kind FROM z),
-t AS (SELECT *, {ts_tz} AS ts_tz, {zone_error} AS zone_error FROM k)"""
+w AS (SELECT *, {wall} AS wall FROM k),
+d AS (SELECT *, {ts_tz} AS ts_tz, {zone_error} AS zone_error FROM w),
+t AS (SELECT *, {dst} AS dst FROM d)"""
 
 
 def _raw(strip_cr: bool) -> str:
@@ -170,7 +187,9 @@ def good_lines_sql(column_map: dict[str, str], project_tz: dict[str, str], strip
     `fresh`: the file has no rows stored (a first or whole re-read), so no stored id needs skipping.
     """
     path_list, _, patch = _fields(column_map)
-    parsed = f"""WITH e AS (SELECT line_no, byte_offset, raw, try(json_extract_string(raw, {path_list})) AS v
+    # `keys`: a duplicate key is refused, not resolved (DuckDB would keep the first value, CSV the last).
+    parsed = f"""WITH e AS (SELECT line_no, byte_offset, raw, try(json_extract_string(raw, {path_list})) AS v,
+        try(json_keys(raw)) AS keys
       FROM (SELECT line_no, byte_offset, {_raw(strip_cr)} AS raw FROM src) WHERE strlen(raw) <= $max_bytes)"""
     ctes = _placed_ctes(column_map, project_tz, parsed)
     return f"""
@@ -183,7 +202,7 @@ FROM ({ctes}
   SELECT *, substr(md5($file || chr(31) || line_no::VARCHAR || chr(31) || raw), 1, 24) AS entry_id,
     timezone(tz, ts_tz) AS local_ts, json_merge_patch(raw, {patch}) AS metadata
   FROM t
-  WHERE project_id IS NOT NULL AND ts_tz IS NOT NULL
+  WHERE project_id IS NOT NULL AND ts_tz IS NOT NULL AND dst IS NULL AND len(keys) = list_unique(keys)
     AND ts_tz <= $now + INTERVAL 2 DAY AND ts_tz >= TIMESTAMPTZ '1970-01-01 00:00:00+00'
     AND content IS NOT NULL AND trim(content) <> '')""" + ("" if fresh else """
 WHERE entry_id NOT IN (SELECT entry_id FROM raw_logs WHERE source_file = $file AND line_no >= $first_line)""")
@@ -198,7 +217,8 @@ def refused_lines_sql(column_map: dict[str, str], project_tz: dict[str, str], st
         ON src.line_no = stored.line_no),
 c AS (SELECT *, CASE WHEN strlen(raw) <= $max_bytes THEN try_cast(raw AS JSON) END AS j
       FROM s WHERE trim(raw) <> ''),
-e AS (SELECT *, CASE WHEN json_type(j) = 'OBJECT' THEN json_extract_string(j, {path_list}) END AS v FROM c)"""
+e AS (SELECT *, CASE WHEN json_type(j) = 'OBJECT' THEN json_extract_string(j, {path_list}) END AS v,
+      CASE WHEN json_type(j) = 'OBJECT' THEN json_keys(j) ELSE [] END AS keys FROM c)"""
     ctes = _placed_ctes(column_map, project_tz, parsed)
     return f"""{ctes},
 r AS (SELECT *, {_REASON_SQL} AS reason FROM t)
@@ -206,6 +226,15 @@ SELECT line_no, byte_offset, raw, coalesce(reason, 'not_stored') AS reason,
   CASE coalesce(reason, 'not_stored')
        WHEN 'invalid_timezone' THEN zone_error
        WHEN 'invalid_timestamp' THEN 'cannot parse ts for project ' || coalesce(project_id, '')
+       WHEN 'duplicate_key' THEN 'key(s) written more than once: '
+            || array_to_string(list_filter(list_distinct(keys), x -> len(list_filter(keys, y -> y = x)) > 1), ', ')
+            || '; which value is meant is unknown, so neither is taken'
+       WHEN 'nonexistent_local_time' THEN strftime(wall, '%Y-%m-%d %H:%M:%S') || ' never happened in '
+            || CASE zone_kind WHEN 'local' THEN tz ELSE zone_text END
+            || ' (clocks jump forward at the daylight-saving change); write the time with its UTC offset'
+       WHEN 'ambiguous_local_time' THEN strftime(wall, '%Y-%m-%d %H:%M:%S') || ' happened twice in '
+            || CASE zone_kind WHEN 'local' THEN tz ELSE zone_text END
+            || ' (clocks go back at the daylight-saving change); write the offset to say which'
        WHEN 'not_stored' THEN 'the line passed every check but was not stored; please report it' END AS detail
 FROM r"""
 

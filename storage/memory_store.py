@@ -34,6 +34,7 @@ from chronicle.memory.dedup import DedupPolicy, Neighbour, plan_upsert
 from chronicle.memory.embedder import Embedder, get_embedder, query_vector
 from chronicle.memory.model import Memory
 from chronicle.settings import Settings
+from chronicle.validation import ActionNeeded
 from storage import memory_indexes as indexes
 from storage.lance import open_lance
 from storage.memory_arrow import all_rows, build_where, chunks, row_keys, sql_list, to_arrow, vector_array, vectors
@@ -55,7 +56,7 @@ NEIGHBOURS = 4
 """Stored rows considered per new memory: the nearest by cosine may fail the lexical check, the next may pass."""
 
 
-class EmbeddingModelMismatch(RuntimeError):
+class EmbeddingModelMismatch(ActionNeeded):
     """The table's vectors were made by another embedding model (or dimension) than the configured one."""
 
 
@@ -135,13 +136,15 @@ class MemoryStore:
                 finally:
                     self._depth = 0
 
-    def _readable(self) -> Any:
-        """The table for reads, None if nothing was ever written; refuses vectors of another model."""
+    def _readable(self, vectors: bool = True) -> Any:
+        """The table for reads, None if nothing was ever written; refuses vectors of another model — unless the read
+        uses no vector (`vectors=False`: list, tags, count, rows by id), which works on any table (an upgraded
+        home lists its memories before `chronicle memory reindex`)."""
         if self._table is None:
             self._table = self._open()
             if self._table is not None:
                 self._mismatch = self._check_model(self._table)
-        if self._mismatch:
+        if self._mismatch and vectors:
             raise EmbeddingModelMismatch(self._mismatch)
         if self._table is not None and not self._upgraded:
             self._upgrade(self._table)
@@ -308,7 +311,7 @@ class MemoryStore:
         self, limit: int = 50, offset: int = 0, tags: list[str] | None = None, target_file: str | None = None
     ) -> list[StoredMemory]:
         """Memories newest first (`created` desc, then id), optionally filtered."""
-        table = self._readable()
+        table = self._readable(vectors=False)
         if table is None:
             return []
         data = all_rows(table, ROW_COLUMNS, build_where(tags=tags, target_file=target_file))
@@ -321,7 +324,7 @@ class MemoryStore:
 
     def tags(self) -> dict[str, int]:
         """Tag -> number of memories carrying it, most used first."""
-        table = self._readable()
+        table = self._readable(vectors=False)
         if table is None:
             return {}
         flat = pc.list_flatten(all_rows(table, ["tags"]).column("tags"))
@@ -331,7 +334,7 @@ class MemoryStore:
         return {c["values"]: c["counts"] for c in sorted(counts, key=lambda c: (-c["counts"], c["values"]))}
 
     def count(self) -> int:
-        table = self._readable()
+        table = self._readable(vectors=False)
         return 0 if table is None else int(table.count_rows())
 
     # --- indexes ----------------------------------------------------------------------------
@@ -377,7 +380,7 @@ class MemoryStore:
     def _get_with_vectors(
         self, ids: Sequence[str], *, with_vectors: bool
     ) -> list[tuple[StoredMemory, np.ndarray | None]]:
-        table = self._readable()
+        table = self._readable(vectors=with_vectors)
         if table is None or not ids:
             return []
         columns = [*ROW_COLUMNS, "vector"] if with_vectors else ROW_COLUMNS

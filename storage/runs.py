@@ -91,6 +91,19 @@ def _rows(cur: duckdb.DuckDBPyConnection) -> list[RunRow]:
             for r in cur.fetchall()]
 
 
+def runs_by_id(conn: duckdb.DuckDBPyConnection, flow_run_ids: list[str]) -> list[RunRow]:
+    """The rows of these runs (those that have one)."""
+    if not flow_run_ids:
+        return []
+    return _rows(conn.execute(f"SELECT {_COLUMNS} FROM pipeline_runs WHERE list_contains(?, flow_run_id)",
+                              [sorted(set(flow_run_ids))]))
+
+
+def flow_names(conn: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every flow name with at least one recorded run, sorted."""
+    return [r[0] for r in conn.execute("SELECT DISTINCT flow_name FROM pipeline_runs ORDER BY 1").fetchall()]
+
+
 def recent_runs(conn: duckdb.DuckDBPyConnection, limit: int = 20, flow_name: str | None = None) -> list[RunRow]:
     """Newest runs first; `flow_name` matches part of the flow's name."""
     return _rows(conn.execute(

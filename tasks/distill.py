@@ -51,8 +51,8 @@ def store_batches(settings: Settings, batches: list[tuple[list[Memory], datetime
 
 @task(name="reconcile-events", task_run_name="reconcile {label}", cache_policy=NO_CACHE)
 def reconcile_events(settings: Settings, events: list[MemoryEvent], seen: set[str],
-                     label: str = "") -> list[MemoryEvent]:
-    return ledger.reconcile_events(settings, events, seen)
+                     label: str = "", flow_run_id: str | None = None) -> list[MemoryEvent]:
+    return ledger.reconcile_events(settings, events, seen, flow_run_id)
 
 
 @task(name="reconcile-ledger", cache_policy=NO_CACHE)

@@ -2,18 +2,38 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
+import zlib
 from datetime import date
 from pathlib import Path
 
 NOTE_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:-[^/]*)?\.md$")
 SUPPORTED_SUFFIXES = {".md", ".jsonl", ".ndjson", ".csv", ".json"}
+COMPRESSED_SUFFIXES = {".jsonl", ".ndjson", ".csv", ".json"}
+"""Log formats also read gzip-compressed (`app.jsonl.gz`): decompressed whole, re-read whole when changed."""
+
+
+def gzipped(path: Path) -> bool:
+    """`x.jsonl.gz` and friends: a compressed log, read through gzip."""
+    return path.suffix.lower() == ".gz" and Path(path.stem).suffix.lower() in COMPRESSED_SUFFIXES
+
+
+def _head(path: Path, size: int = 65536) -> bytes:
+    if gzipped(path):
+        try:
+            with gzip.open(path, "rb") as fh:
+                return fh.read(size)
+        except (OSError, EOFError, zlib.error):
+            return b""  # a broken archive: refused with its reason when read
+    with path.open("rb") as fh:
+        return fh.read(size)
 
 
 def detect_format(path: Path) -> str:
-    """`note`, `jsonl`, `csv`, `locomo`, or `unsupported`."""
-    suffix = path.suffix.lower()
+    """`note`, `jsonl`, `csv`, `locomo`, or `unsupported` (a `.gz` log by the name inside: `a.jsonl.gz` is jsonl)."""
+    suffix = Path(path.stem).suffix.lower() if gzipped(path) else path.suffix.lower()
     if suffix == ".md":
         return "note" if NOTE_NAME.match(path.name) else "unsupported"
     if suffix in {".jsonl", ".ndjson"}:
@@ -21,8 +41,7 @@ def detect_format(path: Path) -> str:
     if suffix == ".csv":
         return "csv"
     if suffix == ".json":
-        with path.open("rb") as fh:
-            head = fh.read(65536)
+        head = _head(path)
         if b'"conversation"' in head[:4096] or b'"qa"' in head[:4096]:
             return "locomo"
         return "jsonl" if _json_lines(head) else "unsupported"
@@ -70,7 +89,7 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Path]]:
             rel = p.relative_to(root).parts
             if not p.is_file() or any(part.startswith(".") for part in rel):
                 continue
-            if p.suffix.lower() in SUPPORTED_SUFFIXES and detect_format(p) != "unsupported":
+            if (p.suffix.lower() in SUPPORTED_SUFFIXES or gzipped(p)) and detect_format(p) != "unsupported":
                 found.add(p.resolve())
             else:
                 skipped.add(p.resolve())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -25,14 +25,42 @@ def _entry(project: str, source: str, file: str, line_no: int | None, ts_utc: da
     )
 
 
-def note_entries(path: Path, text: str, project: str, tz: ZoneInfo, max_chars: int) -> tuple[list[Entry], list[Reject]]:
-    """One entry per bullet / paragraph of a daily note, dated by its file name at local midnight."""
+FUTURE_SLACK = timedelta(days=2)
+"""How far ahead of now a dated entry may be (clock skew, zones ahead of UTC): the rule of log lines too
+(`future_timestamp` in storage/ingest_sql.py)."""
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def plausibility(ts_utc: datetime, now: datetime | None = None) -> tuple[str, str] | None:
+    """(reason, detail) when a timestamp cannot be a real entry's: far future or before 1970; None if plausible."""
+    now = now or datetime.now(UTC)
+    if ts_utc.tzinfo is None:  # naive means UTC here (chronicle.weeks.to_utc)
+        ts_utc = ts_utc.replace(tzinfo=UTC)
+    if ts_utc > now + FUTURE_SLACK:
+        return "future_timestamp", f"{ts_utc:%Y-%m-%d} is after today ({now:%Y-%m-%d}) + {FUTURE_SLACK.days} days"
+    if ts_utc < EARLIEST:
+        return "implausible_timestamp", f"{ts_utc:%Y-%m-%d} is before 1970"
+    return None
+
+
+def note_entries(path: Path, text: str, project: str, tz: ZoneInfo, max_chars: int,
+                 now: datetime | None = None) -> tuple[list[Entry], list[Reject]]:
+    """One entry per bullet / paragraph of a daily note, dated by its file name at local midnight.
+
+    A note dated in the far future or before 1970 (a typo in its name: `9999-01-01.md`) is refused whole, as
+    a log line with that timestamp would be — one file name must not make a backfill plan ~415,000 weeks."""
     file = str(path)
     try:
         day = note_date(path)
     except ValueError as exc:
         return [], [Reject(file, None, None, "invalid_date", str(exc), text)]
-    ts = to_utc(datetime(day.year, day.month, day.day), tz)
+    try:
+        ts = to_utc(datetime(day.year, day.month, day.day), tz)
+    except (OverflowError, ValueError) as exc:  # 9999-12-31 east of UTC: no such instant
+        return [], [Reject(file, None, None, "future_timestamp", f"{day} cannot be placed in time: {exc}", text)]
+    refused = plausibility(ts, now)
+    if refused:
+        return [], [Reject(file, None, None, refused[0], f"note named {path.name}: {refused[1]}", text)]
     entries, rejects = [], []
     seen: dict[tuple, int] = {}
     for block in parse_note(text):

@@ -137,4 +137,4 @@ def test_runs_command_shows_duckdb_history_with_prefect_state(home: Path, tmp_pa
     with_prefect = CliRunner().invoke(app, ["runs", "--flow", "ingest", "--prefect"])
     assert with_prefect.exit_code == 0 and "Completed" in with_prefect.output, with_prefect.output
     empty = CliRunner().invoke(app, ["runs", "--flow", "no-such-flow"])
-    assert empty.exit_code == 0 and "no runs recorded yet" in empty.output
+    assert empty.exit_code == 1 and "no flow is named like 'no-such-flow'; flows with runs: ingest-logs" in empty.output
