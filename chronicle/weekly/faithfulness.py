@@ -1,9 +1,21 @@
-"""Faithfulness guard: citations must point into the week, stated counts must match the stats.
+"""Faithfulness guard (v2): deterministic, offline checks of a weekly report against its week.
 
-A report is flagged `needs_review` (never silently fixed) when it cites an entry id the week does
-not have, or states a count (Chinese or English phrasing) that contradicts the deterministic stats.
-A number quoted from the very entry a sentence cites ("北京协和医院新入组 1 例 [E5]") is the
-source's own wording, not a weekly claim, and is not checked.
+A report is flagged `needs_review` (never silently fixed) when:
+
+- it cites an entry id the week does not have (`unknown_citation`);
+- it states a count (Chinese or English phrasing) that contradicts the deterministic stats (`count_mismatch`);
+  a number quoted from the very entry a sentence cites ("北京协和医院新入组 1 例 [E5]") is the source's own
+  wording, not a weekly claim, and is not checked;
+- a factual sentence cites nothing (`uncited`; headings and the stats line are not factual sentences);
+- a sentence names a subject, site, person, date, code or quantity its cited entries do not contain
+  (`unsupported_name`);
+- a sentence asserts an AE/SAE/deviation the stats count as 0, or denies one they count (`invented_event`,
+  `denied_event`, numbered or not: "发生 SAE", "no deviations");
+- a sentence about an event cites only entries that are not about it (`citation_mismatch`: an SAE sentence
+  citing an enrolment entry).
+
+Every reason carries the `sentence` it is about; `describe` makes it one human line. The sentence-level
+machinery lives in `chronicle.weekly.guard`.
 """
 
 from __future__ import annotations
@@ -12,10 +24,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from chronicle.weekly.model import WeekInput
+from chronicle.weekly.guard import events, names
+from chronicle.weekly.guard.text import CITATION_RE, canonical, cited_ids, sentences, squash, strip_citations
+from chronicle.weekly.model import WeekEntry, WeekInput
 
-CITATION_RE = re.compile(r"\s?[\[【]\s*E\d+(?:\s*[,，、;；]\s*E?\d+)*\s*[\]】]")
-_ID_RE = re.compile(r"E?(\d+)")
+__all__ = ["CITATION_RE", "check_report", "cited_ids", "count_claims", "describe", "parse_number", "strip_citations"]
 _SEGMENT_RE = re.compile(r"[\n。；;！!？?]+|(?<=\.)\s+")
 
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
@@ -86,22 +99,6 @@ _MAY_CLAIM = re.compile(r"[\d零一二两三四五六七八九十无未]|zero|on
 _COMPILED_ZERO = [(f, re.compile(p)) for f, p in _ZH_ZERO] + [(f, re.compile(p, re.I)) for f, p in _EN_ZERO]
 
 
-def cited_ids(text: str) -> list[str]:
-    """Short ids cited in `text` (`[E3]`, `[E3, E7]`, `【E3】`), first occurrence order, no repeats."""
-    out: list[str] = []
-    for group in CITATION_RE.findall(text):
-        for num in _ID_RE.findall(group):
-            sid = f"E{int(num)}"
-            if sid not in out:
-                out.append(sid)
-    return out
-
-
-def strip_citations(text: str) -> str:
-    """The report without its `[E#]` markers (what the chronicle shows)."""
-    return CITATION_RE.sub("", text)
-
-
 def parse_number(token: str) -> int:
     token = token.strip().lower()
     if token.isdigit():
@@ -159,7 +156,8 @@ def check_report(summary: str, week: WeekInput, *, llm_stats: Mapping[str, Any] 
             continue
         flagged.add((claim["field"], claim["value"]))
         reasons.append({"kind": "count_mismatch", "field": claim["field"], "claimed": claim["value"],
-                        "actual": actual, "text": claim["text"]})
+                        "actual": actual, "text": claim["text"], "sentence": _short(claim["segment"])})
+    reasons += sentence_reasons(summary, week)
     for field, value in (llm_stats or {}).items():
         if isinstance(value, int) and field in week.stats and week.stats[field] != value:
             reasons.append({"kind": "llm_stats_mismatch", "field": field, "claimed": value,
@@ -167,11 +165,85 @@ def check_report(summary: str, week: WeekInput, *, llm_stats: Mapping[str, Any] 
     return reasons
 
 
+_CHECKED_EVENTS = ("sae", "ae", "deviations")  # asserted/denied against the stats; the rest only need support
+_EVENT_WORDS = {"sae": "SAE", "ae": "AE", "deviations": "protocol deviation", "enrolled": "enrolment",
+                "decisions": "decision"}
+
+
+def _short(text: str, limit: int = 120) -> str:
+    flat = " ".join(strip_citations(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _entry_key(entry: WeekEntry) -> str:
+    """An entry as names are looked up in it: content, actor and its own date."""
+    month, day = entry.when[:5].split("-") if entry.when[:5].count("-") == 1 else ("0", "0")
+    return squash(f"{entry.content} {entry.actor or ''}") + f"@{int(month)}-{int(day)}"
+
+
+def sentence_reasons(summary: str, week: WeekInput) -> list[dict[str, Any]]:
+    """The sentence-level checks of guard v2 (citations present, names in the cited entries, events true)."""
+    by_id = {e.short_id: e for e in week.entries}
+    keys: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    parsed = []
+    for s in sentences(summary):
+        claims = count_claims(s.bare)
+        rest = s.bare
+        for claim in claims:
+            rest = rest.replace(claim["text"], " ")
+        canon = canonical(rest)
+        parsed.append((s, claims, canon, names.names(canon)))
+    # The stats line: a line stating two or more counts and naming nothing needs no citation.
+    stats_lines = {s.line for s, claims, _, _ in parsed if claims}
+    stats_lines = {line for line in stats_lines
+                   if sum(len(c) for s, c, _, _ in parsed if s.line == line) >= 2
+                   and not any(n for s, _, _, n in parsed if s.line == line)}
+    for s, claims, canon, found in parsed:
+        sentence = _short(s.bare)
+        mentioned = events.mentions(canon, skip={c["field"] for c in claims})
+        for key, asserted in mentioned.items():
+            if key not in _CHECKED_EVENTS:
+                continue
+            if asserted and not week.stats.get(key):
+                out.append({"kind": "invented_event", "field": key, "sentence": sentence,
+                            "detail": f"asserts {_EVENT_WORDS[key]} but the week counts {key} = 0"})
+            elif not asserted and week.stats.get(key):
+                out.append({"kind": "denied_event", "field": key, "sentence": sentence,
+                            "detail": f"denies {_EVENT_WORDS[key]} but the week counts {key} = {week.stats[key]}"})
+        cites = [sid for sid in s.cites if sid in by_id]
+        if not s.cites:
+            if (claims and not found) or s.line in stats_lines:
+                continue  # a count, checked against the stats above
+            out.append({"kind": "uncited", "sentence": sentence, "detail": "states a fact but cites no entry"})
+            continue
+        if not cites:
+            continue  # only unknown ids: reported once for the report
+        for sid in cites:
+            if sid not in keys:
+                keys[sid] = _entry_key(by_id[sid])
+        cited = "".join(keys[sid] for sid in cites)
+        if _squash(canon) in cited:
+            continue  # the cited entry's own words
+        missing = [n.text for n in found if not names.supported(n, cited)]
+        if missing:
+            out.append({"kind": "unsupported_name", "sentence": sentence, "names": missing, "ids": cites,
+                        "detail": f"names {', '.join(missing)} not in {', '.join(cites)}"})
+        for key, asserted in mentioned.items():
+            if asserted and not any(events.supports(key, by_id[sid].type, keys[sid]) for sid in cites):
+                out.append({"kind": "citation_mismatch", "field": key, "sentence": sentence, "ids": cites,
+                            "detail": f"about {_EVENT_WORDS[key]} but cites {', '.join(cites)} "
+                                      f"({', '.join(sorted({by_id[sid].type for sid in cites}))})"})
+    return out
+
+
 def describe(reason: Mapping[str, Any]) -> str:
-    """One human line per review reason (CLI, artifacts)."""
+    """One human line per review reason (CLI, artifacts): which sentence, and why."""
     kind = reason.get("kind")
     if kind == "count_mismatch":
         return f"“{reason['text']}” but {reason['field']} = {reason['actual']}"
+    if reason.get("sentence"):
+        return f"{kind}: “{reason['sentence']}” {reason.get('detail') or ''}".rstrip()
     if kind == "llm_stats_mismatch":
         return f"LLM stats say {reason['field']} = {reason['claimed']}, counted {reason['actual']}"
     if kind == "over_length":
