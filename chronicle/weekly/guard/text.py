@@ -35,8 +35,8 @@ _EN_DATES = (re.compile(rf"\b{_MON}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s*\d{{4
              re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MON}(?:,?\s*\d{{4}})?", re.I))
 _SPACE = re.compile(r"\s+")
 # What the offline engine writes for items it left out: a pointer, not a statement about the week.
-_REMAINDER = re.compile(r"(?:等\s*\d+\s*条|and \d+ more|\d+\s*条\s*[（(]未展开[)）]|\d+ entries \(not expanded\))[。；;.]?",
-                        re.I)
+_REMAINDER = re.compile(r"(?:等\s*\d+\s*条|and \d+ more|\d+\s*条\s*[（(]未展开[)）]|\d+ entries \(not expanded\))"
+                        r"[。；;.]?", re.I)
 
 
 @dataclass(frozen=True)
