@@ -193,15 +193,17 @@ def sentence_reasons(summary: str, week: WeekInput) -> list[dict[str, Any]]:
         for claim in claims:
             rest = rest.replace(claim["text"], " ")
         canon = canonical(rest)
-        parsed.append((s, claims, canon, names.names(canon)))
+        parsed.append((s, claims, canon, names.names(canon), canonical(s.bare)))
     # The stats line: a line stating two or more counts and naming nothing needs no citation.
-    stats_lines = {s.line for s, claims, _, _ in parsed if claims}
+    stats_lines = {s.line for s, claims, *_ in parsed if claims}
     stats_lines = {line for line in stats_lines
-                   if sum(len(c) for s, c, _, _ in parsed if s.line == line) >= 2
-                   and not any(n for s, _, _, n in parsed if s.line == line)}
-    for s, claims, canon, found in parsed:
+                   if sum(len(c) for s, c, *_ in parsed if s.line == line) >= 2
+                   and not any(n for s, _, _, n, _ in parsed if s.line == line)}
+    for s, claims, canon, found, whole in parsed:
         sentence = _short(s.bare)
-        mentioned = events.mentions(canon, skip={c["field"] for c in claims})
+        # Events on the whole sentence ("无 AE/SAE": the negation of the AE count covers the SAE too); the fields
+        # a count claim states are the count rules' business.
+        mentioned = events.mentions(whole, skip={c["field"] for c in claims})
         for key, asserted in mentioned.items():
             if key not in _CHECKED_EVENTS:
                 continue
