@@ -21,7 +21,7 @@ from pathlib import Path
 
 from chronicle.weekly.faithfulness import strip_citations
 from chronicle.weekly.guard.names import names
-from chronicle.weekly.guard.text import canonical, sentences
+from chronicle.weekly.guard.text import canonical, sentences, squash
 from chronicle.weekly.model import WeekInput
 from chronicle.weekly.offline import first_sentence, language_of
 
@@ -33,14 +33,15 @@ MEMORYBANK = next((p / "shared/corpora/memorybank-cn/memory_bank_cn.json" for p 
 """Beside the project (`../shared`, or `../../shared` from a worktree); the bench skips it when absent."""
 _MB_TYPES = (("ae", ("生病", "感冒", "发烧", "头疼", "头痛", "医院", "不舒服")), ("decision", ("决定", "打算", "计划")),
              ("enrollment", ("报名", "加入", "参加")), ("deviation", ("迟到", "错过", "忘记", "取消")))
-_GENERIC = {"zh": ("各中心工作进展顺利。", "安全性事件均已按要求上报。", "本周无其他重大变化。", "数据录入及时，质量良好。",
-                   "研究整体按计划推进。"),
+_GENERIC = {"zh": ("各中心工作进展顺利。", "安全性事件均已按要求上报。", "本周无其他重大变化。",
+                   "数据录入及时，质量良好。", "研究整体按计划推进。"),
             "en": ("All sites are progressing as planned.", "Safety events were reported as required.",
                    "No other major changes this week.", "Data entry is up to date.", "The study is on track.")}
 _EVENT_WORD = {"zh": {"sae": "SAE", "ae": "不良事件", "deviations": "方案偏离"},
                "en": {"sae": "SAE", "ae": "adverse event", "deviations": "protocol deviation"}}
 _CITE = re.compile(r"\s?\[E\d+(?:,\s*E\d+)*\]")
 _ZH_DATE = re.compile(r"(\d{1,2})月(\d{1,2})日")
+_MD_DATE = re.compile(r"(?<![\w-])(\d{2})-(\d{2})(?![\w-])")
 _ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _NUM = re.compile(r"(?<![E\d])\d+(?!\d)")
 
@@ -59,8 +60,9 @@ def memorybank_jsonl(out: Path) -> int:
                         continue
                     kind = next((k for k, words in _MB_TYPES if any(w in text for w in words)), "message")
                     ts = datetime.fromisoformat(day) + timedelta(hours=9, minutes=i)
-                    fh.write(json.dumps({"project_id": f"mb{number:02d}", "ts": ts.isoformat() + "+08:00", "actor": user,
-                                         "type": kind, "content": text[:400]}, ensure_ascii=False) + "\n")
+                    row = {"project_id": f"mb{number:02d}", "ts": ts.isoformat() + "+08:00", "actor": user,
+                           "type": kind, "content": text[:400]}
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
                     n += 1
     return n
 
@@ -84,6 +86,9 @@ def human_report(week: WeekInput) -> str:
         extra = [n.text for n in found if n.kind in ("quantity", "date")][:2]
         if subject is None:
             continue
+        if "@" not in squash(entry.content) and entry.when[:5].count("-") == 1:
+            month, day = entry.when[:5].split("-")  # a person dates the event by its log line
+            subject = (f"{int(month)}月{int(day)}日" if lang == "zh" else f"On {month}-{day},") + " " + subject
         detail = f"（{'，'.join(extra)}）" if extra and lang == "zh" else (f" ({', '.join(extra)})" if extra else "")
         end = "。" if lang == "zh" else "."
         lines.append(f"- {subject.upper() if re.fullmatch(r'[a-z0-9-]+', subject) and '-' in subject else subject} "
@@ -144,7 +149,7 @@ def corrupt(report: str, week: WeekInput, kind: str, rng: random.Random, other_n
         return report + ("\n" + (f"- 本周未发生{word}。" if lang == "zh" else f"- No {word}s this week."))
     if kind == "date_shifted":
         for i in cited:
-            for pattern in (_ZH_DATE, _ISO_DATE):
+            for pattern in (_ZH_DATE, _ISO_DATE, _MD_DATE):
                 if m := pattern.search(lines[i]):
                     day = int(m.group(m.lastindex or 0))
                     shifted = m.group(0)[: m.start(m.lastindex or 0) - m.start()] + f"{day % 28 + 1:02d}"

@@ -59,6 +59,7 @@ _ZH_CLAIMS: tuple[tuple[str, str], ...] = (
     ("decisions", rf"{_N}\s*(?:项|条|个)\s*(?:PI\s*)?(?:关键)?决策"),
     ("queries", rf"(?:Query|质疑)\s*[:：]?\s*{_N}\s*(?:条|个|项)"),
     ("entries", rf"(?:记录|流水账?|日志)\s*(?:共)?\s*{_N}\s*条"),
+    ("messages", rf"消息\s*{_N}\s*条"),
 )
 _ZH_ZERO: tuple[tuple[str, str], ...] = (
     ("sae", r"无(?:新增)?\s*(?:SAE|严重不良事件)"),
@@ -84,6 +85,7 @@ _EN_CLAIMS: tuple[tuple[str, str], ...] = (
     ("queries", rf"{_EN_N}\s+(?:new\s+|open\s+)*quer(?:y|ies)\b"),
     # (not "AE: 3 entries (not expanded)": the offline report's count of one focus, not of the week)
     ("entries", rf"{_EN_N}\s+(?:log\s+)?entries(?!\s*\(not expanded\))"),
+    ("messages", rf"{_EN_N}\s+(?:chat\s+)?messages"),
 )
 _EN_ZERO: tuple[tuple[str, str], ...] = (
     ("sae", r"\bno\s+(?:new\s+)?(?:SAEs?\b|serious\s+adverse)"),
@@ -165,6 +167,9 @@ def check_report(summary: str, week: WeekInput, *, llm_stats: Mapping[str, Any] 
     return reasons
 
 
+_OTHER_TYPE = re.compile(r"([a-z][a-z_]+)\s+(\d+)(?!\d)")
+MIN_OVERLAP = 0.25
+"""Share of a sentence's words (CJK character pairs, English words, codes) its cited entries must contain."""
 _CHECKED_EVENTS = ("sae", "ae", "deviations")  # asserted/denied against the stats; the rest only need support
 _EVENT_WORDS = {"sae": "SAE", "ae": "AE", "deviations": "protocol deviation", "enrolled": "enrolment",
                 "decisions": "decision"}
@@ -176,9 +181,12 @@ def _short(text: str, limit: int = 120) -> str:
 
 
 def _entry_key(entry: WeekEntry) -> str:
-    """An entry as names are looked up in it: content, actor and its own date."""
-    month, day = entry.when[:5].split("-") if entry.when[:5].count("-") == 1 else ("0", "0")
-    return squash(f"{entry.content} {entry.actor or ''}") + f"@{int(month)}-{int(day)}"
+    """An entry as names are looked up in it: content, actor and (when the content has no date) its log date."""
+    key = squash(f"{entry.content} {entry.actor or ''}")
+    if "@" in key or entry.when[:5].count("-") != 1:
+        return key  # the content's own dates say when it happened; the log time is when it was written down
+    month, day = entry.when[:5].split("-")
+    return key + f"@{int(month)}-{int(day)}"
 
 
 def sentence_reasons(summary: str, week: WeekInput) -> list[dict[str, Any]]:
@@ -199,8 +207,14 @@ def sentence_reasons(summary: str, week: WeekInput) -> list[dict[str, Any]]:
     stats_lines = {line for line in stats_lines
                    if sum(len(c) for s, c, *_ in parsed if s.line == line) >= 2
                    and not any(n for s, _, _, n, _ in parsed if s.line == line)}
+    by_type = week.stats.get("by_type") or {}
     for s, claims, canon, found, whole in parsed:
         sentence = _short(s.bare)
+        if s.line in stats_lines:  # "另有 visit 5 条" / "also visit 5": the week's other entry types
+            for type_, number in _OTHER_TYPE.findall(s.bare):
+                if type_ in by_type and int(number) != by_type[type_]:
+                    out.append({"kind": "count_mismatch", "field": type_, "claimed": int(number),
+                                "actual": by_type[type_], "text": f"{type_} {number}", "sentence": sentence})
         # Events on the whole sentence ("无 AE/SAE": the negation of the AE count covers the SAE too); the fields
         # a count claim states are the count rules' business.
         mentioned = events.mentions(whole, skip={c["field"] for c in claims})
@@ -231,6 +245,9 @@ def sentence_reasons(summary: str, week: WeekInput) -> list[dict[str, Any]]:
         if missing:
             out.append({"kind": "unsupported_name", "sentence": sentence, "names": missing, "ids": cites,
                         "detail": f"names {', '.join(missing)} not in {', '.join(cites)}"})
+        if not missing and not any(mentioned.values()) and names.overlap(canon, cited) < MIN_OVERLAP:
+            out.append({"kind": "citation_mismatch", "sentence": sentence, "ids": cites,
+                        "detail": f"shares almost no words with {', '.join(cites)}"})
         for key, asserted in mentioned.items():
             if asserted and not any(events.supports(key, by_id[sid].type, keys[sid]) for sid in cites):
                 out.append({"kind": "citation_mismatch", "field": key, "sentence": sentence, "ids": cites,
