@@ -80,26 +80,3 @@ def supported(name: Name, cited: str) -> bool:
 def re_cjk(text: str) -> bool:
     return any("\u4e00" <= ch <= "\u9fff" for ch in text)
 
-
-_UNIT = re.compile(r"[\u4e00-\u9fff]{2,}|[a-z][a-z'-]{2,}|[a-z0-9][a-z0-9._/-]*\d[a-z0-9._/-]*")
-_STOP = frozenset(["the", "and", "for", "with", "was", "were", "has", "had", "have", "this", "that", "from", "into",
-                   "are", "been", "will", "not", "its", "new", "also", "本周", "已经", "我们", "进行", "完成", "情况"])
-
-
-def units(canonical_text: str) -> set[str]:
-    """Comparable pieces of a sentence: CJK character pairs, English words (no stop words), codes."""
-    out: set[str] = set()
-    for token in _UNIT.findall(canonical_text):
-        if re_cjk(token):
-            out.update(token[i:i + 2] for i in range(len(token) - 1))
-        elif token not in _STOP:
-            out.add(token)
-    return out - _STOP
-
-
-def overlap(canonical_text: str, cited: str) -> float:
-    """Share of the sentence's units found in the squashed cited text (1.0 for a sentence of under 4 units)."""
-    found = units(canonical_text)
-    if len(found) < 4:
-        return 1.0
-    return sum(1 for u in found if u in cited) / len(found)
