@@ -184,7 +184,7 @@ def _entry_key(entry: WeekEntry) -> str:
     if "@" in key or entry.when[:5].count("-") != 1:
         return key  # the content's own dates say when it happened; the log time is when it was written down
     month, day = entry.when[:5].split("-")
-    return key + f"@{int(month)}-{int(day)}"
+    return key + f"@{int(month)}-{int(day)}|"
 
 
 def sentence_reasons(summary: str, week: WeekInput) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ Names are looked up in the squashed (normalised, whitespace-free) text of the ci
 - `quantity`: a number with a unit (3 级, grade 3, 4 天, 240 mg, 5 hours);
 - `date`: any date form, compared as `@M-D` (the entry's own timestamp counts as its date);
 - `site`: a Chinese name ending in 医院 (supported if a >= 4-character tail of it is cited: "本周北京协和医院"
-  is 北京协和医院), or an English "... Hospital";
+  is 北京协和医院); English site names are not recognised (only as codes when they hold a digit);
 - `person`: a role-prefixed or titled name (CRC-王敏, PI 李建国, 王敏医生, Dr. Smith).
 
 A plain number without a unit is not a name (counts are the count rules' business).
@@ -22,10 +22,9 @@ _C = r"[a-z0-9._+:~/-]"
 _CODE = re.compile(rf"(?<![a-z0-9])(?={_C}*\d)(?={_C}*[a-z.+:~/-])[a-z0-9]{_C}*[a-z0-9]")
 _ZH_UNITS = r"(?:级|天|周|小时|分钟|岁|个月|年|次/日|次/天|毫克|毫升|公斤)"
 _EN_UNITS = r"(?:mg/m2|mg/m²|mg/kg|mg|ml|mmhg|kg|g|%|days?|hours?|weeks?|months?|years?)"
-_QUANTITY = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:{_EN_UNITS}(?![a-z])|{_ZH_UNITS})|\bgrade\s*(\d)")
-_DATE = re.compile(r"@\d{1,2}-\d{1,2}(?!\d)")
+_QUANTITY = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:{_EN_UNITS}(?![a-z])|{_ZH_UNITS})")
+_DATE = re.compile(r"@\d{1,2}-\d{1,2}\|")
 _SITE_ZH = re.compile(r"[\u4e00-\u9fff]{2,20}医院")
-_SITE_EN = re.compile(r"((?:[a-z][\w'-]*\s+){1,4})hospital")
 _PERSON = re.compile(r"(?:(?<![a-z])(?:crc|cra|pi|dm|pm|cta|sc)\s*[-·:：]?\s*|研究者|研究护士)([\u4e00-\u9fff]{2,3})"
                      r"|([\u4e00-\u9fff]{2,3})(?=医生|主任|教授|护士长)"
                      r"|\b(?:dr|prof|mr|ms|mrs)\.?\s+([a-z][a-z'-]+)")
@@ -48,17 +47,16 @@ def names(canonical_text: str) -> list[Name]:
     out: list[Name] = []
     for m in _CODE.finditer(canonical_text):
         token = m.group(0).strip("._+:~/-")
-        if len(token) >= 2 and not _DATE.fullmatch("@" + token):
+        if len(token) >= 2:
             out.append(Name("code", token, token))
     for m in _QUANTITY.finditer(canonical_text):
-        key = f"grade{m.group(2)}" if m.group(2) else _squash(m.group(0))
+        key = _squash(m.group(0))
         out.append(Name("quantity", m.group(0), key))
     out += [Name("date", m.group(0), m.group(0)) for m in _DATE.finditer(canonical_text)]
     for m in _SITE_ZH.finditer(canonical_text):
         run = m.group(0)
         if len(run) >= 4 and not any(run.startswith(g) and len(run) <= len(g) + 2 for g in _GENERIC_SITE):
             out.append(Name("site", run, run))
-    out += [Name("site", m.group(0), _squash(m.group(0))) for m in _SITE_EN.finditer(canonical_text)]
     for m in _PERSON.finditer(canonical_text):
         who = m.group(1) or m.group(2) or m.group(3)
         out.append(Name("person", who, who))
@@ -72,8 +70,6 @@ def supported(name: Name, cited: str) -> bool:
         return any(name.key[-n:] in cited for n in range(4, len(name.key) + 1))
     if name.kind == "person" and re_cjk(name.key):
         return name.key[:2] in cited
-    if name.kind == "date":
-        return re.search(re.escape(name.key) + r"(?!\d)", cited) is not None
     return name.key in cited
 
 

@@ -1,7 +1,7 @@
 """Sentences of a report with the entries they cite, and the normalisation both sides are compared in.
 
 A report and its entries are compared after the same normalisation (NFKC: full-width digits and letters
-become ASCII; Chinese numerals before a unit become digits; dates become `@M-D`; whitespace dropped;
+become ASCII; Chinese numerals before a unit become digits; dates become `@M-D|`; whitespace dropped;
 lower case), so "３ 级", "三级" and "3级" are one name, and "01月27日", "1月27日" and "01-27" one date.
 """
 
@@ -34,6 +34,7 @@ _DATES = (
 _EN_DATES = (re.compile(rf"\b{_MON}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s*\d{{4}})?", re.I),
              re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MON}(?:,?\s*\d{{4}})?", re.I))
 _SPACE = re.compile(r"\s+")
+_GRADE = re.compile(r"\bgrade[\s-]*(\d)\b", re.I)  # "grade 3", "Grade-3" and "3 级" are one name
 # What the offline engine writes for items it left out: a pointer, not a statement about the week.
 _REMAINDER = re.compile(r"(?:等\s*\d+\s*条|and \d+ more|\d+\s*条\s*[（(]未展开[)）]|\d+ entries \(not expanded\))"
                         r"[。；;.]?", re.I)
@@ -84,7 +85,8 @@ def zh_number(token: str) -> int:
 
 def _date(month: str, day: str) -> str:
     m, d = int(month), int(day)
-    return f"@{m}-{d}" if 1 <= m <= 12 and 1 <= d <= 31 else f"{month}-{day}"
+    # The closing "|" keeps a date apart from a time squashed onto it ("01月27日 10:00" -> "@1-27|10:00").
+    return f"@{m}-{d}|" if 1 <= m <= 12 and 1 <= d <= 31 else f"{month}-{day}"
 
 
 def _en_date(match: re.Match[str]) -> str:
@@ -94,8 +96,9 @@ def _en_date(match: re.Match[str]) -> str:
 
 
 def canonical(text: str) -> str:
-    """NFKC, Chinese numerals before units as digits, dates as `@M-D`, lower case (spaces kept)."""
+    """NFKC, Chinese numerals before units as digits, dates as `@M-D|`, grades as `N级`, lower case (spaces kept)."""
     text = unicodedata.normalize("NFKC", text)
+    text = _GRADE.sub(r"\1级", text)
     text = _ZH_YEAR.sub(lambda m: "".join(str(_ZH_NUM.get(c, 0)) for c in m.group(1)) + "年", text)
     text = _ZH_RUN.sub(lambda m: str(zh_number(m.group(1))) if zh_number(m.group(1)) >= 0 else m.group(1), text)
     for pattern in _DATES:
