@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
@@ -246,6 +246,11 @@ class Settings(BaseSettings):
 
     chronicle_context_tokens: int = Field(default=32000, ge=500)
     """Token budget of the chronicle block `chronicle ask` sends; older weeks fold into rollups beyond it."""
+
+    context_flagged_weeks: Literal["mark", "omit"] = "mark"
+    """Weeks the faithfulness guard flagged and nobody reviewed yet, in the chronicle block: `mark` (shown with
+    a "needs review" marker, so a model reading the history knows not to trust them blindly) or `omit` (left
+    out until `chronicle review accept` or `chronicle report edit`). Env CHRONICLE_CONTEXT_FLAGGED_WEEKS."""
 
     @classmethod
     def settings_customise_sources(
