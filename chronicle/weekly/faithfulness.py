@@ -166,7 +166,8 @@ def check_report(summary: str, week: WeekInput, *, llm_stats: Mapping[str, Any] 
                         "detail": f"cites {', '.join(unknown)}; this week has E1..E{len(known)}"})
     contents = {e.short_id: _squash(e.content) for e in week.entries}
     flagged: set[tuple[str, int]] = set()
-    for claim in count_claims(summary):
+    claims = count_claims(summary)
+    for claim in claims:
         actual = week.stats.get(claim["field"])
         if actual is None or claim["value"] == actual or (claim["field"], claim["value"]) in flagged:
             continue
@@ -176,7 +177,7 @@ def check_report(summary: str, week: WeekInput, *, llm_stats: Mapping[str, Any] 
         flagged.add((claim["field"], claim["value"]))
         reasons.append({"kind": "count_mismatch", "field": claim["field"], "claimed": claim["value"],
                         "actual": actual, "text": claim["text"]})
-    reasons += sentence_reasons(summary, week)
+    reasons += sentence_reasons(summary, week, claims=claims)
     for field, value in (llm_stats or {}).items():
         if isinstance(value, int) and field in week.stats and week.stats[field] != value:
             reasons.append({"kind": "llm_stats_mismatch", "field": field, "claimed": value,
@@ -204,14 +205,19 @@ def _entry_key(entry: WeekEntry) -> str:
     return key + f"@{int(month)}-{int(day)}|"
 
 
-def sentence_reasons(summary: str, week: WeekInput) -> list[dict[str, Any]]:
-    """The sentence-level checks of guard v2 (citations present, names in the cited entries, events true)."""
+def sentence_reasons(summary: str, week: WeekInput, *,
+                     claims: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The sentence-level checks of guard v2 (citations present, names in the cited entries, events true).
+
+    `claims`: the report's `count_claims`, when the caller has them (each sentence takes those it contains).
+    """
+    all_claims = count_claims(summary) if claims is None else claims
     by_id = {e.short_id: e for e in week.entries}
     keys: dict[str, str] = {}
     out: list[dict[str, Any]] = []
     parsed = []
     for s in sentences(summary):
-        claims = count_claims(s.bare)
+        claims = [c for c in all_claims if c["text"] in s.bare]
         rest = s.bare
         for claim in claims:
             rest = rest.replace(claim["text"], " ")
