@@ -31,8 +31,7 @@ class FlaggedWeek:
     def as_dict(self) -> dict[str, Any]:
         return {"project_id": self.project_id, "week": self.week, "week_number": self.week_number,
                 "status": self.status, "model": self.model, "version": self.version,
-                "reasons": [{**r, "text": line} if "text" not in r else {**r, "line": line}
-                            for r, line in zip(self.reasons, self.lines, strict=True)]}
+                "reasons": [{**r, "line": line} for r, line in zip(self.reasons, self.lines, strict=True)]}
 
 
 def flagged_weeks(settings: Settings, project_id: str | None = None) -> list[FlaggedWeek]:
