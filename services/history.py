@@ -14,7 +14,7 @@ from typing import Any
 
 from chronicle.distill.redact import Redactor
 from chronicle.settings import Settings
-from chronicle.weekly.context import Block, ChronicleWeek, covered_hash, one_line, plan_blocks, render
+from chronicle.weekly.context import Block, ChronicleWeek, covered_hash, one_line, plan_blocks, render, week_line
 from chronicle.weekly.engine import chunk_lines, engine_model
 from chronicle.weekly.faithfulness import strip_citations
 from chronicle.weekly.offline import offline_rollup
@@ -111,9 +111,12 @@ def build_history_context(settings: Settings, project_id: str, max_tokens: int |
     folding = max_tokens is not None
     with connect(settings) as conn:  # one short window for the reports and, when folding, the rollups
         rows = reports.chronicle_rows(conn, project_id)
+        flagged = reports.flagged_week_numbers(conn, project_id)
         stored = rollups.load(conn, project_id) if folding else {}
-    weeks = [ChronicleWeek(n, one_line(s), json.loads(st), strip_citations(s)) if folding
-             else ChronicleWeek(n, one_line(s)) for n, s, st in rows]
+    if settings.context_flagged_weeks == "omit":
+        rows = [r for r in rows if r[0] not in flagged]
+    weeks = [ChronicleWeek(n, week_line(s, flagged=n in flagged), json.loads(st), strip_citations(s)) if folding
+             else ChronicleWeek(n, week_line(s, flagged=n in flagged)) for n, s, st in rows]
     blocks = plan_blocks(weeks, max_tokens, _rollup_tokens(weeks, settings.report_max_chars))
     return render(blocks, _build_rollups(settings, project_id, blocks, stored) if folding else None)
 

@@ -60,6 +60,15 @@ class Block:
         return self.weeks[-1].week_number
 
 
+FLAGGED_MARK = "[待复核 needs review]"
+"""Prefix of a week in the chronicle block whose report the faithfulness guard flagged and nobody reviewed."""
+
+
+def week_line(summary: str, *, flagged: bool) -> str:
+    """A week's chronicle text, marked when flagged."""
+    return f"{FLAGGED_MARK} {one_line(summary)}" if flagged else one_line(summary)
+
+
 def one_line(summary: str) -> str:
     """A report as one chronicle line: citations and Markdown markers dropped, lines joined."""
     parts = (line.strip() for line in _MARKUP.sub("", strip_citations(summary)).splitlines())

@@ -18,11 +18,19 @@ from chronicle.settings import Settings
 from chronicle.weekly.faithfulness import check_report, cited_ids
 from chronicle.weekly.model import EMPTY_MODEL, OFFLINE_MODEL, StoredReport, WeekInput, WeekReport
 from chronicle.weekly.offline import EMPTY_SUMMARY, clean_length, language_of, offline_report
-from chronicle.weekly.prompt import PROMPT_VERSION, entry_line, map_messages, shorten_messages, weekly_messages
+from chronicle.weekly.prompt import (
+    PROMPT_VERSION,
+    cite_messages,
+    entry_line,
+    map_messages,
+    shorten_messages,
+    weekly_messages,
+)
 from chronicle.weekly.stats import parse_llm_stats
 from chronicle.weekly.tokens import estimate_tokens
 
 MAX_SHORTEN = 2  # seed 000 wants ≤ 500 字; two polite requests, then a human decides
+MAX_CITE = 1  # a reply citing nothing is asked once more, then stored flagged (`uncited` reasons)
 MAX_MAP_LEVELS = 3
 _EXTRAS_RE = re.compile(r"```json\s*(\{.*?\})\s*```", re.S)
 
@@ -154,6 +162,24 @@ def _condense(week: WeekInput, lines: list[str], call: LLMCall, *, budget: int, 
     return lines, calls
 
 
+def _ask_for_citations(week: WeekInput, call: LLMCall, text: str, calls: int, extras: Any, extras_error: str | None,
+                       lang: str, max_chars: int) -> tuple[str, int, Any, str | None]:
+    """A reply that cites no entry is asked once more (purpose `cite`); the answer is kept only if it cites
+    something and is not over the length limit the shorten loop enforced, else the first reply stands (and the
+    guard flags its sentences)."""
+    for _ in range(MAX_CITE):
+        if cited_ids(text) or not text.strip():
+            break
+        answer = call(cite_messages(text, language=lang, max_chars=max_chars), "cite")
+        calls += 1
+        again, again_extras, again_error = split_extras(answer)
+        if cited_ids(again) and clean_length(again) <= max(max_chars, clean_length(text)):
+            text = again
+            if again_extras is not None or again_error:
+                extras, extras_error = again_extras, again_error
+    return text, calls, extras, extras_error
+
+
 def llm_week(week: WeekInput, call: LLMCall, *, model: str, max_chars: int, context_tokens: int) -> WeekReport:
     """Write the report with the LLM: map-reduce for big weeks, shorten loop, faithfulness check."""
     if not week.entries:
@@ -177,6 +203,8 @@ def llm_week(week: WeekInput, call: LLMCall, *, model: str, max_chars: int, cont
         text, again, again_error = split_extras(shorter)
         if again is not None or again_error:
             extras, extras_error = again, again_error
+    text, calls, extras, extras_error = _ask_for_citations(week, call, text, calls, extras, extras_error, lang,
+                                                           max_chars)
     llm_stats = None
     if extras is not None:
         llm_stats, extras_error = parse_llm_stats(extras)

@@ -1,9 +1,21 @@
-"""Faithfulness guard: citations must point into the week, stated counts must match the stats.
+"""Faithfulness guard (v2): deterministic, offline checks of a weekly report against its week.
 
-A report is flagged `needs_review` (never silently fixed) when it cites an entry id the week does
-not have, or states a count (Chinese or English phrasing) that contradicts the deterministic stats.
-A number quoted from the very entry a sentence cites ("北京协和医院新入组 1 例 [E5]") is the
-source's own wording, not a weekly claim, and is not checked.
+A report is flagged `needs_review` (never silently fixed) when:
+
+- it cites an entry id the week does not have (`unknown_citation`);
+- it states a count (Chinese or English phrasing) that contradicts the deterministic stats (`count_mismatch`);
+  a number quoted from the very entry a sentence cites ("北京协和医院新入组 1 例 [E5]") is the source's own
+  wording, not a weekly claim, and is not checked;
+- a factual sentence cites nothing (`uncited`; headings and the stats line are not factual sentences);
+- a sentence names a subject, site, person, date, code or quantity its cited entries do not contain
+  (`unsupported_name`);
+- a sentence asserts an AE/SAE/deviation the stats count as 0, or denies one they count (`invented_event`,
+  `denied_event`, numbered or not: "发生 SAE", "no deviations");
+- a sentence about an event cites only entries that are not about it (`citation_mismatch`: an SAE sentence
+  citing an enrolment entry).
+
+Every reason carries the `sentence` it is about; `describe` makes it one human line. The sentence-level
+machinery lives in `chronicle.weekly.guard`.
 """
 
 from __future__ import annotations
@@ -12,10 +24,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from chronicle.weekly.model import WeekInput
+from chronicle.weekly.guard import events, names
+from chronicle.weekly.guard.text import CITATION_RE, canonical, cited_ids, sentences, squash, strip_citations
+from chronicle.weekly.model import WeekEntry, WeekInput
 
-CITATION_RE = re.compile(r"\s?[\[【]\s*E\d+(?:\s*[,，、;；]\s*E?\d+)*\s*[\]】]")
-_ID_RE = re.compile(r"E?(\d+)")
+__all__ = ["CITATION_RE", "check_report", "cited_ids", "count_claims", "describe", "parse_number", "strip_citations"]
 _SEGMENT_RE = re.compile(r"[\n。；;！!？?]+|(?<=\.)\s+")
 
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
@@ -46,6 +59,7 @@ _ZH_CLAIMS: tuple[tuple[str, str], ...] = (
     ("decisions", rf"{_N}\s*(?:项|条|个)\s*(?:PI\s*)?(?:关键)?决策"),
     ("queries", rf"(?:Query|质疑)\s*[:：]?\s*{_N}\s*(?:条|个|项)"),
     ("entries", rf"(?:记录|流水账?|日志)\s*(?:共)?\s*{_N}\s*条"),
+    ("messages", rf"消息\s*{_N}\s*条"),
 )
 _ZH_ZERO: tuple[tuple[str, str], ...] = (
     ("sae", r"无(?:新增)?\s*(?:SAE|严重不良事件)"),
@@ -71,6 +85,7 @@ _EN_CLAIMS: tuple[tuple[str, str], ...] = (
     ("queries", rf"{_EN_N}\s+(?:new\s+|open\s+)*quer(?:y|ies)\b"),
     # (not "AE: 3 entries (not expanded)": the offline report's count of one focus, not of the week)
     ("entries", rf"{_EN_N}\s+(?:log\s+)?entries(?!\s*\(not expanded\))"),
+    ("messages", rf"{_EN_N}\s+(?:chat\s+)?messages"),
 )
 _EN_ZERO: tuple[tuple[str, str], ...] = (
     ("sae", r"\bno\s+(?:new\s+)?(?:SAEs?\b|serious\s+adverse)"),
@@ -84,22 +99,19 @@ _COMPILED = [(f, re.compile(p)) for f, p in _ZH_CLAIMS] + [(f, re.compile(p, re.
 _MAY_CLAIM = re.compile(r"[\d零一二两三四五六七八九十无未]|zero|one|two|three|four|five|six|seven|eight|nine|ten|no",
                         re.I)
 _COMPILED_ZERO = [(f, re.compile(p)) for f, p in _ZH_ZERO] + [(f, re.compile(p, re.I)) for f, p in _EN_ZERO]
-
-
-def cited_ids(text: str) -> list[str]:
-    """Short ids cited in `text` (`[E3]`, `[E3, E7]`, `【E3】`), first occurrence order, no repeats."""
-    out: list[str] = []
-    for group in CITATION_RE.findall(text):
-        for num in _ID_RE.findall(group):
-            sid = f"E{int(num)}"
-            if sid not in out:
-                out.append(sid)
-    return out
-
-
-def strip_citations(text: str) -> str:
-    """The report without its `[E#]` markers (what the chronicle shows)."""
-    return CITATION_RE.sub("", text)
+# Each field's patterns need one of its words (lower case): a segment without them skips those patterns (the guard
+# runs the count rules on every sentence, so this halves its cost).
+_FIELD_WORDS: dict[str, tuple[str, ...]] = {
+    "enrolled_total": ("累计", "总计", "累积", "共计", "total", "cumulative"),
+    "enrolled": ("入组", "enrol", "randomi"),
+    "ae": ("ae", "不良事件", "adverse"),
+    "sae": ("sae", "严重不良事件", "serious"),
+    "deviations": ("偏离", "deviation"),
+    "decisions": ("决策", "decision"),
+    "queries": ("query", "质疑", "quer"),
+    "entries": ("记录", "流水", "日志", "entries"),
+    "messages": ("消息", "messages"),
+}
 
 
 def parse_number(token: str) -> int:
@@ -127,8 +139,12 @@ def count_claims(text: str) -> list[dict[str, Any]]:
         if not _MAY_CLAIM.search(bare):
             continue
         seen: set[tuple[int, int]] = set()
+        low = bare.lower()
+        present = {f for f, words in _FIELD_WORDS.items() if any(w in low for w in words)}
         for fields, fixed in ((_COMPILED, None), (_COMPILED_ZERO, 0)):
             for field, pattern in fields:
+                if field not in present:
+                    continue
                 for match in pattern.finditer(bare):
                     if any(a < match.end() and match.start() < b for a, b in seen):
                         continue  # one phrase, one claim: "累计入组 15 人" is not also "入组 15 人"
@@ -150,7 +166,8 @@ def check_report(summary: str, week: WeekInput, *, llm_stats: Mapping[str, Any] 
                         "detail": f"cites {', '.join(unknown)}; this week has E1..E{len(known)}"})
     contents = {e.short_id: _squash(e.content) for e in week.entries}
     flagged: set[tuple[str, int]] = set()
-    for claim in count_claims(summary):
+    claims = count_claims(summary)
+    for claim in claims:
         actual = week.stats.get(claim["field"])
         if actual is None or claim["value"] == actual or (claim["field"], claim["value"]) in flagged:
             continue
@@ -160,6 +177,7 @@ def check_report(summary: str, week: WeekInput, *, llm_stats: Mapping[str, Any] 
         flagged.add((claim["field"], claim["value"]))
         reasons.append({"kind": "count_mismatch", "field": claim["field"], "claimed": claim["value"],
                         "actual": actual, "text": claim["text"]})
+    reasons += sentence_reasons(summary, week, claims=claims)
     for field, value in (llm_stats or {}).items():
         if isinstance(value, int) and field in week.stats and week.stats[field] != value:
             reasons.append({"kind": "llm_stats_mismatch", "field": field, "claimed": value,
@@ -167,11 +185,102 @@ def check_report(summary: str, week: WeekInput, *, llm_stats: Mapping[str, Any] 
     return reasons
 
 
+_OTHER_TYPE = re.compile(r"([a-z][a-z_]+)\s+(\d+)(?!\d)")
+_CHECKED_EVENTS = ("sae", "ae", "deviations")  # asserted/denied against the stats; the rest only need support
+_EVENT_WORDS = {"sae": "SAE", "ae": "AE", "deviations": "protocol deviation", "enrolled": "enrolment",
+                "decisions": "decision"}
+
+
+def _short(text: str, limit: int = 120) -> str:
+    flat = " ".join(strip_citations(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _entry_key(entry: WeekEntry) -> str:
+    """An entry as names are looked up in it: content, actor and (when the content has no date) its log date."""
+    key = squash(f"{entry.content} {entry.actor or ''}")
+    if "@" in key or entry.when[:5].count("-") != 1:
+        return key  # the content's own dates say when it happened; the log time is when it was written down
+    month, day = entry.when[:5].split("-")
+    return key + f"@{int(month)}-{int(day)}|"
+
+
+def sentence_reasons(summary: str, week: WeekInput, *,
+                     claims: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The sentence-level checks of guard v2 (citations present, names in the cited entries, events true).
+
+    `claims`: the report's `count_claims`, when the caller has them (each sentence takes those it contains).
+    """
+    all_claims = count_claims(summary) if claims is None else claims
+    by_id = {e.short_id: e for e in week.entries}
+    keys: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    parsed = []
+    for s in sentences(summary):
+        claims = [c for c in all_claims if c["text"] in s.bare]
+        rest = s.bare
+        for claim in claims:
+            rest = rest.replace(claim["text"], " ")
+        canon = canonical(rest)
+        parsed.append((s, claims, canon, names.names(canon), canonical(s.bare)))
+    # The stats line: a line stating two or more counts and naming nothing needs no citation.
+    stats_lines = {s.line for s, claims, *_ in parsed if claims}
+    stats_lines = {line for line in stats_lines
+                   if sum(len(c) for s, c, *_ in parsed if s.line == line) >= 2
+                   and not any(n for s, _, _, n, _ in parsed if s.line == line)}
+    by_type = week.stats.get("by_type") or {}
+    for s, claims, canon, found, whole in parsed:
+        sentence = _short(s.bare)
+        if s.line in stats_lines:  # "另有 visit 5 条" / "also visit 5": the week's other entry types
+            for type_, number in _OTHER_TYPE.findall(s.bare):
+                if type_ in by_type and int(number) != by_type[type_]:
+                    out.append({"kind": "count_mismatch", "field": type_, "claimed": int(number),
+                                "actual": by_type[type_], "text": f"{type_} {number}", "sentence": sentence})
+        # Events on the whole sentence ("无 AE/SAE": the negation of the AE count covers the SAE too); the fields
+        # a count claim states are the count rules' business.
+        mentioned = events.mentions(whole, skip={c["field"] for c in claims})
+        for key, asserted in mentioned.items():
+            if key not in _CHECKED_EVENTS:
+                continue
+            if asserted and not week.stats.get(key):
+                out.append({"kind": "invented_event", "field": key, "sentence": sentence,
+                            "detail": f"asserts {_EVENT_WORDS[key]} but the week counts {key} = 0"})
+            elif not asserted and week.stats.get(key):
+                out.append({"kind": "denied_event", "field": key, "sentence": sentence,
+                            "detail": f"denies {_EVENT_WORDS[key]} but the week counts {key} = {week.stats[key]}"})
+        cites = [sid for sid in s.cites if sid in by_id]
+        if not s.cites:
+            if (claims and not found) or s.line in stats_lines:
+                continue  # a count, checked against the stats above
+            out.append({"kind": "uncited", "sentence": sentence, "detail": "states a fact but cites no entry"})
+            continue
+        if not cites:
+            continue  # only unknown ids: reported once for the report
+        for sid in cites:
+            if sid not in keys:
+                keys[sid] = _entry_key(by_id[sid])
+        cited = "".join(keys[sid] for sid in cites)
+        if _squash(canon) in cited:
+            continue  # the cited entry's own words
+        missing = [n.text for n in found if not names.supported(n, cited)]
+        if missing:
+            out.append({"kind": "unsupported_name", "sentence": sentence, "names": missing, "ids": cites,
+                        "detail": f"names {', '.join(missing)} not in {', '.join(cites)}"})
+        for key, asserted in mentioned.items():
+            if asserted and not any(events.supports(key, by_id[sid].type, keys[sid]) for sid in cites):
+                out.append({"kind": "citation_mismatch", "field": key, "sentence": sentence, "ids": cites,
+                            "detail": f"about {_EVENT_WORDS[key]} but cites {', '.join(cites)} "
+                                      f"({', '.join(sorted({by_id[sid].type for sid in cites}))})"})
+    return out
+
+
 def describe(reason: Mapping[str, Any]) -> str:
-    """One human line per review reason (CLI, artifacts)."""
+    """One human line per review reason (CLI, artifacts): which sentence, and why."""
     kind = reason.get("kind")
     if kind == "count_mismatch":
         return f"“{reason['text']}” but {reason['field']} = {reason['actual']}"
+    if reason.get("sentence"):
+        return f"{kind}: “{reason['sentence']}” {reason.get('detail') or ''}".rstrip()
     if kind == "llm_stats_mismatch":
         return f"LLM stats say {reason['field']} = {reason['claimed']}, counted {reason['actual']}"
     if kind == "over_length":

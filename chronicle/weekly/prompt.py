@@ -11,7 +11,7 @@ from typing import Any
 
 from chronicle.weekly.model import WeekEntry, WeekInput
 
-PROMPT_VERSION = "weekly-v1"
+PROMPT_VERSION = "weekly-v2"  # v2: a citation on every factual sentence (guard v2 flags uncited ones)
 
 SYSTEM = (
     "你是一个临床项目经理。请阅读上周的项目流水账，生成一份【周报记忆块】。\n"
@@ -19,7 +19,9 @@ SYSTEM = (
     "1. 忽略闲聊和无关信息。\n"
     "2. 重点记录：入组人数变化、新增不良事件(AE)、主要方案偏离、PI的关键决策。\n"
     "3. 格式为 Markdown，字数控制在 {max_chars} 字以内。\n"
-    "4. 每条要点后用方括号注明依据的流水账编号，例如 [E3] 或 [E3, E7]；只能引用下面给出的编号。\n"
+    "4. 每一句陈述事实的话都要在句末用方括号注明依据的流水账编号，例如 [E3] 或 [E3, E7]；只能引用下面给出的编号，"
+    "且所引条目必须包含该句提到的受试者编号、中心、人名、日期、药物/批号和数字。没有依据的话不要写"
+    "（如“无其他重大变化”“安全性事件已按要求上报”）。\n"
     "5. 涉及数量时以“系统统计”为准，不要自行推算或编造数字。\n"
     "6. 报告语言与流水账一致：{language}。\n"
     "7. 可在报告末尾附一个 ```json 代码块，字段仅限 enrolled, ae, sae, deviations, decisions（整数）、"
@@ -75,6 +77,13 @@ def shorten_messages(report: str, *, chars: int, max_chars: int, language: str) 
     """Ask again for a shorter version of an over-long answer (purpose `shorten`)."""
     ask = (f"下面这份周报有 {chars} 字，超过了 {max_chars} 字的上限。请压缩到 {max_chars} 字以内："
            f"保留所有方括号编号和数字，删去次要内容，每句都要完整，不要截断句子。只输出压缩后的周报。")
+    return [_system(max_chars, language), {"role": "user", "content": f"{ask}\n\n{report}"}]
+
+
+def cite_messages(report: str, *, language: str, max_chars: int) -> list[dict[str, str]]:
+    """Ask again for a reply that cited no entry at all (purpose `cite`): the same report, every fact cited."""
+    ask = ("下面这份周报没有引用任何流水账编号。请逐句核对：每一句陈述事实的话在句末注明依据的编号（如 [E3]），"
+           "删去找不到依据的句子，不要改动数字。只输出修改后的周报。")
     return [_system(max_chars, language), {"role": "user", "content": f"{ask}\n\n{report}"}]
 
 

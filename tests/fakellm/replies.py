@@ -58,7 +58,8 @@ def default_responder(request: dict[str, Any]) -> str:
     text = message_text(users[-1].get("content")) if users else ""
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
     head = " ".join(text.split())[:80] or "(empty)"
-    return f"## Summary\n\n- {head}\n- ref `{digest}`\n"
+    cite = " [E1]" if "[E1]" in text else ""  # a weekly prompt: cite an entry, as asked (else it is asked again)
+    return f"## Summary\n\n- {head}{cite}\n- ref `{digest}`\n"
 
 
 def error_body(status: int, message: str | None = None) -> dict[str, Any]:

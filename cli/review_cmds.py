@@ -1,0 +1,73 @@
+"""`chronicle review` (flagged weeks and why) and `chronicle review accept` — the weekly chronicle's review queue."""
+
+from __future__ import annotations
+
+import getpass
+import os
+
+import typer
+from rich.markup import escape
+
+from chronicle.weeks import IsoWeek
+from cli.common import console, err, load_settings
+from cli.output import Format, emit, format_option
+
+
+def _reviewer(by: str | None) -> str:
+    return by or os.environ.get("USER") or getpass.getuser()  # as `report edit` names its author
+
+
+def register(app: typer.Typer) -> None:
+    review = typer.Typer(help="Weeks the faithfulness guard flagged: list them with their reasons, accept them.",
+                         invoke_without_command=True, no_args_is_help=False)
+    app.add_typer(review, name="review")
+
+    @review.callback()
+    def queue(ctx: typer.Context,
+              project: str | None = typer.Option(None, "--project", "-p", help="Only this project."),
+              fmt: Format = format_option(),
+              home: str | None = typer.Option(None, "--home")) -> None:
+        """List flagged weeks with every reason (which sentence, and why)."""
+        if ctx.invoked_subcommand is not None:
+            return
+        from services.review import flagged_weeks
+
+        weeks = flagged_weeks(load_settings(home), project)
+        if fmt is not Format.table:
+            emit([w.as_dict() for w in weeks], fmt)
+            return
+        if not weeks:
+            console.print("no week awaits review")
+            return
+        for w in weeks:
+            console.print(f"[bold]{w.project_id} {w.week}[/] · {w.status} · {escape(w.model)} · version {w.version}")
+            for line in w.lines:
+                console.print(f"  [yellow]-[/] {escape(line)}", soft_wrap=True)
+        console.print(f"{len(weeks)} week(s) await review — read one with `chronicle report show -p P -w W`, "
+                      "correct it with `chronicle report edit`, or accept it with `chronicle review accept -p P -w W`")
+
+    @review.command("accept")
+    def accept_cmd(project: str = typer.Option(..., "--project", "-p"),
+                   week: str = typer.Option(..., "--week", "-w", help="ISO week, e.g. 2026-W05."),
+                   note: str | None = typer.Option(None, "--note", help="Why the flagged text is right."),
+                   by: str | None = typer.Option(None, "--by", help="Reviewer (default: $USER)."),
+                   home: str | None = typer.Option(None, "--home")) -> None:
+        """Accept a flagged week as it stands (a correction goes through `chronicle report edit` instead)."""
+        from services.review import accept
+
+        try:
+            iso = IsoWeek.parse(week)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        version = accept(load_settings(home), project, iso, reviewer=_reviewer(by), note=note)
+        if version is None:
+            err.print(f"[red]{project} {iso} is not awaiting review[/]")
+            raise typer.Exit(1)
+        console.print(f"accepted {project} {iso} version {version}")
+
+    @review.command("backlog")
+    def backlog_cmd(fmt: Format = format_option(), home: str | None = typer.Option(None, "--home")) -> None:
+        """Weeks awaiting review per project (the `review_backlog` view)."""
+        from services.review import backlog
+
+        emit(backlog(load_settings(home)), fmt, title="weeks awaiting review", empty="no reports yet")

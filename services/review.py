@@ -1,0 +1,56 @@
+"""The review queue of the weekly chronicle: weeks the faithfulness guard flagged, and accepting them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from chronicle.settings import Settings
+from chronicle.weekly.faithfulness import describe
+from chronicle.weeks import IsoWeek
+from storage import reports
+from storage.db import connect, transactions
+
+
+@dataclass(frozen=True)
+class FlaggedWeek:
+    """One week awaiting review, with its reasons as stored and as one human line each."""
+
+    project_id: str
+    week: str
+    week_number: int
+    status: str
+    model: str
+    version: int
+    reasons: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def lines(self) -> list[str]:
+        return [describe(r) for r in self.reasons]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"project_id": self.project_id, "week": self.week, "week_number": self.week_number,
+                "status": self.status, "model": self.model, "version": self.version,
+                "reasons": [{**r, "line": line} for r, line in zip(self.reasons, self.lines, strict=True)]}
+
+
+def flagged_weeks(settings: Settings, project_id: str | None = None) -> list[FlaggedWeek]:
+    with connect(settings) as conn:
+        rows = reports.review_queue(conn, project_id)
+    return [FlaggedWeek(r["project_id"], str(IsoWeek.from_number(r["week_number"])), r["week_number"], r["status"],
+                        r["model"], r["version"], list(r["review_reasons"])) for r in rows]
+
+
+def accept(settings: Settings, project_id: str, week: IsoWeek, *, reviewer: str, note: str | None = None) -> int | None:
+    """Accept a flagged week as it stands; the accepted version, or None when it was not flagged."""
+    version = None
+    for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
+        with attempt as conn:
+            version = reports.accept_review(conn, project_id, week.number, reviewer=reviewer, note=note)
+    return version
+
+
+def backlog(settings: Settings) -> list[dict[str, Any]]:
+    """Weeks awaiting review per project (the `review_backlog` view)."""
+    with connect(settings) as conn:
+        return reports.review_backlog(conn)
