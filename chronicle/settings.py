@@ -328,6 +328,7 @@ class Settings(BaseSettings):
     """A flow run whose heartbeats (PREFECT_FLOWS_HEARTBEAT_FREQUENCY on the workers, 30 s in the docs) stop
     for this long is marked Crashed by the `chronicle-zombie-runs` automation, freeing its concurrency slot.
     With 30 s beats a dead run shows Crashed at most ~55 s after it died (+ Prefect's 5 s evaluation step)."""
+
     context_flagged_weeks: Literal["mark", "omit"] = "mark"
     """Weeks the faithfulness guard flagged and nobody reviewed yet, in the chronicle block: `mark` (shown with
     a "needs review" marker, so a model reading the history knows not to trust them blindly) or `omit` (left
