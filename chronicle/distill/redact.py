@@ -123,6 +123,16 @@ def _cn_id_checksum(match: re.Match[str]) -> bool:
     return checks.cn_resident_id(match.group(0))
 
 
+_ID_WORDS = re.compile(r"身份证|证件|公民身份|id\s*(?:card|no|number)|resident", re.I)
+
+
+def _cn_id_plain(match: re.Match[str]) -> bool:
+    """The plain and 6-8-4 forms: a valid check digit, or an ID word just before (a mistyped ID number is still
+    someone's ID number; a lot number with a date in it is not)."""
+    before = match.string[max(0, match.start() - 24):match.start()]
+    return _cn_id_checksum(match) or _ID_WORDS.search(before) is not None
+
+
 _DATE8 = r"(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])"
 
 
@@ -181,6 +191,7 @@ _PATTERNS: list[tuple[str, str, int, Callable[[re.Match[str]], bool] | None, tup
                 rf"|AIza[{_TOKEN}]{{30,}}|hf_[{_A}]{{30,}}|npm_[{_A}]{{36}}"
                 rf"|(?<=\d:)AA[{_TOKEN}]{{30,}})(?![{_TOKEN}]){_CONT}*", 0, None, _T_VENDOR),
     *shapes.VENDOR,
+    *shapes.WRAPPED,
     # `password=…`, `DB_PASSWORD: …`, `*_PASS=…`, `*_PWD=…`, `密码：…` (full-width `＝` is folded to `=`).
     ("password", rf"(?P<keep>(?<![{_A}])(?:{_PREFIX}(?:{_PASSWORD_NAMES})|[A-Za-z0-9]+(?:[_.-][A-Za-z0-9]+)*[_.-]"
                  rf"pass){_SEP}){_PAIR_VALUE}", re.I, _password_value, _T_PASSWORD),
@@ -217,7 +228,7 @@ _PATTERNS: list[tuple[str, str, int, Callable[[re.Match[str]], bool] | None, tup
     ("email", rf"(?<![{_A}._%+-])(?!git@)[{_A}._%+-]+@[{_A}-]+(?:\.[{_A}-]+)*\.[A-Za-z]{{2,}}", 0, None, ("@",)),
     # 6-digit region, birth date 19xx/20xx, 3-digit sequence, check digit (0-9 or X); also written 6-8-4 with
     # spaces or hyphens. The checksum is not required there: a mistyped ID number is still someone's ID number.
-    ("cn_id", rf"(?<![\d-])\d{{6}}([ -]?){_DATE8}\1\d{{3}}[\dXx](?![\dA-Za-z])", 0, None, ()),
+    ("cn_id", rf"(?<![\d-])\d{{6}}([ -]?){_DATE8}\1\d{{3}}[\dXx](?![\dA-Za-z])", 0, _cn_id_plain, ()),
     # Any other grouping of the 18 characters: only with a valid check digit.
     ("cn_id", rf"(?<![\d-]){_SPREAD_ID}(?![\dA-Za-z])", 0, _cn_id_checksum, ()),
     *shapes.STRUCTURED,

@@ -76,7 +76,7 @@ def random_looking(value: str, *, minimum: int = 8) -> bool:
         return False
     classes = sum((any(c.islower() for c in value), any(c.isupper() for c in value),
                    any(c.isdigit() for c in value), any(not c.isalnum() for c in value)))
-    if classes < 2 or not any(c.isdigit() for c in value) and classes < 3:
+    if classes < 2 or (not any(c.isdigit() for c in value) and classes < 3):
         return False
     return entropy(value) >= min(3.0, math.log2(len(value)) - 0.3)
 

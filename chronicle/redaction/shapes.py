@@ -64,6 +64,16 @@ VENDOR: list[Rule] = [
      lambda m: _real(_group(m, "v")), (":",)),
 ]
 
+# A header whose value was wrapped onto the next line; an address spelt out against scrapers.
+WRAPPED: list[Rule] = [
+    ("auth_header", rf"(?P<keep>\b(?:Proxy-)?Authorization[\"']?[ \t]*:[ \t]*(?:Basic|Bearer|Token|ApiKey)?[ \t]*"
+                    rf"\\?\r?\n[ \t]+){_DONE}(?P<v>[A-Za-z0-9+/=._~-]{{8,}})", re.I,
+     lambda m: checks.random_looking(_group(m, "v")), ("authorization",)),
+    ("email", r"(?<![\w.+-])[A-Za-z0-9._%+-]+[ \t]*(?:\bat\b|\[at\]|\(at\)|＠)[ \t]*[A-Za-z0-9-]+(?:[ \t]*(?:\bdot\b"
+              r"|\[dot\]|\(dot\))[ \t]*[A-Za-z0-9-]+)*[ \t]*(?:\bdot\b|\[dot\]|\(dot\))[ \t]*"
+              r"(?:com|org|net|cn|edu|io|gov|co|uk|de)\b", re.I, None, ("dot",)),
+]
+
 # --- checksummed identifiers ---------------------------------------------------------------------------
 STRUCTURED: list[Rule] = [
     ("iban", r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?(?![A-Za-z0-9])", 0,
@@ -86,21 +96,25 @@ _PIN_NOUN = (r"pin(?:[ -]?code)?|(?:access|door|gate|alarm|entry|security|lock|s
              r"|提取码|安全码|pin码")
 _KEY_NOUN = (r"token|secret|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption"
              r"|recovery|backup|session|auth)[ _-]?key|密钥|秘钥|令牌|凭据|凭证")
-_VERB = (r"(?:is|was|are|became|set[ \t]+to|changed[ \t]+to|now|=|:|：|-|–|->|=>|是|为|為|改成|改为|设为|设置为"
-         r"|换成|換成)")
+_VERB = (r"(?:(?:(?:is|was|are)(?:[ \t]+now)?|became|set[ \t]+to|changed[ \t]+to|now)(?:[ \t]*[:：])?|=|:|："
+         r"|(?<=\s)[-–](?=\s)|->|=>|是|为|為|改成|改为|设为|设置为|换成|換成)")
 _BREAK = r"(?:[ \t]*\r?\n[ \t]*(?:[-*+•>]|\d{1,2}[.)])?[ \t]*|[ \t]*\|[ \t]*)"
 _VALUE = r"[^\s\"'`|，。；、（）]+"
 
 
+_PATHLIKE = re.compile(r"^/|\.[A-Za-z]{2,4}(?:/|$)")
+"""A path, a host or a file name (`keys/id_ed25519.pub`, `//api.vendor.io/v2`): not a token."""
+
 def _label_check(match: re.Match[str]) -> bool:
     value = _group(match, "val", "v").rstrip(".,;:!?)")
-    if not _real(value) or checks.looks_like_date_or_version(value):
+    if not _real(value) or checks.looks_like_date_or_version(value) or _PATHLIKE.search(value):
         return False
     noun = _group(match, "noun", "noun2").lower()
     if re.fullmatch(_PW_NOUN, noun):
         return checks.password_looking(value)
     if re.fullmatch(_PIN_NOUN, noun):
-        return sum(c.isdigit() for c in value) >= 4 or checks.random_looking(value, minimum=6)
+        digits = sum(c.isdigit() for c in value)
+        return digits >= 4 or (digits >= 1 and len(value) >= 4 and value.isalnum()) or checks.random_looking(value)
     has_letter, has_digit = any(c.isalpha() for c in value), any(c.isdigit() for c in value)
     return (has_letter and has_digit and len(value) >= 6) or checks.random_looking(value)
 
@@ -120,9 +134,6 @@ LABELLED: list[Rule] = [
     _labelled("pin", _PIN_NOUN, ("pin", "code", "码")),
     _labelled("secret", _KEY_NOUN, ("token", "secret", "credential", "key", "密钥", "秘钥", "令牌", "凭")),
 ]
-
-_PATHLIKE = re.compile(r"^/|\.[A-Za-z]{2,4}(?:/|$)")
-"""A path, a host or a file name (`keys/id_ed25519.pub`, `//api.vendor.io/v2`): not a token."""
 
 # --- keyword + entropy -------------------------------------------------------------------------------------
 ENTROPY: list[Rule] = [
