@@ -199,9 +199,11 @@ class Settings(BaseSettings):
     )
     """Knowledge files whose managed section an `overwrite` memory may replace; others get an append."""
 
-    protected_files: list[str] = Field(default_factory=lambda: ["SOUL.md", "IDENTITY.md"])
+    protected_files: list[str] = Field(default_factory=lambda: ["SOUL.md", "IDENTITY.md", "AGENTS.md"])
     """Knowledge files a distillation never changes: memories aimed at them become proposals in
-    `memory_proposals`, written only by `chronicle memory approve ID`."""
+    `memory_proposals`, written only by `chronicle memory approve ID`. AGENTS.md is one by default (its content
+    instructs the assistant, so no guarantee may rest on a phrase screen); to let runs write it directly, set
+    `CHRONICLE_PROTECTED_FILES='["SOUL.md","IDENTITY.md"]'`."""
 
     knowledge_min_importance: float = Field(default=0.6, ge=0.0, le=1.0)
     """Importance a memory needs to be written to a knowledge file (every memory is stored and searchable
