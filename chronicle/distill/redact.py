@@ -24,6 +24,7 @@ from itertools import pairwise
 from typing import Any
 
 from chronicle.redaction import checks, shapes
+from chronicle.redaction.text import Redacted
 
 _A = "A-Za-z0-9"  # ASCII only: `\w` would also match CJK text glued to a token
 _NOT_DONE = r"(?!\[REDACTED:)"
@@ -184,7 +185,8 @@ _PATTERNS: list[tuple[str, str, int, Callable[[re.Match[str]], bool] | None, tup
     # A Cookie header: every name=value pair of it (session ids are credentials).
     ("cookie", rf"(?P<keep>\b(?:Set-)?Cookie[\"']?[ \t]*:[ \t]*[\"']?){_NOT_DONE}(?=[^\s=;:]+=)[^\r\n\"']+", re.I,
      None, ("cookie",)),
-    ("api_key", rf"(?<![{_A}_-])(?:sk-(?:proj-|ant-|live-)?(?:[{_TOKEN}]{{16,}}|[{_TOKEN}]{{4,}}(?={_CONT}))"
+    # (A hyphen may precede a key: `memory/2026-03-12-ghp_….md` puts one in a file name.)
+    ("api_key", rf"(?<![{_A}_])(?:sk-(?:proj-|ant-|live-)?(?:[{_TOKEN}]{{16,}}|[{_TOKEN}]{{4,}}(?={_CONT}))"
                 rf"|(?:sk|rk)_(?:live|test)_[{_A}]{{16,}}|whsec_[{_A}]{{24,}}"
                 rf"|gh[pousr]_[{_A}]{{20,}}|github_pat_[{_A}_]{{20,}}|glpat-[{_TOKEN}]{{20,}}"
                 rf"|(?:AKIA|ASIA)[0-9A-Z]{{16}}|xox[abposre]-[{_A}-]{{10,}}|xapp-[{_A}-]{{10,}}"
@@ -260,7 +262,7 @@ class Redactor:
     """Compiled built-in patterns plus the user's `settings.redact_extra_patterns` (kind `custom`)."""
 
     patterns: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool] | None, tuple[str, ...]], ...]
-    _cache: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    _cache: dict[str, Redacted] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def build(cls, extra: Iterable[str] = ()) -> Redactor:
@@ -282,7 +284,7 @@ class Redactor:
         return words, tuple(plan)
 
     def redact(self, text: str, counts: Counter[str] | None = None,
-               found: list[tuple[str, str]] | None = None) -> str:
+               found: list[tuple[str, str]] | None = None) -> Redacted:
         """`text` with every match replaced by `[REDACTED:kind]`; `counts` (if given) gets +1 per match and
         `found` (if given) the (kind, hidden text) of each — for measuring the redactor, never for logs."""
         remember = counts is None and found is None
@@ -302,13 +304,14 @@ class Redactor:
                 elif gate.isdisjoint(present):
                     continue
             text, folded = _apply(kind, pattern, check, text, folded, counts, found)
+        out = Redacted(text)
         if remember:
             if len(self._cache) >= _CACHE_MAX:
                 self._cache.clear()
-            self._cache[original] = text
-        return text
+            self._cache[original] = out
+        return out
 
-    def redact_all(self, texts: Iterable[str], counts: Counter[str] | None = None) -> list[str]:
+    def redact_all(self, texts: Iterable[str], counts: Counter[str] | None = None) -> list[Redacted]:
         return [self.redact(t, counts) for t in texts]
 
     def continuation(self, first: str, second: str) -> str | None:

@@ -107,6 +107,8 @@ _PATHLIKE = re.compile(r"^/|\.[A-Za-z]{2,4}(?:/|$)")
 
 def _label_check(match: re.Match[str]) -> bool:
     value = _group(match, "val", "v").rstrip(".,;:!?)")
+    if value[:1] in "[(<{":  # `[E4]`, `[2]`: the next line of a prompt is a citation id, not a value
+        return False
     if not _real(value) or checks.looks_like_date_or_version(value) or _PATHLIKE.search(value):
         return False
     noun = _group(match, "noun", "noun2").lower()
