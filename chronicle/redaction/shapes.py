@@ -105,6 +105,7 @@ _VALUE = r"[^\s\"'`|，。；、（）]+"
 _PATHLIKE = re.compile(r"^/|\.[A-Za-z]{2,4}(?:/|$)")
 """A path, a host or a file name (`keys/id_ed25519.pub`, `//api.vendor.io/v2`): not a token."""
 
+
 def _label_check(match: re.Match[str]) -> bool:
     value = _group(match, "val", "v").rstrip(".,;:!?)")
     if value[:1] in "[(<{":  # `[E4]`, `[2]`: the next line of a prompt is a citation id, not a value
@@ -112,6 +113,7 @@ def _label_check(match: re.Match[str]) -> bool:
     if not _real(value) or checks.looks_like_date_or_version(value) or _PATHLIKE.search(value):
         return False
     noun = _group(match, "noun", "noun2").lower()
+    noun = noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun  # `passwords`, `tokens`
     if re.fullmatch(_PW_NOUN, noun):
         return checks.password_looking(value)
     if re.fullmatch(_PIN_NOUN, noun):
