@@ -1,12 +1,12 @@
 """Issue 21.1: canaries in the places nobody looked reach no sink.
 
-Canaries sit in a note's FILE NAME (`2026-03-02-ghp_….md`), in shapes a list did not anticipate (a label and its
-value on two lines or two bullets, `VPN token is`, `export PGPASSWORD=`, a bank card, an IBAN), in the settings
-(`LLM_URL` with a password), in edit metadata (`report edit --reason/--author`), in what the model invents, and
-on the error path (a 401 whose body echoes the key and the URL password). The walk covers the LLM requests,
-every DuckDB table but the raw record, LanceDB, the knowledge files, the Prefect artifacts, flow- and task-run
-names and states, CLI output and the logs. Real parts: the `openai` client against the local fake server, the
-Prefect API fixture, DuckDB and LanceDB files.
+Canaries sit in a note's FILE NAME (`2026-03-02-ghp_….md`), in a PROJECT ID (`ACME-ghp_…`), in shapes a list
+did not anticipate (a label and its value on two lines or two bullets, `VPN token is`, `export PGPASSWORD=`,
+a bank card, an IBAN), in the settings (`LLM_URL` with a password), in edit metadata (`report edit --reason`
+and `--author`), in what the model invents, and on the error path (a 401 whose body echoes the key and the
+URL password). The walk covers the LLM requests, every DuckDB table but the raw record, LanceDB, the knowledge
+files, the Prefect artifacts, flow- and task-run names and states, CLI output and the logs. Real parts: the
+`openai` client against the local fake server, the Prefect API fixture, DuckDB and LanceDB files.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from tests.security.test_secrets import artifacts_text, listening, tree
 DAY = "2026-03-02"
 PROJECT = "SINKS"
 FILE_KEY = "ghp_SINKCANfile0123456789abcdefAB"
+PROJECT_KEY = "ghp_SINKCANproj0123456789abcdefAB"  # a token pasted into a project id
 URL_PW = "SINKCANurlpw9Q"
 KEY = "sk-SINKCANkey0123456789abcdefgh"
 SHAPES = [
@@ -75,6 +76,11 @@ def write_inputs(root: Path) -> Path:
         for i, form in enumerate([*SHAPES, "the staging password is", "SINKCANbullet9Z"]):
             fh.write(json.dumps({"project_id": PROJECT, "ts": f"{DAY}T1{i % 10}:00:00+08:00", "actor": "DM-赵磊",
                                  "type": "message", "content": form}, ensure_ascii=False) + "\n")
+    with (root / "acme.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(3):
+            fh.write(json.dumps({"project_id": f"ACME-{PROJECT_KEY}", "ts": f"{DAY}T0{i}:00:00+08:00",
+                                 "actor": "PM", "type": "decision", "content": f"里程碑 {i} 已完成"},
+                                ensure_ascii=False) + "\n")
     return root
 
 
@@ -131,13 +137,15 @@ def test_canaries_in_names_settings_metadata_and_errors_reach_no_sink(
             ["report", "edit", "--project", PROJECT, "--week", "2026-W10", "--file", str(edited),
              "--reason", f"rotated: the password is {REASON_SECRET}", "--author", f"bob token {AUTHOR_SECRET}"],
             ["report", "history", "--project", PROJECT, "--week", "2026-W10"],
-            ["report", "show", "--project", PROJECT, "--week", "2026-W10"], ["runs"])]
+            ["report", "show", "--project", PROJECT, "--week", "2026-W10"], ["runs"],
+            ["backfill", "--all", "--every-week"])]
     settings = Settings()
 
     # Positive controls: the data really went through every path.
     assert distilled["memories"] >= len(SHAPES) and {r.outcome for r in rows} == {"generated"}
     assert "401" in failed.value.rows[0].message and "LLM_API_KEY" in failed.value.rows[0].message
-    assert "admin:****@" in outputs[0] and "人工修订" in outputs[6]
+    assert "admin:****@" in outputs[0] and "人工修订" in outputs[6] and "ACME-[REDACTED:api_key]" in outputs[8]
+    assert "ACME-[REDACTED:api_key]" in {r.project for r in rows}  # the project was summarised, its id redacted
     lance = tree(Path(settings.lance_uri))
     assert b"[REDACTED:api_key].md" in lance  # the note's file name travelled, redacted
 
