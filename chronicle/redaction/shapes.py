@@ -82,11 +82,24 @@ STRUCTURED: list[Rule] = [
      lambda m: checks.card_number(m.group(0)), ()),
 ]
 
+_MOBILE = re.compile(r"1[3-9]\d{9}")
+
+
+def _phone(match: re.Match[str]) -> bool:
+    """A valid number; glued to a word by a hyphen (`call-13987654321.md`) only a whole CN mobile number, since
+    `ORD-2026-000123` and `HT-2026-0815-01` are references whose digits happen to dial somewhere."""
+    text = match.group(0)
+    if match.start() and match.string[match.start() - 1] == "-" and not _MOBILE.fullmatch(text):
+        return False
+    return checks.phone_number(text)
+
+
 # Any phone number a real region would dial: candidates of 7-15 digits in groups, validated by phonenumbers
 # (China by default; any other country with its `+` code).
 PHONE: list[Rule] = [
-    ("phone", r"(?<![A-Za-z0-9+_\-./])(?:\+\d{1,3}[ \-.]?)?(?:\(\d{1,4}\)[ \-.]?)?\d{2,5}(?:[ \-.]?\d{2,5}){0,4}"
-              r"(?![A-Za-z0-9_\-/:]|\.\d)", 0, lambda m: checks.phone_number(m.group(0)), ()),
+    # (A hyphen may precede it after a word — `call-13987654321.md` — but not after a digit: `ORD-2026…-0042`.)
+    ("phone", r"(?<![A-Za-z0-9+_./])(?<!\d-)(?<!--)(?:\+\d{1,3}[ \-.]?)?(?:\(\d{1,4}\)[ \-.]?)?\d{2,5}"
+              r"(?:[ \-.]?\d{2,5}){0,4}(?![A-Za-z0-9_\-/:]|\.\d)", 0, _phone, ()),
 ]
 
 # --- a label and its value -------------------------------------------------------------------------------
