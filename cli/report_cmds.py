@@ -29,8 +29,10 @@ def engine_banner(settings: Settings) -> str:
         return ("engine: [bold]offline-extractive[/] (no LLM_URL set: deterministic extractive reports; "
                 "configure an endpoint and rerun to regenerate those weeks with the model)")
     from chronicle.llm import base_url
+    from chronicle.redaction.urls import mask_url_credentials
 
-    return f"engine: [bold]LLM {escape(settings.llm_model)}[/] at {escape(base_url(settings.llm_url or ''))}"
+    shown = mask_url_credentials(base_url(settings.llm_url or ""))  # `http://admin:pw@host` -> `admin:****@`
+    return f"engine: [bold]LLM {escape(settings.llm_model)}[/] at {escape(shown)}"
 
 
 def _parse_week(text: str) -> IsoWeek:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from chronicle.distill.redact import Redactor
 from chronicle.ingest.detect import detect_format, gzipped
 from chronicle.ingest.fingerprint import file_fingerprint, fingerprint
 from chronicle.ingest.lines import (
@@ -84,6 +85,7 @@ class FileIngestor:
     def __init__(self, settings: Settings, project: str | None = None) -> None:
         self.settings = settings
         self.project = project
+        self._redact = Redactor.build(settings.redact_extra_patterns).redact  # project ids (one gate at ingest)
 
     def ingest(self, path: Path, *, force: bool = False) -> FileResult:
         """Read `path` if it changed since last time (or always, with `force`: re-read whole)."""
@@ -210,6 +212,7 @@ class FileIngestor:
                     default_tz=s.timezone, project_tz=s.project_timezones, column_map=s.column_map,
                     max_line_bytes=s.max_line_bytes, fresh=full,
                 )
+                raw_logs.redact_project_ids(conn, state["path"], self._redact)
                 raw_logs.insert_rejects(conn, rejects)
                 for r in rejects:
                     counts[r.reason] = counts.get(r.reason, 0) + 1
@@ -237,6 +240,7 @@ class FileIngestor:
                 removed = raw_logs.remove_entries_not_in(conn, state["path"], [e.entry_id for e in entries])
                 raw_logs.clear_rejects(conn, state["path"])
                 added = raw_logs.insert_entries(conn, entries)
+                raw_logs.redact_project_ids(conn, state["path"], self._redact)
                 raw_logs.insert_rejects(conn, rejects)
                 state["entries"], state["rejects"] = raw_logs.count_file(conn, state["path"])
                 raw_logs.save_file_state(conn, state)

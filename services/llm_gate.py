@@ -37,6 +37,7 @@ from chronicle.distill.redact import Redactor
 from chronicle.llm import ChatClient, LLMCallRecord
 from chronicle.llm.call import LLMCall
 from chronicle.llm.records import CallLogger
+from chronicle.redaction.text import gate
 from chronicle.settings import Settings
 from storage.llm_log import CallRow, DuckDBCallLogger, write_calls
 
@@ -247,8 +248,12 @@ def llm_call(settings: Settings, run_id: str, *, project_id: str | None = None,
     redactor = redactor_for(settings)
 
     def call(messages: list[dict[str, str]], purpose: str, **options: Any) -> str:
+        # The one gate of the LLM sink: every message is redacted as the model will read it — the assembled
+        # prompt, lines joined and entries side by side — whatever its builder redacted piece by piece before.
+        shown = [{**m, "content": gate(m["content"], redactor)} if isinstance(m.get("content"), str) else m
+                 for m in messages]
         with logger.buffering(), llm_slot(settings):
-            text = client.complete(messages, purpose=purpose, project_id=project_id, week_number=week_number,
+            text = client.complete(shown, purpose=purpose, project_id=project_id, week_number=week_number,
                                    **options).text
         return redactor.redact(text) if redact_answer else text
 

@@ -57,7 +57,11 @@ def edit_report(settings: Settings, project_id: str, week: IsoWeek, text: str, *
     written against, so a later change to the week marks it stale instead of overwriting it.
     """
     hidden: Counter[str] = Counter()
-    text = Redactor.build(settings.redact_extra_patterns).redact(text, hidden)
+    redactor = Redactor.build(settings.redact_extra_patterns)
+    text = redactor.redact(text, hidden)
+    # Who and why are stored with the version and shown by `report history`: the same sink as the text.
+    author = redactor.redact(author, hidden)
+    reason = redactor.redact(reason, hidden) if reason is not None else None
     week_input, _ = read_week(settings, project_id, week)
     known = week_input.citation_map
     cited = cited_ids(text)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -135,6 +135,22 @@ def save_file_state(conn: duckdb.DuckDBPyConnection, state: dict[str, Any]) -> N
 def ingest_guard(path: str) -> list[str]:
     """Claim keys of one file's write window: two workers never write the same file at once (lake)."""
     return [f"ingest:{path}"]
+
+
+def redact_project_ids(conn: duckdb.DuckDBPyConnection, source_file: str, redact: Callable[[str], str]) -> int:
+    """The file's project ids with any secret in them redacted (`ACME-ghp_….` -> `ACME-[REDACTED:api_key]`);
+    returns how many ids changed. A project id travels into prompts, reports, run names, artifacts and CLI
+    tables: ingest is the one gate it passes, so every later sink sees the redacted id."""
+    ids = [r[0] for r in conn.execute("SELECT DISTINCT project_id FROM raw_logs WHERE source_file = ?",
+                                      [source_file]).fetchall()]
+    changed = 0
+    for project_id in ids:
+        shown = redact(project_id)
+        if shown != project_id:
+            conn.execute("UPDATE raw_logs SET project_id = ? WHERE source_file = ? AND project_id = ?",
+                         [shown, source_file, project_id])
+            changed += 1
+    return changed
 
 
 def count_file(conn: duckdb.DuckDBPyConnection, path: str) -> tuple[int, int]:

@@ -7,7 +7,8 @@ A memory goes to its knowledge file only when it carries knowledge:
   its "minor detail" 0.4; the offline engine reaches 0.6 with a rule, decision, preference or "remember",
   or with two weaker signals such as a first-person fact and a date);
 - at most `knowledge_daily_cap` memories per file and note day, the most important first (`sections.apply`).
-Protected files (`protected_files`, default SOUL.md and IDENTITY.md) are never written by a run: what passes
+Protected files (`protected_files`, default SOUL.md, IDENTITY.md and AGENTS.md: files that instruct the assistant)
+are never written by a run: what passes
 the gate for them becomes a proposal a human approves or rejects.
 """
 
@@ -29,7 +30,7 @@ KEPT_OUT: tuple[Verdict, ...] = ("small_talk", "question", "below_min_importance
 class KnowledgePolicy:
     min_importance: float = 0.6
     daily_cap: int = 5
-    protected: tuple[str, ...] = ("SOUL.md", "IDENTITY.md")
+    protected: tuple[str, ...] = ("SOUL.md", "IDENTITY.md", "AGENTS.md")
     overwrite_allowed: tuple[str, ...] = ("MEMORY.md", "USER.md", "AGENTS.md", "TOOLS.md")
 
     @classmethod

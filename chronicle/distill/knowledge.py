@@ -13,13 +13,15 @@ import os
 import shutil
 import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from filelock import FileLock
 
+from chronicle.distill.redact import Redactor
 from chronicle.distill.sections import Item, Stats, apply
+from chronicle.redaction.text import Redacted, gate
 from chronicle.settings import KNOWLEDGE_FILES
 
 BACKUP_DIR = ".backups"
@@ -65,6 +67,10 @@ def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: 
     `cap`: at most this many bullets per note day in the file (`sections.apply`)."""
     workspace.mkdir(parents=True, exist_ok=True)
     path = safe_path(workspace, name)
+    # The knowledge-file sink's gate: an agent loads these files, so only `Redacted` text is written (text a
+    # caller already redacted passes as it is; anything else is redacted here, with the built-in rules).
+    items = [item if isinstance(item.text, Redacted) else replace(item, text=gate(item.text, Redactor.build()))
+             for item in items]
     with FileLock(str(workspace / LOCK_NAME)):
         remove_stale_temps(workspace, name)
         # Bytes, not read_text: universal newlines would turn a human's CRLF into LF on our next write.

@@ -1,8 +1,9 @@
 """Proposals: memories a distillation may not write by itself, waiting for a human (pure).
 
 Two kinds land here instead of in a knowledge file:
-- a memory aimed at a protected file (`protected_files`: SOUL.md and IDENTITY.md by default), which an agent
-  loads as its persona — a run never changes those files, not even by appending;
+- a memory aimed at a protected file (`protected_files`: SOUL.md, IDENTITY.md and AGENTS.md by default), which an
+  agent loads as its persona or its rules — a run never changes those files, not even by appending, whatever
+  the injection screen says;
 - a memory that reads as an instruction to the model (`suspected_injection`), whatever its target.
 
 A proposal's id is derived from its target file and content, so a rerun (or a later note saying the same)

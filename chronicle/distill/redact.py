@@ -23,6 +23,9 @@ from functools import cached_property, lru_cache
 from itertools import pairwise
 from typing import Any
 
+from chronicle.redaction import checks, shapes
+from chronicle.redaction.text import Redacted
+
 _A = "A-Za-z0-9"  # ASCII only: `\w` would also match CJK text glued to a token
 _NOT_DONE = r"(?!\[REDACTED:)"
 _TOKEN = "A-Za-z0-9_\\-"
@@ -114,21 +117,21 @@ def _password_like(match: re.Match[str]) -> bool:
             or sum(c.isupper() for c in value[1:]) >= 1)
 
 
-def _phone_digits_ok(match: re.Match[str]) -> bool:
-    return 8 <= sum(c.isdigit() for c in match.group(0)) <= 15
-
-
-_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
-
-
 def _cn_id_checksum(match: re.Match[str]) -> bool:
-    """An ID written in arbitrary groups is redacted only with a valid GB 11643 check digit (a run of digit
-    groups is otherwise too common); the plain and 6-8-4 forms need no checksum (a mistyped ID is still one)."""
-    digits = re.sub(r"[ -]", "", match.group(0)).upper()
-    if len(digits) != 18:
-        return False
-    total = sum(int(d) * w for d, w in zip(digits[:17], _ID_WEIGHTS, strict=True))
-    return "10X98765432"[total % 11] == digits[17]
+    """An ID written in arbitrary groups is redacted only with a valid GB 11643 check digit (python-stdnum; a run
+    of digit groups is otherwise too common); the plain and 6-8-4 forms need no checksum (a mistyped ID is
+    still one)."""
+    return checks.cn_resident_id(match.group(0))
+
+
+_ID_WORDS = re.compile(r"身份证|证件|公民身份|id\s*(?:card|no|number)|resident", re.I)
+
+
+def _cn_id_plain(match: re.Match[str]) -> bool:
+    """The plain and 6-8-4 forms: a valid check digit, or an ID word just before (a mistyped ID number is still
+    someone's ID number; a lot number with a date in it is not)."""
+    before = match.string[max(0, match.start() - 24):match.start()]
+    return _cn_id_checksum(match) or _ID_WORDS.search(before) is not None
 
 
 _DATE8 = r"(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])"
@@ -182,12 +185,15 @@ _PATTERNS: list[tuple[str, str, int, Callable[[re.Match[str]], bool] | None, tup
     # A Cookie header: every name=value pair of it (session ids are credentials).
     ("cookie", rf"(?P<keep>\b(?:Set-)?Cookie[\"']?[ \t]*:[ \t]*[\"']?){_NOT_DONE}(?=[^\s=;:]+=)[^\r\n\"']+", re.I,
      None, ("cookie",)),
-    ("api_key", rf"(?<![{_A}_-])(?:sk-(?:proj-|ant-|live-)?(?:[{_TOKEN}]{{16,}}|[{_TOKEN}]{{4,}}(?={_CONT}))"
+    # (A hyphen may precede a key: `memory/2026-03-12-ghp_….md` puts one in a file name.)
+    ("api_key", rf"(?<![{_A}_])(?:sk-(?:proj-|ant-|live-)?(?:[{_TOKEN}]{{16,}}|[{_TOKEN}]{{4,}}(?={_CONT}))"
                 rf"|(?:sk|rk)_(?:live|test)_[{_A}]{{16,}}|whsec_[{_A}]{{24,}}"
                 rf"|gh[pousr]_[{_A}]{{20,}}|github_pat_[{_A}_]{{20,}}|glpat-[{_TOKEN}]{{20,}}"
                 rf"|(?:AKIA|ASIA)[0-9A-Z]{{16}}|xox[abposre]-[{_A}-]{{10,}}|xapp-[{_A}-]{{10,}}"
                 rf"|AIza[{_TOKEN}]{{30,}}|hf_[{_A}]{{30,}}|npm_[{_A}]{{36}}"
                 rf"|(?<=\d:)AA[{_TOKEN}]{{30,}})(?![{_TOKEN}]){_CONT}*", 0, None, _T_VENDOR),
+    *shapes.VENDOR,
+    *shapes.WRAPPED,
     # `password=…`, `DB_PASSWORD: …`, `*_PASS=…`, `*_PWD=…`, `密码：…` (full-width `＝` is folded to `=`).
     ("password", rf"(?P<keep>(?<![{_A}])(?:{_PREFIX}(?:{_PASSWORD_NAMES})|[A-Za-z0-9]+(?:[_.-][A-Za-z0-9]+)*[_.-]"
                  rf"pass){_SEP}){_PAIR_VALUE}", re.I, _password_value, _T_PASSWORD),
@@ -218,21 +224,17 @@ _PATTERNS: list[tuple[str, str, int, Callable[[re.Match[str]], bool] | None, tup
                rf"[ \t]*(?:是|为|為)[:：]?[ \t]*){_NOT_DONE}(?P<val>[!-~]{{6,}})"
                rf"|(?P<keep2>\b(?:api|access|secret|private|signing)(?:[ _-]access)?[ _-]?key[ \t]+){_NOT_DONE}"
                rf"(?P<v>[A-Za-z0-9+/=_-]{{16,}})", re.I, _secret_like, _T_SECRET),
+    *shapes.LABELLED,
+    *shapes.ENTROPY,
     # (`git@github.com:org/repo` is an SSH remote, not someone's address.)
     ("email", rf"(?<![{_A}._%+-])(?!git@)[{_A}._%+-]+@[{_A}-]+(?:\.[{_A}-]+)*\.[A-Za-z]{{2,}}", 0, None, ("@",)),
     # 6-digit region, birth date 19xx/20xx, 3-digit sequence, check digit (0-9 or X); also written 6-8-4 with
     # spaces or hyphens. The checksum is not required there: a mistyped ID number is still someone's ID number.
-    ("cn_id", rf"(?<![\d-])\d{{6}}([ -]?){_DATE8}\1\d{{3}}[\dXx](?![\dA-Za-z])", 0, None, ()),
+    ("cn_id", rf"(?<![\d-])\d{{6}}([ -]?){_DATE8}\1\d{{3}}[\dXx](?![\dA-Za-z])", 0, _cn_id_plain, ()),
     # Any other grouping of the 18 characters: only with a valid check digit.
     ("cn_id", rf"(?<![\d-]){_SPREAD_ID}(?![\dA-Za-z])", 0, _cn_id_checksum, ()),
-    # CN mobile, optionally +86, plain or grouped 3-4-4 by spaces, hyphens or dots (`135.6666.7777`).
-    ("phone", r"(?<![\d+.])(?:\+?86[ -]?)?1[3-9]\d(?:(?P<s>[ .-]?)\d{4}(?P=s)\d{4}|(?:[ -]?\d{4}){2})(?!\.?\d)",
-     0, None, ()),
-    # CN landline with its area code: 010-8888 7777, (021) 6666-8888, 0755 8888 7777, +86 10 8888 7777.
-    ("phone", r"(?<![\w.+-])(?:\+86[ -]?[1-9]\d{1,2}[ -]|\(0\d{2,3}\)[ -]?|0\d{2,3}[ -])\d{3,4}[ -]?\d{4}"
-              r"(?![\w-])", 0, None, ()),
-    # International E.164-ish: a leading + and 8-15 digits in groups (the digit count is checked).
-    ("phone", r"(?<![\w+])\+[1-9]\d{0,3}(?:[ -]?\(?\d{1,4}\)?){2,5}(?!\d)", 0, _phone_digits_ok, ("+",)),
+    *shapes.STRUCTURED,
+    *shapes.PHONE,
 ]
 
 _CONT_LINE = re.compile(rf"(?=[{_TOKEN}+/]*\d)[{_TOKEN}+/]{{8,}}={{0,2}}")
@@ -249,7 +251,7 @@ _WIDE = re.compile("[\uff01-\uff5e\u3000]")
 # The patterns that run on every text (ID numbers, CN mobiles and landlines) all need seven digits with at most
 # one space, dot or hyphen between two of them: a text without such a run skips them with this one scan.
 _DIGIT_RUN = re.compile(r"\d(?:[ .\-]?\d){6}")
-_ALWAYS_GATED = ("cn_id", "phone")
+_ALWAYS_GATED = ("cn_id", "phone", "iban", "bank_card")
 
 _CACHE_MAX = 8192
 """Texts remembered per redactor (actor names and template lines repeat: a week's 70 entries have few actors)."""
@@ -260,7 +262,7 @@ class Redactor:
     """Compiled built-in patterns plus the user's `settings.redact_extra_patterns` (kind `custom`)."""
 
     patterns: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool] | None, tuple[str, ...]], ...]
-    _cache: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    _cache: dict[str, Redacted] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def build(cls, extra: Iterable[str] = ()) -> Redactor:
@@ -282,7 +284,7 @@ class Redactor:
         return words, tuple(plan)
 
     def redact(self, text: str, counts: Counter[str] | None = None,
-               found: list[tuple[str, str]] | None = None) -> str:
+               found: list[tuple[str, str]] | None = None) -> Redacted:
         """`text` with every match replaced by `[REDACTED:kind]`; `counts` (if given) gets +1 per match and
         `found` (if given) the (kind, hidden text) of each — for measuring the redactor, never for logs."""
         remember = counts is None and found is None
@@ -302,13 +304,14 @@ class Redactor:
                 elif gate.isdisjoint(present):
                     continue
             text, folded = _apply(kind, pattern, check, text, folded, counts, found)
+        out = Redacted(text)
         if remember:
             if len(self._cache) >= _CACHE_MAX:
                 self._cache.clear()
-            self._cache[original] = text
-        return text
+            self._cache[original] = out
+        return out
 
-    def redact_all(self, texts: Iterable[str], counts: Counter[str] | None = None) -> list[str]:
+    def redact_all(self, texts: Iterable[str], counts: Counter[str] | None = None) -> list[Redacted]:
         return [self.redact(t, counts) for t in texts]
 
     def continuation(self, first: str, second: str) -> str | None:

@@ -13,7 +13,14 @@ from typing import Any, Generic, TypeVar
 
 import openai
 
-from chronicle.llm.errors import LLMError, LLMUnavailableError, PermanentLLMError, Service, rejection_message
+from chronicle.llm.errors import (
+    LLMError,
+    LLMUnavailableError,
+    PermanentLLMError,
+    Service,
+    rejection_message,
+    sanitise,
+)
 from chronicle.llm.records import CallLogger, LLMCallRecord, prompt_hash, scrub
 from chronicle.llm.retry import backoff_delay, classify, headers_of, http_status_of, retry_after_seconds
 
@@ -162,7 +169,7 @@ def _detail(exc: BaseException) -> str:
 def _describe(exc: BaseException, spec: CallSpec) -> str:
     status = http_status_of(exc)
     prefix = type(exc).__name__ + (f" (HTTP {status})" if status is not None else "")
-    return scrub(f"{prefix}: {_detail(exc)}"[:500], spec.secrets) or prefix
+    return sanitise(f"{prefix}: {_detail(exc)}"[:500], spec.secrets) or prefix
 
 
 def _permanent(exc: BaseException, spec: CallSpec) -> PermanentLLMError:
@@ -174,6 +181,6 @@ def _permanent(exc: BaseException, spec: CallSpec) -> PermanentLLMError:
         service=spec.service,
         endpoint=spec.endpoint,
         model=spec.model,
-        detail=scrub(detail, spec.secrets) or "",
+        detail=sanitise(detail, spec.secrets) or "",
     )
     return PermanentLLMError(message, endpoint=spec.endpoint, http_status=status)

@@ -15,6 +15,7 @@ from chronicle.llm.endpoint import base_url, openai_client
 from chronicle.llm.errors import LLM_SERVICE, MalformedResponseError, PermanentLLMError
 from chronicle.llm.reasoning import strip_reasoning
 from chronicle.llm.records import CallLogger, serialise_prompt
+from chronicle.redaction.urls import mask_url_credentials, url_secrets
 from chronicle.settings import Settings
 
 _log = logging.getLogger(__name__)
@@ -53,15 +54,17 @@ class ChatClient:
     ) -> None:
         if not settings.llm_url:
             raise PermanentLLMError("LLM_URL is not set — no chat endpoint to call")
-        self.endpoint = base_url(settings.llm_url)
+        base = base_url(settings.llm_url)
+        # Shown in messages, logs and `llm_calls`: credentials in the URL masked; the connection uses `base`.
+        self.endpoint = mask_url_credentials(base)
         self.model = settings.llm_model
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
-        self._secrets = (key,) if key else ()
+        self._secrets = ((key,) if key else ()) + url_secrets(settings.llm_url)
         self._policy = RetryPolicy.from_settings(settings)
         self._logger = logger
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._client = openai_client(self.endpoint, key, settings.llm_timeout_s)
+        self._client = openai_client(base, key, settings.llm_timeout_s)
 
     def complete(
         self,

@@ -12,6 +12,7 @@ from chronicle.llm.attempts import Answer, CallSpec, RetryPolicy, run_with_retri
 from chronicle.llm.endpoint import base_url, openai_client
 from chronicle.llm.errors import EMBEDDING_SERVICE, MalformedResponseError, PermanentLLMError
 from chronicle.llm.records import CallLogger, serialise_prompt
+from chronicle.redaction.urls import mask_url_credentials, url_secrets
 from chronicle.settings import Settings
 
 
@@ -28,16 +29,18 @@ class EmbeddingClient:
     ) -> None:
         if not settings.embedding_url:
             raise PermanentLLMError("EMBEDDING_URL is not set — no embeddings endpoint to call")
-        self.endpoint = base_url(settings.embedding_url)
+        base = base_url(settings.embedding_url)
+        # Shown in messages, logs and `llm_calls`: credentials in the URL masked; the connection uses `base`.
+        self.endpoint = mask_url_credentials(base)
         self.model = settings.embedding_model
         self.batch_size = max(1, settings.embedding_batch_size)
         key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else ""
-        self._secrets = (key,) if key else ()
+        self._secrets = ((key,) if key else ()) + url_secrets(settings.embedding_url)
         self._policy = RetryPolicy.from_settings(settings)
         self._logger = logger
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._client = openai_client(self.endpoint, key, settings.llm_timeout_s)
+        self._client = openai_client(base, key, settings.llm_timeout_s)
 
     def embed(self, texts: list[str], *, purpose: str = "embedding") -> list[list[float]]:
         """One vector per text, in input order; one request (with retries) per batch."""

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from chronicle.distill.redact import Redactor
+from chronicle.redaction.urls import mask_url_credentials
+
 
 class LLMError(Exception):
     """Any failure talking to an LLM or embeddings endpoint."""
@@ -101,3 +104,15 @@ def rejection_message(
     if status is None:
         return f"{who} call to {endpoint} failed and cannot be retried{tail}"
     return f"{who} answered HTTP {status} at {endpoint}{tail}"
+
+
+def sanitise(text: str | None, secrets: tuple[str, ...] = ()) -> str | None:
+    """An error text fit to print, log or store: the client's own key (and URL password) replaced by `****`
+    wherever a server echoed it, then every credential shape the redactor knows (a body echoing some other
+    key, `Authorization: Bearer …`, a URL with a password). Every message this layer raises passes here."""
+    if text is None:
+        return None
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "****")
+    return Redactor.build().redact(mask_url_credentials(text))

@@ -54,6 +54,8 @@ def test_distill_with_a_gbk_knowledge_file_writes_the_others_and_exits_0(distill
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
+    # AGENTS.md is behind approval by default since issue 21; the setting that relaxes it lets runs write it.
+    monkeypatch.setenv("CHRONICLE_PROTECTED_FILES", '["SOUL.md", "IDENTITY.md"]')
     ws = Settings().workspace_dir
     ws.mkdir(parents=True)
     gbk = "# 行为规则\n\n人手写：发邮件前先确认。\n".encode("gbk")

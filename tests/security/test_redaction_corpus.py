@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from bench.redaction import load_corpus, ours, score
+from bench.redaction import by_family, load_corpus, ours, score
 from chronicle.distill.redact import Redactor
 
 CORPUS = load_corpus()
@@ -16,9 +16,7 @@ CORPUS = load_corpus()
 # security"). A new miss fails the test; fixing one of these means moving it out of this list.
 KNOWN_MISSES = {
     "本地号码 85123456",  # an 8-digit local number without area code: indistinguishable from any 8-digit number
-    "mail me: wang at example dot org",  # an obfuscated address
     "老身份证 110105800307123",  # the 15-digit ID numbers issued before 2004: too like other 15-digit numbers
-    "Authorization: Basic\n  dXNlcjp3cmFwcGVkUGFzczE=",  # a header value wrapped onto the next line
 }
 
 
@@ -39,7 +37,7 @@ def test_every_labelled_secret_is_hidden_and_every_negative_survives() -> None:
 def test_precision_and_recall_per_kind() -> None:
     table = score(CORPUS, ours())
     overall = table.pop("all")
-    assert overall["recall"] >= 0.95 and overall["precision"] >= 0.98, overall
+    assert overall["recall"] >= 0.97 and overall["precision"] >= 0.99, overall
     for kind, row in table.items():
         assert row["precision"] >= 0.9 and row["recall"] >= 0.8, (kind, row)
     negatives = [e for e in CORPUS if not e["secrets"]]
@@ -85,3 +83,13 @@ def test_redaction_stays_idempotent_on_the_whole_corpus() -> None:
         once = redactor.redact(example["text"])
         counts: Counter[str] = Counter()
         assert redactor.redact(once, counts) == once and not counts, example["text"]
+
+
+def test_every_family_of_issue_21_is_there_with_look_alike_negatives_and_recall_of_at_least_0_9() -> None:
+    families = by_family(CORPUS, ours())
+    for name in ("split_label", "open_noun", "known_format", "bank_card", "iban", "phone_any", "keyword_entropy"):
+        examples = [e for e in CORPUS if e.get("family") == name]
+        assert sum(1 for e in examples if e["secrets"]) >= 3, name
+        assert any(not e["secrets"] for e in examples), f"{name} has no look-alike negative"
+    for name, row in families.items():
+        assert row["recall"] >= 0.9 and row["precision"] >= 0.95, (name, row)

@@ -1,0 +1,164 @@
+"""Issue 21.1: canaries in the places nobody looked reach no sink.
+
+Canaries sit in a note's FILE NAME (`2026-03-02-ghp_….md`), in a PROJECT ID (`ACME-ghp_…`), in shapes a list
+did not anticipate (a label and its value on two lines or two bullets, `VPN token is`, `export PGPASSWORD=`,
+a bank card, an IBAN), in the settings (`LLM_URL` with a password), in edit metadata (`report edit --reason`
+and `--author`), in what the model invents, and on the error path (a 401 whose body echoes the key and the
+URL password). The walk covers the LLM requests, every DuckDB table but the raw record, LanceDB, the knowledge
+files, the Prefect artifacts, flow- and task-run names and states, CLI output and the logs. Real parts: the
+`openai` client against the local fake server, the Prefect API fixture, DuckDB and LanceDB files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from chronicle.settings import Settings
+from tests.fakellm import FakeLLMServer, Reply
+from tests.security.canaries import user_message
+from tests.security.test_redaction_sinks import RAW_TABLES, all_tables
+from tests.security.test_secrets import artifacts_text, listening, tree
+
+DAY = "2026-03-02"
+PROJECT = "SINKS"
+FILE_KEY = "ghp_SINKCANfile0123456789abcdefAB"
+PROJECT_KEY = "ghp_SINKCANproj0123456789abcdefAB"  # a token pasted into a project id
+URL_PW = "SINKCANurlpw9Q"
+KEY = "sk-SINKCANkey0123456789abcdefgh"
+SHAPES = [
+    "the password is\nSINKCANsplit9Zz",
+    "VPN: the VPN token is SINKCANvpn7Qx",
+    "export PGPASSWORD=SINKCANpg5x",
+    "客户卡号 6222 0212 3456 7890 128 已登记",
+    "汇款 IBAN DE89 3704 0044 0532 0130 00",
+    "门禁码是 SINKCAN4821",
+]
+BULLETS = "- the staging password is\n- SINKCANbullet9Z\n"
+MODEL_SECRET = "SINKCANmodel3Kq"
+REASON_SECRET = "SINKCANreason8Wx"
+AUTHOR_SECRET = "SINKCANauthor6Vb"
+FRAGMENTS = ["SINKCAN", "6222 0212 3456", "DE89 3704", "0532 0130"]
+
+
+def leaks(blob: str | bytes) -> list[str]:
+    text = blob.decode("utf-8", "replace") if isinstance(blob, bytes) else blob
+    return [f for f in FRAGMENTS if f in text]
+
+
+def model(request: dict[str, Any]) -> str:
+    """Quotes its input back (so whatever the prompt held reaches every sink after it) and invents credentials
+    in the new shapes."""
+    user = user_message(request)
+    invented = f"the admin password is\n{MODEL_SECRET}"
+    if request["messages"][0]["content"].startswith("You distill"):
+        entries = re.findall(r"^\[\d+\] (.*)$", user, flags=re.M)
+        memories = [{"content": text, "summary": text[:60], "tags": ["t"], "importance": 0.8,
+                     "targetFile": "TOOLS.md", "action": "append"} for text in entries]
+        memories.append({"content": invented, "summary": "x", "tags": ["t"], "importance": 0.8,
+                         "targetFile": "MEMORY.md", "action": "append"})
+        return json.dumps(memories, ensure_ascii=False)
+    quoted = [line for line in user.splitlines() if line.startswith("[E")]
+    return "## 周报\n\n" + "\n".join(f"- {line[:120]}" for line in quoted[:8]) + f"\n- {invented}\n"
+
+
+def write_inputs(root: Path) -> Path:
+    (root / "memory").mkdir(parents=True)
+    body = "\n\n".join(SHAPES) + "\n\n" + BULLETS
+    (root / "memory" / f"{DAY}-{FILE_KEY}.md").write_text(f"# {DAY}\n\n## 配置\n\n{body}", encoding="utf-8")
+    with (root / "trial.jsonl").open("w", encoding="utf-8") as fh:
+        for i, form in enumerate([*SHAPES, "the staging password is", "SINKCANbullet9Z"]):
+            fh.write(json.dumps({"project_id": PROJECT, "ts": f"{DAY}T1{i % 10}:00:00+08:00", "actor": "DM-赵磊",
+                                 "type": "message", "content": form}, ensure_ascii=False) + "\n")
+    with (root / "acme.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(3):
+            fh.write(json.dumps({"project_id": f"ACME-{PROJECT_KEY}", "ts": f"{DAY}T0{i}:00:00+08:00",
+                                 "actor": "PM", "type": "decision", "content": f"里程碑 {i} 已完成"},
+                                ensure_ascii=False) + "\n")
+    return root
+
+
+def run_names_and_states() -> str:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from storage.db import connect
+
+    with connect(Settings()) as conn:
+        ids = [r[0] for r in conn.execute("SELECT flow_run_id FROM pipeline_runs").fetchall()]
+    with get_client(sync_client=True) as client:
+        flow_filter = FlowRunFilter(id=FlowRunFilterId(any_=ids))
+        flows = client.read_flow_runs(flow_run_filter=flow_filter)
+        tasks = client.read_task_runs(flow_run_filter=flow_filter, limit=200)
+    assert flows and tasks
+    return "\n".join(f"{r.name} {r.state.message if r.state else ''} {r.parameters if hasattr(r, 'parameters') else ''}"
+                     for r in [*flows, *tasks])
+
+
+@pytest.mark.slow
+def test_canaries_in_names_settings_metadata_and_errors_reach_no_sink(
+        home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from chronicle.weekly.outcome import WeeksFailedError
+    from cli.common import console
+    from cli.main import app
+    from flows.backfill_weeks import backfill_weeks
+    from flows.distill_memory import distill_memory
+    from flows.ingest_logs import ingest_logs
+    from flows.summarize_week import summarize_week
+
+    monkeypatch.setattr(console, "_width", 400)
+    url = fake_llm.base_url.replace("http://", f"http://admin:{URL_PW}@")
+    for key, value in {"EMBEDDING_URL": fake_llm.base_url, "EMBEDDING_MODEL": "fake-embedding",
+                       "CHRONICLE_LLM_BACKOFF_BASE_S": "0.01", "LLM_URL": url, "LLM_MODEL": "fake-model",
+                       "LLM_API_KEY": KEY}.items():
+        monkeypatch.setenv(key, value)
+    fake_llm.responder = model
+    ingest_logs([str(write_inputs(tmp_path / "in"))])
+    runner = CliRunner()
+    edited = tmp_path / "edit.md"
+    edited.write_text("## 周报（人工修订）\n\n- 本周无异常 [E1]\n", encoding="utf-8")
+    with listening(caplog):
+        distilled = distill_memory(days=3, until=date.fromisoformat(DAY)).as_dict()
+        rows = backfill_weeks(project_id="all")
+        # The error path: a 401 whose body echoes the key, the URL password and another credential.
+        fake_llm.enqueue(Reply(status=401, content=f"Incorrect API key provided: {KEY} via admin:{URL_PW}; "
+                                                   f"Authorization: Bearer sk-SINKCANother0123456789ab"))
+        with pytest.raises(WeeksFailedError) as failed:
+            summarize_week(PROJECT, "2026-W10", force=True)
+        outputs = [runner.invoke(app, args, catch_exceptions=False).output for args in (
+            ["config"], ["config", "--json"], ["memory", "list", "--json"], ["memory", "proposals", "--all"],
+            ["report", "edit", "--project", PROJECT, "--week", "2026-W10", "--file", str(edited),
+             "--reason", f"rotated: the password is {REASON_SECRET}", "--author", f"bob token {AUTHOR_SECRET}"],
+            ["report", "history", "--project", PROJECT, "--week", "2026-W10"],
+            ["report", "show", "--project", PROJECT, "--week", "2026-W10"], ["runs"],
+            ["backfill", "--all", "--every-week"])]
+    settings = Settings()
+
+    # Positive controls: the data really went through every path.
+    assert distilled["memories"] >= len(SHAPES) and {r.outcome for r in rows} == {"generated"}
+    assert "401" in failed.value.rows[0].message and "LLM_API_KEY" in failed.value.rows[0].message
+    assert "admin:****@" in outputs[0] and "人工修订" in outputs[6] and "ACME-[REDACTED:api_key]" in outputs[8]
+    assert "ACME-[REDACTED:api_key]" in {r.project for r in rows}  # the project was summarised, its id redacted
+    lance = tree(Path(settings.lance_uri))
+    assert b"[REDACTED:api_key].md" in lance  # the note's file name travelled, redacted
+
+    found = {f"request {r.path}": leaks(r.body) for r in fake_llm.requests}
+    found["LanceDB"] = leaks(lance)
+    found["knowledge files"] = leaks(tree(settings.workspace_dir))
+    for table, text in all_tables().items():
+        assert table not in RAW_TABLES
+        found[f"table {table}"] = leaks(text)
+    found["artifacts"] = leaks(artifacts_text()[1])
+    found["flow and task runs: names, states"] = leaks(run_names_and_states())
+    found["error"] = leaks(f"{failed.value} {failed.value.rows!r}")
+    for i, output in enumerate(outputs):
+        found[f"CLI output {i}"] = leaks(output)
+    found["logs"] = leaks("\n".join(r.getMessage() for r in caplog.records))
+    assert {where: hits for where, hits in found.items() if hits} == {}
