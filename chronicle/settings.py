@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -18,12 +17,11 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -51,58 +49,6 @@ def _zone_or_raise(value: str) -> None:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError, TypeError):
         raise ValueError(f"{value!r} is not an IANA time zone name") from None
-
-
-SETTING_EXAMPLES: dict[str, str] = {
-    "timezone": "CHRONICLE_TIMEZONE=Asia/Shanghai",
-    "project_timezones": """CHRONICLE_PROJECT_TIMEZONES='{"XH305": "Europe/Berlin"}'""",
-    "column_map": """CHRONICLE_COLUMN_MAP='{"time": "ts", "text": "content"}'""",
-    "catalog": "CHRONICLE_CATALOG=ducklake:postgres:dbname=chronicle host=db",
-    "duckdb_path": "CHRONICLE_DUCKDB_PATH=/data/chronicle.duckdb",
-    "source_paths": """CHRONICLE_SOURCE_PATHS='["/data/logs"]'""",
-    "protected_files": """CHRONICLE_PROTECTED_FILES='["SOUL.md"]'""",
-    "overwrite_allowed_files": """CHRONICLE_OVERWRITE_ALLOWED_FILES='["MEMORY.md"]'""",
-    "redact_extra_patterns": """CHRONICLE_REDACT_EXTRA_PATTERNS='["XH-\\d+"]'""",
-}
-"""A valid value to show next to a refused one (fields not listed get `NAME=<a valid value>` with their default)."""
-
-
-def _env_name(field: str) -> str:
-    info = Settings.model_fields.get(field)
-    alias = getattr(info, "validation_alias", None) if info else None
-    choices = getattr(alias, "choices", None)
-    if choices:
-        return str(choices[0])
-    return f"CHRONICLE_{field.upper()}"
-
-
-SETTINGS_ERRORS: tuple[type[Exception], ...] = (ValidationError, SettingsError, tomllib.TOMLDecodeError)
-"""What building `Settings` raises for a bad value: a refused value, an undecodable JSON value, a broken TOML file."""
-
-
-def settings_problem(exc: Exception) -> str:
-    """One line naming each refused setting (by its environment name), what is wrong, and a valid example."""
-    if isinstance(exc, tomllib.TOMLDecodeError):
-        return f"settings file {_toml_path()} is not valid TOML: {exc}"
-    if not isinstance(exc, ValidationError):
-        match = re.search(r'field "(\w+)"', str(exc))
-        field = match.group(1) if match else "?"
-        example = SETTING_EXAMPLES.get(field)
-        return (f"setting {_env_name(field)}: not valid JSON" + (f" (valid example: {example})" if example else ""))
-    parts = []
-    for error in exc.errors():
-        loc = error.get("loc") or ("?",)
-        field = str(loc[0])
-        name = _env_name(field)
-        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-        info = Settings.model_fields.get(field)
-        example = SETTING_EXAMPLES.get(field)
-        if example is None and info is not None and info.default is not None and not callable(info.default):
-            example = f"{name}={info.default}"
-        detail = f"setting {name}: {message}" + (f" (valid example: {example})" if example else "")
-        if detail not in parts:
-            parts.append(detail)
-    return "; ".join(parts)
 
 
 def _toml_path() -> Path:

@@ -42,7 +42,7 @@ def load_settings(home: str | None = None) -> Settings:
 
     A refused setting ends the command with one line naming it and a valid example (status 2), never a
     pydantic traceback."""
-    from chronicle.settings import SETTINGS_ERRORS, settings_problem
+    from chronicle.settings_errors import SETTINGS_ERRORS, settings_problem
 
     try:
         return Settings(home=Path(home)) if home else Settings()

@@ -26,7 +26,7 @@ def render() -> str:
              "file gets (the README's input contract).", "",
              "Also checked elsewhere: a setting is validated when loaded — one line naming it (by its environment "
              "name) and a valid example, status 2, for every command including `chronicle config` "
-             "(`chronicle/settings.py`, `settings_problem`); SIGTERM, Ctrl-C and SIGHUP end any command within "
+             "(`chronicle/settings_errors.py`, `settings_problem`); SIGTERM, Ctrl-C and SIGHUP end any command within "
              "`CHRONICLE_STOP_GRACE_S` (5 s), in its own process or the warm runner's child, leaving what a kill "
              "leaves (`tests/ops/test_stop.py`); a home written by the previous release opens, migrates, lists "
              "its memories and answers `run chronicle memory reindex` in one line where vectors are needed "
