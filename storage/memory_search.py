@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -16,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 from lancedb.query import MatchQuery
 
-from chronicle.memory.search import Candidate, Scored, fuse, tokenize
+from chronicle.memory.search import Candidate, QueryCost, Scored, fuse, tokenize
 from storage.memory_arrow import sql_list, vectors
 from storage.memory_indexes import ANN_NPROBES, ANN_REFINE_FACTOR
 from storage.memory_schema import ROW_COLUMNS, SearchHit, StoredMemory
@@ -25,6 +26,12 @@ SearchMode = Literal["hybrid", "dense"]
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+_last = threading.local()
+
+
+def last_cost() -> QueryCost:
+    """The cost breakdown of this thread's last `ranked` call (bench/search.py; ~1 us of clock reads per query)."""
+    return getattr(_last, "cost", None) or QueryCost()
 
 
 def _search_pool() -> ThreadPoolExecutor:
@@ -69,6 +76,8 @@ def ranked(
     before its exact cosine is known. Reading vectors inside the legs (LanceDB's `refine_factor`, or the
     vector column in the full-text leg) cost ~3x the rest of the query at 100 k rows (bench/search.py).
     """
+    cost = QueryCost()
+    t0 = time.perf_counter()
     pool = max(limit * 4, 40)  # candidates per leg; importance can promote rows below the top `limit`
     tokens = tokenize(query) if mode == "hybrid" else []
     # Full text needs no query vector: with a core to spare it runs on another thread while the model embeds
@@ -76,10 +85,20 @@ def ranked(
     # average 11 on 2 cores, 100 k rows: p95 432 ms threaded vs 283 ms in line), so then it runs in line.
     fts_future = None
     if tokens and _core_to_spare():
-        fts_future = _search_pool().submit(fts_leg, table, tokens, where, pool)
+        fts_future = _search_pool().submit(_timed_fts, table, tokens, where, pool)
+    t1 = time.perf_counter()
     qvec = embed_query(query)
+    t2 = time.perf_counter()
     dense = dense_leg(table, qvec, where, pool, ann=ann)
-    fts = fts_future.result() if fts_future is not None else (fts_leg(table, tokens, where, pool) if tokens else None)
+    t3 = time.perf_counter()
+    cost.encoder, cost.dense = t2 - t1, t3 - t2
+    fts = None
+    if fts_future is not None:
+        fts, cost.fulltext = fts_future.result()
+        cost.waited = time.perf_counter() - t3
+    elif tokens:
+        fts, cost.fulltext = _timed_fts(table, tokens, where, pool)
+    t4 = time.perf_counter()
 
     dense_ids = dense.column("id").to_pylist()
     cosine = dict(zip(dense_ids, (1.0 - dense["_distance"].to_numpy()).tolist(), strict=True))
@@ -110,11 +129,16 @@ def ranked(
                     fulltext_weight=weights.fulltext)
 
     estimated = scored(cosine)[: limit * RESCORE]
+    t5 = time.perf_counter()
     rows, exact = take_rows(table, [row_ids[s.id] for s in estimated], qvec)
     if estimated and not rows:  # a compaction between the legs and the take moved rows: look them up by id
         rows, exact = rows_by_id(table, [s.id for s in estimated], qvec)
+    t6 = time.perf_counter()
     cosine.update(exact)
     final = [s for s in scored(cosine) if s.id in exact][:limit]
+    t7 = time.perf_counter()
+    cost.fusion, cost.fetch, cost.total = (t5 - t4) + (t7 - t6), t6 - t5, t7 - t0
+    _last.cost = cost
     return final, rows
 
 
@@ -136,6 +160,12 @@ def dense_leg(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann
     if where:
         query = query.where(where, prefilter=True)
     return query.limit(pool).to_arrow()
+
+
+def _timed_fts(table: Any, tokens: list[str], where: str | None, pool: int) -> tuple[pa.Table, float]:
+    t = time.perf_counter()
+    found = fts_leg(table, tokens, where, pool)
+    return found, time.perf_counter() - t
 
 
 def fts_leg(table: Any, tokens: list[str], where: str | None, pool: int) -> pa.Table:

@@ -229,6 +229,15 @@ def query_vector(embedder: Embedder, text: str) -> np.ndarray:
     return vector
 
 
+def forget_query_vector(embedder: Embedder, text: str) -> None:
+    """Drop `text` from the query-vector cache, so its next search runs the encoder again (bench/search.py times
+    fresh queries: without this, the second mode searched for the same text skipped its encoder)."""
+    with _query_cache_lock:
+        cache = _query_cache.get(embedder)
+        if cache is not None:
+            cache.pop(text, None)
+
+
 # --- factory --------------------------------------------------------------------------------------
 _embedders: dict[tuple[str | None, str, int], Embedder] = {}
 _embedders_lock = threading.Lock()
