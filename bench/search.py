@@ -130,12 +130,15 @@ def subject_name(k: int) -> str:
     return f"person {k:05d}"
 
 
-def build_table(uri: str, n: int, model_name: str, dim: int, seed: int = 7) -> tuple[list[str], np.ndarray]:
+def build_table(
+    uri: str, n: int, model_name: str, dim: int, seed: int = 7, *, subject: bool = True
+) -> tuple[list[str], np.ndarray]:
     """Write `n` synthetic memories (in chunks); returns their ids and vectors (the brute-force baseline).
 
     Each row also gets a `subject` (n / SUBJECT_ROWS distinct names, rows of one subject spread over the
     whole table as a person's memories are over time) — the column issue 24 adds; a table whose schema does
-    not have it yet gets it as an extra column, which the store ignores.
+    not have it yet gets it as an extra column, which search can filter on (`subject=False`: not then, for a
+    table the store is to write to before that schema lands).
     """
     import lancedb
     import pyarrow as pa
@@ -147,7 +150,7 @@ def build_table(uri: str, n: int, model_name: str, dim: int, seed: int = 7) -> t
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
     schema = memory_schema(model_name, dim)
-    if "subject" not in schema.names:
+    if subject and "subject" not in schema.names:
         schema = schema.append(pa.field("subject", pa.string()))
     subjects = max(1, n // SUBJECT_ROWS)
     start = datetime(2025, 1, 1, tzinfo=UTC)

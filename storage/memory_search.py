@@ -152,14 +152,34 @@ def hits(scored: list[Scored], rows: dict[str, StoredMemory]) -> list[SearchHit]
     ]
 
 
+FLAT_FILTERED_ROWS = 20_000
+"""A prefilter matching at most this many rows is searched exactly, without the ANN index (see `dense_leg`)."""
+
+
 def dense_leg(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool) -> pa.Table:
+    return dense_query(table, qvec, where, pool, ann=ann).to_arrow()
+
+
+def dense_query(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool) -> Any:
+    """The dense leg's LanceDB query (tests read its plan): up to `pool` nearest rows under the prefilter
+    `where` — ids, importance, estimated cosine distance.
+
+    With a filter the ANN index is a poor fit: it searches `ANN_NPROBES` partitions and masks out the rows the
+    filter rejects, so a narrow filter — one person of 10,000, ~100 rows of a million, spread over every
+    partition — found a few rows from the probed partitions and missed the rest. A filter the scalar indexes
+    narrow to at most `FLAT_FILTERED_ROWS` rows is therefore searched exactly over just those rows (counting
+    them is one more scalar-index lookup); a broader one probes at least `ANN_NPROBES` partitions and more
+    while it has found fewer than `pool` rows.
+    """
     query = table.search(qvec, vector_column_name="vector").distance_type("cosine")
     query = query.select(["id", "importance", "_distance"]).with_row_id(True)
-    if ann:  # no refine_factor: `ranked` re-scores its top candidates on their full vectors itself
-        query = query.nprobes(ANN_NPROBES)
+    if ann and where and table.count_rows(where) <= FLAT_FILTERED_ROWS:
+        query = query.bypass_vector_index()
+    elif ann:  # no refine_factor: `ranked` re-scores its top candidates on their full vectors itself
+        query = query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0 if where else ANN_NPROBES)
     if where:
         query = query.where(where, prefilter=True)
-    return query.limit(pool).to_arrow()
+    return query.limit(pool)
 
 
 def _timed_fts(table: Any, tokens: list[str], where: str | None, pool: int) -> tuple[pa.Table, float]:
@@ -169,11 +189,16 @@ def _timed_fts(table: Any, tokens: list[str], where: str | None, pool: int) -> t
 
 
 def fts_leg(table: Any, tokens: list[str], where: str | None, pool: int) -> pa.Table:
+    return fts_query(table, tokens, where, pool).to_arrow()
+
+
+def fts_query(table: Any, tokens: list[str], where: str | None, pool: int) -> Any:
+    """The full-text leg's LanceDB query (tests read its plan)."""
     query = table.search(MatchQuery(" ".join(tokens), "fts_text"), query_type="fts")
     query = query.select(["id", "importance", "_score"]).with_row_id(True)
     if where:
         query = query.where(where, prefilter=True)
-    return query.limit(pool).to_arrow()
+    return query.limit(pool)
 
 
 def take_rows(table: Any, row_ids: list[int], qvec: np.ndarray) -> tuple[dict[str, StoredMemory], dict[str, float]]:
