@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -154,6 +156,26 @@ def hits(scored: list[Scored], rows: dict[str, StoredMemory]) -> list[SearchHit]
 
 FLAT_FILTERED_ROWS = 20_000
 """A prefilter matching at most this many rows is searched exactly, without the ANN index (see `dense_leg`)."""
+_COUNTS_KEPT = 1_024
+_counts: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[int, str], int]] = weakref.WeakKeyDictionary()
+_counts_lock = threading.Lock()
+
+
+def matching_rows(table: Any, where: str) -> int:
+    """Rows `where` matches, remembered per table version: counting a broad filter costs ~12-25 ms CPU at 1 M rows
+    (a narrow one ~1 ms), and an agent repeats its filters — the same person, the same "not superseded"."""
+    key = (table.version, where)
+    with _counts_lock:
+        cache = _counts.setdefault(table, OrderedDict())
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+    n = table.count_rows(where)
+    with _counts_lock:
+        cache[key] = n
+        while len(cache) > _COUNTS_KEPT:
+            cache.popitem(last=False)
+    return n
 
 
 def dense_leg(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool) -> pa.Table:
@@ -168,12 +190,12 @@ def dense_query(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, a
     filter rejects, so a narrow filter — one person of 10,000, ~100 rows of a million, spread over every
     partition — found a few rows from the probed partitions and missed the rest. A filter the scalar indexes
     narrow to at most `FLAT_FILTERED_ROWS` rows is therefore searched exactly over just those rows (counting
-    them is one more scalar-index lookup); a broader one probes at least `ANN_NPROBES` partitions and more
-    while it has found fewer than `pool` rows.
+    them is one more scalar-index lookup, remembered per table version); a broader one probes at least
+    `ANN_NPROBES` partitions and more while it has found fewer than `pool` rows.
     """
     query = table.search(qvec, vector_column_name="vector").distance_type("cosine")
     query = query.select(["id", "importance", "_distance"]).with_row_id(True)
-    if ann and where and table.count_rows(where) <= FLAT_FILTERED_ROWS:
+    if ann and where and matching_rows(table, where) <= FLAT_FILTERED_ROWS:
         query = query.bypass_vector_index()
     elif ann:  # no refine_factor: `ranked` re-scores its top candidates on their full vectors itself
         query = query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0 if where else ANN_NPROBES)

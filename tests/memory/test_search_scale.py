@@ -13,7 +13,7 @@ from bench.search import build_table, by_subject, search_where
 from chronicle.memory.model import Memory
 from chronicle.memory.search import tokenize
 from chronicle.settings import Settings
-from storage.memory_search import dense_query, fts_query
+from storage.memory_search import dense_query, fts_query, matching_rows
 from storage.memory_store import MemoryStore
 from tests.memory.conftest import HashEmbedder
 
@@ -70,6 +70,7 @@ def test_added_memories_are_found_without_rebuilding_the_index(home) -> None:
     store = MemoryStore(settings, embedder)
     assert "vector" in store.ensure_indexes()
     trained = {ix.name: ix.index_uuid for ix in store._table.list_indices()}["vector_idx"]
+    broad = matching_rows(store._table, "importance >= 0.5")  # remembered per table version
 
     texts = [f"fresh memory {i} about the zebra{i} enclosure" for i in range(300)]  # a distill's worth
     memories = [Memory(content=t, summary=t[:40], importance=0.5, target_file="MEMORY.md") for t in texts]
@@ -78,6 +79,8 @@ def test_added_memories_are_found_without_rebuilding_the_index(home) -> None:
     def vector_index() -> object:
         return next(ix for ix in store._table.list_indices() if ix.name == "vector_idx")
 
+    # The write made a new version: the remembered count does not hide the new rows from the filter policy.
+    assert matching_rows(store._table, "importance >= 0.5") == broad + 300
     # Found at once, before any index holds them (LanceDB searches unindexed rows flat beside the index).
     assert vector_index().num_unindexed_rows == 300
     assert store.search(texts[17], mode="dense", limit=1)[0].content == texts[17]
