@@ -380,10 +380,11 @@ def run_size(n: int, query_sets: list[list[str]], embedder: Any, home: Path) -> 
 
     overlap, subject_overlap, subject_only = [], [], []
     for q in queries:
-        exact = {ids[i] for i in brute(q)}
+        qvec = embed_query(q)
+        exact = {ids[i] for i in scan(qvec)}
         overlap.append(len(exact & {h.id for h in cosine_only.search(q, limit=10, mode="dense")}) / 10)
-        rows = np.flatnonzero(subjects_of_rows == subject_of[q])
-        sims = matrix[rows] @ vectors_of[q]
+        rows = np.flatnonzero(subjects_of_rows == subject_of[q])  # subject_of keeps every repetition's
+        sims = matrix[rows] @ qvec
         exact_subject = {ids[rows[i]] for i in np.argsort(-sims)[:10]}
         found = search_where(cosine_only, q, f"subject = {sql_str(subject_of[q])}", mode="dense")
         subject_only.append({h.id for h in found} <= {ids[i] for i in rows})
