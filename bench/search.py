@@ -306,12 +306,14 @@ def run_size(n: int, query_sets: list[list[str]], embedder: Any, home: Path) -> 
         # of the whole matrix held in memory (no I/O at all, which the store has to do).
         return scan(embed_query(q))
 
-    costs: dict[str, list[Any]] = {"hybrid": [], "hybrid_vector_cached": [], "hybrid_subject": []}
+    traced_names = ("hybrid", "hybrid_vector_cached", "hybrid_subject")
+    costs: dict[str, list[Any]] = {n: [] for n in traced_names} | {f"{n}:cpu": [] for n in traced_names}
 
     def traced(name: str, fn: Any) -> Any:
         def call(q: str) -> Any:
             out = fn(q)
             costs[name].append(last_cost())
+            costs[f"{name}:cpu"].append(last_cost(cpu=True))
             return out
         return call
 
@@ -442,7 +444,8 @@ def main() -> None:
                 + f"; load avg {r['loadavg_before']:.1f} -> {r['loadavg_after']:.1f}",
                 flush=True,
             )
-            for name in ("hybrid", "hybrid_vector_cached", "hybrid_subject"):
+            for name in ("hybrid", "hybrid_vector_cached", "hybrid_subject", "hybrid:cpu",
+                         "hybrid_vector_cached:cpu", "hybrid_subject:cpu"):
                 parts = r[f"{name}:breakdown"]
                 print(f"{'':>13}{name} breakdown p50/p95 ms: " + ", ".join(
                     f"{part} {parts[part]['p50_ms']:.1f}/{parts[part]['p95_ms']:.1f}" for part in COST_PARTS),

@@ -31,9 +31,24 @@ _pool_lock = threading.Lock()
 _last = threading.local()
 
 
-def last_cost() -> QueryCost:
-    """The cost breakdown of this thread's last `ranked` call (bench/search.py; ~1 us of clock reads per query)."""
-    return getattr(_last, "cost", None) or QueryCost()
+def last_cost(*, cpu: bool = False) -> QueryCost:
+    """The cost breakdown of this thread's last `ranked` call (bench/search.py; ~2 us of clock reads per query):
+    wall seconds, or with `cpu` the process's CPU seconds (all threads, LanceDB's workers included — what a
+    busy machine does not inflate; exact when full text ran in line, overlapping the encoder otherwise)."""
+    return getattr(_last, "cpu" if cpu else "cost", None) or QueryCost()
+
+
+def _now() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _costs(marks: list[tuple[float, float]], fulltext: tuple[float, float], waited: tuple[float, float]) -> None:
+    """Both breakdowns of one query from its clock marks: start, encoder, dense, legs done, fused, fetched, end."""
+    for kind in (0, 1):
+        t = [m[kind] for m in marks]
+        cost = QueryCost(encoder=t[1] - t[0], dense=t[2] - t[1], fulltext=fulltext[kind], waited=waited[kind],
+                         fusion=(t[4] - t[3]) + (t[6] - t[5]), fetch=t[5] - t[4], total=t[6] - t[0])
+        setattr(_last, "cpu" if kind else "cost", cost)
 
 
 def _search_pool() -> ThreadPoolExecutor:
@@ -78,8 +93,7 @@ def ranked(
     before its exact cosine is known. Reading vectors inside the legs (LanceDB's `refine_factor`, or the
     vector column in the full-text leg) cost ~3x the rest of the query at 100 k rows (bench/search.py).
     """
-    cost = QueryCost()
-    t0 = time.perf_counter()
+    marks = [_now()]
     pool = max(limit * 4, 40)  # candidates per leg; importance can promote rows below the top `limit`
     tokens = tokenize(query) if mode == "hybrid" else []
     # Full text needs no query vector: with a core to spare it runs on another thread while the model embeds
@@ -88,19 +102,17 @@ def ranked(
     fts_future = None
     if tokens and _core_to_spare():
         fts_future = _search_pool().submit(_timed_fts, table, tokens, where, pool)
-    t1 = time.perf_counter()
     qvec = embed_query(query)
-    t2 = time.perf_counter()
+    marks.append(_now())
     dense = dense_leg(table, qvec, where, pool, ann=ann)
-    t3 = time.perf_counter()
-    cost.encoder, cost.dense = t2 - t1, t3 - t2
-    fts = None
+    marks.append(_now())
+    fts, fulltext, waited = None, (0.0, 0.0), (0.0, 0.0)
     if fts_future is not None:
-        fts, cost.fulltext = fts_future.result()
-        cost.waited = time.perf_counter() - t3
+        fts, fulltext = fts_future.result()
+        waited = tuple(b - a for a, b in zip(marks[-1], _now(), strict=True))  # type: ignore[assignment]
     elif tokens:
-        fts, cost.fulltext = _timed_fts(table, tokens, where, pool)
-    t4 = time.perf_counter()
+        fts, fulltext = _timed_fts(table, tokens, where, pool)
+    marks.append(_now())
 
     dense_ids = dense.column("id").to_pylist()
     cosine = dict(zip(dense_ids, (1.0 - dense["_distance"].to_numpy()).tolist(), strict=True))
@@ -131,16 +143,15 @@ def ranked(
                     fulltext_weight=weights.fulltext)
 
     estimated = scored(cosine)[: limit * RESCORE]
-    t5 = time.perf_counter()
+    marks.append(_now())
     rows, exact = take_rows(table, [row_ids[s.id] for s in estimated], qvec)
     if estimated and not rows:  # a compaction between the legs and the take moved rows: look them up by id
         rows, exact = rows_by_id(table, [s.id for s in estimated], qvec)
-    t6 = time.perf_counter()
+    marks.append(_now())
     cosine.update(exact)
     final = [s for s in scored(cosine) if s.id in exact][:limit]
-    t7 = time.perf_counter()
-    cost.fusion, cost.fetch, cost.total = (t5 - t4) + (t7 - t6), t6 - t5, t7 - t0
-    _last.cost = cost
+    marks.append(_now())
+    _costs(marks, fulltext, waited)
     return final, rows
 
 
@@ -204,10 +215,11 @@ def dense_query(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, a
     return query.limit(pool)
 
 
-def _timed_fts(table: Any, tokens: list[str], where: str | None, pool: int) -> tuple[pa.Table, float]:
-    t = time.perf_counter()
+def _timed_fts(table: Any, tokens: list[str], where: str | None, pool: int) -> tuple[pa.Table, tuple[float, float]]:
+    start = _now()
     found = fts_leg(table, tokens, where, pool)
-    return found, time.perf_counter() - t
+    end = _now()
+    return found, (end[0] - start[0], end[1] - start[1])
 
 
 def fts_leg(table: Any, tokens: list[str], where: str | None, pool: int) -> pa.Table:
