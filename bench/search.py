@@ -191,8 +191,9 @@ def build_table(
         }
         arrays = {k: pa.array(v, type=schema.field(k).type) for k, v in columns.items() if k in schema.names}
         arrays["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim)
-        for f in schema:  # a column the schema gained later (and this bench does not know): all null
-            arrays.setdefault(f.name, pa.nulls(m, type=f.type))
+        for f in schema:  # a column the schema gained later (and this bench does not know): "" for text (issue 24:
+            # `superseded_by = ''` marks a current memory, which a null would not), else null
+            arrays.setdefault(f.name, pa.array([""] * m, f.type) if f.type == pa.string() else pa.nulls(m, f.type))
         data = pa.table([arrays[f.name] for f in schema], schema=schema)
         if table is None:
             table = lancedb.connect(uri).create_table(TABLE, data, schema=schema, mode="overwrite")
