@@ -165,8 +165,11 @@ def hits(scored: list[Scored], rows: dict[str, StoredMemory]) -> list[SearchHit]
     ]
 
 
-FLAT_FILTERED_ROWS = 20_000
-"""A prefilter matching at most this many rows is searched exactly, without the ANN index (see `dense_leg`)."""
+FLAT_FILTERED_ROWS = 2_000
+"""A prefilter matching at most this many rows is searched exactly, without the ANN index (see `dense_query`).
+Measured at 1 M rows (CPU per query): exact over one subject's 100 rows 8.5 ms vs 29.6 ms through the index;
+exact over 17,500 rows 220 ms vs 48 ms — LanceDB reads the matching vectors row by row (~12 us each), so
+beyond ~2,000 rows the index is cheaper, and that many matches fill the pool from the probed partitions."""
 _COUNTS_KEPT = 1_024
 _counts: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[int, str], int]] = weakref.WeakKeyDictionary()
 _counts_lock = threading.Lock()
