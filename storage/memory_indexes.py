@@ -20,6 +20,11 @@ SCALAR_INDEXES: tuple[tuple[str, Any], ...] = (
     ("target_file", Bitmap),
     ("tags", LabelList),
     ("merged_hashes", LabelList),
+    # Columns of schema 3 (issue 24), indexed once a table has them: a search about one person of 10,000
+    # prefilters on `subject` (BTREE: too many distinct values for a bitmap), and `superseded_by = ''` keeps
+    # replaced memories out of every search.
+    ("subject", BTree),
+    ("superseded_by", BTree),
 )
 # ANN query knobs (only used once the IVF_SQ index exists): partitions probed, and — for the dedup neighbour
 # lookup only — how many times `limit` candidates are re-ranked on the full float32 vectors. Search does
@@ -59,8 +64,9 @@ def ensure_indexes(table: Any, ann_min_rows: int) -> list[str]:
         return []
     have = {tuple(ix.columns) for ix in table.list_indices()}
     created = []
+    names = set(table.schema.names)
     for column, config in SCALAR_INDEXES:
-        if (column,) not in have:
+        if (column,) not in have and column in names:
             table.create_index(column, config=config(), replace=True)
             created.append(column)
     if ("fts_text",) not in have:

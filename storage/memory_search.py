@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+import weakref
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -16,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 from lancedb.query import MatchQuery
 
-from chronicle.memory.search import Candidate, Scored, fuse, tokenize
+from chronicle.memory.search import Candidate, QueryCost, Scored, fuse, tokenize
 from storage.memory_arrow import sql_list, vectors
 from storage.memory_indexes import ANN_NPROBES, ANN_REFINE_FACTOR
 from storage.memory_schema import ROW_COLUMNS, SearchHit, StoredMemory
@@ -25,6 +28,27 @@ SearchMode = Literal["hybrid", "dense"]
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+_last = threading.local()
+
+
+def last_cost(*, cpu: bool = False) -> QueryCost:
+    """The cost breakdown of this thread's last `ranked` call (bench/search.py; ~2 us of clock reads per query):
+    wall seconds, or with `cpu` the process's CPU seconds (all threads, LanceDB's workers included — what a
+    busy machine does not inflate; exact when full text ran in line, overlapping the encoder otherwise)."""
+    return getattr(_last, "cpu" if cpu else "cost", None) or QueryCost()
+
+
+def _now() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _costs(marks: list[tuple[float, float]], fulltext: tuple[float, float], waited: tuple[float, float]) -> None:
+    """Both breakdowns of one query from its clock marks: start, encoder, dense, legs done, fused, fetched, end."""
+    for kind in (0, 1):
+        t = [m[kind] for m in marks]
+        cost = QueryCost(encoder=t[1] - t[0], dense=t[2] - t[1], fulltext=fulltext[kind], waited=waited[kind],
+                         fusion=(t[4] - t[3]) + (t[6] - t[5]), fetch=t[5] - t[4], total=t[6] - t[0])
+        setattr(_last, "cpu" if kind else "cost", cost)
 
 
 def _search_pool() -> ThreadPoolExecutor:
@@ -69,6 +93,7 @@ def ranked(
     before its exact cosine is known. Reading vectors inside the legs (LanceDB's `refine_factor`, or the
     vector column in the full-text leg) cost ~3x the rest of the query at 100 k rows (bench/search.py).
     """
+    marks = [_now()]
     pool = max(limit * 4, 40)  # candidates per leg; importance can promote rows below the top `limit`
     tokens = tokenize(query) if mode == "hybrid" else []
     # Full text needs no query vector: with a core to spare it runs on another thread while the model embeds
@@ -76,10 +101,18 @@ def ranked(
     # average 11 on 2 cores, 100 k rows: p95 432 ms threaded vs 283 ms in line), so then it runs in line.
     fts_future = None
     if tokens and _core_to_spare():
-        fts_future = _search_pool().submit(fts_leg, table, tokens, where, pool)
+        fts_future = _search_pool().submit(_timed_fts, table, tokens, where, pool)
     qvec = embed_query(query)
+    marks.append(_now())
     dense = dense_leg(table, qvec, where, pool, ann=ann)
-    fts = fts_future.result() if fts_future is not None else (fts_leg(table, tokens, where, pool) if tokens else None)
+    marks.append(_now())
+    fts, fulltext, waited = None, (0.0, 0.0), (0.0, 0.0)
+    if fts_future is not None:
+        fts, fulltext = fts_future.result()
+        waited = tuple(b - a for a, b in zip(marks[-1], _now(), strict=True))  # type: ignore[assignment]
+    elif tokens:
+        fts, fulltext = _timed_fts(table, tokens, where, pool)
+    marks.append(_now())
 
     dense_ids = dense.column("id").to_pylist()
     cosine = dict(zip(dense_ids, (1.0 - dense["_distance"].to_numpy()).tolist(), strict=True))
@@ -110,11 +143,15 @@ def ranked(
                     fulltext_weight=weights.fulltext)
 
     estimated = scored(cosine)[: limit * RESCORE]
+    marks.append(_now())
     rows, exact = take_rows(table, [row_ids[s.id] for s in estimated], qvec)
     if estimated and not rows:  # a compaction between the legs and the take moved rows: look them up by id
         rows, exact = rows_by_id(table, [s.id for s in estimated], qvec)
+    marks.append(_now())
     cosine.update(exact)
     final = [s for s in scored(cosine) if s.id in exact][:limit]
+    marks.append(_now())
+    _costs(marks, fulltext, waited)
     return final, rows
 
 
@@ -128,22 +165,77 @@ def hits(scored: list[Scored], rows: dict[str, StoredMemory]) -> list[SearchHit]
     ]
 
 
+FLAT_FILTERED_ROWS = 2_000
+"""A prefilter matching at most this many rows is searched exactly, without the ANN index (see `dense_query`).
+Measured at 1 M rows (CPU per query): exact over one subject's 100 rows 8.5 ms vs 29.6 ms through the index;
+exact over 17,500 rows 220 ms vs 48 ms — LanceDB reads the matching vectors row by row (~12 us each), so
+beyond ~2,000 rows the index is cheaper, and that many matches fill the pool from the probed partitions."""
+_COUNTS_KEPT = 1_024
+_counts: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[int, str], int]] = weakref.WeakKeyDictionary()
+_counts_lock = threading.Lock()
+
+
+def matching_rows(table: Any, where: str) -> int:
+    """Rows `where` matches, remembered per table version: counting a broad filter costs ~12-25 ms CPU at 1 M rows
+    (a narrow one ~1 ms), and an agent repeats its filters — the same person, the same "not superseded"."""
+    key = (table.version, where)
+    with _counts_lock:
+        cache = _counts.setdefault(table, OrderedDict())
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+    n = table.count_rows(where)
+    with _counts_lock:
+        cache[key] = n
+        while len(cache) > _COUNTS_KEPT:
+            cache.popitem(last=False)
+    return n
+
+
 def dense_leg(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool) -> pa.Table:
+    return dense_query(table, qvec, where, pool, ann=ann).to_arrow()
+
+
+def dense_query(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool) -> Any:
+    """The dense leg's LanceDB query (tests read its plan): up to `pool` nearest rows under the prefilter
+    `where` — ids, importance, estimated cosine distance.
+
+    With a filter the ANN index is a poor fit: it searches `ANN_NPROBES` partitions and masks out the rows the
+    filter rejects, so a narrow filter — one person of 10,000, ~100 rows of a million, spread over every
+    partition — found a few rows from the probed partitions and missed the rest. A filter the scalar indexes
+    narrow to at most `FLAT_FILTERED_ROWS` rows is therefore searched exactly over just those rows (counting
+    them is one more scalar-index lookup, remembered per table version); a broader one probes at least
+    `ANN_NPROBES` partitions and more while it has found fewer than `pool` rows.
+    """
     query = table.search(qvec, vector_column_name="vector").distance_type("cosine")
     query = query.select(["id", "importance", "_distance"]).with_row_id(True)
-    if ann:  # no refine_factor: `ranked` re-scores its top candidates on their full vectors itself
-        query = query.nprobes(ANN_NPROBES)
+    if ann and where and matching_rows(table, where) <= FLAT_FILTERED_ROWS:
+        query = query.bypass_vector_index()
+    elif ann:  # no refine_factor: `ranked` re-scores its top candidates on their full vectors itself
+        query = query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0 if where else ANN_NPROBES)
     if where:
         query = query.where(where, prefilter=True)
-    return query.limit(pool).to_arrow()
+    return query.limit(pool)
+
+
+def _timed_fts(table: Any, tokens: list[str], where: str | None, pool: int) -> tuple[pa.Table, tuple[float, float]]:
+    start = _now()
+    found = fts_leg(table, tokens, where, pool)
+    end = _now()
+    return found, (end[0] - start[0], end[1] - start[1])
 
 
 def fts_leg(table: Any, tokens: list[str], where: str | None, pool: int) -> pa.Table:
+    return fts_query(table, tokens, where, pool).to_arrow()
+
+
+def fts_query(table: Any, tokens: list[str], where: str | None, pool: int) -> Any:
+    """The full-text leg's LanceDB query (tests read its plan)."""
     query = table.search(MatchQuery(" ".join(tokens), "fts_text"), query_type="fts")
     query = query.select(["id", "importance", "_score"]).with_row_id(True)
     if where:
         query = query.where(where, prefilter=True)
-    return query.limit(pool).to_arrow()
+    return query.limit(pool)
 
 
 def take_rows(table: Any, row_ids: list[int], qvec: np.ndarray) -> tuple[dict[str, StoredMemory], dict[str, float]]:

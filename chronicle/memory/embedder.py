@@ -224,9 +224,18 @@ def query_vector(embedder: Embedder, text: str) -> np.ndarray:
     if cacheable:
         with _query_cache_lock:
             cache[text] = vector
-            if len(cache) > QUERY_CACHE_SIZE:
+            while len(cache) > QUERY_CACHE_SIZE:  # `while`: a smaller size set at run time (tests) also holds
                 cache.popitem(last=False)
     return vector
+
+
+def forget_query_vector(embedder: Embedder, text: str) -> None:
+    """Drop `text` from the query-vector cache, so its next search runs the encoder again (bench/search.py times
+    fresh queries: without this, the second mode searched for the same text skipped its encoder)."""
+    with _query_cache_lock:
+        cache = _query_cache.get(embedder)
+        if cache is not None:
+            cache.pop(text, None)
 
 
 # --- factory --------------------------------------------------------------------------------------

@@ -139,3 +139,20 @@ def fuse(
         scored.append(Scored(c.id, score, semantic, c.cosine, c.importance, c.bm25, c.fts_rank))
     scored.sort(key=lambda s: (-s.score, -s.cosine, s.id))
     return scored
+
+
+@dataclass
+class QueryCost:
+    """Where one search's wall time went, in seconds (bench/search.py reports these per query).
+
+    `fulltext` runs on another thread while the encoder works when a core is idle, so the parts can add up to
+    more than the query took; `waited` is how long the query then still waited for it.
+    """
+
+    encoder: float = 0.0
+    dense: float = 0.0
+    fulltext: float = 0.0
+    waited: float = 0.0
+    fusion: float = 0.0
+    fetch: float = 0.0
+    total: float = 0.0
