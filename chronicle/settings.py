@@ -126,6 +126,10 @@ class Settings(BaseSettings):
     """A file untouched for this long is finished: its unterminated, invalid last line is judged (ingested or
     rejected) instead of being left for a writer that may still be mid-line."""
 
+    ingest_batch_files: int = Field(default=2000, ge=1)
+    """Files read, written (one transaction) and shown (one task run) together by `ingest`: thousands of small
+    files cost a handful of commits. Each file keeps its own state, offsets, rejects and result."""
+
     # --- LLM (seed 002 names) ------------------------------------------------------------
     llm_url: str | None = Field(default=None, validation_alias=AliasChoices("LLM_URL", "CHRONICLE_LLM_URL"))
     """OpenAI-compatible endpoint: base `.../v1` or full `.../v1/chat/completions`. Unset = offline engine."""
