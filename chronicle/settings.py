@@ -243,6 +243,10 @@ class Settings(BaseSettings):
     """Weeks summarised at once by a backfill/weekly run (task threads); default 2 × `llm_concurrency`,
     so one week's DuckDB work overlaps another week's LLM call."""
 
+    weeks_per_task: int = Field(default=0, ge=0)
+    """Weeks one task run writes (in one write window); 0 = sized from the run's weeks and workers
+    (`chronicle.weekly.grouping`): a 300-week backfill shows as a few dozen task runs, not 300."""
+
     backfill_spread: int = Field(default=0, ge=0)
     """Lake topology: child runs (deployment `backfill-shard/backfill-shard`) a backfill starts on the work pool
     to share its weeks with other workers; set it to the number of workers minus one (or more). Each week is

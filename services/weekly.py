@@ -22,6 +22,7 @@ from services import week_claims
 from services.llm_gate import held_calls, llm_call, redactor_for
 from storage import claims, reports
 from storage.db import connect, transactions
+from storage.llm_log import write_calls
 
 Prepared = tuple[WeekInput, StoredReport | None]
 """A week's input and its stored report, read at planning so the task need not read them again."""
@@ -111,19 +112,7 @@ def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | 
     # The week's successful LLM attempts are stored in its report's commit (one write window per week);
     # if the week fails before that commit, held_calls writes them on the way out.
     with held_calls(settings) as held:
-        try:
-            if settings.offline_llm or not week_input.entries:
-                report = offline_week(week_input, settings.report_max_chars)
-            else:
-                call = llm_call(settings, run_id, project_id=project_id, week_number=week.number)
-                report = llm_week(week_input, call, model=model, max_chars=settings.report_max_chars,
-                                  context_tokens=settings.llm_context_tokens)
-        except Exception:
-            if stored is not None and stored.status == "generated" and stored.input_hash != week_input.input_hash:
-                for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
-                    with attempt as conn:
-                        reports.mark_stale(conn, project_id, week.number)
-            raise
+        report = _write_text(settings, week_input, stored, model, run_id)
         saved = reports.writer_for(settings).save(report, overwrite_edited=overwrite_edited, reason=why,
                                                   flow_run_id=run_id, lease=lease, calls=held.take())
         held.done()
@@ -131,6 +120,78 @@ def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | 
                       llm_calls=report.llm_calls, needs_review=report.needs_review,
                       reasons=tuple(describe(r) for r in report.review_reasons), why=why)
     return WeekRun(row, report if saved == "generated" else None)
+
+
+WeekItem = tuple[str, IsoWeek, Prepared | None, str | None]
+"""A week of a group: (project, week, what the plan read, the fan-out that leased its cache key)."""
+
+
+def _write_text(settings: Settings, week_input: WeekInput, stored: StoredReport | None, model: str,
+                run_id: str) -> WeekReport:
+    """The week's text (offline engine, or the LLM through the gate); a failure marks a changed report stale."""
+    project_id, week = week_input.project_id, week_input.week
+    try:
+        if settings.offline_llm or not week_input.entries:
+            return offline_week(week_input, settings.report_max_chars)
+        call = llm_call(settings, run_id, project_id=project_id, week_number=week.number)
+        return llm_week(week_input, call, model=model, max_chars=settings.report_max_chars,
+                        context_tokens=settings.llm_context_tokens)
+    except Exception:
+        if stored is not None and stored.status == "generated" and stored.input_hash != week_input.input_hash:
+            for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
+                with attempt as conn:
+                    reports.mark_stale(conn, project_id, week.number)
+        raise
+
+
+def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, force: bool = False,
+                   overwrite_edited: bool = False) -> list[WeekRun | Exception]:
+    """Run a group of weeks one after the other and store those written under a lease in ONE window.
+
+    Each week keeps its own decision (cache, edits), claim, LLM calls and outcome; a week that fails is
+    its exception in the result and its neighbours go on. The leased weeks' reports (with their
+    `llm_calls` rows, ending their leases) are committed together once the group is written: a kill
+    before that commit loses the group's text, never a week half stored, and the rerun writes it again.
+    A week without a lease (its task runs in another process) goes through `run_week` and claims itself.
+    """
+    model = engine_model(settings)
+    out: list[WeekRun | Exception | None] = [None] * len(items)
+    pending: list[tuple[int, WeekInput, WeekReport, str, tuple[claims.Leases, str], list, float]] = []
+    for i, (project_id, week, prepared, owner) in enumerate(items):
+        t0 = time.perf_counter()
+        try:
+            week_input, stored = prepared or read_week(settings, project_id, week)
+            decision = decide(stored, week_input, model, force=force, overwrite_edited=overwrite_edited)
+            leases = week_claims.leases_of(owner)
+            key = week_claims.week_claim_key(week_input, model)
+            if decision.action != "generate" or leases is None or not leases.holds(key):
+                out[i] = run_week(settings, project_id, week, run_id, force=force, overwrite_edited=overwrite_edited,
+                                  prepared=(week_input, stored), lease_owner=owner)
+                continue
+            try:
+                with held_calls(settings) as held:
+                    report = _write_text(settings, week_input, stored, model, run_id)
+                    calls = held.take()
+                    held.done()  # stored with the group's commit below (or written on their own if it fails)
+            except BaseException:
+                leases.release([key])
+                raise
+            pending.append((i, week_input, report, decision.why, (leases, key), calls, t0))
+        except Exception as exc:
+            out[i] = exc
+    saved = reports.writer_for(settings).save_many(
+        [(report, overwrite_edited, why, run_id, lease, calls) for _, _, report, why, lease, calls, _ in pending])
+    for (i, week_input, report, why, lease, calls, t0), result in zip(pending, saved, strict=True):
+        if isinstance(result, BaseException):
+            lease[0].release([lease[1]])
+            write_calls(settings, calls)
+            out[i] = result if isinstance(result, Exception) else RuntimeError(str(result))
+            continue
+        row = WeekOutcome(week_input.project_id, week_input.week.number, result, report.model,
+                          len(week_input.entries), llm_calls=report.llm_calls, needs_review=report.needs_review,
+                          reasons=tuple(describe(r) for r in report.review_reasons), why=why)
+        out[i] = WeekRun(row.timed(time.perf_counter() - t0), report if result == "generated" else None)
+    return [r for r in out if r is not None]
 
 
 @dataclass
