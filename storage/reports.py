@@ -150,6 +150,15 @@ def _insert(conn: duckdb.DuckDBPyConnection, table: str, cols: tuple[str, ...], 
                  [x for row in rows for x in row])
 
 
+def writers_of(conn: duckdb.DuckDBPyConnection, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
+    """The flow run that wrote each (project, week)'s current report (weeks without a report are absent)."""
+    if not keys:
+        return {}
+    return {(p, w): run for p, w, run in _keyed(
+        conn, "SELECT r.project_id, r.week_number, r.flow_run_id FROM weekly_reports r "
+              "JOIN {keys} ON r.project_id = k.p AND r.week_number = k.w", keys)}
+
+
 def guard_keys(project_ids: Iterable[str]) -> list[str]:
     """Claim keys for writing reports of these projects: versions and the one-row-per-week rule need
     writers of one project to take turns in the lake (the embedded file lock already does that)."""
