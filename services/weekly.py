@@ -7,7 +7,9 @@ task layer wraps `run_week` and publishes what it returns.
 
 from __future__ import annotations
 
+import contextvars
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -145,8 +147,8 @@ def _write_text(settings: Settings, week_input: WeekInput, stored: StoredReport 
 
 
 def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, force: bool = False,
-                   overwrite_edited: bool = False) -> list[WeekRun | Exception]:
-    """Run a group of weeks one after the other and store those written under a lease in ONE window.
+                   overwrite_edited: bool = False, threads: int = 1) -> list[WeekRun | Exception]:
+    """Run a group of weeks (`threads` at a time) and store those written under a lease in ONE window.
 
     Each week keeps its own decision (cache, edits), claim, LLM calls and outcome; a week that fails is
     its exception in the result and its neighbours go on. The leased weeks' reports (with their
@@ -156,8 +158,10 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
     """
     model = engine_model(settings)
     out: list[WeekRun | Exception | None] = [None] * len(items)
-    pending: list[tuple[int, WeekInput, WeekReport, str, tuple[claims.Leases, str], list, float]] = []
-    for i, (project_id, week, prepared, owner) in enumerate(items):
+    pending: list[_Pending | None] = [None] * len(items)
+
+    def one(i: int) -> None:
+        project_id, week, prepared, owner = items[i]
         t0 = time.perf_counter()
         try:
             week_input, stored = prepared or read_week(settings, project_id, week)
@@ -167,7 +171,7 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
             if decision.action != "generate" or leases is None or not leases.holds(key):
                 out[i] = run_week(settings, project_id, week, run_id, force=force, overwrite_edited=overwrite_edited,
                                   prepared=(week_input, stored), lease_owner=owner)
-                continue
+                return
             try:
                 with held_calls(settings) as held:
                     report = _write_text(settings, week_input, stored, model, run_id)
@@ -176,22 +180,46 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
             except BaseException:
                 leases.release([key])
                 raise
-            pending.append((i, week_input, report, decision.why, (leases, key), calls, t0))
+            pending[i] = _Pending(week_input, report, decision.why, (leases, key), calls, time.perf_counter() - t0)
         except Exception as exc:
             out[i] = exc
+
+    if threads <= 1 or len(items) <= 1:
+        for i in range(len(items)):
+            one(i)
+    else:
+        # Threads of this task share its run context (Prefect's task run, the LLM slot reservation).
+        with ThreadPoolExecutor(max_workers=min(threads, len(items)), thread_name_prefix="chronicle-week") as pool:
+            list(pool.map(lambda i: contextvars.copy_context().run(one, i), range(len(items))))
+    todo = [(i, p) for i, p in enumerate(pending) if p is not None]
+    t_save = time.perf_counter()
     saved = reports.writer_for(settings).save_many(
-        [(report, overwrite_edited, why, run_id, lease, calls) for _, _, report, why, lease, calls, _ in pending])
-    for (i, week_input, report, why, lease, calls, t0), result in zip(pending, saved, strict=True):
+        [(p.report, overwrite_edited, p.why, run_id, p.lease, p.calls) for _, p in todo])
+    share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
+    for (i, p), result in zip(todo, saved, strict=True):
         if isinstance(result, BaseException):
-            lease[0].release([lease[1]])
-            write_calls(settings, calls)
+            p.lease[0].release([p.lease[1]])
+            write_calls(settings, p.calls)
             out[i] = result if isinstance(result, Exception) else RuntimeError(str(result))
             continue
-        row = WeekOutcome(week_input.project_id, week_input.week.number, result, report.model,
-                          len(week_input.entries), llm_calls=report.llm_calls, needs_review=report.needs_review,
-                          reasons=tuple(describe(r) for r in report.review_reasons), why=why)
-        out[i] = WeekRun(row.timed(time.perf_counter() - t0), report if result == "generated" else None)
+        row = WeekOutcome(p.week_input.project_id, p.week_input.week.number, result, p.report.model,
+                          len(p.week_input.entries), llm_calls=p.report.llm_calls,
+                          needs_review=p.report.needs_review,
+                          reasons=tuple(describe(r) for r in p.report.review_reasons), why=p.why)
+        out[i] = WeekRun(row.timed(p.seconds + share), p.report if result == "generated" else None)
+    assert all(r is not None for r in out)
     return [r for r in out if r is not None]
+
+
+class _Pending(NamedTuple):
+    """A week written by a group, waiting for the group's commit."""
+
+    week_input: WeekInput
+    report: WeekReport
+    why: str
+    lease: tuple[claims.Leases, str]
+    calls: list
+    seconds: float
 
 
 @dataclass

@@ -28,7 +28,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from chronicle.progress import report
 from chronicle.settings import Settings
 from chronicle.weekly.engine import engine_model
-from chronicle.weekly.grouping import weeks_per_task
+from chronicle.weekly.grouping import grouping
 from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, failed, outcome_counts
 from chronicle.weekly.report_md import outcome_markdown
 from chronicle.weeks import IsoWeek
@@ -118,11 +118,11 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
     leased: set[tuple[str, int]] = set()
     answered: dict[tuple[str, int], WeekOutcome] = {}
     # Weeks per task run: the orchestration (task run, events, write window) is paid per group of weeks.
-    group = weeks_per_task(len(todo), workers, settings.weeks_per_task)
+    group, threads, groups_in_flight = grouping(len(todo), workers, settings.weeks_per_task)
     cards = len(todo) <= REPORT_CARDS_MAX
 
     def refill() -> None:
-        batch = [todo.popleft() for _ in range(min(len(todo), max(workers, group) if take is not None else len(todo)))]
+        batch = [todo.popleft() for _ in range(min(len(todo), group if take is not None else len(todo)))]
         if take is not None:
             batch = take(batch)
         if leases is not None and batch:
@@ -144,7 +144,7 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
 
     with gate, leasing as leases:
         while todo or in_hand or in_flight:
-            while in_flight < workers and (in_hand or todo):
+            while in_flight < groups_in_flight and (in_hand or todo):
                 if not in_hand:
                     refill()
                     continue
@@ -159,7 +159,7 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
                 if not items:
                     continue
                 t0 = time.perf_counter()
-                future = summarize_weeks_task.submit(settings, items, force, overwrite_edited, cards)
+                future = summarize_weeks_task.submit(settings, items, force, overwrite_edited, cards, threads)
                 info = [(p, w, len(prep[0].entries) if prep else 0) for p, w, prep, _ in items]
                 future.add_done_callback(lambda f, info=info, t0=t0: finished.put((f, info, t0)))
                 in_flight += 1

@@ -109,11 +109,14 @@ def group_task_name(parameters: dict[str, Any]) -> str:
 
 @task(name="summarize-weeks", task_run_name=group_task_name, cache_policy=NO_CACHE)
 def summarize_weeks_task(settings: Settings, items: list[WeekItem], force: bool = False,
-                         overwrite_edited: bool = False, cards: bool = False) -> list[WeekOutcome | Exception]:
+                         overwrite_edited: bool = False, cards: bool = False,
+                         threads: int = 1) -> list[WeekOutcome | Exception]:
     """A group of weeks in one task run, their new reports stored in one window; one outcome (or the
     week's error) per week, in order. `cards`: also publish each new report as a Markdown artifact (a run
-    of a few weeks; a long backfill shows its weeks in the run's one outcome table instead)."""
-    runs = run_week_group(settings, items, current_flow_run_id(), force=force, overwrite_edited=overwrite_edited)
+    of a few weeks; a long backfill shows its weeks in the run's one outcome table instead). `threads`:
+    weeks of the group in flight at once (LLM latency overlaps)."""
+    runs = run_week_group(settings, items, current_flow_run_id(), force=force, overwrite_edited=overwrite_edited,
+                          threads=threads)
     out: list[WeekOutcome | Exception] = []
     for run in runs:
         if isinstance(run, Exception):

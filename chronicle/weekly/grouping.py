@@ -1,19 +1,34 @@
-"""How many weeks one task run writes: few enough to keep every worker busy, many enough that the
-orchestration (a task run's events and logs, a write window) is paid per group, not per week."""
+"""How a run's weeks are cut into task runs: few enough task runs that the orchestration (a task run's
+states, events and logs on the API server, a write window) is paid per group, not per week; enough weeks
+in flight at once (threads inside each group) to keep the LLM slots or the CPU busy."""
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
-GROUPS_PER_WORKER = 4
-"""Groups per worker slot: the last groups of a run finish close together (a small group ends the run)."""
-MAX_WEEKS_PER_TASK = 25
+GROUPS_IN_FLIGHT = 2
+"""Group task runs at once: while one finishes its last weeks (its threads idle), the other keeps going."""
+TARGET_GROUPS = 8
+"""Groups per run when the run is large: the last ones end close together (a group is a run's tail)."""
+MAX_WEEKS_PER_TASK = 50
+
+
+class Grouping(NamedTuple):
+    weeks_per_task: int
+    threads_per_task: int
+    tasks_in_flight: int
+
+
+def grouping(weeks: int, workers: int, override: int = 0) -> Grouping:
+    """For `weeks` weeks with `workers` weeks in flight; `override` (> 0, CHRONICLE_WEEKS_PER_TASK) wins."""
+    workers = max(1, workers)
+    in_flight = min(GROUPS_IN_FLIGHT, workers)
+    threads = math.ceil(workers / in_flight)
+    size = override if override > 0 else max(threads, min(MAX_WEEKS_PER_TASK, math.ceil(max(1, weeks) / TARGET_GROUPS)))
+    threads = min(threads, size)
+    return Grouping(size, threads, math.ceil(workers / threads))
 
 
 def weeks_per_task(weeks: int, workers: int, override: int = 0) -> int:
-    """Weeks per task run for `weeks` weeks and `workers` in flight; `override` (> 0) wins."""
-    if override > 0:
-        return override
-    if weeks <= 0:
-        return 1
-    return max(1, min(MAX_WEEKS_PER_TASK, math.ceil(weeks / (max(1, workers) * GROUPS_PER_WORKER))))
+    return grouping(weeks, workers, override).weeks_per_task

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chronicle.ingest.batches import file_batches
-from chronicle.weekly.grouping import MAX_WEEKS_PER_TASK, weeks_per_task
+from chronicle.weekly.grouping import MAX_WEEKS_PER_TASK, grouping
 
 
 def test_file_batches_keep_order_and_respect_count_and_bytes() -> None:
@@ -17,9 +17,13 @@ def test_file_batches_keep_order_and_respect_count_and_bytes() -> None:
     assert file_batches([], max_files=10) == []
 
 
-def test_weeks_per_task_scales_with_weeks_and_workers() -> None:
-    assert weeks_per_task(1, 8) == 1
-    assert weeks_per_task(156, 8) == 5  # 32 groups: four per worker, so the last ones end together
-    assert weeks_per_task(300, 2) == MAX_WEEKS_PER_TASK
-    assert weeks_per_task(300, 2, override=7) == 7
-    assert weeks_per_task(0, 4) == 1
+def test_weeks_are_grouped_into_few_task_runs_with_every_worker_busy() -> None:
+    # 156 weeks, 16 in flight: 8 task runs of 20 weeks, two at a time, 8 threads each (16 weeks in flight).
+    g = grouping(156, 16)
+    assert (g.weeks_per_task, g.threads_per_task, g.tasks_in_flight) == (20, 8, 2)
+    assert g.threads_per_task * g.tasks_in_flight >= 16
+    assert grouping(5000, 8).weeks_per_task == MAX_WEEKS_PER_TASK
+    assert grouping(1, 8).threads_per_task == 4 and grouping(1, 1) == (1, 1, 1)
+    # the override sets the group size; weeks in flight stay what the workers say
+    g = grouping(156, 16, override=3)
+    assert g.weeks_per_task == 3 and g.threads_per_task * g.tasks_in_flight >= 16
