@@ -188,9 +188,12 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
         for i in range(len(items)):
             one(i)
     else:
-        # Threads of this task share its run context (Prefect's task run, the LLM slot reservation).
+        # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run and
+        # the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold neither, and a
+        # week would then wait forever for a slot its own run holds).
         with ThreadPoolExecutor(max_workers=min(threads, len(items)), thread_name_prefix="chronicle-week") as pool:
-            list(pool.map(lambda i: contextvars.copy_context().run(one, i), range(len(items))))
+            for future in [pool.submit(contextvars.copy_context().run, one, i) for i in range(len(items))]:
+                future.result()
     todo = [(i, p) for i, p in enumerate(pending) if p is not None]
     t_save = time.perf_counter()
     saved = reports.writer_for(settings).save_many(
