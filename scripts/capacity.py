@@ -29,12 +29,14 @@ WORKERS = (1, 2, 8, 32)
 
 @dataclass(frozen=True)
 class Costs:
-    worker_cpu_ms: float = 12.0
-    """Worker CPU per generated week (bench/backfill, 0 ms latency, grouped task runs)."""
-    server_cpu_ms: float = 4.0
-    """Prefect API server CPU per generated week (bench/backfill)."""
+    worker_cpu_ms: float = 32.1
+    """Worker CPU per generated week (bench/backfill, 0 ms latency, grouped task runs, 2026-12-02; includes
+    the in-process stub LLM server's HTTP handling, so an upper bound for the offline engine)."""
+    server_cpu_ms: float = 6.7
+    """Prefect API server CPU per generated week (bench/backfill, same run)."""
     commit_ms: float = 1.5
-    """Serialised commit time per week: a group's window divided by its weeks."""
+    """Serialised commit time per week: a group's window divided by its weeks (estimate: 8 report write
+    windows for 156 weeks in bench/backfill; not timed apart)."""
     cores_per_worker: float = 1.0
     server_cores: float = 1.0
     server_replicas: int = 1
