@@ -148,12 +148,14 @@ def _write_text(settings: Settings, week_input: WeekInput, stored: StoredReport 
 
 def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, force: bool = False,
                    overwrite_edited: bool = False, threads: int = 1) -> list[WeekRun | Exception]:
-    """Run a group of weeks (`threads` at a time) and store those written under a lease in ONE window.
+    """Run a group of weeks (`threads` at a time); the weeks the offline engine writes (milliseconds each,
+    where a commit per week would cost more than the week) are stored in ONE window.
 
     Each week keeps its own decision (cache, edits), claim, LLM calls and outcome; a week that fails is
-    its exception in the result and its neighbours go on. The leased weeks' reports (with their
-    `llm_calls` rows, ending their leases) are committed together once the group is written: a kill
-    before that commit loses the group's text, never a week half stored, and the rerun writes it again.
+    its exception in the result and its neighbours go on. The offline weeks' reports (ending their leases)
+    are committed together once the group is written: a kill before that commit loses the group's text
+    (milliseconds of work), never a week half stored, and the rerun writes it again. A week written by
+    the LLM is stored at once, group-committed with the weeks in flight beside it, as before.
     A week without a lease (its task runs in another process) goes through `run_week` and claims itself.
     """
     model = engine_model(settings)
@@ -168,7 +170,10 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
             decision = decide(stored, week_input, model, force=force, overwrite_edited=overwrite_edited)
             leases = week_claims.leases_of(owner)
             key = week_claims.week_claim_key(week_input, model)
-            if decision.action != "generate" or leases is None or not leases.holds(key):
+            # A week written by the LLM is stored as soon as it is written (group-committed with the weeks
+            # in flight beside it): held for the group's commit, a kill would throw away paid calls.
+            llm = bool(week_input.entries) and not settings.offline_llm
+            if decision.action != "generate" or leases is None or not leases.holds(key) or llm:
                 out[i] = run_week(settings, project_id, week, run_id, force=force, overwrite_edited=overwrite_edited,
                                   prepared=(week_input, stored), lease_owner=owner)
                 return
