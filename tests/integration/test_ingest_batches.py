@@ -81,3 +81,33 @@ def test_a_batch_stores_what_file_by_file_reads_store(tmp_path: Path, inputs: Pa
     before = _stored(tmp_path / "b")
     assert {r.status for r in _read(tmp_path / "b", monkeypatch, files, batched=True)} == {"unchanged"}
     assert _stored(tmp_path / "b") == before
+
+
+def test_the_flow_reads_a_folder_as_a_handful_of_task_runs(home: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """30 files in batches of 10: three `ingest` task runs (not 30), each with a table artifact of its files."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId
+
+    from flows.ingest_logs import ingest_logs
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    for i in range(30):
+        (folder / f"s{i:02d}.jsonl").write_text(json.dumps(
+            {"project_id": "P", "ts": "2026-01-05T10:00:00+08:00", "content": f"session {i}"}) + "\n")
+    monkeypatch.setenv("CHRONICLE_INGEST_BATCH_FILES", "10")
+    summary = ingest_logs([str(folder)])
+    assert summary.files == 30 and summary.entries_added == 30 and summary.by_status == {"ingested": 30}
+    [(run_id,)] = _db(home, "SELECT flow_run_id FROM pipeline_runs WHERE flow_name = 'ingest-logs'")
+    with get_client(sync_client=True) as client:
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[UUID(run_id)])))
+        arts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
+            any_=[UUID(run_id)])))
+    names = sorted(t.name for t in tasks if t.name.startswith("ingest "))
+    assert len(names) == 3 and names[0].startswith("ingest 1/3 sessions/s00.jsonl +9 files"), names
+    tables = [json.loads(a.data) for a in arts if a.type == "table"]
+    assert sorted(len(t) for t in tables) == [10, 10, 10]
+    assert {row["status"] for t in tables for row in t} == {"ingested"}
