@@ -124,6 +124,9 @@ def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | 
     return WeekRun(row, report if saved == "generated" else None)
 
 
+COMMIT_EVERY = 4
+"""Offline weeks of a group stored per commit at least (more when more threads run at once)."""
+
 WeekItem = tuple[str, IsoWeek, Prepared | None, str | None]
 """A week of a group: (project, week, what the plan read, the fan-out that leased its cache key)."""
 
@@ -149,11 +152,11 @@ def _write_text(settings: Settings, week_input: WeekInput, stored: StoredReport 
 def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, force: bool = False,
                    overwrite_edited: bool = False, threads: int = 1) -> list[WeekRun | Exception]:
     """Run a group of weeks (`threads` at a time); the weeks the offline engine writes (milliseconds each,
-    where a commit per week would cost more than the week) are stored in ONE window.
+    where a commit per week would cost more than the week) are stored one window per round of weeks.
 
     Each week keeps its own decision (cache, edits), claim, LLM calls and outcome; a week that fails is
-    its exception in the result and its neighbours go on. The offline weeks' reports (ending their leases)
-    are committed together once the group is written: a kill before that commit loses the group's text
+    its exception in the result and its neighbours go on. A round's offline reports (ending their leases)
+    are committed together once the round is written: a kill before that commit loses the round's text
     (milliseconds of work), never a week half stored, and the rerun writes it again. A week written by
     the LLM is stored at once, group-committed with the weeks in flight beside it, as before.
     A week without a lease (its task runs in another process) goes through `run_week` and claims itself.
@@ -189,32 +192,41 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
         except Exception as exc:
             out[i] = exc
 
-    if threads <= 1 or len(items) <= 1:
-        for i in range(len(items)):
-            one(i)
-    else:
-        # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run and
-        # the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold neither, and a
-        # week would then wait forever for a slot its own run holds).
-        with ThreadPoolExecutor(max_workers=min(threads, len(items)), thread_name_prefix="chronicle-week") as pool:
-            for future in [pool.submit(contextvars.copy_context().run, one, i) for i in range(len(items))]:
-                future.result()
-    todo = [(i, p) for i, p in enumerate(pending) if p is not None]
-    t_save = time.perf_counter()
-    saved = reports.writer_for(settings).save_many(
-        [(p.report, overwrite_edited, p.why, run_id, p.lease, p.calls) for _, p in todo])
-    share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
-    for (i, p), result in zip(todo, saved, strict=True):
-        if isinstance(result, BaseException):
-            p.lease[0].release([p.lease[1]])
-            write_calls(settings, p.calls)
-            out[i] = result if isinstance(result, Exception) else RuntimeError(str(result))
-            continue
-        row = WeekOutcome(p.week_input.project_id, p.week_input.week.number, result, p.report.model,
-                          len(p.week_input.entries), llm_calls=p.report.llm_calls,
-                          needs_review=p.report.needs_review,
-                          reasons=tuple(describe(r) for r in p.report.review_reasons), why=p.why)
-        out[i] = WeekRun(row.timed(p.seconds + share), p.report if result == "generated" else None)
+    def store(indices: range) -> None:
+        todo = [(i, p) for i in indices if (p := pending[i]) is not None]
+        t_save = time.perf_counter()
+        saved = reports.writer_for(settings).save_many(
+            [(p.report, overwrite_edited, p.why, run_id, p.lease, p.calls) for _, p in todo])
+        share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
+        for (i, p), result in zip(todo, saved, strict=True):
+            if isinstance(result, BaseException):
+                p.lease[0].release([p.lease[1]])
+                write_calls(settings, p.calls)
+                out[i] = result if isinstance(result, Exception) else RuntimeError(str(result))
+                continue
+            row = WeekOutcome(p.week_input.project_id, p.week_input.week.number, result, p.report.model,
+                              len(p.week_input.entries), llm_calls=p.report.llm_calls,
+                              needs_review=p.report.needs_review,
+                              reasons=tuple(describe(r) for r in p.report.review_reasons), why=p.why)
+            out[i] = WeekRun(row.timed(p.seconds + share), p.report if result == "generated" else None)
+
+    # One commit per round of `threads` weeks (at least COMMIT_EVERY): a handful of windows per group, and
+    # what a kill can throw away stays a round, not the whole group.
+    step = max(threads, COMMIT_EVERY)
+    workers = min(max(1, threads), len(items)) or 1
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chronicle-week") as pool:
+        for first in range(0, len(items), step):
+            chunk = range(first, min(first + step, len(items)))
+            if workers == 1:
+                for i in chunk:
+                    one(i)
+            else:
+                # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run
+                # and the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold
+                # neither, and a week would then wait forever for a slot its own run holds).
+                for future in [pool.submit(contextvars.copy_context().run, one, i) for i in chunk]:
+                    future.result()
+            store(chunk)
     assert all(r is not None for r in out)
     return [r for r in out if r is not None]
 
