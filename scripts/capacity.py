@@ -29,10 +29,10 @@ WORKERS = (1, 2, 8, 32)
 
 @dataclass(frozen=True)
 class Costs:
-    worker_cpu_ms: float = 32.1
+    worker_cpu_ms: float = 34.4
     """Worker CPU per generated week (bench/backfill, 0 ms latency, grouped task runs, 2026-12-02; includes
     the in-process stub LLM server's HTTP handling, so an upper bound for the offline engine)."""
-    server_cpu_ms: float = 6.7
+    server_cpu_ms: float = 3.7
     """Prefect API server CPU per generated week (bench/backfill, same run)."""
     commit_ms: float = 1.5
     """Serialised commit time per week: a group's window divided by its weeks (estimate: 8 report write
