@@ -137,6 +137,10 @@ class Settings(BaseSettings):
     """A file untouched for this long is finished: its unterminated, invalid last line is judged (ingested or
     rejected) instead of being left for a writer that may still be mid-line."""
 
+    ingest_batch_files: int = Field(default=2000, ge=1)
+    """Files read, written (one transaction) and shown (one task run) together by `ingest`: thousands of small
+    files cost a handful of commits. Each file keeps its own state, offsets, rejects and result."""
+
     # --- LLM (seed 002 names) ------------------------------------------------------------
     llm_url: str | None = Field(default=None, validation_alias=AliasChoices("LLM_URL", "CHRONICLE_LLM_URL"))
     """OpenAI-compatible endpoint: base `.../v1` or full `.../v1/chat/completions`. Unset = offline engine."""
@@ -251,6 +255,10 @@ class Settings(BaseSettings):
     backfill_max_workers: int | None = Field(default=None, ge=1)
     """Weeks summarised at once by a backfill/weekly run (task threads); default 2 × `llm_concurrency`,
     so one week's DuckDB work overlaps another week's LLM call."""
+
+    weeks_per_task: int = Field(default=0, ge=0)
+    """Weeks one task run writes (in one write window); 0 = sized from the run's weeks and workers
+    (`chronicle.weekly.grouping`): a 300-week backfill shows as a few dozen task runs, not 300."""
 
     backfill_spread: int = Field(default=0, ge=0)
     """Lake topology: child runs (deployment `backfill-shard/backfill-shard`) a backfill starts on the work pool

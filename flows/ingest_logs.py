@@ -9,6 +9,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 from prefect.states import Completed
 
+from chronicle.ingest.batches import file_batches
 from chronicle.ingest.model import IngestSummary
 from chronicle.params import OptionalProjectId, ReRead, SourcePaths
 from chronicle.progress import report
@@ -17,7 +18,7 @@ from chronicle.validation import ParameterError, name_part
 from services.runs import RUN_HOOKS, refused, run_notes, tracked_run
 from services.validate import ingest_paths
 from storage.snapshot import publish_snapshot
-from tasks.ingest import discover_files, ingest_file, shown_path
+from tasks.ingest import discover_files, file_size, ingest_batch, shown_path
 
 
 def _summary_markdown(summary: IngestSummary, notes: list[str]) -> str:
@@ -64,9 +65,13 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRe
                 logger.warning("skipped %d .json file(s) holding one JSON document, not log lines or LoCoMo: %s",
                                len(documents), ", ".join(d.rsplit("/", 1)[-1] for d in documents[:5]))
             summary = IngestSummary(skipped_files=len(skipped), skipped_documents=documents)
-            for i, path in enumerate(files, start=1):
-                summary.add(ingest_file(settings, path, project.strip() or None, force))
-                report("ingest", i, len(files))
+            batches = file_batches([(f, file_size(f)) for f in files], settings.ingest_batch_files)
+            for i, batch in enumerate(batches, start=1):
+                label = f"{i}/{len(batches)}"
+                for result in ingest_batch(settings, batch, project.strip() or None, force, label=label):
+                    summary.add(result)
+                report("ingest", summary.files, len(files))
+                logger.info("batch %s: %d/%d files read", label, summary.files, len(files))
             counts.update(summary.as_dict())
             counts.message = summary.message()
             logger.info("ingested %d files: %s; +%d entries, %d rejects", summary.files, summary.by_status,

@@ -1,4 +1,4 @@
-"""Ingest one file: decide full read / append / skip, parse, and write it in one transaction."""
+"""Ingest files: decide full read / append / skip per file, parse, and write a batch in one transaction."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ import json
 import threading
 import time
 import zlib
+from collections.abc import Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -26,7 +29,7 @@ from chronicle.ingest.lines import (
     sniff_encoding,
     split_lines,
 )
-from chronicle.ingest.model import FileResult, Reject
+from chronicle.ingest.model import Entry, FileResult, Reject
 from chronicle.ingest.structured import locomo_entries, note_entries
 from chronicle.settings import Settings
 from storage import ingest_sql, raw_logs
@@ -35,6 +38,10 @@ from storage.db import connect, transactions
 
 def _sha256(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+_HASH_THREAD_BYTES = 1 << 20
+"""Prefixes above this are hashed by a thread beside the SQL stage; below, starting a thread costs more."""
 
 
 def _sha256_in_background(data: memoryview) -> Future[str]:
@@ -79,8 +86,29 @@ def _csv_to_json_lines(text: str, file: str) -> tuple[list[str], list[int], list
     return out, line_nos, rejects
 
 
+@dataclass
+class _Write:
+    """What one changed file will write, decided before the write window opens."""
+
+    state: dict[str, Any]
+    status: str  # ingested | appended | rejected
+    table: pa.Table | None = None  # JSON lines for the SQL stage
+    full: bool = True  # the file's stored rows and rejects go first (a first or whole re-read)
+    rejects: list[Reject] = field(default_factory=list)  # refused before SQL (whole file, encoding, CSV, notes)
+    entries: list[Entry] | None = None  # notes and LoCoMo: parsed here, unchanged ids kept
+
+    @property
+    def path(self) -> str:
+        return str(self.state["path"])
+
+
 class FileIngestor:
-    """Reads one path against its stored state. Parsing happens before the write window opens."""
+    """Reads paths against their stored state. Parsing happens before the write window opens.
+
+    `ingest_many` reads a batch of files and writes all of them in ONE window (one transaction, one SQL
+    scan of all their lines): thousands of small files cost a handful of commits, not one each, while every
+    file keeps its own state row (content hash, offsets), its rejects with file and line, and its result.
+    """
 
     def __init__(self, settings: Settings, project: str | None = None) -> None:
         self.settings = settings
@@ -89,11 +117,33 @@ class FileIngestor:
 
     def ingest(self, path: Path, *, force: bool = False) -> FileResult:
         """Read `path` if it changed since last time (or always, with `force`: re-read whole)."""
-        path = path.resolve()
+        return self.ingest_many([path], force=force)[0]
+
+    def ingest_many(self, paths: Sequence[Path], *, force: bool = False) -> list[FileResult]:
+        """Read each of `paths` that changed (all, with `force`) and write them together; results in order.
+
+        A kill -9 at any point leaves the batch wholly written or not at all (one transaction), so a rerun
+        reads again exactly the files the killed run did not commit."""
+        resolved = list(dict.fromkeys(p.resolve() for p in paths))
+        keys = [str(p) for p in resolved]
+        prev: dict[str, dict[str, Any]] = {}
+        if not force:
+            with connect(self.settings) as conn:
+                prev = raw_logs.file_states(conn, keys)
+        results: dict[str, FileResult] = {}
+        writes: list[_Write] = []
+        for path in resolved:
+            planned = self._plan(path, prev.get(str(path)))
+            if isinstance(planned, FileResult):
+                results[planned.path] = planned
+            else:
+                writes.append(planned)
+        results.update(self._write(writes))
+        return [results[str(p.resolve())] for p in paths]
+
+    def _plan(self, path: Path, prev: dict[str, Any] | None) -> _Write | FileResult:
         key, fmt = str(path), detect_format(path)
         stat = path.stat()
-        with connect(self.settings) as conn:
-            prev = None if force else raw_logs.file_state(conn, key)
         settled = time.time() - stat.st_mtime > self.settings.ingest_settle_s
         if prev and self._unchanged(prev, path, stat.st_size, stat.st_mtime_ns, settled):
             return FileResult(key, fmt, "unchanged")
@@ -105,10 +155,11 @@ class FileIngestor:
         data, whole_file_reject = _gunzip(key, data) if compressed else (data, None)
         whole_file_reject = whole_file_reject or self._whole_file_reject(key, fmt, data)
         if whole_file_reject:
-            return self._write_rejected(state, whole_file_reject)
+            state.update(prefix_sha256=_sha256(b""))
+            return _Write(state, "rejected", rejects=[whole_file_reject])
         encoding = sniff_encoding(data[:4])
         if fmt == "jsonl" and encoding == "utf-8" and not compressed:  # a .gz is re-read whole, never appended
-            return self._ingest_lines(state, data, prev, settled)
+            return self._plan_lines(state, data, prev, settled)
         binary: list[Reject] = []
         # A whole-file format is re-read whole: its state keeps the hash of the bytes read (not of its size).
         state["prefix_sha256"] = _sha256(data)
@@ -116,11 +167,15 @@ class FileIngestor:
             data, binary = blank_binary_lines(data, source_file=key)  # refused per line, kept whole
         text = data.decode(encoding)  # other encodings were checked by _whole_file_reject
         if fmt == "jsonl":
-            return self._write_json_lines(state, text.split("\n"), None, binary)
+            lines = text.split("\n")
+            state.update(parsed_lines=len(lines))
+            return _Write(state, "ingested", ingest_sql.lines_table(lines, range(1, len(lines) + 1)),
+                          rejects=binary)
         if fmt == "csv":
             lines, line_nos, rejects = _csv_to_json_lines(text, key)
-            return self._write_json_lines(state, lines, line_nos, binary + rejects)
-        return self._ingest_structured(state, path, fmt, text, binary)
+            state.update(parsed_lines=len(lines))
+            return _Write(state, "ingested", ingest_sql.lines_table(lines, line_nos), rejects=binary + rejects)
+        return self._plan_structured(state, path, fmt, text, binary)
 
     @staticmethod
     def _unchanged(prev: dict, path: Path, size: int, mtime_ns: int, settled: bool) -> bool:
@@ -147,17 +202,8 @@ class FileIngestor:
                 return Reject(key, None, None, "invalid_encoding", str(exc), escape(data))
         return None
 
-    def _write_rejected(self, state: dict, reject: Reject) -> FileResult:
-        for attempt in transactions(self.settings, guard=raw_logs.ingest_guard(state["path"])):
-            with attempt as conn:
-                removed = raw_logs.forget_file(conn, state["path"])
-                raw_logs.insert_rejects(conn, [reject])
-                state.update(prefix_sha256=_sha256(b""), rejects=1)
-                raw_logs.save_file_state(conn, state)
-        return FileResult(state["path"], state["format"], "rejected", 0, removed, {reject.reason: 1})
-
     # --- JSONL: append-aware -----------------------------------------------------------------
-    def _ingest_lines(self, state: dict, data: bytes, prev: dict | None, settled: bool) -> FileResult:
+    def _plan_lines(self, state: dict, data: bytes, prev: dict | None, settled: bool) -> _Write:
         start, first_line = 0, 1
         resumed = bool(
             prev and prev["format"] == "jsonl" and len(data) >= prev["parsed_bytes"]
@@ -176,8 +222,11 @@ class FileIngestor:
         body = chunk[:end]
         n_lines = body.count(b"\n") + (0 if body.endswith(b"\n") or not body else 1)
         # The prefix hash (a full read of the file) runs beside the SQL stage: hashlib releases the GIL.
+        # Small files are hashed here: a thread per file would cost more than the hash.
+        prefix = memoryview(data)[: start + end]
         state.update(parsed_bytes=start + end, parsed_lines=first_line - 1 + n_lines,
-                     prefix_sha256=_sha256_in_background(memoryview(data)[: start + end]))
+                     prefix_sha256=_sha256_in_background(prefix) if len(prefix) > _HASH_THREAD_BYTES
+                     else _sha256(prefix))
         status = "appended" if resumed else "ingested"
         if b"\x00" not in body:
             buffer, offsets = split_lines(body)
@@ -186,46 +235,14 @@ class FileIngestor:
             except pa.ArrowInvalid:
                 pass  # not UTF-8 somewhere: the per-line path below finds the lines and refuses them
             else:
-                return self._commit(state, [], status, full=not resumed, table=table)
+                return _Write(state, status, table, full=not resumed)
         text, rejects = decode_lines(body, source_file=state["path"], first_line_no=first_line)
         lines = text.split("\n")[:n_lines]
         table = ingest_sql.lines_table(lines, range(first_line, first_line + len(lines)))
-        return self._commit(state, rejects, status, full=not resumed, table=table)
-
-    def _write_json_lines(self, state: dict, lines: list[str], line_nos: list[int] | None,
-                          rejects: list[Reject]) -> FileResult:
-        if line_nos is None:
-            line_nos = list(range(1, len(lines) + 1))
-        state.update(parsed_lines=len(lines))
-        return self._commit(state, rejects, "ingested", full=True, table=ingest_sql.lines_table(lines, line_nos))
-
-    def _commit(self, state: dict, rejects: list[Reject], status: str, *, full: bool, table: pa.Table) -> FileResult:
-        s = self.settings
-        # A lake commit conflict re-runs the whole window; the guard keeps two workers off one file.
-        for attempt in transactions(s, guard=raw_logs.ingest_guard(state["path"])):
-            with attempt as conn:
-                before = raw_logs.count_file(conn, state["path"])[0]
-                if full:
-                    raw_logs.forget_file(conn, state["path"])
-                counts = ingest_sql.store_lines(
-                    conn, table, source=state["format"], source_file=state["path"], default_project=self.project,
-                    default_tz=s.timezone, project_tz=s.project_timezones, column_map=s.column_map,
-                    max_line_bytes=s.max_line_bytes, fresh=full,
-                )
-                raw_logs.redact_project_ids(conn, state["path"], self._redact)
-                raw_logs.insert_rejects(conn, rejects)
-                for r in rejects:
-                    counts[r.reason] = counts.get(r.reason, 0) + 1
-                state["entries"], state["rejects"] = raw_logs.count_file(conn, state["path"])
-                if isinstance(state["prefix_sha256"], Future):
-                    state["prefix_sha256"] = state["prefix_sha256"].result()
-                raw_logs.save_file_state(conn, state)
-        after = state["entries"]
-        return FileResult(state["path"], state["format"], status, max(0, after - before), max(0, before - after),
-                          counts)
+        return _Write(state, status, table, full=not resumed, rejects=rejects)
 
     # --- notes and LoCoMo: re-read whole, keep unchanged ids ---------------------------------
-    def _ingest_structured(self, state: dict, path: Path, fmt: str, text: str, binary: list[Reject]) -> FileResult:
+    def _plan_structured(self, state: dict, path: Path, fmt: str, text: str, binary: list[Reject]) -> _Write:
         s = self.settings
         if fmt == "note":
             project = self.project or s.notes_project
@@ -233,21 +250,55 @@ class FileIngestor:
         else:
             tz = s.tz_for(self.project) if self.project else s.tz_for("")
             entries, rejects = locomo_entries(path, text, self.project, tz)
-        rejects = binary + rejects
         state.update(parsed_lines=text.count("\n") + 1)
-        for attempt in transactions(s, guard=raw_logs.ingest_guard(state["path"])):
+        return _Write(state, "ingested", full=False, rejects=binary + rejects, entries=entries)
+
+    # --- the one write window of a batch -----------------------------------------------------
+    def _write(self, writes: list[_Write]) -> dict[str, FileResult]:
+        if not writes:
+            return {}
+        s = self.settings
+        paths = [w.path for w in writes]
+        lines = [w for w in writes if w.table is not None]
+        structured = [w for w in writes if w.entries is not None]
+        guard = [k for p in paths for k in raw_logs.ingest_guard(p)]
+        # A lake commit conflict re-runs the whole window; the guard keeps two workers off one file.
+        for attempt in transactions(s, guard=guard):
             with attempt as conn:
-                removed = raw_logs.remove_entries_not_in(conn, state["path"], [e.entry_id for e in entries])
-                raw_logs.clear_rejects(conn, state["path"])
-                added = raw_logs.insert_entries(conn, entries)
-                raw_logs.redact_project_ids(conn, state["path"], self._redact)
-                raw_logs.insert_rejects(conn, rejects)
-                state["entries"], state["rejects"] = raw_logs.count_file(conn, state["path"])
-                raw_logs.save_file_state(conn, state)
-        counts: dict[str, int] = {}
-        for r in rejects:
-            counts[r.reason] = counts.get(r.reason, 0) + 1
-        return FileResult(state["path"], fmt, "ingested", added, removed, counts)
+                before = raw_logs.count_files(conn, paths)
+                raw_logs.forget_files(conn, [w.path for w in writes if w.full])
+                removed = raw_logs.remove_entries_not_in(
+                    conn, {w.path: [e.entry_id for e in w.entries or ()] for w in structured})
+                raw_logs.clear_rejects(conn, [w.path for w in structured])
+                raw_logs.insert_entries(conn, [e for w in structured for e in w.entries or ()])
+                refused = ingest_sql.store_lines(
+                    conn, ingest_sql.batch_table([(w.path, w.state["format"], w.table) for w in lines
+                                                  if w.table is not None]),
+                    resumed=[w.path for w in lines if not w.full], default_project=self.project,
+                    default_tz=s.timezone, project_tz=s.project_timezones, column_map=s.column_map,
+                    max_line_bytes=s.max_line_bytes,
+                ) if lines else {}
+                raw_logs.redact_project_ids(conn, paths, self._redact)
+                raw_logs.insert_rejects(conn, [r for w in writes for r in w.rejects])
+                after = raw_logs.count_files(conn, paths)
+                for w in writes:
+                    w.state["entries"], w.state["rejects"] = after.get(w.path, (0, 0))
+                    if isinstance(w.state["prefix_sha256"], Future):
+                        w.state["prefix_sha256"] = w.state["prefix_sha256"].result()
+                raw_logs.save_file_states(conn, [w.state for w in writes])
+        results: dict[str, FileResult] = {}
+        for w in writes:
+            counts = dict(refused.get(w.path, {}))
+            for r in w.rejects:
+                counts[r.reason] = counts.get(r.reason, 0) + 1
+            rows_before, rows_after = before.get(w.path, (0, 0))[0], w.state["entries"]
+            if w.entries is not None:  # kept ids stay; the rows not in the new version went
+                gone = removed.get(w.path, 0)
+                added, lost = rows_after - (rows_before - gone), gone
+            else:
+                added, lost = max(0, rows_after - rows_before), max(0, rows_before - rows_after)
+            results[w.path] = FileResult(w.path, w.state["format"], w.status, added, lost, counts)
+        return results
 
 
 def _gunzip(key: str, data: bytes) -> tuple[bytes, Reject | None]:

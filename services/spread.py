@@ -24,7 +24,8 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from chronicle.settings import Settings
-from storage import claims
+from storage import claims, reports
+from storage.db import connect
 
 T = TypeVar("T")
 BATCH_TTL_S = 6 * 3600.0
@@ -91,6 +92,25 @@ def alive(settings: Settings, batch: str, participant: int) -> Iterator[None]:
 
 def is_alive(settings: Settings, batch: str, participant: int) -> bool:
     return claims.holder(settings, _alive_key(batch, participant)) is not None
+
+
+def written_by(settings: Settings, weeks: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
+    """Which flow run wrote each week's current report (one read): a week a child wrote before it was killed
+    is the child's, though the child never got to publish its outcome row."""
+    if not weeks:
+        return {}
+    with connect(settings) as conn:
+        return reports.writers_of(conn, list(weeks))
+
+
+SPREAD_MIN_OFFLINE_WEEKS = 64
+"""An offline-engine backfill (milliseconds a week) smaller than this is not spread: it would be done
+before a child run started (seconds: a worker's poll, a process, imports; docs/deploy.md). With an LLM
+every week costs seconds, and spreading two weeks already pays."""
+
+
+def worth_spreading(settings: Settings, weeks: int) -> bool:
+    return weeks >= 2 and (not settings.offline_llm or weeks >= SPREAD_MIN_OFFLINE_WEEKS)
 
 
 def tidy(settings: Settings) -> None:

@@ -7,7 +7,9 @@ task layer wraps `run_week` and publishes what it returns.
 
 from __future__ import annotations
 
+import contextvars
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
@@ -22,6 +24,7 @@ from services import week_claims
 from services.llm_gate import held_calls, llm_call, redactor_for
 from storage import claims, reports
 from storage.db import connect, transactions
+from storage.llm_log import write_calls
 
 Prepared = tuple[WeekInput, StoredReport | None]
 """A week's input and its stored report, read at planning so the task need not read them again."""
@@ -111,19 +114,7 @@ def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | 
     # The week's successful LLM attempts are stored in its report's commit (one write window per week);
     # if the week fails before that commit, held_calls writes them on the way out.
     with held_calls(settings) as held:
-        try:
-            if settings.offline_llm or not week_input.entries:
-                report = offline_week(week_input, settings.report_max_chars)
-            else:
-                call = llm_call(settings, run_id, project_id=project_id, week_number=week.number)
-                report = llm_week(week_input, call, model=model, max_chars=settings.report_max_chars,
-                                  context_tokens=settings.llm_context_tokens)
-        except Exception:
-            if stored is not None and stored.status == "generated" and stored.input_hash != week_input.input_hash:
-                for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
-                    with attempt as conn:
-                        reports.mark_stale(conn, project_id, week.number)
-            raise
+        report = _write_text(settings, week_input, stored, model, run_id)
         saved = reports.writer_for(settings).save(report, overwrite_edited=overwrite_edited, reason=why,
                                                   flow_run_id=run_id, lease=lease, calls=held.take())
         held.done()
@@ -131,6 +122,124 @@ def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | 
                       llm_calls=report.llm_calls, needs_review=report.needs_review,
                       reasons=tuple(describe(r) for r in report.review_reasons), why=why)
     return WeekRun(row, report if saved == "generated" else None)
+
+
+COMMIT_EVERY = 4
+"""Offline weeks of a group stored per commit at least (more when more threads run at once)."""
+
+WeekItem = tuple[str, IsoWeek, Prepared | None, str | None]
+"""A week of a group: (project, week, what the plan read, the fan-out that leased its cache key)."""
+
+
+def _write_text(settings: Settings, week_input: WeekInput, stored: StoredReport | None, model: str,
+                run_id: str) -> WeekReport:
+    """The week's text (offline engine, or the LLM through the gate); a failure marks a changed report stale."""
+    project_id, week = week_input.project_id, week_input.week
+    try:
+        if settings.offline_llm or not week_input.entries:
+            return offline_week(week_input, settings.report_max_chars)
+        call = llm_call(settings, run_id, project_id=project_id, week_number=week.number)
+        return llm_week(week_input, call, model=model, max_chars=settings.report_max_chars,
+                        context_tokens=settings.llm_context_tokens)
+    except Exception:
+        if stored is not None and stored.status == "generated" and stored.input_hash != week_input.input_hash:
+            for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
+                with attempt as conn:
+                    reports.mark_stale(conn, project_id, week.number)
+        raise
+
+
+def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, force: bool = False,
+                   overwrite_edited: bool = False, threads: int = 1) -> list[WeekRun | Exception]:
+    """Run a group of weeks (`threads` at a time); the weeks the offline engine writes (milliseconds each,
+    where a commit per week would cost more than the week) are stored one window per round of weeks.
+
+    Each week keeps its own decision (cache, edits), claim, LLM calls and outcome; a week that fails is
+    its exception in the result and its neighbours go on. A round's offline reports (ending their leases)
+    are committed together once the round is written: a kill before that commit loses the round's text
+    (milliseconds of work), never a week half stored, and the rerun writes it again. A week written by
+    the LLM is stored at once, group-committed with the weeks in flight beside it, as before.
+    A week without a lease (its task runs in another process) goes through `run_week` and claims itself.
+    """
+    model = engine_model(settings)
+    out: list[WeekRun | Exception | None] = [None] * len(items)
+    pending: list[_Pending | None] = [None] * len(items)
+
+    def one(i: int) -> None:
+        project_id, week, prepared, owner = items[i]
+        t0 = time.perf_counter()
+        try:
+            week_input, stored = prepared or read_week(settings, project_id, week)
+            decision = decide(stored, week_input, model, force=force, overwrite_edited=overwrite_edited)
+            leases = week_claims.leases_of(owner)
+            key = week_claims.week_claim_key(week_input, model)
+            # A week written by the LLM is stored as soon as it is written (group-committed with the weeks
+            # in flight beside it): held for the group's commit, a kill would throw away paid calls.
+            llm = bool(week_input.entries) and not settings.offline_llm
+            if decision.action != "generate" or leases is None or not leases.holds(key) or llm:
+                out[i] = run_week(settings, project_id, week, run_id, force=force, overwrite_edited=overwrite_edited,
+                                  prepared=(week_input, stored), lease_owner=owner)
+                return
+            try:
+                with held_calls(settings) as held:
+                    report = _write_text(settings, week_input, stored, model, run_id)
+                    calls = held.take()
+                    held.done()  # stored with the group's commit below (or written on their own if it fails)
+            except BaseException:
+                leases.release([key])
+                raise
+            pending[i] = _Pending(week_input, report, decision.why, (leases, key), calls, time.perf_counter() - t0)
+        except Exception as exc:
+            out[i] = exc
+
+    def store(indices: range) -> None:
+        todo = [(i, p) for i in indices if (p := pending[i]) is not None]
+        t_save = time.perf_counter()
+        saved = reports.writer_for(settings).save_many(
+            [(p.report, overwrite_edited, p.why, run_id, p.lease, p.calls) for _, p in todo])
+        share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
+        for (i, p), result in zip(todo, saved, strict=True):
+            if isinstance(result, BaseException):
+                p.lease[0].release([p.lease[1]])
+                write_calls(settings, p.calls)
+                out[i] = result if isinstance(result, Exception) else RuntimeError(str(result))
+                continue
+            row = WeekOutcome(p.week_input.project_id, p.week_input.week.number, result, p.report.model,
+                              len(p.week_input.entries), llm_calls=p.report.llm_calls,
+                              needs_review=p.report.needs_review,
+                              reasons=tuple(describe(r) for r in p.report.review_reasons), why=p.why)
+            out[i] = WeekRun(row.timed(p.seconds + share), p.report if result == "generated" else None)
+
+    # One commit per round of `threads` weeks (at least COMMIT_EVERY): a handful of windows per group, and
+    # what a kill can throw away stays a round, not the whole group.
+    step = max(threads, COMMIT_EVERY)
+    workers = min(max(1, threads), len(items)) or 1
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chronicle-week") as pool:
+        for first in range(0, len(items), step):
+            chunk = range(first, min(first + step, len(items)))
+            if workers == 1:
+                for i in chunk:
+                    one(i)
+            else:
+                # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run
+                # and the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold
+                # neither, and a week would then wait forever for a slot its own run holds).
+                for future in [pool.submit(contextvars.copy_context().run, one, i) for i in chunk]:
+                    future.result()
+            store(chunk)
+    assert all(r is not None for r in out)
+    return [r for r in out if r is not None]
+
+
+class _Pending(NamedTuple):
+    """A week written by a group, waiting for the group's commit."""
+
+    week_input: WeekInput
+    report: WeekReport
+    why: str
+    lease: tuple[claims.Leases, str]
+    calls: list
+    seconds: float
 
 
 @dataclass

@@ -182,39 +182,43 @@ def _raw(strip_cr: bool) -> str:
 def good_lines_sql(column_map: dict[str, str], project_tz: dict[str, str], strip_cr: bool, fresh: bool) -> str:
     """INSERT of the lines of `src` that pass every check into `raw_logs` (pass 1).
 
-    `try(json_extract_string(...))` is the one parse of a line: broken JSON gives NULL (and the line falls to
-    pass 2), an array or a scalar gives no fields. The checks are the negation of `_REASON_SQL`, in SQL.
-    `fresh`: the file has no rows stored (a first or whole re-read), so no stored id needs skipping.
+    `src` holds the lines of one or many files (`source_file`, `source` per line: a batch of small files is
+    one scan). `try(json_extract_string(...))` is the one parse of a line: broken JSON gives NULL (and the
+    line falls to pass 2), an array or a scalar gives no fields. The checks are the negation of
+    `_REASON_SQL`, in SQL. `fresh`: no file of the batch has rows stored (first or whole re-reads), so no
+    stored id needs skipping; otherwise `$resumed` lists the files read from an offset.
     """
     path_list, _, patch = _fields(column_map)
     # `keys`: a duplicate key is refused, not resolved (DuckDB would keep the first value, CSV the last).
-    parsed = f"""WITH e AS (SELECT line_no, byte_offset, raw, try(json_extract_string(raw, {path_list})) AS v,
-        try(json_keys(raw)) AS keys
-      FROM (SELECT line_no, byte_offset, {_raw(strip_cr)} AS raw FROM src) WHERE strlen(raw) <= $max_bytes)"""
+    parsed = f"""WITH e AS (SELECT source_file, source, line_no, byte_offset, raw,
+        try(json_extract_string(raw, {path_list})) AS v, try(json_keys(raw)) AS keys
+      FROM (SELECT source_file, source, line_no, byte_offset, {_raw(strip_cr)} AS raw FROM src)
+      WHERE strlen(raw) <= $max_bytes)"""
     ctes = _placed_ctes(column_map, project_tz, parsed)
     return f"""
 INSERT INTO raw_logs (entry_id, project_id, source, source_file, line_no, byte_offset, ts,
     local_date, iso_year, iso_week, week_number, actor, type, content, metadata, ingested_at)
-SELECT entry_id, project_id, $source, $file, line_no, byte_offset, make_timestamp(epoch_us(ts_tz)),
+SELECT entry_id, project_id, source, source_file, line_no, byte_offset, make_timestamp(epoch_us(ts_tz)),
     CAST(local_ts AS DATE), isoyear(local_ts), week(local_ts), isoyear(local_ts) * 100 + week(local_ts),
     actor, type, content, metadata, $ingested_at
 FROM ({ctes}
-  SELECT *, substr(md5($file || chr(31) || line_no::VARCHAR || chr(31) || raw), 1, 24) AS entry_id,
+  SELECT *, substr(md5(source_file || chr(31) || line_no::VARCHAR || chr(31) || raw), 1, 24) AS entry_id,
     timezone(tz, ts_tz) AS local_ts, json_merge_patch(raw, {patch}) AS metadata
   FROM t
   WHERE project_id IS NOT NULL AND ts_tz IS NOT NULL AND dst IS NULL AND len(keys) = list_unique(keys)
     AND ts_tz <= $now + INTERVAL 2 DAY AND ts_tz >= TIMESTAMPTZ '1970-01-01 00:00:00+00'
     AND content IS NOT NULL AND trim(content) <> '')""" + ("" if fresh else """
-WHERE entry_id NOT IN (SELECT entry_id FROM raw_logs WHERE source_file = $file AND line_no >= $first_line)""")
+WHERE entry_id NOT IN (SELECT entry_id FROM raw_logs
+                       WHERE source_file IN (SELECT unnest($resumed)) AND line_no >= $first_line)""")
 
 
 def refused_lines_sql(column_map: dict[str, str], project_tz: dict[str, str], strip_cr: bool) -> str:
     """The non-blank lines of `src` not in `raw_logs` after pass 1, each with its reason (pass 2)."""
     path_list, _, _ = _fields(column_map)
-    parsed = f"""WITH s AS (SELECT src.line_no, src.byte_offset, {_raw(strip_cr)} AS raw FROM src
-        ANTI JOIN (SELECT line_no FROM raw_logs
-                   WHERE source_file = $file AND line_no BETWEEN $first_line AND $last_line) stored
-        ON src.line_no = stored.line_no),
+    parsed = f"""WITH s AS (SELECT src.source_file, src.line_no, src.byte_offset, {_raw(strip_cr)} AS raw FROM src
+        ANTI JOIN (SELECT source_file, line_no FROM raw_logs
+                   WHERE source_file IN (SELECT unnest($files)) AND line_no BETWEEN $first_line AND $last_line) stored
+        ON src.source_file = stored.source_file AND src.line_no = stored.line_no),
 c AS (SELECT *, CASE WHEN strlen(raw) <= $max_bytes THEN try_cast(raw AS JSON) END AS j
       FROM s WHERE trim(raw) <> ''),
 e AS (SELECT *, CASE WHEN json_type(j) = 'OBJECT' THEN json_extract_string(j, {path_list}) END AS v,
@@ -222,7 +226,7 @@ e AS (SELECT *, CASE WHEN json_type(j) = 'OBJECT' THEN json_extract_string(j, {p
     ctes = _placed_ctes(column_map, project_tz, parsed)
     return f"""{ctes},
 r AS (SELECT *, {_REASON_SQL} AS reason FROM t)
-SELECT line_no, byte_offset, raw, coalesce(reason, 'not_stored') AS reason,
+SELECT source_file, line_no, byte_offset, raw, coalesce(reason, 'not_stored') AS reason,
   CASE coalesce(reason, 'not_stored')
        WHEN 'invalid_timezone' THEN zone_error
        WHEN 'invalid_timestamp' THEN 'cannot parse ts for project ' || coalesce(project_id, '')
@@ -275,34 +279,58 @@ def lines_table(lines: Sequence[str], line_nos: Sequence[int]) -> pa.Table:
                      "raw": pa.array(lines, pa.large_string())})
 
 
+def batch_table(parts: Sequence[tuple[str, str, pa.Table]]) -> pa.Table:
+    """The `src` table of a batch: the lines of every (file, format, table) with `source_file` and `source`.
+
+    The file and format are dictionary columns (4 bytes a line, not the path again on every line of a large
+    file). Many small files are combined into record batches of `BATCH_ROWS`: thousands of one-row batches
+    would cost DuckDB's scan more than the lines; one large file keeps its zero-copy chunks.
+    """
+    parts = [p for p in parts if p[2].num_rows]
+    counts = np.array([t.num_rows for _, _, t in parts], dtype=np.int64)
+    files = pa.array([f for f, _, _ in parts], pa.string())
+    formats = sorted({fmt for _, fmt, _ in parts})
+    file_idx = np.repeat(np.arange(len(parts), dtype=np.int32), counts)
+    fmt_idx = np.repeat(np.array([formats.index(fmt) for _, fmt, _ in parts], dtype=np.int32), counts)
+    template = parts[0][2] if parts else lines_table([], [])
+    columns = {name: pa.chunked_array([c for _, _, t in parts for c in t.column(name).chunks],
+                                      template.schema.field(name).type) for name in ("line_no", "byte_offset", "raw")}
+    table = pa.table({"source_file": pa.DictionaryArray.from_arrays(file_idx, files),
+                      "source": pa.DictionaryArray.from_arrays(fmt_idx, pa.array(formats, pa.string())),
+                      **columns})
+    if len(parts) > 1:
+        table = table.combine_chunks()
+    return pa.Table.from_batches(table.to_batches(max_chunksize=BATCH_ROWS), table.schema)
+
+
 def store_lines(
     conn: duckdb.DuckDBPyConnection,
     table: pa.Table,
     *,
-    source: str,
-    source_file: str,
+    resumed: Sequence[str] = (),
     default_project: str | None,
     default_tz: str,
     project_tz: dict[str, str],
     column_map: dict[str, str],
     max_line_bytes: int,
-    fresh: bool = False,
-) -> dict[str, int]:
-    """Lines (`line_no`, `byte_offset`, `raw`) into `raw_logs` and `rejects`; returns refused lines by reason.
+) -> dict[str, dict[str, int]]:
+    """Lines of a `batch_table` into `raw_logs` and `rejects`; returns refused lines by file and reason.
 
-    Entry ids already stored for the file are skipped (anti-join; `fresh` = the caller has just removed every
-    row of the file, so there are none), as are stored rejects: re-reads are idempotent. When every line
-    was stored, pass 2 has nothing to judge and is not run. The caller's transaction makes it one change.
+    Entry ids already stored for the files in `resumed` (read from an offset) are skipped (anti-join; the
+    other files have just had every row removed by the caller, or never had any), as are stored rejects:
+    re-reads are idempotent. When every line was stored, pass 2 has nothing to judge and is not run. The
+    caller's transaction makes the whole batch one change.
     """
     if table.num_rows == 0:
         return {}
     line_nos = table.column("line_no")
+    files = table.column("source_file").chunk(0).dictionary.to_pylist()  # one dictionary for all chunks
     now = datetime.now(UTC)
     strip_cr = bool(pa.compute.any(pa.compute.ends_with(table.column("raw"), "\r")).as_py())
     params: dict[str, object] = {"max_bytes": max_line_bytes, "default_project": default_project,
-                                 "default_tz": default_tz, "now": now, "file": source_file,
-                                 "zones": zone_names(conn)}
+                                 "default_tz": default_tz, "now": now, "zones": zone_names(conn)}
     first_line = {"first_line": pa.compute.min(line_nos).as_py()}
+    fresh = not resumed
     conn.register("src", table)
     try:
         # Filter pushdown would copy the JSON parse into every condition that reads a field of it (measured:
@@ -310,7 +338,7 @@ def store_lines(
         conn.execute("SET disabled_optimizers = 'filter_pushdown'")
         try:
             stored = conn.execute(good_lines_sql(column_map, project_tz, strip_cr, fresh),
-                                  {**params, **({} if fresh else first_line), "source": source,
+                                  {**params, **({} if fresh else {**first_line, "resumed": list(resumed)}),
                                    "ingested_at": now.replace(tzinfo=None)}).fetchall()
         finally:
             with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses it; the first error matters
@@ -318,21 +346,23 @@ def store_lines(
         if stored[0][0] == table.num_rows:
             return {}  # every line is in raw_logs: nothing refused, no blank line
         conn.execute(f"CREATE OR REPLACE TEMP TABLE refused AS {refused_lines_sql(column_map, project_tz, strip_cr)}",
-                     {**params, **first_line, "last_line": pa.compute.max(line_nos).as_py()})
+                     {**params, **first_line, "files": files, "last_line": pa.compute.max(line_nos).as_py()})
     finally:
         _unregister(conn, "src")
     conn.execute(
         """
         INSERT INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw, rejected_at)
-        SELECT reject_id, $file, line_no, byte_offset, reason, detail, raw, $now
-        FROM (SELECT substr(md5($file || chr(31) || line_no::VARCHAR || chr(31) || reason), 1, 24) AS reject_id,
-                     line_no, byte_offset, reason, detail, raw FROM refused)
-        WHERE reject_id NOT IN (SELECT reject_id FROM rejects WHERE source_file = $file)
+        SELECT reject_id, source_file, line_no, byte_offset, reason, detail, raw, $now
+        FROM (SELECT substr(md5(source_file || chr(31) || line_no::VARCHAR || chr(31) || reason), 1, 24)
+                     AS reject_id, source_file, line_no, byte_offset, reason, detail, raw FROM refused)
+        WHERE reject_id NOT IN (SELECT reject_id FROM rejects WHERE source_file IN (SELECT unnest($files)))
         QUALIFY row_number() OVER (PARTITION BY reject_id ORDER BY line_no) = 1
         """,
-        {"file": source_file, "now": now.replace(tzinfo=None)},
+        {"files": files, "now": now.replace(tzinfo=None)},
     )
-    counts = dict(conn.execute("SELECT reason, count(*) FROM refused GROUP BY 1").fetchall())
+    counts: dict[str, dict[str, int]] = {}
+    for file, reason, n in conn.execute("SELECT source_file, reason, count(*) FROM refused GROUP BY 1, 2").fetchall():
+        counts.setdefault(file, {})[reason] = n
     conn.execute("DROP TABLE refused")
     return counts
 

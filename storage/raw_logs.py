@@ -56,33 +56,52 @@ def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry]) ->
     return conn.execute("SELECT count(*) FROM raw_logs").fetchall()[0][0] - before
 
 
-def remove_entries_not_in(conn: duckdb.DuckDBPyConnection, source_file: str, keep_ids: Sequence[str]) -> int:
-    """A rewritten file: drop its rows that the new version no longer has."""
-    conn.register("keep_ids", pa.table({"entry_id": pa.array(list(keep_ids), pa.string())}))
+def _paths_table(conn: duckdb.DuckDBPyConnection, name: str, paths: Sequence[str]) -> None:
+    conn.register(name, pa.table({"path": pa.array(list(paths), pa.string())}))
+
+
+def remove_entries_not_in(conn: duckdb.DuckDBPyConnection, keep: dict[str, Sequence[str]]) -> dict[str, int]:
+    """Rewritten files (path -> the entry ids their new version has): drop their rows no longer there.
+
+    Returns rows removed per file. One statement for a whole batch of files."""
+    if not keep:
+        return {}
+    conn.register("keep_ids", pa.table({
+        "source_file": pa.array([p for p, ids in keep.items() for _ in ids], pa.string()),
+        "entry_id": pa.array([i for ids in keep.values() for i in ids], pa.string()),
+    }))
+    _paths_table(conn, "keep_files", list(keep))
+    gone = """FROM raw_logs WHERE source_file IN (SELECT path FROM keep_files)
+              AND entry_id NOT IN (SELECT entry_id FROM keep_ids)"""
     try:
-        n = conn.execute(
-            "SELECT count(*) FROM raw_logs WHERE source_file = ? AND entry_id NOT IN (SELECT entry_id FROM keep_ids)",
-            [source_file],
-        ).fetchall()[0][0]
-        conn.execute(
-            "DELETE FROM raw_logs WHERE source_file = ? AND entry_id NOT IN (SELECT entry_id FROM keep_ids)",
-            [source_file],
-        )
+        removed = dict(conn.execute(f"SELECT source_file, count(*) {gone} GROUP BY 1").fetchall())
+        if removed:
+            conn.execute(f"DELETE {gone}")
     finally:
-        _unregister(conn, "keep_ids")
-    return n
+        _unregister(conn, "keep_ids", "keep_files")
+    return removed
 
 
-def forget_file(conn: duckdb.DuckDBPyConnection, source_file: str) -> int:
-    """Remove every row and reject of a file before it is re-read from the start."""
-    n = conn.execute("SELECT count(*) FROM raw_logs WHERE source_file = ?", [source_file]).fetchall()[0][0]
-    conn.execute("DELETE FROM raw_logs WHERE source_file = ?", [source_file])
-    conn.execute("DELETE FROM rejects WHERE source_file = ?", [source_file])
-    return n
+def forget_files(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> None:
+    """Remove every row and reject of files before they are re-read from the start (or rejected whole)."""
+    if not paths:
+        return
+    _paths_table(conn, "forget_paths", paths)
+    try:
+        conn.execute("DELETE FROM raw_logs WHERE source_file IN (SELECT path FROM forget_paths)")
+        conn.execute("DELETE FROM rejects WHERE source_file IN (SELECT path FROM forget_paths)")
+    finally:
+        _unregister(conn, "forget_paths")
 
 
-def clear_rejects(conn: duckdb.DuckDBPyConnection, source_file: str) -> None:
-    conn.execute("DELETE FROM rejects WHERE source_file = ?", [source_file])
+def clear_rejects(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> None:
+    if not paths:
+        return
+    _paths_table(conn, "clear_paths", paths)
+    try:
+        conn.execute("DELETE FROM rejects WHERE source_file IN (SELECT path FROM clear_paths)")
+    finally:
+        _unregister(conn, "clear_paths")
 
 
 def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -> None:
@@ -112,24 +131,37 @@ def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -
         _unregister(conn, "new_rejects")
 
 
-def file_state(conn: duckdb.DuckDBPyConnection, path: str) -> dict[str, Any] | None:
-    cur = conn.execute("SELECT * FROM ingest_files WHERE path = ?", [path])
-    rows = cur.fetchall()
-    if not rows:
-        return None
-    return dict(zip([d[0] for d in cur.description], rows[0], strict=True))
+def file_states(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The stored state of each of `paths` that has one, in one query (a batch of thousands of files)."""
+    if not paths:
+        return {}
+    _paths_table(conn, "state_paths", paths)
+    try:
+        cur = conn.execute("SELECT * FROM ingest_files WHERE path IN (SELECT path FROM state_paths)")
+        rows = cur.fetchall()
+        names = [d[0] for d in cur.description]
+    finally:
+        _unregister(conn, "state_paths")
+    return {row[0]: dict(zip(names, row, strict=True)) for row in rows}
 
 
-def save_file_state(conn: duckdb.DuckDBPyConnection, state: dict[str, Any]) -> None:
-    """Replace a file's row (delete + insert: the caller's transaction makes it one change)."""
-    conn.execute("DELETE FROM ingest_files WHERE path = ?", [state["path"]])
-    conn.execute(
-        """INSERT INTO ingest_files (path, project_id, format, size, mtime_ns, parsed_bytes,
-             parsed_lines, prefix_sha256, entries, rejects, content_sha256, ingested_at)
-           VALUES ($path, $project_id, $format, $size, $mtime_ns, $parsed_bytes, $parsed_lines,
-             $prefix_sha256, $entries, $rejects, $content_sha256, $now)""",
-        {"content_sha256": None, **state, "now": _now()},
-    )
+def save_file_states(conn: duckdb.DuckDBPyConnection, states: Sequence[dict[str, Any]]) -> None:
+    """Replace the rows of files (delete + insert: the caller's transaction makes it one change)."""
+    if not states:
+        return
+    now = _now()
+    columns = ("path", "project_id", "format", "size", "mtime_ns", "parsed_bytes", "parsed_lines",
+               "prefix_sha256", "entries", "rejects", "content_sha256")
+    types = (pa.string(), pa.string(), pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.int64(),
+             pa.string(), pa.int32(), pa.int32(), pa.string())
+    conn.register("new_states", pa.table({c: pa.array([s.get(c) for s in states], t)
+                                          for c, t in zip(columns, types, strict=True)}))
+    try:
+        conn.execute("DELETE FROM ingest_files WHERE path IN (SELECT path FROM new_states)")
+        conn.execute(f"INSERT INTO ingest_files ({', '.join(columns)}, ingested_at) "
+                     f"SELECT {', '.join(columns)}, ? FROM new_states", [now])
+    finally:
+        _unregister(conn, "new_states")
 
 
 def ingest_guard(path: str) -> list[str]:
@@ -137,24 +169,38 @@ def ingest_guard(path: str) -> list[str]:
     return [f"ingest:{path}"]
 
 
-def redact_project_ids(conn: duckdb.DuckDBPyConnection, source_file: str, redact: Callable[[str], str]) -> int:
-    """The file's project ids with any secret in them redacted (`ACME-ghp_….` -> `ACME-[REDACTED:api_key]`);
+def redact_project_ids(conn: duckdb.DuckDBPyConnection, paths: Sequence[str], redact: Callable[[str], str]) -> int:
+    """The project ids of these files with any secret in them redacted (`ACME-ghp_….` -> `ACME-[REDACTED:api_key]`);
     returns how many ids changed. A project id travels into prompts, reports, run names, artifacts and CLI
-    tables: ingest is the one gate it passes, so every later sink sees the redacted id."""
-    ids = [r[0] for r in conn.execute("SELECT DISTINCT project_id FROM raw_logs WHERE source_file = ?",
-                                      [source_file]).fetchall()]
-    changed = 0
-    for project_id in ids:
-        shown = redact(project_id)
-        if shown != project_id:
-            conn.execute("UPDATE raw_logs SET project_id = ? WHERE source_file = ? AND project_id = ?",
-                         [shown, source_file, project_id])
-            changed += 1
+    tables: ingest is the one gate it passes, so every later sink sees the redacted id. One query per batch."""
+    if not paths:
+        return 0
+    _paths_table(conn, "redact_paths", paths)
+    try:
+        ids = [r[0] for r in conn.execute("SELECT DISTINCT project_id FROM raw_logs "
+                                          "WHERE source_file IN (SELECT path FROM redact_paths)").fetchall()]
+        changed = 0
+        for project_id in ids:
+            shown = redact(project_id)
+            if shown != project_id:
+                conn.execute("UPDATE raw_logs SET project_id = ? WHERE project_id = ? "
+                             "AND source_file IN (SELECT path FROM redact_paths)", [shown, project_id])
+                changed += 1
+    finally:
+        _unregister(conn, "redact_paths")
     return changed
 
 
-def count_file(conn: duckdb.DuckDBPyConnection, path: str) -> tuple[int, int]:
-    """(rows, rejects) currently stored for one file."""
-    rows = conn.execute("SELECT count(*) FROM raw_logs WHERE source_file = ?", [path]).fetchall()[0][0]
-    rej = conn.execute("SELECT count(*) FROM rejects WHERE source_file = ?", [path]).fetchall()[0][0]
-    return rows, rej
+def count_files(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """(rows, rejects) currently stored for each of `paths` (files with neither are absent)."""
+    if not paths:
+        return {}
+    _paths_table(conn, "count_paths", paths)
+    try:
+        rows = dict(conn.execute("SELECT source_file, count(*) FROM raw_logs "
+                                 "WHERE source_file IN (SELECT path FROM count_paths) GROUP BY 1").fetchall())
+        rej = dict(conn.execute("SELECT source_file, count(*) FROM rejects "
+                                "WHERE source_file IN (SELECT path FROM count_paths) GROUP BY 1").fetchall())
+    finally:
+        _unregister(conn, "count_paths")
+    return {p: (rows.get(p, 0), rej.get(p, 0)) for p in {*rows, *rej}}

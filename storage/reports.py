@@ -157,6 +157,15 @@ def _insert(conn: duckdb.DuckDBPyConnection, table: str, cols: tuple[str, ...], 
                  [x for row in rows for x in row])
 
 
+def writers_of(conn: duckdb.DuckDBPyConnection, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
+    """The flow run that wrote each (project, week)'s current report (weeks without a report are absent)."""
+    if not keys:
+        return {}
+    return {(p, w): run for p, w, run in _keyed(
+        conn, "SELECT r.project_id, r.week_number, r.flow_run_id FROM weekly_reports r "
+              "JOIN {keys} ON r.project_id = k.p AND r.week_number = k.w", keys)}
+
+
 def guard_keys(project_ids: Iterable[str]) -> list[str]:
     """Claim keys for writing reports of these projects: versions and the one-row-per-week rule need
     writers of one project to take turns in the lake (the embedded file lock already does that)."""
@@ -324,6 +333,39 @@ class ReportWriter:
             lease[0].finish([lease[1]])
         assert ticket.outcome is not None
         return ticket.outcome
+
+    def save_many(self, items: Sequence[tuple[WeekReport, bool, str, str | None, tuple[claims.Leases, str] | None,
+                                              Sequence[CallRow]]]) -> list[str | BaseException]:
+        """Store a group of reports (report, overwrite_edited, reason, flow_run_id, lease, calls) in one window,
+        with whatever other callers queued meanwhile; one outcome per item, or the error of that item (the
+        group is retried row by row when its commit fails, as in `save`)."""
+        if not items:
+            return []
+        tickets = [_Ticket((r, o, why, run), lease, calls) for r, o, why, run, lease, calls in items]
+        with self._cond:
+            self._queue.extend(tickets)
+            while self._writing and not all(t.done for t in tickets):
+                self._cond.wait()
+            batch: list[_Ticket] | None = None
+            if not all(t.done for t in tickets):
+                batch, self._queue, self._writing = self._queue, [], True
+        if batch is not None:
+            try:
+                self._flush(batch)
+            finally:
+                with self._cond:
+                    self._writing = False
+                    self._cond.notify_all()
+        out: list[str | BaseException] = []
+        for t in tickets:
+            if t.error is not None:
+                out.append(t.error)
+                continue
+            if t.lease is not None and self.settings.lake:
+                t.lease[0].finish([t.lease[1]])  # in PostgreSQL: ended after the commit, as in `save`
+            assert t.outcome is not None
+            out.append(t.outcome)
+        return out
 
     def _write(self, tickets: list[_Ticket]) -> None:
         guard = guard_keys(t.args[0].project_id for t in tickets)

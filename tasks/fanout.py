@@ -6,6 +6,7 @@ It lives with the tasks (not in a flow module) so that flows never import each o
 from __future__ import annotations
 
 import queue
+import shlex
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -27,14 +28,20 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from chronicle.progress import report
 from chronicle.settings import Settings
 from chronicle.weekly.engine import engine_model
+from chronicle.weekly.grouping import grouping
 from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, failed, outcome_counts
 from chronicle.weekly.report_md import outcome_markdown
 from chronicle.weeks import IsoWeek
 from services.llm_gate import redactor_for, reserve_llm
 from services.runs import run_notes
 from services.week_claims import fan_out_leases, lease_weeks
-from services.weekly import Prepared, ProjectPlan
-from tasks.weekly import artifact_key, artifacts, summarize_week_task
+from services.weekly import Prepared, ProjectPlan, WeekItem
+from tasks.weekly import artifact_key, artifacts, summarize_weeks_task
+
+REPORT_CARDS_MAX = 8
+"""A run of at most this many weeks also shows each new report as its own Markdown artifact; a longer one
+shows its weeks in its one outcome table (`chronicle report show PROJECT WEEK` one click away), not as
+hundreds of unordered cards."""
 
 
 def run_label(project_id: str | None) -> str:
@@ -104,15 +111,18 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
     gate = reserve_llm(settings, min(workers, llm_weeks)) if reserve else nullcontext()
     # Tasks in other processes cannot see this process's leases: they claim their week themselves.
     leasing = fan_out_leases(settings) if in_process else nullcontext()
-    finished: queue.Queue[tuple[PrefectFuture[Any], str, IsoWeek, int, float]] = queue.Queue()
+    finished: queue.Queue[tuple[PrefectFuture[Any], list[tuple[str, IsoWeek, int]], float]] = queue.Queue()
     in_flight = 0
     model = engine_model(settings)
     in_hand: deque[Work] = deque()
     leased: set[tuple[str, int]] = set()
     answered: dict[tuple[str, int], WeekOutcome] = {}
+    # Weeks per task run: the orchestration (task run, events, write window) is paid per group of weeks.
+    group, threads, groups_in_flight = grouping(len(todo), workers, settings.weeks_per_task)
+    cards = len(todo) <= REPORT_CARDS_MAX
 
     def refill() -> None:
-        batch = [todo.popleft() for _ in range(min(len(todo), workers if take is not None else len(todo)))]
+        batch = [todo.popleft() for _ in range(min(len(todo), group if take is not None else len(todo)))]
         if take is not None:
             batch = take(batch)
         if leases is not None and batch:
@@ -127,40 +137,55 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
         if on_done is not None:
             on_done(row)
 
+    def failed_row(project_id: str, week: IsoWeek, n: int, exc: BaseException, t0: float) -> WeekOutcome:
+        row = failed(project_id, week, n, exc, time.perf_counter() - t0)
+        # The message lands in the outcome artifact, pipeline_runs and the CLI: redacted like all shown.
+        return replace(row, message=redactor_for(settings).redact(row.message or ""))
+
     with gate, leasing as leases:
         while todo or in_hand or in_flight:
-            while in_flight < workers and (in_hand or todo):
+            while in_flight < groups_in_flight and (in_hand or todo):
                 if not in_hand:
                     refill()
                     continue
-                project_id, week, prepared = in_hand.popleft()
-                if (project_id, week.number) in answered:
-                    done(answered.pop((project_id, week.number)))
+                items: list[WeekItem] = []
+                while in_hand and len(items) < group:
+                    project_id, week, prepared = in_hand.popleft()
+                    if (project_id, week.number) in answered:
+                        done(answered.pop((project_id, week.number)))
+                        continue
+                    owner = leases.owner if leases is not None and (project_id, week.number) in leased else None
+                    items.append((project_id, week, prepared, owner))
+                if not items:
                     continue
-                owner = leases.owner if leases is not None and (project_id, week.number) in leased else None
                 t0 = time.perf_counter()
-                future = summarize_week_task.submit(settings, project_id, week.number, force, overwrite_edited,
-                                                    prepared, owner)
-                info = (project_id, week, len(prepared[0].entries), t0)
-                future.add_done_callback(lambda f, info=info: finished.put((f, *info)))
+                future = summarize_weeks_task.submit(settings, items, force, overwrite_edited, cards, threads)
+                info = [(p, w, len(prep[0].entries) if prep else 0) for p, w, prep, _ in items]
+                future.add_done_callback(lambda f, info=info, t0=t0: finished.put((f, info, t0)))
                 in_flight += 1
             if not in_flight:
                 continue
-            future, project_id, week, n, t0 = finished.get()
+            future, info, t0 = finished.get()
             in_flight -= 1
             try:
-                row = future.result()
-            except Exception as exc:
-                row = failed(project_id, week, n, exc, time.perf_counter() - t0)
-                # The message lands in the outcome artifact, pipeline_runs and the CLI: redacted like all shown.
-                row = replace(row, message=redactor_for(settings).redact(row.message or ""))
-            done(row)
+                results = future.result()
+            except Exception as exc:  # the group's task itself failed: every week of it failed
+                results = [exc] * len(info)
+            for (project_id, week, n), result in zip(info, results, strict=True):
+                done(failed_row(project_id, week, n, result, t0) if isinstance(result, BaseException) else result)
     artifacts.drain()  # the per-week Markdown artifacts are published in the background
     return rows
 
 
+def outcome_row(row: WeekOutcome) -> dict[str, Any]:
+    """A row of the run's outcome table, with the command that shows the week's report."""
+    week = IsoWeek.from_number(row.week_number)
+    shown = f"chronicle report show -p {shlex.quote(row.project)} -w {week.year}-W{week.week:02d}"
+    return row.table_row() | {"report": shown}
+
+
 def publish_outcome(rows: list[WeekOutcome], *, key: str | None, title: str, counts: dict[str, Any],
-                    table: Callable[[WeekOutcome], dict[str, Any]] = WeekOutcome.table_row) -> list[WeekOutcome]:
+                    table: Callable[[WeekOutcome], dict[str, Any]] = outcome_row) -> list[WeekOutcome]:
     """Sort the rows, count them into `counts`, publish the outcome table and summary; raise
     `WeeksFailedError` if any week failed."""
     rows.sort(key=lambda r: (r.project, r.week_number))

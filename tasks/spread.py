@@ -17,6 +17,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -132,7 +133,7 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
         log.warning("backfill_spread=%d needs the lake topology (CHRONICLE_CATALOG): with an embedded DuckDB file "
                     "each worker would write its own file; running every week in this run", children)
         children = 0
-    if children < 1 or len(work) < 2:
+    if children < 1 or not spread.worth_spreading(settings, len(work)):
         return fan_out(settings, plans, key=key, title=title, force=force, overwrite_edited=overwrite_edited,
                        max_workers=max_workers, counts=counts)
     batch = current_flow_run_id()
@@ -152,7 +153,7 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
         t1 = time.monotonic()
         _run_log().info("spread backfill: %d child run(s) started in %.1fs; this run wrote %d of %d week(s) in %.1fs",
                  len(started), t_started - t0, len(mine), len(work), t1 - t_started)
-        theirs = _wait_for_children(settings, batch, started, progress)
+        theirs = _wait_for_children(settings, batch, started, progress, total=len(work))
         _run_log().info("spread backfill: %d week(s) from the child runs; waited %.1fs for them", len(theirs),
                  time.monotonic() - t1)
         have = {(r.project, r.week_number) for r in [*mine, *theirs]}
@@ -170,12 +171,31 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
         rest = run_weeks(settings, left, force=force, overwrite_edited=overwrite_edited, max_workers=max_workers,
                          planned_at=planned_at, on_done=sweep_done)
         swept.flush()
+        credited, rest = _credit_children(settings, rest, {str(run_id) for run_id in started.values()})
+        theirs += credited
         rows += [*mine, *theirs, *rest]
     finally:
         spread.tidy(settings)
     progress.refresh(force=True)
     counts["spread"] = {"runs": len(started) + 1, "weeks_here": len(mine) + len(rest), "weeks_children": len(theirs)}
     return publish_outcome(_one_per_week(rows), key=key, title=title, counts=counts)
+
+
+def _credit_children(settings: Settings, rest: list[WeekOutcome],
+                     children: set[str]) -> tuple[list[WeekOutcome], list[WeekOutcome]]:
+    """Weeks the sweep found already written by a child (killed before it published its rows) are the
+    child's: their outcome is what the child did, not `cached`. Returns (the children's, this run's)."""
+    cached = [(r.project, r.week_number) for r in rest if r.outcome == "cached"]
+    writers = spread.written_by(settings, cached)
+    theirs, mine = [], []
+    for row in rest:
+        writer = writers.get((row.project, row.week_number)) if row.outcome == "cached" else None
+        if writer in children:
+            outcome = "empty" if row.entries == 0 else "generated"
+            theirs.append(replace(row, outcome=outcome, why=f"written by child run {writer} before it ended"))
+        else:
+            mine.append(row)
+    return theirs, mine
 
 
 def _run_log() -> logging.Logger | logging.LoggerAdapter:
@@ -219,7 +239,7 @@ def _start_children(batch: str, weeks: spread.Weeks, children: int, *, title: st
 
 
 def _wait_for_children(settings: Settings, batch: str, children: dict[int, UUID],
-                       progress: Progress) -> list[WeekOutcome]:
+                       progress: Progress, *, total: int) -> list[WeekOutcome]:
     """Wait until every child has ended, been cancelled (never started) or died; their outcome rows."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
@@ -258,7 +278,10 @@ def _wait_for_children(settings: Settings, batch: str, children: dict[int, UUID]
                     client.set_flow_run_state(run_id, Crashed(message="its heartbeat stopped (worker gone)"),
                                               force=True)
                     del pending[participant]
-                elif time.monotonic() - waiting_since.setdefault(participant, time.monotonic()) > NEVER_STARTED_S:
+                elif (time.monotonic() - waiting_since.setdefault(participant, time.monotonic()) > NEVER_STARTED_S
+                      or spread.done_count(settings, batch) >= total):
+                    # Every week is done already: a child that has not started has nothing left to do, and
+                    # waiting for its process to start (tens of seconds on a busy worker) is pure loss.
                     # Picked up but never started working: stop it, every week is taken anyway.
                     log.warning("child run %s (%s) never started working; cancelling it", run_id, state.name)
                     client.set_flow_run_state(run_id, Cancelling(message="every week was taken by other runs"),

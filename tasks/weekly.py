@@ -24,7 +24,7 @@ from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weekly.report_md import report_markdown
 from chronicle.weeks import IsoWeek
 from services.runs import current_flow_run_id
-from services.weekly import Prepared, run_week
+from services.weekly import Prepared, WeekItem, run_week, run_week_group
 
 _log = logging.getLogger("chronicle.weekly")
 
@@ -94,3 +94,35 @@ def summarize_week_task(settings: Settings, project_id: str, week_number: int, f
     if run.report is not None:
         publish_report(run.report)
     return run.outcome
+
+
+def group_task_name(parameters: dict[str, Any]) -> str:
+    """`summarize-XH201-202605..202618 (14 weeks)`: what a group task run wrote, readable in the UI."""
+    items = parameters.get("items") or []
+    if not items:
+        return "summarize-none"
+    projects = sorted({str(p) for p, *_ in items})
+    who = bounded_label(projects[0], limit=60) + (f"+{len(projects) - 1}" if len(projects) > 1 else "")
+    first, last = items[0][1], items[-1][1]
+    return f"summarize-{who}-{first.number}..{last.number} ({len(items)} weeks)"
+
+
+@task(name="summarize-weeks", task_run_name=group_task_name, cache_policy=NO_CACHE)
+def summarize_weeks_task(settings: Settings, items: list[WeekItem], force: bool = False,
+                         overwrite_edited: bool = False, cards: bool = False,
+                         threads: int = 1) -> list[WeekOutcome | Exception]:
+    """A group of weeks in one task run, their new reports stored in one window; one outcome (or the
+    week's error) per week, in order. `cards`: also publish each new report as a Markdown artifact (a run
+    of a few weeks; a long backfill shows its weeks in the run's one outcome table instead). `threads`:
+    weeks of the group in flight at once (LLM latency overlaps)."""
+    runs = run_week_group(settings, items, current_flow_run_id(), force=force, overwrite_edited=overwrite_edited,
+                          threads=threads)
+    out: list[WeekOutcome | Exception] = []
+    for run in runs:
+        if isinstance(run, Exception):
+            out.append(run)
+            continue
+        if cards and run.report is not None:
+            publish_report(run.report)
+        out.append(run.outcome)
+    return out

@@ -28,6 +28,22 @@ for f in files:
 """
 
 
+# The same files read in batches of three (one write window each, as `ingest` does with its batches): a
+# kill lands inside a batch's parse or its commit; the rerun finishes that batch, nothing lost or doubled.
+INGEST_BATCHES = f"""
+import sys
+from pathlib import Path
+from chronicle.ingest.detect import discover
+from services.ingest import FileIngestor
+from chronicle.settings import Settings
+files, _ = discover([Path(sys.argv[1])])
+ing = FileIngestor(Settings())
+print({MARK!r}, flush=True)
+for i in range(0, len(files), 3):
+    ing.ingest_many(files[i:i + 3])
+"""
+
+
 def _state(db: Path) -> tuple[list[tuple], int, int]:
     with duckdb.connect(str(db), read_only=True) as conn:
         rows = conn.execute("SELECT entry_id, project_id, ts, week_number, content FROM raw_logs ORDER BY 1").fetchall()
@@ -37,7 +53,8 @@ def _state(db: Path) -> tuple[list[tuple], int, int]:
 
 
 @pytest.mark.slow
-def test_kill_during_ingest_then_rerun(tmp_path: Path, sample_dir: Path) -> None:
+@pytest.mark.parametrize("script", [INGEST, INGEST_BATCHES], ids=["file-by-file", "batches"])
+def test_kill_during_ingest_then_rerun(tmp_path: Path, sample_dir: Path, script: str) -> None:
     logs = tmp_path / "logs"
     shutil.copytree(sample_dir / "logs", logs)
     # Grow the files so each run spends most of its time writing, not starting up.
@@ -48,7 +65,7 @@ def test_kill_during_ingest_then_rerun(tmp_path: Path, sample_dir: Path) -> None
         f.write_text(text + "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in extra))
     csv_map = json.dumps({"study": "project_id", "time": "ts", "user": "actor", "event": "type", "text": "content"})
     base_env = {**os.environ, "CHRONICLE_COLUMN_MAP": csv_map}
-    cmd = [*python_cmd(INGEST), str(logs)]
+    cmd = [*python_cmd(script), str(logs)]
 
     clean_env = {**base_env, "CHRONICLE_HOME": str(tmp_path / "clean")}
     duration, _ = run_marked(cmd, clean_env, tmp_path)

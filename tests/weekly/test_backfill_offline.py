@@ -38,6 +38,18 @@ def _artifacts(flow_run_id: str) -> dict[str, Any]:
     return {a.key: a for a in found if a.key}
 
 
+def _task_runs(flow_run_id: str, name: str) -> list[Any]:
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        found = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[UUID(flow_run_id)])),
+                                      limit=200)
+    return [t for t in found if t.name.startswith(name)]
+
+
 def test_offline_backfill_of_the_sample_matches_ground_truth_then_caches(trial: Path, truth: dict) -> None:
     from flows.backfill_weeks import backfill_weeks
 
@@ -61,10 +73,15 @@ def test_offline_backfill_of_the_sample_matches_ground_truth_then_caches(trial: 
     assert db_rows("SELECT count(*) FROM llm_calls") == [(0,)]  # the offline engine calls nobody
     [(run_id,)] = db_rows("SELECT flow_run_id FROM pipeline_runs WHERE flow_name = 'backfill-weeks'")
     artifacts = _artifacts(run_id)
-    assert {"backfill-all", "backfill-all-progress", "backfill-all-summary", "report-xh201-2025w30"} <= set(artifacts)
-    week = artifacts["report-xh201-2025w30"]  # published in the background, still linked to its task run
-    assert week.task_run_id is not None
-    assert "本周记录 44 条" in week.data and artifacts["backfill-all-progress"].data == 100.0
+    # One outcome table, summary and progress per run, not one card per week; every week is a row of the
+    # table with the command showing its report, and the weeks ran as a handful of task runs.
+    assert {"backfill-all", "backfill-all-progress", "backfill-all-summary"} <= set(artifacts)
+    assert not [k for k in artifacts if k.startswith("report-")]
+    table = {(r["project"], r["week"]): r for r in json.loads(artifacts["backfill-all"].data)}
+    assert len(table) == len(rows)
+    assert table[("XH201", "2025-W30")]["report"] == "chronicle report show -p XH201 -w 2025-W30"
+    assert artifacts["backfill-all-progress"].data == 100.0
+    assert 0 < len(_task_runs(run_id, "summarize-")) <= len(rows) // 4
 
     again = backfill_weeks(project_id="all")
     assert {r.outcome for r in again} == {"cached"} and len(again) == len(rows)

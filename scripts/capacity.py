@@ -1,0 +1,111 @@
+"""Capacity model: how long a backfill of N project-weeks takes with 1, 2, 8 and 32 workers, and what limits it.
+
+Every week costs CPU on the worker that writes it (plan, engine, DuckDB), CPU on the Prefect API server
+(task run states, events, logs, artifacts — shared by all workers), a serialised commit (a DuckDB file lock
+or the lake's catalog transaction), and, with a model, LLM calls held for their latency. The backfill runs
+at the slowest of four rates:
+
+    workers  = workers x cores_per_worker x 1000 / worker_cpu_ms      (weeks/s)
+    server   = server_replicas x server_cores x 1000 / server_cpu_ms
+    commits  = 1000 / commit_ms                                       (one writer at a time per catalog)
+    llm      = llm_concurrency / (calls_per_week x latency_s)        (the endpoint's limit)
+
+The per-week figures default to the README's measured ones (bench/backfill, bench/scale); pass your own,
+or `--from-bench` to read bench/out/backfill.json. Usage::
+
+    python -m scripts.capacity                      # 156,000 project-weeks, offline engine
+    python -m scripts.capacity --latency-s 2 --llm-concurrency 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+WORKERS = (1, 2, 8, 32)
+
+
+@dataclass(frozen=True)
+class Costs:
+    worker_cpu_ms: float = 34.4
+    """Worker CPU per generated week (bench/backfill, 0 ms latency, grouped task runs, 2026-12-02; includes
+    the in-process stub LLM server's HTTP handling, so an upper bound for the offline engine)."""
+    server_cpu_ms: float = 3.7
+    """Prefect API server CPU per generated week (bench/backfill, same run)."""
+    commit_ms: float = 1.5
+    """Serialised commit time per week: a group's window divided by its weeks (estimate: 8 report write
+    windows for 156 weeks in bench/backfill; not timed apart)."""
+    cores_per_worker: float = 1.0
+    server_cores: float = 1.0
+    server_replicas: int = 1
+    llm_concurrency: int = 0
+    """0 = the offline engine (no LLM limit)."""
+    calls_per_week: float = 1.0
+    latency_s: float = 0.0
+
+
+def rates(c: Costs, workers: int) -> dict[str, float]:
+    """Weeks per second each part allows."""
+    out = {"workers": workers * c.cores_per_worker * 1000 / c.worker_cpu_ms,
+           "API server": c.server_replicas * c.server_cores * 1000 / c.server_cpu_ms,
+           "commits": 1000 / c.commit_ms if c.commit_ms > 0 else float("inf")}
+    if c.llm_concurrency and c.latency_s > 0:
+        out["LLM"] = c.llm_concurrency / (c.calls_per_week * c.latency_s)
+    return out
+
+
+def table(c: Costs, weeks: int, workers: tuple[int, ...] = WORKERS) -> list[dict[str, str]]:
+    rows = []
+    for n in workers:
+        r = rates(c, n)
+        limit = min(r, key=lambda k: r[k])
+        seconds = weeks / r[limit]
+        rows.append({"workers": str(n), "weeks/s": f"{r[limit]:.0f}", "time": _duration(seconds),
+                     "bottleneck": limit,
+                     "next": min((k for k in r if k != limit), key=lambda k: r[k])})
+    return rows
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def markdown(rows: list[dict[str, str]]) -> str:
+    head = list(rows[0])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r[h] for h in head) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _from_bench(path: Path) -> dict[str, float]:
+    data = json.loads(path.read_text())
+    return {"worker_cpu_ms": data["worker_cpu_ms_per_week_0ms"], "server_cpu_ms": data["server_cpu_ms_per_week_0ms"]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--weeks", type=int, default=156_000, help="project-weeks (1,000 trials x 3 years)")
+    for name, default in vars(Costs()).items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
+    parser.add_argument("--from-bench", type=Path, nargs="?", const=Path("bench/out/backfill.json"),
+                        help="read worker/server CPU per week from a bench/backfill result")
+    args = parser.parse_args(argv)
+    values = {k: getattr(args, k) for k in vars(Costs())}
+    if args.from_bench:
+        values.update(_from_bench(args.from_bench))
+    costs = Costs(**values)
+    print(f"{args.weeks:,} project-weeks; per week: worker {costs.worker_cpu_ms} ms CPU, API server "
+          f"{costs.server_cpu_ms} ms CPU, commit {costs.commit_ms} ms"
+          + (f", {costs.calls_per_week} LLM call(s) of {costs.latency_s} s at concurrency {costs.llm_concurrency}"
+             if costs.llm_concurrency else ", offline engine"))
+    print(markdown(table(costs, args.weeks)))
+
+
+if __name__ == "__main__":
+    main()

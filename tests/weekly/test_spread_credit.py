@@ -1,0 +1,40 @@
+"""A spread backfill credits each week to the run that wrote it, even a child killed before it reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chronicle.settings import Settings
+from chronicle.weekly.outcome import WeekOutcome
+from services import spread
+from services.weekly import plan_project, run_week
+
+
+def test_weeks_a_killed_child_wrote_are_the_childs_not_cached(trial: Path) -> None:
+    from tasks.spread import _credit_children
+
+    settings = Settings()
+    plan = plan_project(settings, "XH201")
+    weeks = [week for week, _ in plan.to_run[:10]]
+    # The child (run "child-run") wrote the first 8 weeks, then was killed before publishing its rows.
+    for week in weeks[:8]:
+        run_week(settings, "XH201", week, "child-run")
+    # The parent's sweep then ran all 10: 8 found current (cached), 2 written by the parent itself.
+    swept = [WeekOutcome("XH201", w.number, "cached", "offline-extractive", 3) for w in weeks[:8]]
+    swept += [run_week(settings, "XH201", w, "parent-run").outcome for w in weeks[8:]]
+    theirs, mine = _credit_children(settings, swept, {"child-run"})
+    assert sorted(r.week_number for r in theirs) == sorted(w.number for w in weeks[:8])
+    assert {r.outcome for r in theirs} <= {"generated", "empty"} and "cached" not in {r.outcome for r in theirs}
+    assert [r.week_number for r in mine] == [w.number for w in weeks[8:]]
+    # A week a run of its own (not a child) left current stays cached.
+    theirs, mine = _credit_children(settings, swept[:8], {"another-child"})
+    assert theirs == [] and {r.outcome for r in mine} == {"cached"}
+
+
+def test_a_small_offline_backfill_is_not_spread(trial: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings()
+    assert settings.offline_llm
+    assert not spread.worth_spreading(settings, 20)
+    assert spread.worth_spreading(settings, spread.SPREAD_MIN_OFFLINE_WEEKS)
+    monkeypatch.setenv("LLM_URL", "http://127.0.0.1:9/v1")
+    assert spread.worth_spreading(Settings(), 2)  # LLM weeks cost seconds: two already pay
