@@ -258,5 +258,3 @@ def get_embedder(settings: Settings, *, logger: CallLogger | None = None) -> Emb
                 embedder = LocalEmbedder(settings)
             _embedders[key] = embedder
         return embedder
-
-
