@@ -27,9 +27,10 @@ def register(app: typer.Typer) -> None:
               fmt: Format = format_option(),
               home: str | None = typer.Option(None, "--home")) -> None:
         """Weekly stats of a project (the `weekly_stats` view), including weeks without a report."""
-        from services.analytics import stats_rows
+        from storage.analytics import weekly_stats
+        from storage.db import read
 
-        rows = stats_rows(load_settings(home), project, _week(start), _week(end))
+        rows = read(load_settings(home), weekly_stats, project, _week(start), _week(end))
         if not rows:
             err.print(f"[red]no weeks for project {project!r}[/]")
             raise typer.Exit(1)
@@ -42,9 +43,10 @@ def register(app: typer.Typer) -> None:
         """Every table and view as Parquet, for BI tools."""
         if fmt != "parquet":
             raise typer.BadParameter("only --format parquet is supported")
-        from services.analytics import export as export_all
+        from storage.analytics import export_parquet
+        from storage.db import read
 
-        written = export_all(load_settings(home), out_dir)
+        written = read(load_settings(home), export_parquet, out_dir)
         for name, path, n in written:
             console.print(f"{name:<24} {n:>8} rows -> {path}")
 

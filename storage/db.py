@@ -181,6 +181,13 @@ def connect(settings: Settings, *, read_only: bool = False) -> Iterator[duckdb.D
             yield conn
 
 
+def read(settings: Settings, query: Callable[..., T], *args: object, **kwargs: object) -> T:
+    """`query(conn, *args, **kwargs)` in its own short read-only window: the one way a caller above storage
+    reads through a storage query function (instead of a `with connect(): return sql.f(conn, ...)` per use case)."""
+    with connect(settings, read_only=True) as conn:
+        return query(conn, *args, **kwargs)
+
+
 @contextmanager
 def tag_commits(**info: str | None) -> Iterator[None]:
     """Record `info` (e.g. flow_run_id, flow) with every lake commit made inside the block."""
