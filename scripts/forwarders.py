@@ -61,8 +61,14 @@ class Forwarder:
     target: str  # the dotted call it forwards to
 
 
+def canon(module: str) -> str:
+    """`chronicle.storage.db` (the installed namespace) and `storage.db` (before it) name the same module."""
+    head, _, rest = module.partition(".")
+    return rest if head == "chronicle" and rest.split(".", 1)[0] in LAYERS[:-1] else module
+
+
 def _layer(module: str) -> str:
-    return module.split(".", 1)[0]
+    return canon(module).split(".", 1)[0]
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:
@@ -164,17 +170,18 @@ def find(repo: Path = REPO) -> list[Forwarder]:
                 if source is None or _layer(source) == _layer(module) or _layer(source) not in LAYERS:
                     continue
                 found.append(Forwarder(f"{module}.{fn.name}", str(path.relative_to(repo)), fn.lineno,
-                                       f"{source}.{rest}" if rest else source))
+                                       canon(f"{source}.{rest}" if rest else source)))
     return found
 
 
 def main() -> int:
     found = find()
+    allowed = {canon(name): why for name, why in ALLOWED.items()}
     names = {f.name for f in found}
-    unexplained = [f for f in found if f.name not in ALLOWED]
-    stale = sorted(set(ALLOWED) - names)
+    unexplained = [f for f in found if f.name not in allowed]
+    stale = sorted(set(allowed) - names)
     for f in found:
-        why = ALLOWED.get(f.name)
+        why = allowed.get(f.name)
         print(f"{f.path}:{f.line}: {f.name} -> {f.target}" + (f"  [allowed: {why}]" if why else "  [FORWARDER]"))
     for name in stale:
         print(f"stale allow-list entry (no longer a forwarder, remove it): {name}")
