@@ -281,6 +281,7 @@ def rewrite_pyproject(text: str) -> str:
     text = text.replace('storage = ["migrations/*.sql"]', '"chronicle.storage" = ["migrations/*.sql"]')
     core = " : ".join(core_modules())
     text = re.sub(r'root_packages = \[[^\]]*\]', 'root_packages = ["chronicle"]', text)
+    text = re.sub(r'(?m)^containers = \["chronicle"\]\n', "", text)
     text = re.sub(r'(?ms)(id = "layers"\n.*?)layers = \[[^\]]*\]',
                   lambda m: m.group(1) + 'containers = ["chronicle"]\nlayers = ["cli", "deployments", "flows", '
                                          f'"tasks", "services", "storage", "{core}"]', text)
