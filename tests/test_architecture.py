@@ -81,6 +81,10 @@ def _fixture_tree(root: Path, extra: dict[str, str]) -> Path:
              "deployments/d.py": "import flows.a\n", "cli/main.py": "from deployments import d\n"} | extra
     for name, text in files.items():
         (root / _placed(name)).write_text(_placed_code(text), encoding="utf-8")
+    if NAMESPACED:  # the core layer names its modules: each must exist
+        for module in CORE:
+            if not (root / "chronicle" / f"{module}.py").exists():
+                (root / "chronicle" / f"{module}.py").write_text("", encoding="utf-8")
     return root
 
 
