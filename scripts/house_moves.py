@@ -18,9 +18,11 @@ prefect.yaml, pyproject's import-linter contracts, the Makefile.
 from __future__ import annotations
 
 import ast
+import io
 import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -183,8 +185,24 @@ def rewrite_symbols(path: Path, text: str) -> str:
         imports = re.search(rf"from {re.escape(home)} import [^\n]*\b{old}\b", text) or re.search(
             rf"from {re.escape(home)} import \([^)]*\b{old}\b", text)
         if defines or imports:
-            text = re.sub(rf"(?<![\w.]){old}\b", new, text)
+            text = _rename_name_tokens(text, old, new)
     return text
+
+
+def _rename_name_tokens(text: str, old: str, new: str) -> str:
+    """Rename a name where the code uses it (NAME tokens not after a dot), never inside strings or prose."""
+    lines = text.splitlines(keepends=True)
+    spots = []
+    previous = None
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.NAME and token.string == old and not (previous and previous.string == "."):
+            spots.append(token.start)
+        if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+            previous = token
+    for row, col in reversed(spots):
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + new + line[col + len(old):]
+    return "".join(lines)
 
 
 def namespace(text: str, is_python: bool) -> str:
