@@ -26,9 +26,9 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -q
 
-# The quick layer: everything but the end-to-end tests (tests/conftest.py END_TO_END and @pytest.mark.slow).
+# The quick layer: the core and storage, no Prefect server (README "Tests"); `-m "not slow"` adds the flows.
 test-quick: install
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow and not flows"
 
 lint: install
 	$(BIN)/ruff check .

@@ -3,8 +3,9 @@ OpenAI-compatible server.
 
 Layers (README "Tests"): `tests/unit/` is the pure core (no Prefect, no database server, no subprocess);
 `tests/memory/` the storage of memories on throw-away files; the other folders run real flows and ask for the
-session Prefect API in their own conftest (`prefect_api` is opt-in); END_TO_END below (kill points, the lake,
-serve, Dask, the background server, the UI form) is marked `slow`, so `pytest -m "not slow"` is the quick layer.
+session Prefect API in their own conftest (`prefect_api` is opt-in) and are marked `flows`; END_TO_END below
+(kill points, the lake, serve, Dask, the background server, the UI form) is marked `slow`. The quick layer
+(`make test-quick`) is `-m "not slow and not flows"`; `-m "not slow"` adds the flows.
 """
 
 from __future__ import annotations
@@ -77,11 +78,14 @@ END_TO_END = (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`slow`: END_TO_END. `flows`: every test that asked for the session's Prefect API (a flow runs)."""
     root = config.rootpath
     for item in items:
         where = item.path.relative_to(root).as_posix()
         if where.startswith(END_TO_END):
             item.add_marker(pytest.mark.slow)
+        if "prefect_api" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.flows)
 
 
 @pytest.fixture(scope="session")
