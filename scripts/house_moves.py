@@ -400,6 +400,8 @@ def main() -> int:
             text = rewrite_from_imports(text, moved, homes)
         text = rewrite_moves(text, moves)
         text = rewrite_test_paths(text)
+        for home, old_name, new_name in SYMBOL_RENAMES:  # `cli.common.load_settings` in docs and strings
+            text = re.sub(rf"(?<![\w.]){re.escape(home)}\.{old_name}\b", f"{home}.{new_name}", text)
         if is_python:
             text = rewrite_symbols(path, text)
         if path.name == "pyproject.toml":
