@@ -9,7 +9,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install demo test lint bench ui clean
+.PHONY: install demo test test-quick lint bench ui clean
 
 install: $(VENV)/.installed
 
@@ -25,6 +25,10 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# The quick layer: the core and storage, no Prefect server (README "Tests"); `-m "not slow"` adds the flows.
+test-quick: install
+	$(BIN)/python -m pytest -q -m "not slow and not flows"
 
 lint: install
 	$(BIN)/ruff check .

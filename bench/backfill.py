@@ -35,11 +35,11 @@ class _Windows:
     """Counts DuckDB windows (opens) and report write batches, to say where the time goes."""
 
     def __init__(self) -> None:
-        import storage.db
+        import storage.files
         import storage.reports
 
         self.opens = self.batches = 0
-        open_, write = storage.db._open, storage.reports.ReportWriter._write
+        open_, write = storage.files._open, storage.reports.ReportWriter._write
 
         def counting_open(*args: Any) -> Any:
             self.opens += 1
@@ -49,7 +49,7 @@ class _Windows:
             self.batches += 1
             write(writer, tickets)
 
-        storage.db._open = counting_open
+        storage.files._open = counting_open
         storage.reports.ReportWriter._write = counting_write
 
     def reset(self) -> tuple[int, int]:

@@ -31,11 +31,12 @@ def register(app: typer.Typer) -> None:
               fmt: Format = format_option(),
               home: str | None = typer.Option(None, "--home")) -> None:
         """Weekly stats of a project (the `weekly_stats` view), including weeks without a report."""
-        from services.analytics import stats_rows
+        from storage.analytics import weekly_stats
+        from storage.db import read
 
         settings = read_settings(home)
         project = known_project(settings, project)
-        rows = stats_rows(settings, project, *_weeks(start, end))
+        rows = read(settings, weekly_stats, project, *_weeks(start, end))
         if not rows:
             err.print(f"[red]no weeks for project {project!r}[/]")
             raise typer.Exit(1)
@@ -48,9 +49,10 @@ def register(app: typer.Typer) -> None:
         """Every table and view as Parquet, for BI tools."""
         if fmt != "parquet":
             raise typer.BadParameter("only --format parquet is supported")
-        from services.analytics import export as export_all
+        from storage.analytics import export_parquet
+        from storage.db import read
 
-        written = export_all(read_settings(home), out_dir)
+        written = read(read_settings(home), export_parquet, out_dir)
         for name, path, n in written:
             console.print(f"{name:<24} {n:>8} rows -> {path}")
 

@@ -13,13 +13,6 @@ from cli.output import Format, emit, format_option
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 
 
-def prefect_api_url() -> str | None:
-    """The configured Prefect API, or None (then commands use Chronicle's background server)."""
-    from deployments.local_api import configured_url
-
-    return configured_url()
-
-
 def prefect_states(run_ids: list[str]) -> dict[str, str]:
     """Prefect's state name of these flow runs, from the API commands use (`--prefect` only: it starts one)."""
     import uuid

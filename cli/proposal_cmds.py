@@ -18,9 +18,10 @@ def register(memory: typer.Typer) -> None:
                   all_: bool = typer.Option(False, "--all", help="Approved and rejected ones too."),
                   fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
         """Memories waiting for approval: aimed at a protected file (SOUL.md, IDENTITY.md) or suspected injection."""
-        from services.proposals import list_proposals
+        from storage.db import read
+        from storage.proposals import list_proposals
 
-        rows = list_proposals(read_settings(home), None if all_ else "pending")
+        rows = read(read_settings(home), list_proposals, None if all_ else "pending")
         if as_json or fmt is not Format.table:
             emit([asdict(p) for p in rows], Format.json if as_json else fmt)
             return

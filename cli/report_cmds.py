@@ -140,9 +140,10 @@ def _edit_file_text(file: Path) -> str:
 
 
 def print_history(settings: Settings, project: str, week: IsoWeek, full: bool, fmt: Format = Format.table) -> None:
-    from services.reports import report_history
+    from storage.db import read
+    from storage.reports import history
 
-    rows = report_history(settings, project, week)
+    rows = read(settings, history, project, week.number)
     if not rows:
         err.print(f"[red]no versions for {project} {week}[/]")
         raise typer.Exit(1)
@@ -183,13 +184,14 @@ def print_run_summary(rows: list[WeekOutcome], seconds: float) -> None:
 def demo_weekly(settings: Settings) -> None:
     """Backfill every week of every project, then print one project's chronicle (head and tail)."""
     from services.history import build_history_context
-    from services.reports import report_projects
+    from storage.db import read
+    from storage.reports import report_projects
 
     console.print(engine_banner(settings))
     started = time.perf_counter()
     rows, ok = run_backfill(settings, project_id="all")
     print_run_summary(rows, time.perf_counter() - started)
-    projects = report_projects(settings)
+    projects = read(settings, report_projects)
     if not projects:
         console.print("no reports written (no entries ingested?)")
         return
@@ -235,11 +237,12 @@ def register(app: typer.Typer) -> None:
     @report.command("list")
     def list_(project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
         """One line per stored week of a project."""
-        from services.reports import list_reports
+        from storage.db import read
+        from storage.reports import list_reports
 
         settings = read_settings(home)
         project = known_project(settings, project)
-        rows = list_reports(settings, project)
+        rows = read(settings, list_reports, project)
         emit([{"week": str(IsoWeek.from_number(r["week_number"])), "status": r["status"], "model": r["model"],
                "stale": "yes" if r["stale"] else "", "needs_review": "yes" if r["needs_review"] else "",
                "entries": r["entry_count"], "chars": r["chars"], "version": r["version"]} for r in rows],

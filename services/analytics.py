@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from chronicle.analytics.charts import project_charts
 from chronicle.settings import Settings
-from storage.analytics import export_parquet, weekly_stats
-from storage.db import connect
+from storage.analytics import weekly_stats
+from storage.db import connect, read
 
 TRIAL_KEYS = ("enrolled", "ae", "sae", "deviations")
 """Weekly counts that make a project a trial; a project without any (an assistant's notes) gets no chart."""
 
 
-def stats_rows(settings: Settings, project_id: str, start: int | None = None,
-               end: int | None = None) -> list[dict[str, Any]]:
-    """`weekly_stats` rows of a project, optionally between two YYYYWW week numbers (inclusive)."""
-    with connect(settings, read_only=True) as conn:
-        return weekly_stats(conn, project_id, start, end)
-
-
 def write_charts(settings: Settings, project_id: str, out_dir: Path) -> list[Path]:
     """The project's enrolment and safety charts as PNG files in `out_dir`."""
-    return project_charts(project_id, stats_rows(settings, project_id), out_dir)
+    return project_charts(project_id, read(settings, weekly_stats, project_id), out_dir)
 
 
 def trial_charts(settings: Settings, projects: list[str], out_dir: Path) -> dict[str, list[Path]]:
@@ -36,8 +28,3 @@ def trial_charts(settings: Settings, projects: list[str], out_dir: Path) -> dict
             out[project_id] = project_charts(project_id, rows, out_dir)
     return out
 
-
-def export(settings: Settings, out_dir: Path) -> list[tuple[str, Path, int]]:
-    """Every table and view as `<name>.parquet` in `out_dir`."""
-    with connect(settings, read_only=True) as conn:
-        return export_parquet(conn, out_dir)

@@ -65,14 +65,9 @@ def distill_chunk(settings: Settings, chunk: Chunk, run_id: str) -> ChunkOutcome
                             redactor)
 
 
-def store_memories(settings: Settings, memories: list[Memory], created: datetime, run_id: str) -> list[MemoryEvent]:
-    """Upsert into LanceDB (dedup on write); one event per memory, in order."""
-    return MemoryStore(settings).upsert(memories, created=created, flow_run_id=run_id)
-
-
 def store_batches(settings: Settings, batches: list[tuple[list[Memory], datetime]], run_id: str
                   ) -> list[list[MemoryEvent]]:
-    """`store_memories` for several chunks' memories at once: one embedding call, one commit per chunk."""
+    """Upsert several chunks' memories into LanceDB (dedup on write): one embedding call, one commit per chunk."""
     return MemoryStore(settings).upsert_many(batches, flow_run_id=run_id)
 
 

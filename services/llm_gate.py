@@ -130,10 +130,6 @@ def llm_slot(settings: Settings) -> Iterator[None]:
         yield
 
 
-def current_gate() -> LLMGate | None:
-    return _current.get()
-
-
 # --- the call --------------------------------------------------------------------------------
 @lru_cache(maxsize=16)
 def _redactor(patterns: tuple[str, ...]) -> Redactor:

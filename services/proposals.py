@@ -11,7 +11,7 @@ import getpass
 from dataclasses import dataclass
 
 from chronicle.distill.knowledge import FileResult, effective_action, sync_file
-from chronicle.distill.proposals import Proposal, Status, approved_item, proposals_markdown
+from chronicle.distill.proposals import Proposal, approved_item, proposals_markdown
 from chronicle.settings import Settings
 from storage import proposals as sql
 from storage.db import connect, write
@@ -27,11 +27,6 @@ class Decision:
     changed: bool
     """False when the proposal already had this status (deciding twice is harmless)."""
     file: FileResult | None = None
-
-
-def list_proposals(settings: Settings, status: Status | None = "pending") -> list[Proposal]:
-    with connect(settings, read_only=True) as conn:
-        return sql.list_proposals(conn, status)
 
 
 def run_overview(settings: Settings, ids: list[str], flow_run_id: str) -> str:

@@ -74,17 +74,3 @@ def edit_report(settings: Settings, project_id: str, week: IsoWeek, text: str, *
     return EditResult(version, tuple(s for s in cited if s not in known), dict(hidden))
 
 
-def report_history(settings: Settings, project_id: str, week: IsoWeek) -> list[dict[str, Any]]:
-    """Every version of the week: generated and edited, who, when, why."""
-    with connect(settings, read_only=True) as conn:
-        return reports.history(conn, project_id, week.number)
-
-
-def list_reports(settings: Settings, project_id: str) -> list[dict[str, Any]]:
-    with connect(settings, read_only=True) as conn:
-        return reports.list_reports(conn, project_id)
-
-
-def report_projects(settings: Settings) -> list[str]:
-    with connect(settings, read_only=True) as conn:
-        return reports.report_projects(conn)

@@ -19,9 +19,9 @@ Where the claim lives:
   conflicts with every other DELETE on the table. PostgreSQL's `INSERT … ON CONFLICT (key) DO UPDATE
   … WHERE <expired or mine>` decides atomically in one statement, ~1–2 ms, with no snapshot at all.
 
-The statement is the same text on both backends (storage/db.py `coordination` picks where it runs),
+The statement is the same text on both backends (`coordination` below picks where it runs),
 and time is the database's own `now()`, so hosts with skewed clocks agree on expiry. A claim expires
-after `ttl_s`; `hold` and `run_once` renew it from a heartbeat thread every `ttl_s / 3`, so a holder
+after `ttl_s`; `hold`, `run_once` and `Leases` renew it from one heartbeat (`Leases`) every `ttl_s / 3`, so a holder
 that is alive keeps it however long it works, and one killed with -9 frees the key `ttl_s` later —
 except on the embedded file, where every holder is on this machine: a key whose holder's process is gone
 (its pid, from the owner id, no longer exists) is taken at once, so a rerun after a kill does not wait.
@@ -42,8 +42,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
+import duckdb
+
 from chronicle.settings import Settings
-from storage.db import Coordinator, coordination
+from storage import files, lake
 
 log = logging.getLogger("chronicle.storage.claims")
 
@@ -56,6 +58,52 @@ _DDL = (f"CREATE TABLE IF NOT EXISTS {TABLE} (key VARCHAR PRIMARY KEY, owner VAR
         f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS prev_end TIMESTAMPTZ")
 _ready: set[tuple[str, str]] = set()
 _ready_lock = threading.Lock()
+
+
+class Coordinator:
+    """SQL on the database that holds claims: the DuckDB file (embedded) or the catalog's PostgreSQL (lake).
+
+    The statements are the same text on both (portable SQL: INSERT … ON CONFLICT, now(), INTERVAL);
+    values are inlined as quoted literals because `postgres_execute` takes one string.
+    """
+
+    def __init__(self, conn: duckdb.DuckDBPyConnection, remote: bool) -> None:
+        self._conn = conn
+        self.remote = remote
+
+    def execute(self, sql: str) -> None:
+        if not self.remote:
+            self._conn.execute(sql)
+            return
+        # The postgres extension runs each call in a REPEATABLE READ transaction, where two contenders
+        # upserting one key get "could not serialize access"; the statement is re-evaluated on retry.
+        for attempt in range(lake.CONFLICT_ATTEMPTS):
+            try:
+                self._conn.execute(f"CALL postgres_execute('{lake.COORD}', ?)", [sql])
+                return
+            except duckdb.Error as exc:
+                if "could not serialize" not in str(exc) or attempt == lake.CONFLICT_ATTEMPTS - 1:
+                    raise
+                lake.backoff(attempt)
+
+    def query(self, sql: str) -> list[tuple]:
+        if self.remote:
+            return self._conn.execute(f"SELECT * FROM postgres_query('{lake.COORD}', ?)", [sql]).fetchall()
+        return self._conn.execute(sql).fetchall()
+
+
+@contextmanager
+def coordination(settings: Settings) -> Iterator[Coordinator]:
+    """A `Coordinator` for one short step (embedded: under the file lock, like any write window)."""
+    if settings.lake:
+        cur = lake.session(settings).db.cursor()
+        try:
+            yield Coordinator(cur, remote=True)
+        finally:
+            cur.close()
+    else:
+        with files.connect_file(settings, read_only=False) as conn:
+            yield Coordinator(conn, remote=False)
 
 
 class ClaimTimeout(TimeoutError):
@@ -231,33 +279,6 @@ def wait_free(settings: Settings, key: str, timeout_s: float) -> None:
         pause = min(0.5, pause * 1.5)
 
 
-class _Heartbeat:
-    """Renews claims every ttl/3 until stopped, so a long holder keeps them and a dead one loses them."""
-
-    def __init__(self, settings: Settings, keys: list[str], owner: str, ttl_s: float) -> None:
-        self._args = (settings, keys, owner, ttl_s)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="chronicle-claims-heartbeat", daemon=True)
-
-    def __enter__(self) -> _Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        settings, keys, owner, ttl_s = self._args
-        while not self._stop.wait(ttl_s / 3):
-            for key in keys:
-                try:
-                    if not renew(settings, key, owner, ttl_s):
-                        log.warning("claim %r of %s was lost (expired and taken over)", key, owner)
-                except Exception as exc:  # a blip must not kill the holder; the next beat tries again
-                    log.warning("could not renew claim %r: %s", key, exc)
-
-
 class Leases:
     """Claims one owner takes in bulk, renews together (one round trip per beat) and ends one by one.
 
@@ -290,12 +311,16 @@ class Leases:
 
     def take(self, keys: Iterable[str]) -> dict[str, Taken]:
         taken = take(self.settings, keys, self.owner, self.ttl_s)
+        self.keep(k for k, t in taken.items() if t.won)
+        return taken
+
+    def keep(self, keys: Iterable[str]) -> None:
+        """Renew keys this owner already claimed (`claim`, `acquire`) from now on, and release them at the end."""
         with self._lock:
-            self._held.update(k for k, t in taken.items() if t.won)
+            self._held.update(keys)
             if self._held and self._thread is None:
                 self._thread = threading.Thread(target=self._beat, name="chronicle-leases", daemon=True)
                 self._thread.start()
-        return taken
 
     def forget(self, keys: Iterable[str]) -> None:
         with self._lock:
@@ -358,22 +383,13 @@ def acquire(settings: Settings, key: str, owner: str, *, ttl_s: float = DEFAULT_
 def hold(settings: Settings, keys: Iterable[str], *, owner: str | None = None, ttl_s: float = DEFAULT_TTL_S,
          timeout_s: float | None = None) -> Iterator[str]:
     """Hold every key for the block (taken in sorted order, so two holders never deadlock); yields the owner."""
-    owner = owner or new_owner()
-    wanted = sorted(set(keys))
-    held: list[str] = []
-    try:
-        for key in wanted:
-            acquire(settings, key, owner, ttl_s=ttl_s,
+    # One heartbeat for every holder: the Leases' (renewed together, released when the block ends).
+    with Leases(settings, owner=owner, ttl_s=ttl_s) as leases:
+        for key in sorted(set(keys)):
+            acquire(settings, key, leases.owner, ttl_s=ttl_s,
                     timeout_s=settings.db_lock_timeout_s if timeout_s is None else timeout_s)
-            held.append(key)
-        with _Heartbeat(settings, held, owner, ttl_s):
-            yield owner
-    finally:
-        for key in reversed(held):
-            try:
-                release(settings, key, owner)
-            except Exception as exc:  # it expires by itself; never mask the block's own error
-                log.warning("could not release claim %r: %s", key, exc)
+            leases.keep([key])
+        yield leases.owner
 
 
 def run_once(settings: Settings, key: str, *, work: Callable[[], T], reuse: Callable[[], T | None],
@@ -396,13 +412,11 @@ def run_once(settings: Settings, key: str, *, work: Callable[[], T], reuse: Call
         if found is not None:
             return found, False
         if claim(settings, key, owner, ttl_s):
-            try:
+            with Leases(settings, owner=owner, ttl_s=ttl_s) as leases:  # renewed while working, released after
+                leases.keep([key])
                 # Re-check under the claim: the previous holder may have stored it just before releasing.
                 found = reuse()
                 if found is not None:
                     return found, False
-                with _Heartbeat(settings, [key], owner, ttl_s):
-                    return work(), True
-            finally:
-                release(settings, key, owner)
+                return work(), True
         wait_free(settings, key, max(0.0, deadline - time.monotonic()))

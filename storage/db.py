@@ -25,42 +25,22 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-import random
-import re
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from pathlib import Path
 from typing import TypeVar
 
 import duckdb
-from filelock import FileLock, Timeout
 
 from chronicle.settings import Settings
-from storage import lake
-from storage.migrations import apply_migrations, is_current
+from storage import claims, files, lake
+from storage.migrations import apply_migrations
 
 log = logging.getLogger("chronicle.storage")
 
 T = TypeVar("T")
 
-_thread_lock = threading.RLock()
-# Files keep DuckDB 1.4's storage format, so analysts' `duckdb` CLI releases (1.4/1.5 on PyPI today)
-# can open them; the Python package writes a newer format by default that those CLIs refuse.
-_CONFIG = {"storage_compatibility_version": "v1.4.0"}
 _commit_tag: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("chronicle_commit_tag",
                                                                                     default=None)
-CONFLICT_ATTEMPTS = 12
-
-
-class DatabaseBusyError(RuntimeError):
-    """The DuckDB file stayed locked by another process for longer than `db_lock_timeout_s`."""
-
-
-def _is_lock_conflict(exc: Exception) -> bool:
-    text = str(exc).lower()
-    return "lock" in text and ("conflicting" in text or "could not set" in text)
 
 
 def is_conflict(exc: BaseException) -> bool:
@@ -68,84 +48,18 @@ def is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.TransactionException) and "conflict" in str(exc).lower()
 
 
-def _holder(exc: Exception) -> str:
-    # DuckDB names the holder: "... Conflicting lock is held in /usr/bin/python3 (PID 1234) ..."
-    match = re.search(r"held in (.+?\(PID \d+\))", str(exc))
-    return match.group(1) if match else "another process"
-
-
-def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnection:
-    attempt, waited_since = 0, None
-    while True:
-        try:
-            conn = duckdb.connect(str(path), read_only=read_only, config=_CONFIG)
-            # Timestamps are stored as naive UTC; make TIMESTAMPTZ display agree on every machine.
-            conn.execute("SET TimeZone = 'UTC'")
-            conn.execute("SET enable_progress_bar = false")  # it would print into the CLI's stdout
-            if waited_since is not None:
-                log.warning("DuckDB file %s is free again after %.1fs; continuing", path,
-                            time.monotonic() - waited_since)
-            return conn
-        except (duckdb.IOException, duckdb.ConnectionException) as exc:
-            if not _is_lock_conflict(exc):
-                raise
-            attempt += 1
-            if time.monotonic() > deadline:
-                raise DatabaseBusyError(
-                    f"{path} is held by {_holder(exc)} (e.g. an open duckdb shell) and was not released "
-                    f"in time; close it, or query the snapshot instead. Last error: {exc}"
-                ) from exc
-            if waited_since is None:
-                waited_since = time.monotonic()
-                log.warning("DuckDB file %s is held by %s; waiting for it (up to %.0fs)", path, _holder(exc),
-                            deadline - waited_since)
-            time.sleep(min(5.0, 0.05 * 2**attempt) * (0.5 + random.random() / 2))
-
-
-@contextmanager
-def _connect_file(settings: Settings, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
-    path = settings.db_path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(path) + ".lock", thread_local=False)
-    with _thread_lock:
-        try:
-            lock.acquire(timeout=1.0)
-        except Timeout:
-            log.warning("another Chronicle process is writing %s; waiting for its lock", path)
-            try:
-                lock.acquire(timeout=settings.db_lock_timeout_s)
-            except Timeout as exc:
-                raise DatabaseBusyError(f"another Chronicle process kept {path}.lock for {exc}") from exc
-        try:
-            deadline = time.monotonic() + settings.db_lock_timeout_s
-            conn = _open(path, read_only and path.exists(), deadline)
-            try:
-                if not is_current(conn):
-                    if read_only:
-                        conn.close()
-                        conn = _open(path, False, deadline)
-                    apply_migrations(conn)
-                yield conn
-            finally:
-                conn.close()
-        finally:
-            lock.release()
-
-
 def _migrate_lake(settings: Settings, session: lake.LakeSession) -> None:
-    from storage import claims
-
     with claims.hold(settings, ["chronicle:migrate"], ttl_s=120.0):
         cur = session.cursor()
         try:
-            for attempt in range(CONFLICT_ATTEMPTS):
+            for attempt in range(lake.CONFLICT_ATTEMPTS):
                 try:
                     apply_migrations(cur, lake=True)
                     break
                 except duckdb.TransactionException as exc:
-                    if not is_conflict(exc) or attempt == CONFLICT_ATTEMPTS - 1:
+                    if not is_conflict(exc) or attempt == lake.CONFLICT_ATTEMPTS - 1:
                         raise
-                    _backoff(attempt)
+                    lake.backoff(attempt)
         finally:
             cur.close()
     session.migrated = True
@@ -177,8 +91,15 @@ def connect(settings: Settings, *, read_only: bool = False) -> Iterator[duckdb.D
         with _connect_lake(settings) as conn:
             yield conn
     else:
-        with _connect_file(settings, read_only) as conn:
+        with files.connect_file(settings, read_only) as conn:
             yield conn
+
+
+def read(settings: Settings, query: Callable[..., T], *args: object, **kwargs: object) -> T:
+    """`query(conn, *args, **kwargs)` in its own short read-only window: the one way a caller above storage
+    reads through a storage query function (instead of a `with connect(): return sql.f(conn, ...)` per use case)."""
+    with connect(settings, read_only=True) as conn:
+        return query(conn, *args, **kwargs)
 
 
 @contextmanager
@@ -203,8 +124,6 @@ def _guarded(settings: Settings, guard: Iterable[str]) -> AbstractContextManager
     keys = sorted(set(guard))
     if not keys or not settings.lake:
         return nullcontext()  # the embedded file lock already serialises every writer
-    from storage import claims
-
     return claims.hold(settings, keys)
 
 
@@ -225,10 +144,6 @@ def transaction(settings: Settings, *, guard: Iterable[str] = ()) -> Iterator[du
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-
-
-def _backoff(attempt: int) -> None:
-    time.sleep(min(2.0, 0.02 * 2**attempt) * (0.5 + random.random()))
 
 
 class _Attempt:
@@ -260,7 +175,7 @@ class _Attempt:
 
 
 def transactions(settings: Settings, *, guard: Iterable[str] = (),
-                 attempts: int = CONFLICT_ATTEMPTS) -> Iterator[_Attempt]:
+                 attempts: int = lake.CONFLICT_ATTEMPTS) -> Iterator[_Attempt]:
     """Attempts of one unit of work, until one commits::
 
         for attempt in transactions(settings, guard=[f"ingest:{path}"]):
@@ -277,7 +192,7 @@ def transactions(settings: Settings, *, guard: Iterable[str] = (),
         yield attempt
         if attempt.done:
             return
-        _backoff(i)
+        lake.backoff(i)
 
 
 def write(settings: Settings, fn: Callable[[duckdb.DuckDBPyConnection], T], *,
@@ -288,49 +203,3 @@ def write(settings: Settings, fn: Callable[[duckdb.DuckDBPyConnection], T], *,
         with attempt as conn:
             result = fn(conn)
     return result
-
-
-class Coordinator:
-    """SQL on the database that holds claims: the DuckDB file (embedded) or the catalog's PostgreSQL (lake).
-
-    The statements are the same text on both (portable SQL: INSERT … ON CONFLICT, now(), INTERVAL);
-    values are inlined as quoted literals because `postgres_execute` takes one string.
-    """
-
-    def __init__(self, conn: duckdb.DuckDBPyConnection, remote: bool) -> None:
-        self._conn = conn
-        self.remote = remote
-
-    def execute(self, sql: str) -> None:
-        if not self.remote:
-            self._conn.execute(sql)
-            return
-        # The postgres extension runs each call in a REPEATABLE READ transaction, where two contenders
-        # upserting one key get "could not serialize access"; the statement is re-evaluated on retry.
-        for attempt in range(CONFLICT_ATTEMPTS):
-            try:
-                self._conn.execute(f"CALL postgres_execute('{lake.COORD}', ?)", [sql])
-                return
-            except duckdb.Error as exc:
-                if "could not serialize" not in str(exc) or attempt == CONFLICT_ATTEMPTS - 1:
-                    raise
-                _backoff(attempt)
-
-    def query(self, sql: str) -> list[tuple]:
-        if self.remote:
-            return self._conn.execute(f"SELECT * FROM postgres_query('{lake.COORD}', ?)", [sql]).fetchall()
-        return self._conn.execute(sql).fetchall()
-
-
-@contextmanager
-def coordination(settings: Settings) -> Iterator[Coordinator]:
-    """A `Coordinator` for one short step (embedded: under the file lock, like any write window)."""
-    if settings.lake:
-        cur = lake.session(settings).db.cursor()
-        try:
-            yield Coordinator(cur, remote=True)
-        finally:
-            cur.close()
-    else:
-        with connect(settings) as conn:
-            yield Coordinator(conn, remote=False)

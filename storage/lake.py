@@ -32,6 +32,13 @@ LAKE = "chronicle"  # the lake's catalog name inside DuckDB sessions (ours and t
 COORD = "chronicle_pg"  # the catalog database attached as plain PostgreSQL (claims, see storage/claims.py)
 EXTENSIONS = ("ducklake", "postgres_scanner", "httpfs")
 _CONFIG = {"storage_compatibility_version": "v1.4.0"}
+CONFLICT_ATTEMPTS = 12
+"""Times a unit of work (or a coordination statement) is re-run after losing to a concurrent commit."""
+
+
+def backoff(attempt: int) -> None:
+    """A jittered pause before re-running what lost a conflict (shared by the lake's writers and claims)."""
+    time.sleep(min(2.0, 0.02 * 2**attempt) * (0.5 + random.random()))
 
 
 def _lit(value: str) -> str:

@@ -24,7 +24,3 @@ def week_table(conn: duckdb.DuckDBPyConnection, project_id: str | None = None) -
 
 def projects(conn: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT DISTINCT project_id FROM raw_logs ORDER BY 1").fetchall()]
-
-
-def reject_summary(conn: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
-    return conn.execute("SELECT reason, count(*) FROM rejects GROUP BY 1 ORDER BY 2 DESC").fetchall()

@@ -1,7 +1,7 @@
 """SQL of the weekly chronicle: week inputs from raw_logs, `weekly_reports` and their versions.
 
 Every function takes an open connection; callers keep windows short (read -> close -> LLM ->
-open -> write). `save_report` re-reads the row inside the write window, so a human edit that landed
+open -> write). `save_reports` re-reads the row inside the write window, so a human edit that landed
 while the LLM was busy is never overwritten.
 """
 
@@ -223,12 +223,6 @@ def save_reports(conn: duckdb.DuckDBPyConnection, items: list[Item]) -> list[str
         _insert(conn, "weekly_reports", _REPORT_COLS, list(reports.values()))
         _insert(conn, "weekly_report_versions", _VERSION_COLS, history)
     return outcomes
-
-
-def save_report(conn: duckdb.DuckDBPyConnection, report: WeekReport, *, overwrite_edited: bool, reason: str,
-                flow_run_id: str | None) -> str:
-    """`save_reports` for one report."""
-    return save_reports(conn, [(report, overwrite_edited, reason, flow_run_id)])[0]
 
 
 def _next_version(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) -> int:

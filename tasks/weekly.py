@@ -83,7 +83,7 @@ def summarize_task_name(parameters: dict[str, Any]) -> str:
     return f"summarize-{bounded_label(str(parameters['project_id']), limit=60)}-{parameters['week_number']}"
 
 
-@task(name="summarize-week", task_run_name=summarize_task_name, cache_policy=NO_CACHE)
+@task(name="week-report", task_run_name=summarize_task_name, cache_policy=NO_CACHE)
 def summarize_week_task(settings: Settings, project_id: str, week_number: int, force: bool = False,
                         overwrite_edited: bool = False, prepared: Prepared | None = None,
                         lease_owner: str | None = None) -> WeekOutcome:

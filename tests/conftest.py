@@ -1,4 +1,12 @@
-"""Session-wide real Prefect API, per-test data folders, and the local OpenAI-compatible server."""
+"""The test layers, a real Prefect API for the tests that run flows, per-test data folders, the local
+OpenAI-compatible server.
+
+Layers (README "Tests"): `tests/unit/` is the pure core (no Prefect, no database server, no subprocess);
+`tests/memory/` the storage of memories on throw-away files; the other folders run real flows and ask for the
+session Prefect API in their own conftest (`prefect_api` is opt-in) and are marked `flows`; END_TO_END below
+(kill points, the lake, serve, Dask, the background server, the UI form) is marked `slow`. The quick layer
+(`make test-quick`) is `-m "not slow and not flows"`; `-m "not slow"` adds the flows.
+"""
 
 from __future__ import annotations
 
@@ -53,9 +61,37 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return ServerGroups(config, log)
 
 
-@pytest.fixture(scope="session", autouse=True)
+# End-to-end tests: whole processes, servers and kill points. Marked `slow` here, in one place, so the quick
+# layer (`make test-quick`) leaves them out and `make test` still runs them; a test elsewhere can also carry
+# `@pytest.mark.slow` itself.
+END_TO_END = (
+    "tests/lake/",  # PostgreSQL, S3 (moto), a Prefect server on PostgreSQL, several workers
+    "tests/reliability/",  # kill points and faults in fresh interpreters
+    "tests/deployments/test_dask.py",  # a local Dask cluster
+    "tests/deployments/test_serve_backfill.py",  # `chronicle serve` + deployment runs
+    "tests/deployments/test_concurrency.py",  # several `chronicle` processes against one API
+    "tests/ops/test_background.py",  # the background Prefect server and warm runner
+    "tests/ops/test_refused_runs.py",  # the UI's form, submitted through the API, served runs
+    "tests/ops/test_run_history.py",  # served runs and their history
+    "tests/unit/memory/test_dedup_pairs.py",  # a measurement: every labelled pair through two real models (~1 min)
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`slow`: END_TO_END. `flows`: every test that asked for the session's Prefect API (a flow runs)."""
+    root = config.rootpath
+    for item in items:
+        where = item.path.relative_to(root).as_posix()
+        if where.startswith(END_TO_END):
+            item.add_marker(pytest.mark.slow)
+        if "prefect_api" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.flows)
+
+
+@pytest.fixture(scope="session")
 def prefect_api() -> Iterator[None]:
-    """One real Prefect API (SQLite-backed server) for the whole session; starting it takes ~13 s."""
+    """One real Prefect API (SQLite-backed server) per session, started by the first test that asks for it
+    (~13 s): folders whose tests run flows request it in their conftest; tests/unit never does."""
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):
@@ -90,7 +126,18 @@ def sample_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def ingested_home(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def embedder():
+    """The real offline embedder (loading MiniLM takes a few seconds, so once per session)."""
+    from chronicle.memory.embedder import LocalEmbedder
+    from chronicle.settings import MINILM_EMBEDDING_MODEL, Settings
+
+    # MiniLM, not the default: these tests' scores and thresholds are stated for it (the default model has
+    # its own tests: dedup pairs, reindex, bench/embedders).
+    return LocalEmbedder(Settings(home=Path("unused"), embedding_model=MINILM_EMBEDDING_MODEL))
+
+
+@pytest.fixture(scope="session")
+def ingested_home(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory, prefect_api: None) -> Path:
     """A CHRONICLE_HOME holding the sample's logs (both projects) ingested through the real flow, once per
     session (~7 s); tests that start from the ingested sample copy it (tests/integration checks the ingest)."""
     from flows.ingest_logs import ingest_logs

@@ -267,9 +267,3 @@ def get_embedder(settings: Settings, *, logger: CallLogger | None = None) -> Emb
                 embedder = LocalEmbedder(settings)
             _embedders[key] = embedder
         return embedder
-
-
-def clear_embedder_cache() -> None:
-    """Forget cached embedders (the loaded local models stay: reloading them is pure cost)."""
-    with _embedders_lock:
-        _embedders.clear()

@@ -1,21 +1,8 @@
-"""Memory-store fixtures: the packaged MiniLM loaded once per session, a store per test."""
+"""Memory-store fixtures: a store per test over the session's MiniLM (`embedder`, tests/conftest.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-
-@pytest.fixture(scope="session")
-def embedder():
-    """The real offline embedder (loading MiniLM takes a few seconds, so once per session)."""
-    from chronicle.memory.embedder import LocalEmbedder
-    from chronicle.settings import MINILM_EMBEDDING_MODEL, Settings
-
-    # MiniLM, not the default: these tests' scores and thresholds are stated for it (the default model has
-    # its own tests: dedup pairs, reindex, bench/embedders).
-    return LocalEmbedder(Settings(home=Path("unused"), embedding_model=MINILM_EMBEDDING_MODEL))
 
 
 @pytest.fixture()

@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
 from chronicle.memory.dedup import DedupPolicy, Neighbour, new_row, plan_upsert
 from chronicle.memory.model import Memory
+from tests.conftest import DATA
 
-PAIRS = [json.loads(line) for line in (Path(__file__).parents[1] / "data" / "dedup" / "pairs.jsonl").open()]
+PAIRS = [json.loads(line) for line in (DATA / "dedup" / "pairs.jsonl").open()]
 NOW = datetime(2026, 3, 24, 9, 0)
 
 

@@ -17,9 +17,10 @@ from chronicle.distill.sections import Item, apply
 from chronicle.distill.speaker import speakers_of
 from chronicle.ingest.notes import parse_note
 from chronicle.memory.model import Memory
+from tests.conftest import DATA
 from tests.distill.locomo_notes import write_locomo_notes
 
-LABELLED = Path(__file__).parents[1] / "data" / "memory_gate" / "labelled.jsonl"
+LABELLED = DATA / "memory_gate" / "labelled.jsonl"
 PROFILE_FILES = {"SOUL.md", "IDENTITY.md", "USER.md"}
 
 
