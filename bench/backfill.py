@@ -36,10 +36,10 @@ class _Windows:
 
     def __init__(self) -> None:
         import storage.files
-        import storage.reports
+        import storage.report_writer
 
         self.opens = self.batches = 0
-        open_, write = storage.files._open, storage.reports.ReportWriter._write
+        open_, write = storage.files._open, storage.report_writer.ReportWriter._write
 
         def counting_open(*args: Any) -> Any:
             self.opens += 1
@@ -50,7 +50,7 @@ class _Windows:
             write(writer, tickets)
 
         storage.files._open = counting_open
-        storage.reports.ReportWriter._write = counting_write
+        storage.report_writer.ReportWriter._write = counting_write
 
     def reset(self) -> tuple[int, int]:
         out, (self.opens, self.batches) = (self.opens, self.batches), (0, 0)

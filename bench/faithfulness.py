@@ -36,15 +36,15 @@ def _weeks(settings: Any, project: str) -> list[Any]:
     from chronicle.weekly.model import make_week_input
     from chronicle.weeks import IsoWeek, week_range
     from services.llm_gate import redactor_for
-    from storage import reports
+    from storage import week_inputs
     from storage.db import connect
 
     with connect(settings) as conn:
-        span = reports.week_span(conn, project)
+        span = week_inputs.week_span(conn, project)
         if span is None:
             return []
-        rows = reports.week_rows(conn, project, span[0], span[1])
-        running = reports.enrolled_before(conn, project, span[0])
+        rows = week_inputs.week_rows(conn, project, span[0], span[1])
+        running = week_inputs.enrolled_before(conn, project, span[0])
     out, tz, redactor = [], settings.tz_for(project), redactor_for(settings)
     for week in week_range(IsoWeek.from_number(span[0]), IsoWeek.from_number(span[1])):
         week_input = make_week_input(project, week, rows.get(week.number, []), running, tz, redactor)

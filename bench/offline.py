@@ -46,13 +46,13 @@ def _median_time(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
 
 def _weeks(settings: Any) -> tuple[list[Any], dict[int, list[dict]], int]:
     from chronicle.weeks import IsoWeek, week_range
-    from storage import reports
+    from storage import week_inputs
     from storage.db import connect
 
     with connect(settings) as conn:
-        first, last = reports.week_span(conn, PROJECT)
-        rows = reports.week_rows(conn, PROJECT, first, last)
-        before = reports.enrolled_before(conn, PROJECT, first)
+        first, last = week_inputs.week_span(conn, PROJECT)
+        rows = week_inputs.week_rows(conn, PROJECT, first, last)
+        before = week_inputs.enrolled_before(conn, PROJECT, first)
     return list(week_range(IsoWeek.from_number(first), IsoWeek.from_number(last))), rows, before
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from chronicle.settings import Settings
 from chronicle.weekly.faithfulness import describe
 from chronicle.weeks import IsoWeek
-from storage import reports
+from storage import reports, review
 from storage.db import connect, transactions
 
 
@@ -36,7 +36,7 @@ class FlaggedWeek:
 
 def flagged_weeks(settings: Settings, project_id: str | None = None) -> list[FlaggedWeek]:
     with connect(settings) as conn:
-        rows = reports.review_queue(conn, project_id)
+        rows = review.review_queue(conn, project_id)
     return [FlaggedWeek(r["project_id"], str(IsoWeek.from_number(r["week_number"])), r["week_number"], r["status"],
                         r["model"], r["version"], list(r["review_reasons"])) for r in rows]
 
@@ -46,11 +46,11 @@ def accept(settings: Settings, project_id: str, week: IsoWeek, *, reviewer: str,
     version = None
     for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
         with attempt as conn:
-            version = reports.accept_review(conn, project_id, week.number, reviewer=reviewer, note=note)
+            version = review.accept_review(conn, project_id, week.number, reviewer=reviewer, note=note)
     return version
 
 
 def backlog(settings: Settings) -> list[dict[str, Any]]:
     """Weeks awaiting review per project (the `review_backlog` view)."""
     with connect(settings) as conn:
-        return reports.review_backlog(conn)
+        return review.review_backlog(conn)

@@ -22,7 +22,7 @@ from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek, week_range
 from services import week_claims
 from services.llm_gate import held_calls, llm_call, redactor_for
-from storage import claims, reports
+from storage import claims, report_writer, reports, week_inputs
 from storage.db import connect, transactions
 from storage.llm_log import write_calls
 
@@ -40,8 +40,8 @@ class WeekRun(NamedTuple):
 def read_week(settings: Settings, project_id: str, week: IsoWeek) -> Prepared:
     """One short read window: the week's entries, the enrolment before it, its stored report."""
     with connect(settings) as conn:
-        rows = reports.week_rows(conn, project_id, week.number, week.number).get(week.number, [])
-        before = reports.enrolled_before(conn, project_id, week.number)
+        rows = week_inputs.week_rows(conn, project_id, week.number, week.number).get(week.number, [])
+        before = week_inputs.enrolled_before(conn, project_id, week.number)
         stored = reports.stored_reports(conn, project_id, week.number, week.number).get(week.number)
     return make_week_input(project_id, week, rows, before, settings.tz_for(project_id), redactor_for(settings)), stored
 
@@ -115,7 +115,7 @@ def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | 
     # if the week fails before that commit, held_calls writes them on the way out.
     with held_calls(settings) as held:
         report = _write_text(settings, week_input, stored, model, run_id)
-        saved = reports.writer_for(settings).save(report, overwrite_edited=overwrite_edited, reason=why,
+        saved = report_writer.writer_for(settings).save(report, overwrite_edited=overwrite_edited, reason=why,
                                                   flow_run_id=run_id, lease=lease, calls=held.take())
         held.done()
     row = WeekOutcome(project_id, week.number, saved, report.model, len(week_input.entries),
@@ -195,7 +195,7 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
     def store(indices: range) -> None:
         todo = [(i, p) for i in indices if (p := pending[i]) is not None]
         t_save = time.perf_counter()
-        saved = reports.writer_for(settings).save_many(
+        saved = report_writer.writer_for(settings).save_many(
             [(p.report, overwrite_edited, p.why, run_id, p.lease, p.calls) for _, p in todo])
         share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
         for (i, p), result in zip(todo, saved, strict=True):
@@ -266,7 +266,7 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
     """
     plan = ProjectPlan(project_id)
     with connect(settings) as conn:
-        span = reports.week_span(conn, project_id)
+        span = week_inputs.week_span(conn, project_id)
         if span is None:
             return plan
         first = max(start or IsoWeek.from_number(span[0]), IsoWeek.from_number(span[0]))
@@ -276,8 +276,8 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
         last = min(end or IsoWeek.from_number(span[1]), latest)
         if last < first:
             return plan
-        rows = reports.week_rows(conn, project_id, first.number, last.number)
-        running = reports.enrolled_before(conn, project_id, first.number)
+        rows = week_inputs.week_rows(conn, project_id, first.number, last.number)
+        running = week_inputs.enrolled_before(conn, project_id, first.number)
         stored = reports.stored_reports(conn, project_id, first.number, last.number)
     tz, model, redactor = settings.tz_for(project_id), engine_model(settings), redactor_for(settings)
     refreshes: list[tuple[int, dict, bool | None, list[dict] | None]] = []

@@ -18,13 +18,13 @@ def _flagged(settings, project: str) -> tuple[int, list[str]]:
     from chronicle.weekly.model import make_week_input
     from chronicle.weeks import IsoWeek, week_range
     from services.llm_gate import redactor_for
-    from storage import reports
+    from storage import week_inputs
     from storage.db import connect
 
     with connect(settings) as conn:
-        first, last = reports.week_span(conn, project)
-        rows = reports.week_rows(conn, project, first, last)
-        running = reports.enrolled_before(conn, project, first)
+        first, last = week_inputs.week_span(conn, project)
+        rows = week_inputs.week_rows(conn, project, first, last)
+        running = week_inputs.enrolled_before(conn, project, first)
     weeks, alarms = 0, []
     for week in week_range(IsoWeek.from_number(first), IsoWeek.from_number(last)):
         week_input = make_week_input(project, week, rows.get(week.number, []), running, settings.tz_for(project),

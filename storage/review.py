@@ -1,0 +1,50 @@
+"""The review queue: reports the faithfulness guard flagged, accepting one, and the backlog per project."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def review_queue(conn: duckdb.DuckDBPyConnection, project_id: str | None = None) -> list[dict[str, Any]]:
+    """Flagged reports, oldest week first (`chronicle review`)."""
+    rows = conn.execute(
+        """SELECT project_id, week_number, start_date, status, model, version, review_reasons, updated_at
+           FROM weekly_reports WHERE needs_review AND (? IS NULL OR project_id = ?)
+           ORDER BY project_id, week_number""", [project_id, project_id]).fetchall()
+    cols = ("project_id", "week_number", "start_date", "status", "model", "version", "review_reasons", "updated_at")
+    out = [dict(zip(cols, r, strict=True)) for r in rows]
+    for row in out:
+        reasons = row["review_reasons"]
+        row["review_reasons"] = (json.loads(reasons) if isinstance(reasons, str) else reasons) or []
+    return out
+
+
+def accept_review(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int, *, reviewer: str,
+                  note: str | None) -> int | None:
+    """Clear a flagged report's `needs_review`, recording who accepted which version; the accepted version,
+    or None when the week has no flagged report."""
+    found = conn.execute("SELECT version FROM weekly_reports WHERE project_id = ? AND week_number = ? AND needs_review",
+                         [project_id, week_number]).fetchall()
+    if not found:
+        return None
+    version = found[0][0]
+    conn.execute(
+        """UPDATE weekly_reports SET needs_review = false, reviewed_by = ?, reviewed_at = ?, reviewed_version = ?,
+               review_note = ? WHERE project_id = ? AND week_number = ?""",
+        [reviewer, _now(), version, note, project_id, week_number])
+    return version
+
+
+def review_backlog(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """The `review_backlog` view: weeks awaiting review per project."""
+    cur = conn.execute("SELECT * FROM review_backlog ORDER BY project_id")
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
