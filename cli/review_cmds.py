@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from chronicle.weeks import IsoWeek
-from cli.common import console, err, load_settings
+from cli.common import console, err, known_project, read_settings
 from cli.output import Format, emit, format_option
 
 
@@ -32,7 +32,8 @@ def register(app: typer.Typer) -> None:
             return
         from services.review import flagged_weeks
 
-        weeks = flagged_weeks(load_settings(home), project)
+        settings = read_settings(home)
+        weeks = flagged_weeks(settings, known_project(settings, project) if project else None)
         if fmt is not Format.table:
             emit([w.as_dict() for w in weeks], fmt)
             return
@@ -59,7 +60,8 @@ def register(app: typer.Typer) -> None:
             iso = IsoWeek.parse(week)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
-        version = accept(load_settings(home), project, iso, reviewer=_reviewer(by), note=note)
+        settings = read_settings(home)
+        version = accept(settings, known_project(settings, project), iso, reviewer=_reviewer(by), note=note)
         if version is None:
             err.print(f"[red]{project} {iso} is not awaiting review[/]")
             raise typer.Exit(1)
@@ -70,4 +72,4 @@ def register(app: typer.Typer) -> None:
         """Weeks awaiting review per project (the `review_backlog` view)."""
         from services.review import backlog
 
-        emit(backlog(load_settings(home)), fmt, title="weeks awaiting review", empty="no reports yet")
+        emit(backlog(read_settings(home)), fmt, title="weeks awaiting review", empty="no reports yet")

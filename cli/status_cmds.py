@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.markup import escape
 
-from cli.common import console, err, load_settings
+from cli.common import console, err, read_settings
 from cli.output import Format, emit, format_option
 
 
@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         from chronicle.ops import human_age, week_list
         from services.freshness import freshness
 
-        settings = load_settings(home)
+        settings = read_settings(home)
         try:
             report = freshness(settings)
         except Exception as exc:  # a monitor wants one line and its own exit status, not a traceback
