@@ -23,20 +23,32 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from chronicle.memory.dedup import DedupPolicy, Neighbour, plan_upsert
+from chronicle.memory.dedup import DedupPolicy, Neighbour, UpsertPlan, plan_upsert
 from chronicle.memory.embedder import Embedder, get_embedder, query_vector
 from chronicle.memory.model import Memory
+from chronicle.memory.ranking import rerank
+from chronicle.memory.subjects import normalise_subject
 from chronicle.settings import Settings
 from storage import memory_indexes as indexes
 from storage.lance import open_lance
-from storage.memory_arrow import all_rows, build_where, chunks, row_keys, sql_list, to_arrow, vector_array, vectors
+from storage.memory_arrow import (  # fmt: skip
+    all_rows,
+    build_where,
+    chunks,
+    current_rows_where,
+    row_keys,
+    sql_list,
+    to_arrow,
+    vector_array,
+    vectors,
+)
 from storage.memory_schema import (
     META_DIM,
     META_MODEL,
@@ -48,6 +60,7 @@ from storage.memory_schema import (
     memory_schema,
 )
 from storage.memory_search import SearchMode, Weights, hits, nearest, ranked
+from storage.memory_updates import mark_superseded
 
 __all__ = ["EmbeddingModelMismatch", "MemoryStore", "SearchMode", "build_where", "embedding_text"]
 
@@ -223,11 +236,25 @@ class MemoryStore:
             now=datetime.now(UTC),
             flow_run_id=flow_run_id,
         )
+        self._supersede(plan)
         if plan.rows:
             data = to_arrow(list(plan.rows.values()), table.schema)
             table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
             indexes.after_write(table, self.settings.ann_min_rows)
         return plan.events
+
+    def _supersede(self, plan: UpsertPlan) -> None:
+        """Knowledge updates of the plan's new rows, in the same commit (`storage.memory_updates`)."""
+        table = self._readable()
+
+        def current(subjects: list[str]) -> list[tuple[StoredMemory, np.ndarray]]:
+            if table is None:
+                return []
+            ids = [i for chunk in chunks(subjects) for i in
+                   all_rows(table, ["id"], current_rows_where(chunk)).column("id").to_pylist()]
+            return [(r, v) for r, v in self._get_with_vectors(ids, with_vectors=True) if v is not None]
+
+        mark_superseded(plan, current)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove rows by id; returns how many existed."""
@@ -282,24 +309,36 @@ class MemoryStore:
         target_file: str | None = None,
         limit: int = 10,
         mode: SearchMode = "hybrid",
+        subject: str | None = None,
+        as_of: date | None = None,
     ) -> list[SearchHit]:
         """Best memories for `query`, scored per `chronicle.memory.search.fuse`, filters applied before ranking.
 
         `tags` matches rows having ANY of the tags. `mode="dense"` skips full text (semantic = cosine).
+        `subject`: only memories about that person (normalised here). `as_of`: only what was current at the end of
+        that day (notes' timezone); without it superseded memories rank below current ones (`memory.ranking`).
         """
         table = self._readable()
         if table is None or limit <= 0 or not query.strip():
             return []
-        where = build_where(tags=tags, min_importance=min_importance, target_file=target_file)
+        tz = self.settings.tz_for(self.settings.notes_project)
+        current_at = None if as_of is None else datetime.combine(as_of + timedelta(days=1), time.min, tzinfo=tz)
+        where = build_where(tags=tags, min_importance=min_importance, target_file=target_file,
+                            subject=None if subject is None else normalise_subject(subject), current_at=current_at)
         weights = Weights(
             self.settings.search_semantic_weight,
             self.settings.search_importance_weight,
             self.settings.search_fulltext_weight,
         )
+        half_life = self.settings.memory_importance_half_life_days
+        # A few more candidates than asked: demoting superseded rows (or ageing) lets the next ones move up.
+        fetch = limit * 2 if half_life > 0 else limit + 5
         scored, rows = ranked(
-            table, self._embed_query, query, where, limit, mode, ann=self._has_ann(table), weights=weights
+            table, self._embed_query, query, where, fetch, mode, ann=self._has_ann(table), weights=weights
         )
-        return hits(scored, rows)
+        now = current_at if current_at is not None else datetime.now(UTC)
+        return rerank(hits(scored, rows), now=now, importance_weight=weights.importance, half_life_days=half_life,
+                      demote_superseded=as_of is None)[:limit]
 
     def _embed_query(self, query: str) -> np.ndarray:
         return query_vector(self.embedder, query)

@@ -168,14 +168,17 @@ def _find_match(
     for m in candidates:
         if m.cosine < rules.cosine:
             break
-        if same_fact(memory.content, rows[m.row_id], rules):
+        if same_fact(memory.content, rows[m.row_id], rules, memory.subject):
             return m, candidates[0].cosine
     return None, candidates[0].cosine
 
 
-def same_fact(text: str, row: StoredMemory, rules: DedupPolicy) -> bool:
-    """The lexical check against the row's content or any text it absorbed earlier (same language only)."""
+def same_fact(text: str, row: StoredMemory, rules: DedupPolicy, subject: str = "") -> bool:
+    """The lexical check against the row's content or any text it absorbed earlier (same language and subject:
+    two people saying the same words are two memories, or a scoped search would lose one person's)."""
     if row.language and row.language != detect_language(text):
+        return False
+    if (row.subject or "") != subject:
         return False
     return any(compare(text, t).same_fact(rules.min_overlap) for t in row.texts())
 
@@ -201,6 +204,7 @@ def new_row(memory: Memory, *, created: datetime, flow_run_id: str | None) -> St
         source_entry_ids=list(memory.source_entry_ids),
         fts_text=row_fts_text(memory.content, memory.summary, memory.key_info, memory.tags, []),
         flow_run_id=flow_run_id,
+        subject=memory.subject,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from chronicle.memory.subjects import normalise_subject
 from chronicle.settings import KNOWLEDGE_FILES
 
 TargetFile = Literal["MEMORY.md", "SOUL.md", "USER.md", "IDENTITY.md", "AGENTS.md", "TOOLS.md"]
@@ -30,6 +31,8 @@ class Memory(BaseModel):
     source: str = ""
     """Daily-note file name(s) the memory came from, e.g. `2026-03-23.md`."""
     source_entry_ids: list[str] = Field(default_factory=list)
+    subject: str = ""
+    """Whom the memory is about (`chronicle.memory.subjects`): a normalised name, `user`, or "" when unknown."""
 
     model_config = {"populate_by_name": True, "extra": "ignore"}
 
@@ -42,6 +45,11 @@ class Memory(BaseModel):
             if t and t not in out:
                 out.append(t)
         return out
+
+    @field_validator("subject", mode="before")
+    @classmethod
+    def _clean_subject(cls, subject: object) -> str:
+        return normalise_subject(subject) if isinstance(subject, str) else ""
 
     @property
     def content_hash(self) -> str:
