@@ -42,12 +42,13 @@ _EN_HOLDER = r"(?:^|[.;!?]\s+|, )((?:[A-Z][a-z]+|I|[Ss]?[Hh]e|They|We|My \w+|[Hh
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("residence", re.compile(rf"{_ZH_HOLDER}(?:现在|目前|已经|刚|最近)?"
                              rf"(?:住在|搬到了?|搬去了?|搬回了?|定居在?|迁居到?|家在){_ZH_VAL}{_ZH_END}")),
-    ("residence", re.compile(rf"{_EN_HOLDER}(?:now |recently |just )?(?:live[sd]?|living|moved|moves|relocated|"
+    ("residence", re.compile(rf"{_EN_HOLDER}(?:'m |'ve | am | have | has | is )?(?:now |recently |just )?"
+                             rf"(?:live[sd]?|living|moved|moves|relocated|"
                              rf"settled)(?: back)? (?:in|to) (?:the )?{_EN_VAL}")),
     ("employer", re.compile(rf"{_ZH_HOLDER}(?:现在|目前|已经|刚)?(?:在|跳槽到了?|入职了?|加入了?)"
                             rf"([\u4e00-\u9fffA-Za-z0-9]{{2,12}}?)(?:公司)?(?:工作|上班|任职)")),
-    ("employer", re.compile(rf"{_EN_HOLDER}(?:now |recently |just )?(?:works?|worked|working|started working) "
-                            rf"(?:at|for) {_EN_VAL}")),
+    ("employer", re.compile(rf"{_EN_HOLDER}(?:'m |'ve | am | have | has | is )?(?:now |recently |just )?"
+                            rf"(?:works?|worked|working|started working) (?:at|for) (?:the )?{_EN_VAL}")),
     ("employer", re.compile(rf"{_EN_HOLDER}(?:recently |just )?joined {_EN_VAL}")),
     ("occupation", re.compile(rf"{_ZH_HOLDER}(?:的)?(?:职业|工作)(?:是|换成了?|改成了?)(?:一名|一个)?"
                               rf"{_ZH_VAL}{_ZH_END}")),
@@ -72,6 +73,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("decision", re.compile(r"(?:^|[.;!?]\s+|, )((?:[A-Z][a-z]+|I|We|They|[Ss]?[Hh]e)?)\s*(?:finally |have |has )?"
                             r"decided (not to |against |to )?([^.;!?\n]{3,60})")),
 )
+# Values that name no particular thing ("在一家公司工作", "in a new place", "在这个行业中工作"): no fact.
+_VAGUE = re.compile(r"^(?:一|这|那|当前|现在的|该|某|自己|新的?|旧的?|哪|什么|别的|其他|很多|a |an |this |that |"
+                    r"some |my |our |his |her |their |which |what |new |there$|here$|home$)|[中里内上]$|哪|什么", re.I)
 _SELF = {"", "我", "i", "my", "我们", "we", "our"}
 _INSTEAD = re.compile(r"(?:instead of|rather than|而不是|不再用|代替)\s*([^\s,，。.;；]{2,30})", re.I)
 _LEADING = re.compile(r"^(?:the |a |an |to |use |using |用|使用|采用|去)", re.I)
@@ -126,6 +130,10 @@ def facts(text: str, subject: str) -> list[Fact]:
             if attribute == "decision":
                 word = (match.group(2) or "").strip().casefold()
                 negated, obj = word in ("not to", "against", "不再", "不", "取消"), _norm(match.group(3))
+                inner = re.match(r"^(.{0,4}?)(?:不再|不|取消)(.+)$", obj)  # "暑假不去日本": the negation inside
+                if inner and not negated:
+                    negated, obj = True, _norm(inner.group(1) + inner.group(2))
+                obj = _decision_object(obj)
                 if len(obj) >= 2:
                     found[f"decision:{obj}"] = Fact(f"decision:{obj}", obj, negated)
                 continue
@@ -135,23 +143,41 @@ def facts(text: str, subject: str) -> list[Fact]:
                 key, value = attribute, _norm(match.group(2))
             if attribute == "phone":
                 value = re.sub(r"[\s-]", "", value)
-            if value:
+            if value and not _VAGUE.search(value):
                 found.pop(key, None)  # re-insert: the later statement in the text is the current one
                 found[key] = Fact(key, value)
     return list(found.values())
 
 
+_FILLER = re.compile(r"(?:一辆|一个|一台|一部|一本|一家|一只|一件|\b(?:a|an|the|my|our)\b|after all|anymore|for now|"
+                     r"any more|了|啦)", re.I)
+
+
+def _decision_object(obj: str) -> str:
+    """A decision's object without articles, measure words and "after all": what two statements must share."""
+    return re.sub(r"\s+", " ", _FILLER.sub(" ", obj)).strip()
+
+
+def _same_object(a: str, b: str) -> bool:
+    """Two decision objects name the same thing: equal once compacted, or nearly (character bigram Dice >= 0.8)."""
+    a, b = a.replace(" ", ""), b.replace(" ", "")
+    if a == b:
+        return True
+    grams_a, grams_b = {a[i:i + 2] for i in range(len(a) - 1)}, {b[i:i + 2] for i in range(len(b) - 1)}
+    return bool(grams_a and grams_b) and 2 * len(grams_a & grams_b) / (len(grams_a) + len(grams_b)) >= 0.8
+
+
 def conflicts(old: Sequence[Fact], new: Sequence[Fact], new_text: str = "") -> bool:
     """Whether `new` states a different value for an attribute `old` states (or reverses its decision)."""
-    old_by_key = {f.key: f for f in old}
+    old_by_key = {f.key: f for f in old if not f.key.startswith("decision:")}
     for fact in new:
-        before = old_by_key.get(fact.key)
-        if before is None:
-            continue
         if fact.key.startswith("decision:"):
-            if before.negated != fact.negated:
+            if any(b.key.startswith("decision:") and b.negated != fact.negated and _same_object(b.value, fact.value)
+                   for b in old):
                 return True
-        elif before.value != fact.value:
+            continue
+        before = old_by_key.get(fact.key)
+        if before is not None and before.value != fact.value:
             return True
     instead = {_norm(m.group(1)) for m in _INSTEAD.finditer(unicodedata.normalize("NFKC", new_text))}
     return any(f.key.startswith("decision:") and not f.negated and any(i and i in f.value for i in instead)
