@@ -22,6 +22,7 @@ from chronicle.distill.speaker import speakers_of, split_speaker
 from chronicle.distill.validate import first_sentence
 from chronicle.memory.model import Memory, detect_language
 from chronicle.memory.subjects import entry_subject
+from chronicle.memory.supersede import facts
 
 OFFLINE_ENGINE_VERSION = "offline-v4"  # v4: memories carry their subject
 OFFLINE_MODEL = "offline-rules"
@@ -134,7 +135,10 @@ def entry_memory(
     """The memory of one entry, or None if it is not substantive. `known_speakers`: names speaking in the note;
     `previous`: the entry before it in the note (its turn is kept as context of a reply); `user`: the user's
     name as USER.md gives it (the subject of the user's own lines)."""
-    if not is_substantive(entry):
+    subject = subject_of(entry, known_speakers, user)
+    # A short line may still state a fact ("张伟：我住在北京。"): a value the update rules read is kept.
+    if not is_substantive(entry) and not (entry.kind not in ("code", "table") and subject
+                                          and facts(clean(entry.content), subject)):
         return None
     body = clean(entry.content)
     content = f"{clean(entry.parent)}: {body}" if entry.parent and not _PENDING.search(entry.parent) else body
@@ -150,7 +154,7 @@ def entry_memory(
         action="append",
         source=entry.source_name,
         source_entry_ids=[entry.entry_id],
-        subject=subject_of(entry, known_speakers, user),
+        subject=subject,
     )
 
 
