@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from chronicle.memory.dedup import DedupPolicy, Neighbour, UpsertPlan, plan_upsert
+from chronicle.memory.dedup import DedupPolicy, Neighbour, UpsertPlan, dedup_key, key_of, plan_upsert
 from chronicle.memory.embedder import Embedder, get_embedder, query_vector
 from chronicle.memory.model import Memory
 from chronicle.memory.ranking import rerank
@@ -209,7 +209,7 @@ class MemoryStore:
         everything = [m for memories, _ in batches for m in memories]
         # Skip the embedding cost for what is stored already (a rerun of the same notes is then cheap).
         known = self._known_hashes({m.content_hash for m in everything})
-        vecs = self._embed_contents([m for m in everything if m.content_hash not in known], {})
+        vecs = self._embed_contents([m for m in everything if dedup_key(m) not in known], {})
         out = []
         with self._writing():
             for memories, created in batches:
@@ -220,10 +220,10 @@ class MemoryStore:
         self, memories: Sequence[Memory], created: datetime, flow_run_id: str | None, vecs: dict[str, np.ndarray]
     ) -> list[MemoryEvent]:
         table = self._writable()
-        hashes = [m.content_hash for m in memories]
+        hashes, keys = [m.content_hash for m in memories], [dedup_key(m) for m in memories]
         known = self._known_hashes(set(hashes))  # again: another writer may have committed meanwhile
-        first = sorted({h: i for i, h in reversed(list(enumerate(hashes)))}.values())  # one vector per content
-        need = [i for i in first if hashes[i] not in known]
+        first = sorted({k: i for i, k in reversed(list(enumerate(keys)))}.values())  # one per subject and content
+        need = [i for i in first if keys[i] not in known]
         vecs.update(self._embed_contents([memories[i] for i in need], vecs))  # rows deleted meanwhile: rare
         by_index = {i: vecs[hashes[i]] for i in need}
         plan = plan_upsert(
@@ -386,17 +386,17 @@ class MemoryStore:
 
     # --- upsert helpers ---------------------------------------------------------------------
     def _known_hashes(self, hashes: set[str]) -> dict[str, str]:
-        """content hash -> id of the row holding (or having absorbed) that content."""
+        """`dedup_key` (subject and content hash) -> id of the row holding (or having absorbed) that content."""
         table = self._readable()
         if table is None or not hashes:
             return {}
         out: dict[str, str] = {}
         for chunk in chunks(sorted(hashes)):
             where = f"array_has_any(merged_hashes, [{sql_list(chunk)}])"
-            for row in all_rows(table, ["id", "merged_hashes"], where).to_pylist():
+            for row in all_rows(table, ["id", "merged_hashes", "subject"], where).to_pylist():
                 for h in row["merged_hashes"] or []:
                     if h in hashes:
-                        out.setdefault(h, row["id"])
+                        out.setdefault(key_of(row["subject"] or "", h), row["id"])
         return out
 
     def _neighbours(self, table: Any, need: list[int], vecs: dict[int, np.ndarray]) -> dict[int, list[Neighbour]]:

@@ -60,8 +60,10 @@ class Memory(BaseModel):
         return detect_language(self.content)
 
     def memory_id(self, created: datetime) -> str:
-        """Seed 002 ids look like `2026-03-23-xxx`; the suffix is the content hash so reruns agree."""
-        return f"{created:%Y-%m-%d}-{self.content_hash[:12]}"
+        """Seed 002 ids look like `2026-03-23-xxx`; the suffix is the content hash so reruns agree (with the subject
+        folded in when there is one: two people's same words on one day are two rows)."""
+        suffix = content_hash(f"{self.subject}\n{self.content}") if self.subject else self.content_hash
+        return f"{created:%Y-%m-%d}-{suffix[:12]}"
 
 
 def normalise(text: str) -> str:

@@ -35,7 +35,7 @@ _ZH_VAL = rf"([^{_ZH_STOP}\s]{{1,12}}?)"
 _ZH_END = rf"(?=了|去|啦|住|生活|工作|居住|上班|[{_ZH_STOP}]|$)"
 _ZH_HOLDER = r"((?:我|您|你)?[\u4e00-\u9fff]{0,4}?)"
 _EN_VAL = r"([A-Z][\w'’.-]*(?: (?:[A-Z][\w'’.-]*|(?:of|de|la|am|upon)\b))*)"
-_EN_HOLDER = r"(?:^|[.;!?]\s+|, )((?:[A-Z][a-z]+|I|[Ss]?[Hh]e|They|We|My \w+|[Hh]is \w+|[Hh]er \w+)?)\s*"
+_EN_HOLDER = r"(?:^|[.;:!?]\s+|, )((?:[A-Z][a-z]+|I|[Ss]?[Hh]e|They|We|My \w+|[Hh]is \w+|[Hh]er \w+)?)\s*"
 
 # (attribute, pattern). Groups: holder, value (or, for `decision`, negation and object). English patterns run
 # on the text as written (names are capitalised), Chinese ones on the NFKC text.
@@ -55,27 +55,28 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("occupation", re.compile(rf"{_EN_HOLDER}(?:now )?works? as (?:an? )?"
                               r"([a-z][a-z -]{2,30}?)(?=[.,;!?]| at| for|$)")),
     ("phone", re.compile(rf"{_ZH_HOLDER}的?(?:新的?)?(?:电话|手机|手机号|电话号码|手机号码)(?:号码)?"
-                         r"(?:是|改成了?|换成了?|为|[:：])\s*(\+?\d[\d -]{5,}\d)")),
+                         r"(?:是|改成了?|换成了?|为|[:：])\s*(\+?\d[\d -]{5,}\d|\[REDACTED:\w+\])")),
     ("phone", re.compile(rf"{_EN_HOLDER}(?:new )?(?:phone|mobile|cell)(?: number)?(?: is| was changed to| changed to|"
-                         r" is now|:)\s*(\+?\d[\d -]{5,}\d)", re.I)),
+                         r" is now|:)\s*(\+?\d[\d -]{5,}\d|\[REDACTED:\w+\])", re.I)),
     ("email", re.compile(rf"{_ZH_HOLDER}的?(?:新的?)?(?:邮箱|电子邮件|email)(?:地址)?(?:是|改成了?|换成了?|为|[:：])\s*"
-                         r"([\w.+-]+@[\w-]+\.[\w.-]+)", re.I)),
+                         r"([\w.+-]+@[\w-]+\.[\w.-]+|\[REDACTED:\w+\])", re.I)),
     ("email", re.compile(rf"{_EN_HOLDER}(?:new )?e-?mail(?: address)?(?: is| changed to| is now|:)\s*"
-                         r"([\w.+-]+@[\w-]+\.[\w.-]+)", re.I)),
+                         r"([\w.+-]+@[\w-]+\.[\w.-]+|\[REDACTED:\w+\])", re.I)),
     ("favourite", re.compile(rf"{_ZH_HOLDER}(?:现在)?最(?:喜欢|爱)的([\u4e00-\u9fff]{{1,4}})(?:是|变成了?|换成了?)"
                              rf"{_ZH_VAL}{_ZH_END}")),
-    ("favourite", re.compile(r"(?:^|[.;!?]\s+|, )((?:[A-Z][a-z]+|My|His|Her|Their)(?:'s)?)\s+(?:new )?(?:all-time )?"
+    ("favourite", re.compile(r"(?:^|[.;:!?]\s+|, )((?:[A-Z][a-z]+|My|His|Her|Their)(?:'s)?)\s+(?:new )?(?:all-time )?"
                              r"favou?rite ([a-z]+(?: [a-z]+)?) (?:is|is now|has become|became) (?:now )?"
                              r"([\w'’ -]{2,30}?)(?=[.,;!?]|$)")),
     ("likes", re.compile(rf"{_ZH_HOLDER}(?:现在|最近|开始)?(?:更)?(?:喜欢|爱|习惯)(喝|吃|听|看|玩|用)"
                          rf"([^{_ZH_STOP}\s了]{{1,8}}?){_ZH_END}")),
     ("decision", re.compile(rf"{_ZH_HOLDER}(?:最终|最后|已经)?决定(不再|不|取消)?([^{_ZH_STOP}]{{2,24}})")),
-    ("decision", re.compile(r"(?:^|[.;!?]\s+|, )((?:[A-Z][a-z]+|I|We|They|[Ss]?[Hh]e)?)\s*(?:finally |have |has )?"
+    ("decision", re.compile(r"(?:^|[.;:!?]\s+|, )((?:[A-Z][a-z]+|I|We|They|[Ss]?[Hh]e)?)\s*(?:finally |have |has )?"
                             r"decided (not to |against |to )?([^.;!?\n]{3,60})")),
 )
 # Values that name no particular thing ("在一家公司工作", "in a new place", "在这个行业中工作"): no fact.
 _VAGUE = re.compile(r"^(?:一|这|那|当前|现在的|该|某|自己|新的?|旧的?|哪|什么|别的|其他|很多|a |an |this |that |"
                     r"some |my |our |his |her |their |which |what |new |there$|here$|home$)|[中里内上]$|哪|什么", re.I)
+_CHANGED = re.compile(r"新|改成|换成|变成|搬|\bnew\b|\bnow\b|changed|\bmoved\b|relocated|\bjoined\b", re.I)
 _SELF = {"", "我", "i", "my", "我们", "we", "our"}
 _INSTEAD = re.compile(r"(?:instead of|rather than|而不是|不再用|代替)\s*([^\s,，。.;；]{2,30})", re.I)
 _LEADING = re.compile(r"^(?:the |a |an |to |use |using |用|使用|采用|去)", re.I)
@@ -89,6 +90,8 @@ class Fact:
     value: str
     negated: bool = False
     """A decision stated in the negative ("decided not to use X", "决定不…")."""
+    changed: bool = False
+    """The statement itself says the value changed ("new phone", "改成了", "is now", "moved")."""
 
 
 def _norm(text: str) -> str:
@@ -145,7 +148,7 @@ def facts(text: str, subject: str) -> list[Fact]:
                 value = re.sub(r"[\s-]", "", value)
             if value and not _VAGUE.search(value):
                 found.pop(key, None)  # re-insert: the later statement in the text is the current one
-                found[key] = Fact(key, value)
+                found[key] = Fact(key, value, changed=bool(_CHANGED.search(match.group(0))))
     return list(found.values())
 
 
@@ -177,7 +180,12 @@ def conflicts(old: Sequence[Fact], new: Sequence[Fact], new_text: str = "") -> b
                 return True
             continue
         before = old_by_key.get(fact.key)
-        if before is not None and before.value != fact.value:
+        if before is None:
+            continue
+        if before.value != fact.value and "[redacted" not in before.value + fact.value:
+            return True
+        # A redacted value ("[REDACTED:phone]") hides whether it changed: only a statement that says so counts.
+        if "[redacted" in before.value + fact.value and fact.changed:
             return True
     instead = {_norm(m.group(1)) for m in _INSTEAD.finditer(unicodedata.normalize("NFKC", new_text))}
     return any(f.key.startswith("decision:") and not f.negated and any(i and i in f.value for i in instead)

@@ -75,6 +75,18 @@ def test_the_labelled_update_set_reads_right() -> None:
         so, sn = normalise_subject(old["subject"]), normalise_subject(new["subject"])
         got = so == sn and conflicts(facts(old["text"], so), facts(new["text"], sn), new["text"])
         assert got is c["change"], c["id"]
+        # as distilled from a note: behind the speaker's label
+        labelled = [f"{s['subject']}{'：' if c['lang'] == 'zh' else ': '}{s['text']}" for s in (old, new)]
+        got = so == sn and conflicts(facts(labelled[0], so), facts(labelled[1], sn), labelled[1])
+        assert got is c["change"], c["id"]
+
+
+def test_a_redacted_number_changes_only_when_the_statement_says_so() -> None:
+    old = row("a", "朱琳：我的手机号是[REDACTED:phone]。", "朱琳")
+    assert changes([old, row("b", "朱琳：我的新手机号是[REDACTED:phone]。", "朱琳", 9)]) == {("a", "b")}
+    assert changes([old, row("b", "朱琳：我的手机号是[REDACTED:phone]，随时联系。", "朱琳", 9)]) == set()
+    assert changes([row("a", "Noah: My email is [REDACTED:email].", "noah"),
+                    row("b", "Noah: My email address is now [REDACTED:email].", "noah", 9)]) == {("a", "b")}
 
 
 def hit(rid: str, score: float, *, days_old: float = 0, superseded_by: str = "", importance: float = 0.5) -> SearchHit:
