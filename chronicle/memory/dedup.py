@@ -35,6 +35,7 @@ from chronicle.memory.lexical import compare
 from chronicle.memory.model import Memory, detect_language, normalise
 from chronicle.memory.records import EventKind, MemoryEvent, StoredMemory, utc
 from chronicle.memory.search import fts_text
+from chronicle.memory.supersede import conflicts, facts
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,8 @@ def same_fact(text: str, row: StoredMemory, rules: DedupPolicy, subject: str = "
         return False
     if (row.subject or "") != subject:
         return False
+    if subject and conflicts(facts(row.content, subject), facts(text, subject), text):
+        return False  # a changed value is a knowledge update, never folded into the fact it replaces
     return any(compare(text, t).same_fact(rules.min_overlap) for t in row.texts())
 
 

@@ -115,3 +115,25 @@ def test_a_table_written_before_subjects_keeps_working(settings) -> None:
     assert store.search("Berlin", subject="user") == []
     store.upsert([mem("The user moved to Munich.", "user")], created=datetime(2023, 7, 1))
     assert {h.subject for h in store.search("lives", limit=5)} == {"", "user"}
+
+
+def test_cli_search_about_a_person_as_of_a_day(settings) -> None:
+    """`chronicle memory search --about NAME --as-of DATE`, and "(superseded on …)" on an old fact."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    store = MemoryStore(settings)
+    store.upsert([mem("Alice: I live in Boston, close to the river.", "Alice"),
+                  mem("Bob: I live in Boston too, near the harbour.", "Bob")], created=at("2024-01-05", settings))
+    store.upsert([mem("Alice: I moved to Seattle last month.", "Alice")], created=at("2024-03-01", settings))
+    runner = CliRunner()
+    now = runner.invoke(app, ["memory", "search", "Where does Alice live?", "--about", "alice", "--limit", "5"],
+                        terminal_width=300)
+    assert now.exit_code == 0, now.output
+    assert "Bob" not in now.output and "(superseded on 2024-03-01)" in now.output
+    assert now.output.index("Seattle") < now.output.index("Boston")
+    then = runner.invoke(app, ["memory", "search", "Where does Alice live?", "--about", "Alice", "--as-of",
+                               "2024-02-01", "--json"])
+    assert then.exit_code == 0, then.output
+    assert [h["content"] for h in json.loads(then.output)] == ["Alice: I live in Boston, close to the river."]

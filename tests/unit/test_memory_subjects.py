@@ -82,3 +82,13 @@ def test_subject_key_is_normalised() -> None:
     assert normalise_subject("  Caroline  Smith ") == "caroline smith"
     assert normalise_subject("Ｃａｒｏｌｉｎｅ") == "caroline"
     assert normalise_subject(None) == ""
+
+
+def test_the_llm_reply_names_the_subject_and_it_is_validated_the_same_way() -> None:
+    from chronicle.distill.validate import validate
+
+    item = {"content": "Caroline moved to Boston in May 2023.", "summary": "Caroline moved to Boston.",
+            "keyInfo": [], "tags": [], "importance": 0.7, "targetFile": "MEMORY.md", "action": "append"}
+    checked = validate([item | {"subject": "  Caroline "}, item | {"content": "Melanie paints.", "subject": 42}, item
+                        | {"content": "The deploy runs nightly."}], source="2023-05-08.md", entry_ids=["e1"])
+    assert [m.subject for m in checked.memories] == ["caroline", "", ""]
