@@ -26,6 +26,7 @@ def mark_superseded(plan: UpsertPlan, current: CurrentRows) -> None:
     stored = {row.id: (row, vec) for row, vec in current(sorted({r.subject for r in new})) if row.id not in plan.rows}
     candidates = [p.row for p in plan.rows.values()] + [row for row, _ in stored.values()]
     reasons: dict[str, str] = {}
+    replaced: dict[str, tuple[str, ...]] = {}
     for change in plan_supersessions(candidates, [r.id for r in new]):
         if change.old_id not in plan.rows:
             row, vec = stored[change.old_id]
@@ -34,5 +35,6 @@ def mark_superseded(plan: UpsertPlan, current: CurrentRows) -> None:
         target.row = replace(target.row, superseded_by=change.new_id, superseded_at=change.at)
         reasons[change.new_id] = reasons.get(change.new_id, "") + f"; supersedes {change.old_id}"
         reasons[change.old_id] = reasons.get(change.old_id, "") + f"; superseded by {change.new_id}"
-    plan.events[:] = [replace(e, reason=e.reason + reasons[e.memory_id])
+        replaced[change.new_id] = (*replaced.get(change.new_id, ()), change.old_id)
+    plan.events[:] = [replace(e, reason=e.reason + reasons[e.memory_id], supersedes=replaced.get(e.memory_id, ()))
                       if e.event == "ADD" and e.memory_id in reasons else e for e in plan.events]

@@ -118,6 +118,8 @@ def plan_chunk(chunk: Chunk, memories: list[Memory], events: list[MemoryEvent], 
                 memory_id=event.memory_id, content_hash=memory.content_hash, text=memory.content,
                 day=chunk.day.isoformat(), source=memory.source or chunk.source, action=action,  # type: ignore[arg-type]
                 merged=event.event != "ADD", importance=memory.importance,
+                # USER.md keeps one section per person; a knowledge update moves the facts it replaced to history.
+                subject=memory.subject if memory.target_file == "USER.md" else "", supersedes=event.supersedes,
             ))
         plan.events.append(EventRow(flow_run_id, event.event, event.memory_id, event.content_hash,
                                     memory.target_file, memory.importance, list(memory.tags), event.similarity,

@@ -105,3 +105,5 @@ class MemoryEvent:
     similarity: float | None
     """Cosine to the row it matched (1.0 for exact duplicates), None for ADD with nothing close."""
     reason: str
+    supersedes: tuple[str, ...] = ()
+    """Ids of the memories this one replaced (a knowledge update): their knowledge-file bullets move to history."""
