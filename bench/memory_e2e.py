@@ -142,6 +142,8 @@ def measure(corpus_name: str, layout: str, samples: int, profile: bool, raw: boo
         "knowledge_lines": sum(lines.values()), "knowledge_lines_per_100_turns": 100 * sum(lines.values()) / turns,
         "events": summary.as_dict().get("events"), "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
     }
+    OUT.mkdir(exist_ok=True)  # per layout, so layouts can run in parallel processes and be combined (--combine)
+    (OUT / f"memory_e2e_{corpus_name}_{layout}.json").write_text(json.dumps(out, indent=2, default=str))
     print(f"{corpus_name}/{layout}: {turns} turns -> {len(entries)} entries -> {rows} memories; distill "
           f"{distill_s:.1f}s; scoped hit@5/10 {out['hit_scoped_at5']:.3f}/{out['hit_scoped_at10']:.3f}, unscoped "
           f"{out['hit_unscoped_at5']:.3f}/{out['hit_unscoped_at10']:.3f} (n={n}, scoped {scoped_n}); other-subject "
@@ -195,6 +197,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", choices=["locomo", "memorybank", "updates", "both", "all"], default="all")
     parser.add_argument("--layouts", default="", help="comma-separated subset of the corpus's layouts")
+    parser.add_argument("--combine", action="store_true",
+                        help="only report: combine the per-layout results of earlier runs (bench/out)")
     parser.add_argument("--samples", type=int, default=2, help="LoCoMo conversations")
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile of the distill")
     args = parser.parse_args()
@@ -209,6 +213,12 @@ def main() -> None:
     # longer than the ephemeral server's default start-up timeout.
     names = {"both": ("locomo", "memorybank"), "all": ("updates", "memorybank", "locomo")}.get(
         args.corpus, (args.corpus,))
+    if args.combine:
+        for name in names:
+            chosen = layouts.MEMORYBANK_LAYOUTS if name == "memorybank" else layouts.LOCOMO_LAYOUTS
+            report(name, [json.loads((OUT / f"memory_e2e_{name}_{x}.json").read_text()) for x in chosen],
+                   args.samples)
+        return
     with prefect_test_harness(server_startup_timeout=180):
         for name in names:
             if name == "updates":
