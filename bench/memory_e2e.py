@@ -220,7 +220,7 @@ def main() -> None:
             report(name, [json.loads((OUT / f"memory_e2e_{name}_{x}.json").read_text()) for x in chosen],
                    args.samples)
         return
-    with prefect_test_harness(server_startup_timeout=180):
+    with prefect_test_harness(server_startup_timeout=900):
         for name in names:
             if name == "updates":
                 from bench.memory_updates import measure_updates
