@@ -1,24 +1,26 @@
-"""bench/memory_e2e: LoCoMo conversations as daily notes -> ingest -> distill (offline engine) -> search.
+"""bench/memory_e2e: MemoryBank and LoCoMo as daily notes in several layouts -> ingest -> distill (offline) -> search.
 
-The first `--samples` LoCoMo conversations (default 2: conv-26 and conv-30, 788 turns over 38 days, as in issue 13)
-are written as `memory/YYYY-MM-DD.md`, one bullet per turn ("- Speaker: text", a shared photo's caption in
-brackets), one `## <time>` heading per session. Then, in this process, the real flows: `ingest_logs` and
-`distill_memory` over the whole date range (offline engine, default embedder), and for every question of
-categories 1-4 a hybrid search of the distilled store (no filter). Measured:
+Each corpus is written as `memory/YYYY-MM-DD.md` in every layout of `bench/memory_layouts.py` (MemoryBank:
+`heading` `## 张曼婷` / `- 张曼婷：…` / `- AI伴侣：…`; `dialogue` `## 与张曼婷的对话` / `- 张曼婷: …` /
+`- AI伴侣（回复张曼婷）: …`;
+`roles` `## 和张曼婷聊天` / `- 用户：…` / `- 助手：…`, where no label names the user. LoCoMo: `session` `## 14:00 A & B`
+/ `- A: …`; `bold` `### Session n (date)` / `**A**: …` paragraphs). Then, in this process, the real flows
+`ingest_logs` and `distill_memory` (offline engine, default embedder), and every question searched twice:
+unscoped, and scoped to its subject (`store.search(..., subject=...)`: the MemoryBank user; the one LoCoMo speaker a
+question names, unscoped when it names both or neither). Measured per layout, reported as the worst layout beside
+the mean:
 
 - hit@5 / hit@10: a question is hit when a top-k memory was distilled from one of its evidence turns (a memory's
-  `source_entry_ids` -> the note line it came from -> the turn written on that line);
-- knowledge-file memory lines per 100 turns: bullet lines the distill wrote into the workspace files;
-- distill throughput: note entries per second of the `distill_memory` flow (wall), against the raw embedding
-  rate of the same entry texts with the same model in the same process (`embedder.embed`, one call) — goal
-  >= 0.5x. `--profile` writes a pyinstrument profile of the distill to bench/out/memory_e2e_<corpus>_profile.txt.
+  `source_entry_ids` -> the note line it came from -> the turn written on that line; evidence labels:
+  tests/data/memorybank/evidence_labels.jsonl, LoCoMo's own);
+- other-subject hits: memories of another subject returned by a scoped search (must be 0);
+- knowledge-file memory lines per 100 turns;
+- distill throughput: note entries per second of the `distill_memory` flow (wall) of the slowest layout, against
+  the raw embedding rate of the same entry texts with the same model in the same process (`embedder.embed`, one
+  call) — goal >= 0.5x. `--profile` writes a pyinstrument profile to bench/out/memory_e2e_<corpus>_profile.txt.
 
-Goals (issue 13): hit@10 >= 0.75 with <= 20 knowledge lines per 100 turns; throughput >= 0.5x raw embedding.
-
-Both corpora by default (`--corpus locomo|memorybank` for one). `memorybank` runs the same pipeline on the
-Chinese MemoryBank corpus (tests/data/memorybank: 15 users x 10 days, one `## <user>` section per user and day,
-"- 周立：…" / "- AI伴侣：…" bullets) and its 100 probing questions with our evidence labels, each searched with its
-user's tag (the section heading) as the filter.
+Goals (issue 24): MemoryBank scoped worst-layout hit@5 >= 0.80; LoCoMo worst-layout hit@10 >= 0.80; throughput
+>= 0.5x raw embedding. `--corpus updates` runs the labelled update set instead (bench/memory_updates.py).
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import tempfile
 import time
 from collections import Counter
@@ -34,69 +35,23 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import memory_layouts as layouts
 from bench._util import OUT, result
-from bench.locomo import DATA, session_time
+from bench.locomo import DATA
 from bench.locomo import questions as locomo_questions
 
-_SESSION = re.compile(r"session_(\d+)$")
 
-
-def write_notes(samples: list[dict[str, Any]], folder: Path) -> tuple[dict[tuple[str, int], str], int]:
-    """Write the conversations as daily notes; returns ((file name, line number) -> "sample:dia_id", turns)."""
-    days: dict[date, list[str]] = {}
-    where: dict[tuple[str, int], str] = {}
-    turns = 0
-    for sample in samples:
-        conv = sample["conversation"]
-        sessions = sorted(int(m.group(1)) for k in conv if (m := _SESSION.match(k)) and isinstance(conv[k], list))
-        for n in sessions:
-            when = session_time(conv[f"session_{n}_date_time"])
-            lines = days.setdefault(when.date(), [])
-            lines += ([""] if lines else []) + [f"## {when:%H:%M} {conv['speaker_a']} & {conv['speaker_b']}", ""]
-            for turn in conv[f"session_{n}"]:
-                text = " ".join(turn["text"].split())
-                if turn.get("blip_caption"):
-                    text += f" [shares a photo of {turn['blip_caption']}]"
-                lines.append(f"- {turn['speaker']}: {text}")
-                where[(f"{when:%Y-%m-%d}.md", len(lines))] = f"{sample['sample_id']}:{turn['dia_id']}"
-                turns += 1
-    folder.mkdir(parents=True, exist_ok=True)
-    for day, lines in days.items():
-        (folder / f"{day:%Y-%m-%d}.md").write_text("# Notes\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
-    # Line numbers above count from the first line after the "# Notes" header and blank line.
-    return {(f, n + 2): d for (f, n), d in where.items()}, turns
-
-
-def write_memorybank_notes(folder: Path) -> tuple[dict[tuple[str, int], str], int]:
-    """MemoryBank as daily notes; returns ((file name, line number) -> "user:day:i:q|r", utterances)."""
-    from bench.embedders import MEMORYBANK
-
-    days: dict[str, list[str]] = {}
-    where: dict[tuple[str, int], str] = {}
-    for user, data in json.loads((MEMORYBANK / "memory_bank_cn.json").read_text()).items():
-        for day, exchanges in data["history"].items():
-            lines = days.setdefault(day, [])
-            lines += ([""] if lines else []) + [f"## {user}", ""]
-            for i, ex in enumerate(exchanges):
-                for side, speaker, text in (("q", user, ex["query"]), ("r", "AI伴侣", ex["response"])):
-                    lines.append(f"- {speaker}：{' '.join(text.split())}")
-                    where[(f"{day}.md", len(lines) + 2)] = f"{user}:{day}:{i}:{side}"
-    folder.mkdir(parents=True, exist_ok=True)
-    for day, lines in days.items():
-        (folder / f"{day}.md").write_text("# Notes\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
-    return where, len(where)
-
-
-def corpus(name: str, samples: int, folder: Path) -> tuple[dict[tuple[str, int], str], int, list]:
-    """(line -> evidence id, turns, [(tag filter or None, question, evidence ids)]) of the chosen corpus."""
+def corpus(name: str, layout: str, samples: int, folder: Path) -> tuple[dict[tuple[str, int], str], int, list]:
+    """(line -> evidence id, turns, [(subject scope or None, question, evidence ids)]) of the chosen corpus."""
     if name == "memorybank":
         from bench.embedders import memorybank_questions
 
-        where, turns = write_memorybank_notes(folder)
+        where, turns = layouts.memorybank(folder, layout)
         return where, turns, memorybank_questions()
     data = json.loads(DATA.read_text())[:samples]
-    where, turns = write_notes(data, folder)
-    return where, turns, [(None, q, ev) for sample in data for q, ev in locomo_questions(sample)]
+    where, turns = layouts.locomo(data, folder, layout)
+    return where, turns, [(layouts.locomo_subject(sample, q), q, ev) for sample in data
+                          for q, ev in locomo_questions(sample)]
 
 
 def knowledge_lines(workspace: Path) -> dict[str, int]:
@@ -107,99 +62,144 @@ def knowledge_lines(workspace: Path) -> dict[str, int]:
     return out
 
 
-def measure(corpus_name: str, samples: int, profile: bool) -> None:
-    """One corpus through ingest -> distill -> search, in a fresh home; writes its result file."""
+def distill_corpus(settings: Any, folder: Path, first: date, last: date, name: str, profile: bool) -> tuple:
+    """ingest + distill of the notes in `folder` (real flows, this process); (entries, summary, seconds)."""
+    from chronicle.settings import using
+    from flows.distill_memory import distill_memory
+    from flows.ingest_logs import ingest_logs
+    from storage.db import connect
+    from storage.memory_events import load_note_entries
+
+    with using(settings):
+        ingest_logs([str(folder)], name)
+    with connect(settings) as conn:
+        entries = load_note_entries(conn, date.fromordinal(first.toordinal() - 1), last)
+    profiler = None
+    if profile:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.005)
+        profiler.start()
+    t0 = time.perf_counter()
+    with using(settings):
+        summary = distill_memory(days=(last - first).days + 1, until=last)
+    seconds = time.perf_counter() - t0
+    if profiler is not None:
+        profiler.stop()
+        OUT.mkdir(exist_ok=True)
+        (OUT / f"memory_e2e_{name}_profile.txt").write_text(profiler.output_text(unicode=True, show_all=False))
+    return entries, summary, seconds
+
+
+def measure(corpus_name: str, layout: str, samples: int, profile: bool, raw: bool) -> dict[str, Any]:
+    """One corpus in one layout through ingest -> distill -> search (scoped and unscoped), in a fresh home."""
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        from chronicle.settings import Settings, using
+        from chronicle.settings import Settings
 
         settings = Settings(home=Path(tmp) / "home", llm_url=None, embedding_url=None)
-        where, turns, questions = corpus(corpus_name, samples, Path(tmp) / "memory")
+        where, turns, questions = corpus(corpus_name, layout, samples, Path(tmp) / "memory")
         days = sorted(datetime.strptime(f, "%Y-%m-%d.md").date() for f, _ in where)
-        first, last = days[0], days[-1]
-
-        from flows.distill_memory import distill_memory
-        from flows.ingest_logs import ingest_logs
-
-        t0 = time.perf_counter()
-        with using(settings):
-            ingest_logs([str(Path(tmp) / "memory")], corpus_name)
-        ingest_s = time.perf_counter() - t0
-
         from chronicle.memory.embedder import get_embedder
-        from storage.db import connect
-        from storage.memory_events import load_note_entries
 
-        with connect(settings) as conn:
-            entries = load_note_entries(conn, date.fromordinal(first.toordinal() - 1), last)
         embedder = get_embedder(settings)
-        embedder.embed([e.content for e in entries[:64]])  # warm-up: model load and kernel choice
-        profiler = None
-        if profile:
-            from pyinstrument import Profiler
-
-            profiler = Profiler(interval=0.005)
-            profiler.start()
-        t0 = time.perf_counter()
-        with using(settings):
-            summary = distill_memory(days=(last - first).days + 1, until=last)
-        distill_s = time.perf_counter() - t0
-        if profiler is not None:
-            profiler.stop()
-            OUT.mkdir(exist_ok=True)
-            (OUT / f"memory_e2e_{corpus_name}_profile.txt").write_text(
-                profiler.output_text(unicode=True, show_all=False))
-        t0 = time.perf_counter()
-        embedder.embed([e.content for e in entries])
-        raw_s = time.perf_counter() - t0
+        embedder.embed(["warm-up: model load and kernel choice"] * 8)
+        entries, summary, distill_s = distill_corpus(settings, Path(tmp) / "memory", days[0], days[-1],
+                                                     corpus_name, profile)
+        raw_s = None
+        if raw:  # the raw embedding rate of the same texts, same model, same process (once per corpus)
+            t0 = time.perf_counter()
+            embedder.embed([e.content for e in entries])
+            raw_s = time.perf_counter() - t0
 
         entry_to_turn = {e.entry_id: where.get((Path(e.source_file).name, e.line_no or -1)) for e in entries}
+        from chronicle.memory.subjects import normalise_subject
         from storage.memory_store import MemoryStore
 
         store = MemoryStore(settings)
-        hit = Counter()
-        for tag, question, evidence in questions:
-            found = store.search(question, limit=10, tags=[tag] if tag else None)
-            for k in (5, 10):
-                turns_found = {entry_to_turn.get(i) for h in found[:k] for i in h.source_entry_ids}
-                hit[k] += bool(evidence & turns_found)
+        hit: Counter[str] = Counter()
+        scoped_n, leaks = 0, 0
+        for subject, question, evidence in questions:
+            for scope in ("unscoped", "scoped"):
+                if scope == "scoped" and subject is None:
+                    found = store.search(question, limit=10)  # a question naming nobody is searched unscoped
+                elif scope == "scoped":
+                    found = store.search(question, limit=10, subject=subject)
+                    leaks += sum(h.subject != normalise_subject(subject) for h in found)
+                else:
+                    found = store.search(question, limit=10)
+                for k in (5, 10):
+                    turns_found = {entry_to_turn.get(i) for h in found[:k] for i in h.source_entry_ids}
+                    hit[f"{scope}@{k}"] += bool(evidence & turns_found)
+            scoped_n += subject is not None
         n = len(questions)
         lines = knowledge_lines(settings.workspace_dir)
         rows = store.count()
-    load_after = os.getloadavg()
+    out = {f"hit_{key.replace('@', '_at')}": v / n for key, v in hit.items()} | {
+        "layout": layout, "questions": n, "scoped_questions": scoped_n, "other_subject_hits": leaks,
+        "turns": turns, "entries": len(entries), "memories": rows, "distill_seconds": distill_s,
+        "distill_rate": len(entries) / distill_s, "raw_rate": len(entries) / raw_s if raw_s else None,
+        "knowledge_lines": sum(lines.values()), "knowledge_lines_per_100_turns": 100 * sum(lines.values()) / turns,
+        "events": summary.as_dict().get("events"), "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
+    }
+    OUT.mkdir(exist_ok=True)  # per layout, so layouts can run in parallel processes and be combined (--combine)
+    (OUT / f"memory_e2e_{corpus_name}_{layout}.json").write_text(json.dumps(out, indent=2, default=str))
+    print(f"{corpus_name}/{layout}: {turns} turns -> {len(entries)} entries -> {rows} memories; distill "
+          f"{distill_s:.1f}s; scoped hit@5/10 {out['hit_scoped_at5']:.3f}/{out['hit_scoped_at10']:.3f}, unscoped "
+          f"{out['hit_unscoped_at5']:.3f}/{out['hit_unscoped_at10']:.3f} (n={n}, scoped {scoped_n}); other-subject "
+          f"hits {leaks}; knowledge lines {out['knowledge_lines_per_100_turns']:.1f}/100 turns", flush=True)
+    return out
 
-    distill_rate = len(entries) / distill_s
-    raw_rate = len(entries) / raw_s
-    per_100 = 100 * sum(lines.values()) / turns
-    print(f"{corpus_name}: {turns} turns -> {len(entries)} note entries -> {rows} memories; distill {distill_s:.1f}s "
-          f"({distill_rate:.1f} entries/s) vs raw embedding {raw_rate:.0f} texts/s; hit@5 {hit[5] / n:.3f} "
-          f"hit@10 {hit[10] / n:.3f} (n={n}); knowledge lines {sum(lines.values())} ({per_100:.1f}/100 turns)")
-    label = (f"{turns} LoCoMo turns" if corpus_name == "locomo" else f"{turns} Chinese MemoryBank utterances")
+
+def report(corpus_name: str, runs: list[dict[str, Any]], samples: int) -> None:
+    """One result per corpus: the worst layout beside the mean, scoped and unscoped."""
+    key = "hit_scoped_at5" if corpus_name == "memorybank" else "hit_scoped_at10"
+    worst = min(runs, key=lambda r: r[key])
+
+    def mean(name: str) -> float:
+        return sum(r[name] for r in runs) / len(runs)
+
+    raw_rate = next((r["raw_rate"] for r in runs if r["raw_rate"]), float("nan"))
+    rate = min(r["distill_rate"] for r in runs)
+    figures = {f"{agg}_{name}": (worst[name] if agg == "worst" else mean(name)) for agg in ("worst", "mean")
+               for name in ("hit_scoped_at5", "hit_scoped_at10", "hit_unscoped_at5", "hit_unscoped_at10")}
+    per_100 = max(r["knowledge_lines_per_100_turns"] for r in runs)
+    leaks = sum(r["other_subject_hits"] for r in runs)
+    if corpus_name == "memorybank":
+        label, goal = f"{runs[0]['turns']} Chinese MemoryBank utterances", "scoped worst hit@5 >= 0.80"
+        ok = worst[key] >= 0.80
+    else:
+        label, goal = f"{runs[0]['turns']} LoCoMo turns", "worst hit@10 >= 0.80"
+        ok = min(r["hit_unscoped_at10"] for r in runs) >= 0.80  # LoCoMo's goal is unscoped (questions name 1 of 2)
+    layouts_shown = ", ".join(r["layout"] for r in runs)
+    unscoped5, unscoped10 = min(r["hit_unscoped_at5"] for r in runs), min(r["hit_unscoped_at10"] for r in runs)
     result(
         "memory_e2e" if corpus_name == "locomo" else "memory_e2e-zh",
-        measure=(f"{label} as daily notes -> offline distill -> search: evidence hit@5 / hit@10 "
-                 f"{hit[5] / n:.3f} / {hit[10] / n:.3f} ({n} questions), {per_100:.1f} knowledge lines per 100 "
-                 f"turns; figure: distill throughput"),
-        ours=distill_rate,
+        measure=(f"{label} as daily notes in {len(runs)} layouts ({layouts_shown}) -> offline distill -> search; "
+                 f"evidence hit@5 / hit@10 scoped: worst ({worst['layout']}) {figures['worst_hit_scoped_at5']:.3f} / "
+                 f"{figures['worst_hit_scoped_at10']:.3f}, mean {figures['mean_hit_scoped_at5']:.3f} / "
+                 f"{figures['mean_hit_scoped_at10']:.3f}; unscoped: worst {unscoped5:.3f} / {unscoped10:.3f}, mean "
+                 f"{figures['mean_hit_unscoped_at5']:.3f} / {figures['mean_hit_unscoped_at10']:.3f} "
+                 f"({runs[0]['questions']} questions); other-subject hits in scoped searches {leaks}; <= "
+                 f"{per_100:.1f} knowledge lines per 100 turns; figure: slowest layout's distill throughput"),
+        ours=rate,
         baseline=raw_rate,
         baseline_name="raw embedding rate of the same texts, same model",
         unit=" /s",
-        goal="hit@10 >= 0.75; <= 20 knowledge lines per 100 turns; distill >= 0.5x raw embedding",
-        ok=hit[10] / n >= 0.75 and per_100 <= 20 and distill_rate >= 0.5 * raw_rate,
-        extra={
-            "hit@5": hit[5] / n, "hit@10": hit[10] / n, "questions": n, "turns": turns, "entries": len(entries),
-            "memories": rows, "knowledge_lines": lines, "knowledge_lines_per_100_turns": per_100,
-            "distill_seconds": distill_s, "ingest_seconds": ingest_s, "raw_embed_seconds": raw_s,
-            "events": summary.as_dict().get("events"), "embedding_model": settings.embedding_model,
-            "load_avg_before": load_before, "load_avg_after": load_after, "corpus": corpus_name,
-            "samples": samples if corpus_name == "locomo" else None,
-        },
+        goal=f"{goal}; 0 other-subject hits; <= 20 knowledge lines per 100 turns; distill >= 0.5x raw embedding",
+        ok=ok and leaks == 0 and per_100 <= 20 and rate >= 0.5 * raw_rate,
+        extra={"layouts": runs, **figures, "corpus": corpus_name,
+               "samples": samples if corpus_name == "locomo" else None},
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--corpus", choices=["locomo", "memorybank", "both"], default="both")
+    parser.add_argument("--corpus", choices=["locomo", "memorybank", "updates", "both", "all"], default="all")
+    parser.add_argument("--layouts", default="", help="comma-separated subset of the corpus's layouts")
+    parser.add_argument("--no-raw", action="store_true", help="skip the raw embedding rate (another run measures it)")
+    parser.add_argument("--combine", action="store_true",
+                        help="only report: combine the per-layout results of earlier runs (bench/out)")
     parser.add_argument("--samples", type=int, default=2, help="LoCoMo conversations")
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile of the distill")
     args = parser.parse_args()
@@ -212,9 +212,26 @@ def main() -> None:
 
     # A throw-away Prefect API (its own SQLite) so the bench never writes into ~/.prefect; a busy machine needs
     # longer than the ephemeral server's default start-up timeout.
-    with prefect_test_harness(server_startup_timeout=180):
-        for name in ("locomo", "memorybank") if args.corpus == "both" else (args.corpus,):
-            measure(name, args.samples, args.profile)
+    names = {"both": ("locomo", "memorybank"), "all": ("updates", "memorybank", "locomo")}.get(
+        args.corpus, (args.corpus,))
+    if args.combine:
+        for name in names:
+            chosen = layouts.MEMORYBANK_LAYOUTS if name == "memorybank" else layouts.LOCOMO_LAYOUTS
+            report(name, [json.loads((OUT / f"memory_e2e_{name}_{x}.json").read_text()) for x in chosen],
+                   args.samples)
+        return
+    with prefect_test_harness(server_startup_timeout=900):
+        for name in names:
+            if name == "updates":
+                from bench.memory_updates import measure_updates
+
+                measure_updates()
+                continue
+            chosen = layouts.MEMORYBANK_LAYOUTS if name == "memorybank" else layouts.LOCOMO_LAYOUTS
+            chosen = tuple(x for x in chosen if not args.layouts or x in args.layouts.split(","))
+            runs = [measure(name, layout, args.samples, args.profile, raw=n == 0 and not args.no_raw)
+                    for n, layout in enumerate(chosen)]
+            report(name, runs, args.samples)
 
 
 if __name__ == "__main__":

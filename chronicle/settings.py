@@ -241,6 +241,8 @@ class Settings(BaseSettings):
 
     search_fulltext_weight: float = 0.5
     """Share of full-text (BM25, max-normalised per query) in hybrid memory search's semantic relevance."""
+    memory_importance_half_life_days: float = Field(default=0.0, ge=0.0)
+    """Half-life of the importance used in memory search ranking, in days (0 = off; nothing is deleted by age)."""
 
     ann_min_rows: int = 50_000
     """Memory-table size from which an approximate (IVF_SQ) vector index is built; below it search is exact."""

@@ -67,9 +67,18 @@ def print_distill_summary(summary: DistillSummary) -> None:
     console.print(f"knowledge files changed: {', '.join(changed) or 'none'}")
 
 
-def print_hits(query: str, hits: list[Any]) -> None:
+def shown(hit: Any, tz: Any = None) -> str:
+    """The memory's text, with "(superseded on DATE)" when a newer memory replaced the fact (`tz`: the notes')."""
+    if getattr(hit, "superseded_by", ""):
+        when = hit.superseded_at.astimezone(tz).date().isoformat() if hit.superseded_at else "?"
+        return f"{hit.content} (superseded on {when})"
+    return hit.content
+
+
+def print_hits(query: str, hits: list[Any], tz: Any = None) -> None:
     emit([{"score": f"{h.score:.3f}", "imp.": f"{h.importance:.2f}", "file": h.target_file, "tags": ", ".join(h.tags),
-           "memory": h.content} for h in hits], title=f"memory search: {query}", empty=f"no memories match {query!r}")
+           "about": h.subject, "memory": shown(h, tz)} for h in hits], title=f"memory search: {query}",
+         empty=f"no memories match {query!r}")
 
 
 def _rows(items: list[Any]) -> list[dict[str, Any]]:
@@ -126,20 +135,23 @@ def register(app: typer.Typer) -> None:
                min_importance: float | None = typer.Option(None, "--min-importance", min=0.0, max=1.0),
                file: str | None = typer.Option(None, "--file", help="Knowledge file, e.g. USER.md."),
                limit: int = typer.Option(10, "--limit", min=1), fmt: Format = format_option(),
+               about: str | None = typer.Option(None, "--about", help="Only memories about this person."),
+               as_of: str | None = typer.Option(None, "--as-of", help="What was current then, YYYY-MM-DD."),
                as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
                home: str | None = HomeOpt) -> None:
-        """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3."""
+        """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3; current facts first."""
         from chronicle.validation import ActionNeeded
         from services.memory import search_memories
 
+        settings = read_settings(home)
         try:
-            hits = search_memories(read_settings(home), query, tags=tag or None, min_importance=min_importance,
-                                   target_file=file, limit=limit)
+            hits = search_memories(settings, query, tags=tag or None, min_importance=min_importance,
+                                   target_file=file, limit=limit, about=about, as_of=_date(as_of))
         except ActionNeeded as exc:
             fail(str(exc))
         fmt = Format.json if as_json else fmt
         if fmt is Format.table:
-            print_hits(query, hits)
+            print_hits(query, hits, settings.tz_for(settings.notes_project))
         else:
             emit(_rows(hits), fmt)
 

@@ -15,6 +15,7 @@ from chronicle.distill.proposals import Proposal
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
 from chronicle.distill.sections import Item
 from chronicle.memory.model import Memory, MemoryEvent
+from chronicle.memory.subjects import user_name
 from chronicle.settings import Settings
 from services.llm_gate import llm_call, redactor_for
 from storage import memory_events as sql
@@ -60,9 +61,18 @@ def distill_chunk(settings: Settings, chunk: Chunk, run_id: str) -> ChunkOutcome
     """One chunk through the offline rules, or through the LLM gate (shared `llm` slots, logged calls)."""
     redactor = redactor_for(settings)
     if settings.offline_llm:
-        return distill_offline(chunk, redactor)
+        return distill_offline(chunk, redactor, user_name_of(settings))
     return distill_with_llm(chunk, llm_call(settings, run_id, project_id=chunk.project_id, redact_answer=False),
                             redactor)
+
+
+def user_name_of(settings: Settings) -> str | None:
+    """The user's name as the workspace's USER.md states it (`名字：王芳`, `- Name: Alice`), or None."""
+    path = settings.workspace_dir / "USER.md"
+    try:
+        return user_name(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else None
+    except OSError:
+        return None
 
 
 def store_batches(settings: Settings, batches: list[tuple[list[Memory], datetime]], run_id: str

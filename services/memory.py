@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 from chronicle.distill.redact import Redactor
 from chronicle.settings import Settings
 from storage.memory_schema import SearchHit, StoredMemory
@@ -17,16 +19,20 @@ def search_memories(
     target_file: str | None = None,
     limit: int = 10,
     mode: SearchMode = "hybrid",
+    about: str | None = None,
+    as_of: date | None = None,
 ) -> list[SearchHit]:
     """Best distilled memories for `query` (score = semantic x 0.7 + importance x 0.3, seed 002).
 
     Filters apply before ranking: `tags` = any of, `min_importance` in [0, 1], `target_file` e.g. `USER.md`.
     An empty store returns `[]`. The query is redacted first: it goes to the embeddings endpoint, and the
-    memories it should find hold `[REDACTED:kind]` where the secret was.
+    memories it should find hold `[REDACTED:kind]` where the secret was. `about`: only memories about that
+    person (never another subject's); `as_of`: what was current at the end of that day.
     """
     query = Redactor.build(settings.redact_extra_patterns).redact(query)
     return MemoryStore(settings).search(
-        query, tags=tags, min_importance=min_importance, target_file=target_file, limit=limit, mode=mode
+        query, tags=tags, min_importance=min_importance, target_file=target_file, limit=limit, mode=mode,
+        subject=about, as_of=as_of,
     )
 
 

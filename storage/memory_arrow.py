@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -18,10 +19,20 @@ IN_CHUNK = 500
 
 
 def build_where(
-    *, tags: list[str] | None = None, min_importance: float | None = None, target_file: str | None = None
+    *, tags: list[str] | None = None, min_importance: float | None = None, target_file: str | None = None,
+    subject: str | None = None, current_at: datetime | None = None,
 ) -> str | None:
-    """SQL prefilter for LanceDB (`tags` = any of; values are quoted, never interpolated raw)."""
+    """SQL prefilter for LanceDB (`tags` = any of; values are quoted, never interpolated raw).
+
+    `subject`: only memories about this subject (already normalised). `current_at`: only memories that were
+    current at that instant — created before it and not superseded by then (an as-of search).
+    """
     parts = []
+    if subject is not None:
+        parts.append(f"subject = {sql_str(subject)}")
+    if current_at is not None:
+        stamp = sql_str(current_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f"))
+        parts.append(f"created < TIMESTAMP {stamp} AND (superseded_at IS NULL OR superseded_at >= TIMESTAMP {stamp})")
     if tags:
         parts.append(f"array_has_any(tags, [{sql_list(tags)}])")
     if min_importance is not None:
@@ -71,9 +82,15 @@ def to_arrow(rows: list[PlannedRow], schema: pa.Schema) -> pa.Table:
     """Planned rows (typed, with vectors) as one Arrow table in the table's schema."""
     dim = schema.field("vector").type.list_size
     dicts = [asdict(p.row) for p in rows]
-    arrays = {name: pa.array([d[name] for d in dicts], type=schema.field(name).type) for name in ROW_COLUMNS}
+    arrays = {name: pa.array([d[name] for d in dicts], type=schema.field(name).type)
+              for name in ROW_COLUMNS if name in schema.names}
     arrays["vector"] = vector_array(np.stack([p.vector for p in rows]), dim)
     return pa.table([arrays[name] for name in schema.names], schema=schema)
+
+
+def current_rows_where(subjects: Sequence[str]) -> str:
+    """Rows about any of `subjects` that no newer memory superseded (null: a row written before schema 3)."""
+    return f"subject IN ({sql_list(subjects)}) AND (superseded_by IS NULL OR superseded_by = '')"
 
 
 def row_keys(rows: pa.Table) -> pa.Array:

@@ -5,6 +5,9 @@ missing columns as nulls — a metadata-only commit, no row is rewritten):
 
 - 1: the first release.
 - 2: `absorbed` (every distinct text a merge folded into the row; before it, merged texts were dropped).
+- 3: `subject` (whom the memory is about), `superseded_by` / `superseded_at` (a newer memory replaced the fact).
+  Upgraded rows read as subject "" (unknown) and current; `chronicle memory reindex` does not fill subjects —
+  re-distil the notes (drop the table) to get them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ __all__ = [
 ]  # fmt: skip
 
 TABLE = "memories"
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 META_MODEL = "chronicle.embedding_model"
 META_DIM = "chronicle.embedding_dim"
 META_VERSION = "chronicle.schema_version"
@@ -56,6 +59,10 @@ def memory_schema(model_name: str, dim: int) -> pa.Schema:
             pa.field("flow_run_id", pa.string()),
             # Schema 2: the distinct texts merged into this row (also indexed by full text through fts_text).
             pa.field("absorbed", strings),
+            # Schema 3: whom it is about ("" unknown) and, once a newer memory replaced the fact, by what and when.
+            pa.field("subject", pa.string()),
+            pa.field("superseded_by", pa.string()),
+            pa.field("superseded_at", pa.timestamp("us", tz="UTC")),
         ],
         metadata={META_MODEL: model_name, META_DIM: str(dim), META_VERSION: SCHEMA_VERSION},
     )
@@ -65,5 +72,5 @@ def memory_schema(model_name: str, dim: int) -> pa.Schema:
 ROW_COLUMNS = [
     "id", "content", "summary", "target_file", "action", "tags", "importance", "key_info", "source",
     "created", "updated", "content_hash", "merged_hashes", "language", "source_entry_ids", "fts_text",
-    "flow_run_id", "absorbed",
+    "flow_run_id", "absorbed", "subject", "superseded_by", "superseded_at",
 ]  # fmt: skip

@@ -23,21 +23,33 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from chronicle.memory.dedup import DedupPolicy, Neighbour, plan_upsert
+from chronicle.memory.dedup import DedupPolicy, Neighbour, UpsertPlan, dedup_key, key_of, plan_upsert
 from chronicle.memory.embedder import Embedder, get_embedder, query_vector
 from chronicle.memory.model import Memory
+from chronicle.memory.ranking import rerank
+from chronicle.memory.subjects import normalise_subject
 from chronicle.settings import Settings
 from chronicle.validation import ActionNeeded
 from storage import memory_indexes as indexes
 from storage.lance import open_lance
-from storage.memory_arrow import all_rows, build_where, chunks, row_keys, sql_list, to_arrow, vector_array, vectors
+from storage.memory_arrow import (  # fmt: skip
+    all_rows,
+    build_where,
+    chunks,
+    current_rows_where,
+    row_keys,
+    sql_list,
+    to_arrow,
+    vector_array,
+    vectors,
+)
 from storage.memory_schema import (
     META_DIM,
     META_MODEL,
@@ -49,6 +61,7 @@ from storage.memory_schema import (
     memory_schema,
 )
 from storage.memory_search import SearchMode, Weights, hits, nearest, ranked
+from storage.memory_updates import mark_superseded
 
 __all__ = ["EmbeddingModelMismatch", "MemoryStore", "SearchMode", "build_where", "embedding_text"]
 
@@ -199,7 +212,7 @@ class MemoryStore:
         everything = [m for memories, _ in batches for m in memories]
         # Skip the embedding cost for what is stored already (a rerun of the same notes is then cheap).
         known = self._known_hashes({m.content_hash for m in everything})
-        vecs = self._embed_contents([m for m in everything if m.content_hash not in known], {})
+        vecs = self._embed_contents([m for m in everything if dedup_key(m) not in known], {})
         out = []
         with self._writing():
             for memories, created in batches:
@@ -210,10 +223,10 @@ class MemoryStore:
         self, memories: Sequence[Memory], created: datetime, flow_run_id: str | None, vecs: dict[str, np.ndarray]
     ) -> list[MemoryEvent]:
         table = self._writable()
-        hashes = [m.content_hash for m in memories]
+        hashes, keys = [m.content_hash for m in memories], [dedup_key(m) for m in memories]
         known = self._known_hashes(set(hashes))  # again: another writer may have committed meanwhile
-        first = sorted({h: i for i, h in reversed(list(enumerate(hashes)))}.values())  # one vector per content
-        need = [i for i in first if hashes[i] not in known]
+        first = sorted({k: i for i, k in reversed(list(enumerate(keys)))}.values())  # one per subject and content
+        need = [i for i in first if keys[i] not in known]
         vecs.update(self._embed_contents([memories[i] for i in need], vecs))  # rows deleted meanwhile: rare
         by_index = {i: vecs[hashes[i]] for i in need}
         plan = plan_upsert(
@@ -226,11 +239,25 @@ class MemoryStore:
             now=datetime.now(UTC),
             flow_run_id=flow_run_id,
         )
+        self._supersede(plan)
         if plan.rows:
             data = to_arrow(list(plan.rows.values()), table.schema)
             table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
             indexes.after_write(table, self.settings.ann_min_rows)
         return plan.events
+
+    def _supersede(self, plan: UpsertPlan) -> None:
+        """Knowledge updates of the plan's new rows, in the same commit (`storage.memory_updates`)."""
+        table = self._readable()
+
+        def current(subjects: list[str]) -> list[tuple[StoredMemory, np.ndarray]]:
+            if table is None:
+                return []
+            ids = [i for chunk in chunks(subjects) for i in
+                   all_rows(table, ["id"], current_rows_where(chunk)).column("id").to_pylist()]
+            return [(r, v) for r, v in self._get_with_vectors(ids, with_vectors=True) if v is not None]
+
+        mark_superseded(plan, current)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove rows by id; returns how many existed."""
@@ -285,24 +312,36 @@ class MemoryStore:
         target_file: str | None = None,
         limit: int = 10,
         mode: SearchMode = "hybrid",
+        subject: str | None = None,
+        as_of: date | None = None,
     ) -> list[SearchHit]:
         """Best memories for `query`, scored per `chronicle.memory.search.fuse`, filters applied before ranking.
 
         `tags` matches rows having ANY of the tags. `mode="dense"` skips full text (semantic = cosine).
+        `subject`: only memories about that person (normalised here). `as_of`: only what was current at the end of
+        that day (notes' timezone); without it superseded memories rank below current ones (`memory.ranking`).
         """
         table = self._readable()
         if table is None or limit <= 0 or not query.strip():
             return []
-        where = build_where(tags=tags, min_importance=min_importance, target_file=target_file)
+        tz = self.settings.tz_for(self.settings.notes_project)
+        current_at = None if as_of is None else datetime.combine(as_of + timedelta(days=1), time.min, tzinfo=tz)
+        where = build_where(tags=tags, min_importance=min_importance, target_file=target_file,
+                            subject=None if subject is None else normalise_subject(subject), current_at=current_at)
         weights = Weights(
             self.settings.search_semantic_weight,
             self.settings.search_importance_weight,
             self.settings.search_fulltext_weight,
         )
+        half_life = self.settings.memory_importance_half_life_days
+        # A few more candidates than asked: demoting superseded rows (or ageing) lets the next ones move up.
+        fetch = limit * 2 if half_life > 0 else limit + 5
         scored, rows = ranked(
-            table, self._embed_query, query, where, limit, mode, ann=self._has_ann(table), weights=weights
+            table, self._embed_query, query, where, fetch, mode, ann=self._has_ann(table), weights=weights
         )
-        return hits(scored, rows)
+        now = current_at if current_at is not None else datetime.now(UTC)
+        return rerank(hits(scored, rows), now=now, importance_weight=weights.importance, half_life_days=half_life,
+                      demote_superseded=as_of is None)[:limit]
 
     def _embed_query(self, query: str) -> np.ndarray:
         return query_vector(self.embedder, query)
@@ -350,17 +389,17 @@ class MemoryStore:
 
     # --- upsert helpers ---------------------------------------------------------------------
     def _known_hashes(self, hashes: set[str]) -> dict[str, str]:
-        """content hash -> id of the row holding (or having absorbed) that content."""
+        """`dedup_key` (subject and content hash) -> id of the row holding (or having absorbed) that content."""
         table = self._readable()
         if table is None or not hashes:
             return {}
         out: dict[str, str] = {}
         for chunk in chunks(sorted(hashes)):
             where = f"array_has_any(merged_hashes, [{sql_list(chunk)}])"
-            for row in all_rows(table, ["id", "merged_hashes"], where).to_pylist():
+            for row in all_rows(table, ["id", "merged_hashes", "subject"], where).to_pylist():
                 for h in row["merged_hashes"] or []:
                     if h in hashes:
-                        out.setdefault(h, row["id"])
+                        out.setdefault(key_of(row["subject"] or "", h), row["id"])
         return out
 
     def _neighbours(self, table: Any, need: list[int], vecs: dict[int, np.ndarray]) -> dict[int, list[Neighbour]]:

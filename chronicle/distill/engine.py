@@ -105,10 +105,10 @@ def _finish(outcome: ChunkOutcome, chunk: Chunk, items: list, redactor: Redactor
     return outcome
 
 
-def distill_offline(chunk: Chunk, redactor: Redactor) -> ChunkOutcome:
-    """Rule-based memories of the chunk's entries (deterministic, no network)."""
+def distill_offline(chunk: Chunk, redactor: Redactor, user: str | None = None) -> ChunkOutcome:
+    """Rule-based memories of the chunk's entries (deterministic, no network); `user`: the user's name (USER.md)."""
     outcome = ChunkOutcome(chunk.key, "ok")
-    for memory in distill_entries(list(chunk.entries)):
+    for memory in distill_entries(list(chunk.entries), user):
         memory = scrub_memory(memory, redactor, outcome.redactions)
         phrase = matched_phrase(memory.content)
         if phrase is None:

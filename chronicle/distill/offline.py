@@ -21,8 +21,10 @@ from chronicle.distill.signals import analyse
 from chronicle.distill.speaker import speakers_of, split_speaker
 from chronicle.distill.validate import first_sentence
 from chronicle.memory.model import Memory, detect_language
+from chronicle.memory.subjects import entry_subject
+from chronicle.memory.supersede import facts
 
-OFFLINE_ENGINE_VERSION = "offline-v3"
+OFFLINE_ENGINE_VERSION = "offline-v4"  # v4: memories carry their subject
 OFFLINE_MODEL = "offline-rules"
 PROFILE = (SOUL, USER, IDENTITY)
 MIN_SUBSTANCE = 16
@@ -119,12 +121,24 @@ def reply_context(entry: NoteEntry, previous: NoteEntry | None, known_speakers: 
     return text if len(text) <= CONTEXT_CHARS else text[:CONTEXT_CHARS].rstrip() + " …"
 
 
+def subject_of(entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), user: str | None = None) -> str:
+    """Whom the entry is about, from the note's structure (`chronicle.memory.subjects.entry_subject`)."""
+    utt = split_speaker(entry.content, known_speakers)
+    return entry_subject(entry.content, entry.heading_path, speaker=utt.speaker, role=utt.role,
+                         speakers=known_speakers, user=user)
+
+
 def entry_memory(
-    entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), previous: NoteEntry | None = None
+    entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), previous: NoteEntry | None = None,
+    user: str | None = None,
 ) -> Memory | None:
     """The memory of one entry, or None if it is not substantive. `known_speakers`: names speaking in the note;
-    `previous`: the entry before it in the note (its turn is kept as context of a reply)."""
-    if not is_substantive(entry):
+    `previous`: the entry before it in the note (its turn is kept as context of a reply); `user`: the user's
+    name as USER.md gives it (the subject of the user's own lines)."""
+    subject = subject_of(entry, known_speakers, user)
+    # A short line may still state a fact ("张伟：我住在北京。"): a value the update rules read is kept.
+    if not is_substantive(entry) and not (entry.kind not in ("code", "table") and subject
+                                          and facts(clean(entry.content), subject)):
         return None
     body = clean(entry.content)
     content = f"{clean(entry.parent)}: {body}" if entry.parent and not _PENDING.search(entry.parent) else body
@@ -140,16 +154,17 @@ def entry_memory(
         action="append",
         source=entry.source_name,
         source_entry_ids=[entry.entry_id],
+        subject=subject,
     )
 
 
-def distill_entries(entries: list[NoteEntry]) -> list[Memory]:
+def distill_entries(entries: list[NoteEntry], user: str | None = None) -> list[Memory]:
     """Memories of a chunk's entries, in note order, exact duplicates (same content hash) dropped."""
     seen: set[str] = set()
     out = []
     speakers = speakers_of([e.content for e in entries])
     for previous, entry in zip([None, *entries], entries, strict=False):
-        memory = entry_memory(entry, speakers, previous)
+        memory = entry_memory(entry, speakers, previous, user)
         if memory and memory.content_hash not in seen:
             seen.add(memory.content_hash)
             out.append(memory)

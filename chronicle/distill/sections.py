@@ -13,6 +13,15 @@ carries its memory id and content hash, so writing the same memory again is a no
 
 A file takes at most `cap` bullets per note day (counting those already there): the most important items win,
 and are placed in their original order. A rerun finds the day full and skips the same items again.
+
+Files about people (USER.md) keep one section per person instead of per day (`Item.subject`):
+
+    <!-- chronicle:begin person:张曼婷 source=USER.md -->
+    ## 👤 张曼婷
+
+A knowledge update (`Item.supersedes`) shows the current fact only: the bullets of the facts it replaced move
+to one history section at the end (`<!-- chronicle:begin history source=superseded -->`), each marked
+"(superseded on DAY)" and keeping its id and hash, so a rerun neither re-adds nor moves it again.
 """
 
 from __future__ import annotations
@@ -42,6 +51,10 @@ class Item:
     stands for it, so it is written only if the file lacks the row (e.g. a run stopped before writing)."""
     importance: float = 0.0
     """Decides which items a full day keeps (`apply(cap=…)`)."""
+    subject: str = ""
+    """Whom it is about, for a file about people (USER.md): the bullet goes to that person's section."""
+    supersedes: tuple[str, ...] = ()
+    """Memory ids this one replaced: their bullets move to the file's history section, marked with the day."""
 
 
 @dataclass
@@ -85,11 +98,20 @@ def _marks(lines: list[str]) -> tuple[set[str], set[str]]:
     return ids, hashes
 
 
+PERSON, HISTORY = "person:", "history"
+
+
 def _day_counts(lines: list[str]) -> dict[str, int]:
-    """Bullets per day in the managed sections."""
+    """Bullets per note day in the managed sections (a person's section: by the day in each memory id)."""
     counts: dict[str, int] = {}
     for begin, end, day, _ in _sections(lines):
-        counts[day] = counts.get(day, 0) + sum(1 for line in lines[begin:end] if _MARK.search(line))
+        if day == HISTORY:
+            continue
+        for line in lines[begin:end]:
+            mark = _MARK.search(line)
+            if mark:
+                key = mark.group("id")[:10] if day.startswith(PERSON) else day
+                counts[key] = counts.get(key, 0) + 1
     return counts
 
 
@@ -105,7 +127,7 @@ def _within_cap(lines: list[str], items: list[Item], cap: int, stats: Stats) -> 
         if it.content_hash[:HASH_CHARS] in seen:  # the same memory twice counts once
             chosen.add(i)
             continue
-        day = _key(it)[0]
+        day = _key(it)[0] if not it.subject else escape(it.day).replace(" ", "_")
         if room.get(day, cap) > 0:
             room[day] = room.get(day, cap) - 1
             chosen.add(i)
@@ -127,12 +149,15 @@ def apply(text: str, items: list[Item], cap: int | None = None) -> tuple[str, St
         items = _within_cap(lines, items, max(0, cap), stats)
     for item in items:
         ids, hashes = _marks(lines)
+        if item.supersedes:
+            lines = _to_history(lines, item, nl)
+            ids, hashes = _marks(lines)
         if item.content_hash[:HASH_CHARS] in hashes or (item.merged and item.memory_id in ids):
             stats.present += 1
             continue
-        if item.action == "overwrite":
+        if item.action == "overwrite" and not item.subject:
             key = _key(item)
-            stats.overwritten_sections += sum(1 for s in _sections(lines) if (s[2], s[3]) != key)
+            stats.overwritten_sections += sum(1 for s in _sections(lines) if (s[2], s[3]) != key and _by_day(s[2]))
             lines = _drop_sections(lines, keep=key)
         lines = _append(lines, item, nl)
         stats.added += 1
@@ -140,15 +165,39 @@ def apply(text: str, items: list[Item], cap: int | None = None) -> tuple[str, St
 
 
 def _key(item: Item) -> tuple[str, str]:
-    """(day, source) as written in the begin marker."""
+    """(day, source) as written in the begin marker (a person's section: `person:<name>`, source the file)."""
+    if item.subject:
+        return escape(PERSON + item.subject).replace(" ", "_"), "USER.md"
     return escape(item.day).replace(" ", "_"), escape(item.source)
 
 
-def _append(lines: list[str], item: Item, nl: str) -> list[str]:
-    day, source = _key(item)
-    for _, end, have_day, have_source in _sections(lines):
+def _by_day(day: str) -> bool:
+    """A section of one note day (what an overwrite replaces); people's sections and the history are not."""
+    return not day.startswith(PERSON) and day != HISTORY
+
+
+def _title(day: str, source: str) -> str:
+    if day.startswith(PERSON):
+        return f"## 👤 {day[len(PERSON):].replace('_', ' ')}"
+    if day == HISTORY:
+        return "## 🕰 History (superseded facts)"
+    return f"## 🧠 Distilled {day} (from {source})"
+
+
+def _append(lines: list[str], item: Item, nl: str, key: tuple[str, str] | None = None,
+            line: str | None = None) -> list[str]:
+    day, source = key or _key(item)
+    text = line if line is not None else bullet(item)
+    history_at = None
+    for begin, end, have_day, have_source in _sections(lines):
         if have_day == day and have_source == source:
-            return [*lines[:end], bullet(item) + nl, *lines[end:]]
+            return [*lines[:end], text + nl, *lines[end:]]
+        if have_day == HISTORY:
+            history_at = begin
+    if history_at is not None:  # new sections go above the history, which stays last
+        head = [f"<!-- chronicle:begin {day} source={source} -->{nl}", _title(day, source) + nl, nl, text + nl,
+                f"<!-- chronicle:end -->{nl}", nl]
+        return [*lines[:history_at], *head, *lines[history_at:]]
     out = list(lines)
     if out and not out[-1].endswith(("\n", "\r")):
         out[-1] += nl
@@ -156,12 +205,30 @@ def _append(lines: list[str], item: Item, nl: str) -> list[str]:
         out.append(nl)
     out += [
         f"<!-- chronicle:begin {day} source={source} -->{nl}",
-        f"## 🧠 Distilled {day} (from {source}){nl}",
+        _title(day, source) + nl,
         nl,
-        bullet(item) + nl,
+        text + nl,
         f"<!-- chronicle:end -->{nl}",
     ]
     return out
+
+
+def _to_history(lines: list[str], item: Item, nl: str) -> list[str]:
+    """The bullets of the memories `item` replaced, moved from their sections into the history section."""
+    moved: list[str] = []
+    keep: list[str] = []
+    history = {i for b, e, day, _ in _sections(lines) if day == HISTORY for i in range(b, e + 1)}
+    for i, line in enumerate(lines):
+        mark = _MARK.search(line)
+        if mark and mark.group("id") in item.supersedes and i not in history:
+            body = line.rstrip("\r\n")
+            text, marker = body[: mark.start()].rstrip(), body[mark.start():]
+            moved.append(f"{text} (superseded on {escape(item.day)}) {marker}")
+        else:
+            keep.append(line)
+    for line in moved:
+        keep = _append(keep, item, nl, key=(HISTORY, "superseded"), line=line)
+    return keep
 
 
 def _drop_sections(lines: list[str], keep: tuple[str, str]) -> list[str]:
@@ -169,6 +236,6 @@ def _drop_sections(lines: list[str], keep: tuple[str, str]) -> list[str]:
     the same note, which the overwrite does not supersede); surrounding blank lines may be the human's."""
     drop: set[int] = set()
     for begin, end, day, source in _sections(lines):
-        if (day, source) != keep:
+        if (day, source) != keep and _by_day(day):
             drop.update(range(begin, end + 1))
     return [line for i, line in enumerate(lines) if i not in drop]

@@ -31,7 +31,9 @@ _LABELS = {
     "作息", "事实", "要点", "总结", "待办", "经验", "心得", "说明", "背景", "方案", "结果", "下一步",
 }
 _SPEAKER = re.compile(
-    r"^\s*(?:\*\*|__)?(?P<name>[A-Za-z][A-Za-z .'’-]{0,30}?|[A-Za-z]{0,3}\s?[\u4e00-\u9fff·]{1,8})(?:\*\*|__)?"
+    r"^\s*(?:\*\*|__)?(?P<name>[A-Za-z][A-Za-z .'’-]{0,30}?|[A-Za-z]{0,3}\s?[\u4e00-\u9fff·]{1,8})"
+    # A parenthetical after the name says whom a reply answers ("AI伴侣（回复张曼婷）:"): the speaker is the name.
+    r"(?:\s*[（(][^）)\n]{1,24}[）)])?(?:\*\*|__)?"
     r"\s*[:：]\s*(?:\*\*|__)?\s*(?P<body>\S.*)$",
     re.S,
 )

@@ -18,6 +18,7 @@ from chronicle.distill.proposals import Proposal, make_proposal
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
 from chronicle.distill.sections import Item
 from chronicle.memory.model import Memory, MemoryEvent
+from chronicle.memory.subjects import USER
 
 EVENT_KINDS = ("ADD", "UPDATE", "NOOP", "REJECT")
 
@@ -91,6 +92,12 @@ class ChunkPlan:
     proposals: list[Proposal] = field(default_factory=list)
 
 
+def person_section(memory: Memory) -> str:
+    """The person whose USER.md section takes the memory: a named subject ("" = the file's day sections, which
+    are about the user already)."""
+    return memory.subject if memory.target_file == "USER.md" and memory.subject not in ("", USER) else ""
+
+
 def plan_chunk(chunk: Chunk, memories: list[Memory], events: list[MemoryEvent], policy: KnowledgePolicy,
                flow_run_id: str, tally: Tally) -> ChunkPlan:
     """Where each stored memory of a distilled chunk goes besides the store (`gate.verdict`): its knowledge
@@ -118,6 +125,8 @@ def plan_chunk(chunk: Chunk, memories: list[Memory], events: list[MemoryEvent], 
                 memory_id=event.memory_id, content_hash=memory.content_hash, text=memory.content,
                 day=chunk.day.isoformat(), source=memory.source or chunk.source, action=action,  # type: ignore[arg-type]
                 merged=event.event != "ADD", importance=memory.importance,
+                # USER.md keeps one section per person; a knowledge update moves the facts it replaced to history.
+                subject=person_section(memory), supersedes=event.supersedes,
             ))
         plan.events.append(EventRow(flow_run_id, event.event, event.memory_id, event.content_hash,
                                     memory.target_file, memory.importance, list(memory.tags), event.similarity,

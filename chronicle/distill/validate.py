@@ -135,6 +135,8 @@ def validate(items: list[Any], *, source: str, entry_ids: list[str]) -> Validate
             action=action,
             source=source,
             source_entry_ids=_cited(item.get("entries"), entry_ids),
+            # Whom it is about, as the model read it; normalised like the offline rules' (non-strings: unknown).
+            subject=item.get("subject") if isinstance(item.get("subject"), str) else "",
         )
         if injection is not None:  # never written or stored: a proposal a human may approve
             out.rejections.append(Rejection("suspected_injection", target, importance, tags, memory.content_hash,

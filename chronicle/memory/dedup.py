@@ -35,6 +35,7 @@ from chronicle.memory.lexical import compare
 from chronicle.memory.model import Memory, detect_language, normalise
 from chronicle.memory.records import EventKind, MemoryEvent, StoredMemory, utc
 from chronicle.memory.search import fts_text
+from chronicle.memory.supersede import conflicts, facts
 
 
 @dataclass(frozen=True)
@@ -115,17 +116,17 @@ def plan_upsert(
 ) -> UpsertPlan:
     """Decide NOOP/UPDATE/ADD for every memory (input order kept) and the rows to write.
 
-    `known`: content hash -> id of the row holding it. `vectors`: embedding per input index (every index whose
-    hash is not in `known`, at least the first of each hash). `neighbours`: per such index, the nearest stored
-    rows best first. `policy(language)`: the thresholds for a memory's language.
+    `known`: `dedup_key` (subject and content hash) -> id of the row holding it. `vectors`: embedding per input
+    index (every index whose key is not in `known`, at least the first of each key). `neighbours`: per such index,
+    the nearest stored rows best first. `policy(language)`: the thresholds for a memory's language.
     """
     plan = UpsertPlan()
-    seen: dict[str, str] = dict(known)  # hash -> row id, grows with the batch
+    seen: dict[str, str] = dict(known)  # dedup key -> row id, grows with the batch
     for i, memory in enumerate(memories):
-        h = memory.content_hash
-        if h in seen:
-            why = "exact duplicate of a stored memory" if h in known else "exact duplicate within the batch"
-            plan.events.append(MemoryEvent("NOOP", seen[h], h, memory.target_file, 1.0, why))
+        h, key = memory.content_hash, dedup_key(memory)
+        if key in seen:
+            why = "exact duplicate of a stored memory" if key in known else "exact duplicate within the batch"
+            plan.events.append(MemoryEvent("NOOP", seen[key], h, memory.target_file, 1.0, why))
             continue
         vector = vectors[i]
         rules = policy(detect_language(memory.content))
@@ -136,15 +137,25 @@ def plan_upsert(
                 stored = next(n for n in neighbours[i] if n.row.id == match.row_id)
                 target = plan.rows[match.row_id] = PlannedRow(stored.row, stored.vector, False)
             target.row = merge(target.row, memory, now=now, flow_run_id=flow_run_id)
-            seen[h] = match.row_id
+            seen[key] = match.row_id
             where = "an earlier memory of this batch" if match.in_batch and target.is_new else "a stored memory"
             plan.events.append(_event("UPDATE", match.row_id, memory, match.cosine, f"same fact as {where}"))
             continue
         row = new_row(memory, created=created, flow_run_id=flow_run_id)
         plan.rows[row.id] = PlannedRow(row, vector, True)
-        seen[h] = row.id
+        seen[key] = row.id
         plan.events.append(_event("ADD", row.id, memory, best, "new memory"))
     return plan
+
+
+def key_of(subject: str, content_hash: str) -> str:
+    """What "already stored" means: the same content about the same subject. Two people saying the same words are
+    two memories (a scoped search must find each); a memory of unknown subject keys on its content alone."""
+    return f"{subject}\x1f{content_hash}" if subject else content_hash
+
+
+def dedup_key(memory: Memory) -> str:
+    return key_of(memory.subject, memory.content_hash)
 
 
 def _find_match(
@@ -168,15 +179,20 @@ def _find_match(
     for m in candidates:
         if m.cosine < rules.cosine:
             break
-        if same_fact(memory.content, rows[m.row_id], rules):
+        if same_fact(memory.content, rows[m.row_id], rules, memory.subject):
             return m, candidates[0].cosine
     return None, candidates[0].cosine
 
 
-def same_fact(text: str, row: StoredMemory, rules: DedupPolicy) -> bool:
-    """The lexical check against the row's content or any text it absorbed earlier (same language only)."""
+def same_fact(text: str, row: StoredMemory, rules: DedupPolicy, subject: str = "") -> bool:
+    """The lexical check against the row's content or any text it absorbed earlier (same language and subject:
+    two people saying the same words are two memories, or a scoped search would lose one person's)."""
     if row.language and row.language != detect_language(text):
         return False
+    if (row.subject or "") != subject:
+        return False
+    if subject and conflicts(facts(row.content, subject), facts(text, subject), text):
+        return False  # a changed value is a knowledge update, never folded into the fact it replaces
     return any(compare(text, t).same_fact(rules.min_overlap) for t in row.texts())
 
 
@@ -201,6 +217,7 @@ def new_row(memory: Memory, *, created: datetime, flow_run_id: str | None) -> St
         source_entry_ids=list(memory.source_entry_ids),
         fts_text=row_fts_text(memory.content, memory.summary, memory.key_info, memory.tags, []),
         flow_run_id=flow_run_id,
+        subject=memory.subject,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from chronicle.memory.subjects import normalise_subject
 from chronicle.settings import KNOWLEDGE_FILES
 
 TargetFile = Literal["MEMORY.md", "SOUL.md", "USER.md", "IDENTITY.md", "AGENTS.md", "TOOLS.md"]
@@ -30,6 +31,8 @@ class Memory(BaseModel):
     source: str = ""
     """Daily-note file name(s) the memory came from, e.g. `2026-03-23.md`."""
     source_entry_ids: list[str] = Field(default_factory=list)
+    subject: str = ""
+    """Whom the memory is about (`chronicle.memory.subjects`): a normalised name, `user`, or "" when unknown."""
 
     model_config = {"populate_by_name": True, "extra": "ignore"}
 
@@ -43,6 +46,11 @@ class Memory(BaseModel):
                 out.append(t)
         return out
 
+    @field_validator("subject", mode="before")
+    @classmethod
+    def _clean_subject(cls, subject: object) -> str:
+        return normalise_subject(subject) if isinstance(subject, str) else ""
+
     @property
     def content_hash(self) -> str:
         return content_hash(self.content)
@@ -52,8 +60,10 @@ class Memory(BaseModel):
         return detect_language(self.content)
 
     def memory_id(self, created: datetime) -> str:
-        """Seed 002 ids look like `2026-03-23-xxx`; the suffix is the content hash so reruns agree."""
-        return f"{created:%Y-%m-%d}-{self.content_hash[:12]}"
+        """Seed 002 ids look like `2026-03-23-xxx`; the suffix is the content hash so reruns agree (with the subject
+        folded in when there is one: two people's same words on one day are two rows)."""
+        suffix = content_hash(f"{self.subject}\n{self.content}") if self.subject else self.content_hash
+        return f"{created:%Y-%m-%d}-{suffix[:12]}"
 
 
 def normalise(text: str) -> str:
@@ -95,3 +105,5 @@ class MemoryEvent:
     similarity: float | None
     """Cosine to the row it matched (1.0 for exact duplicates), None for ADD with nothing close."""
     reason: str
+    supersedes: tuple[str, ...] = ()
+    """Ids of the memories this one replaced (a knowledge update): their knowledge-file bullets move to history."""

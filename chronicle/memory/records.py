@@ -44,6 +44,16 @@ class StoredMemory:
     absorbed: list[str] = field(default_factory=list)
     """Every distinct text merged into this row besides `content`, in merge order: a merge never loses a text."""
     fts_text: str = ""
+    subject: str = ""
+    """Whom it is about (schema 3): a normalised name, `user`, or "" when unknown."""
+    superseded_by: str = ""
+    """Id of the memory that replaced this fact (schema 3); "" while it is current."""
+    superseded_at: datetime | None = None
+    """When it stopped being current: the successor's `created` (None while current)."""
+
+    @property
+    def current(self) -> bool:
+        return not self.superseded_by
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> StoredMemory:
@@ -63,6 +73,7 @@ class StoredMemory:
             action=self.action,  # type: ignore[arg-type]
             source=self.source,
             source_entry_ids=self.source_entry_ids,
+            subject=self.subject,
         )
 
     def texts(self) -> list[str]:
@@ -74,7 +85,7 @@ def _defaults(row: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in ("tags", "key_info", "source_entry_ids", "merged_hashes", "absorbed"):
         out[name] = list(row.get(name) or [])
-    for name in ("summary", "target_file", "source", "language", "fts_text"):
+    for name in ("summary", "target_file", "source", "language", "fts_text", "subject", "superseded_by"):
         out[name] = row.get(name) or ""
     out["action"] = row.get("action") or "append"
     out["importance"] = float(row.get("importance") or 0.0)

@@ -1,0 +1,136 @@
+"""Whom a memory is about: a subject key from note structure (pure; Chinese and English).
+
+A subject is a lower-cased, NFKC-normalised name (`张曼婷`, `caroline`), the user (`user`, or the user's
+name when USER.md gives one), or "" when the notes do not say. It comes, strongest first, from
+
+1. a reply label naming whom it answers: `AI伴侣（回复张曼婷）: …`, `Assistant (to Caroline): …`;
+2. a section heading naming one person: `## 张曼婷`, `## 与张曼婷的对话`, `## 和张曼婷聊天`,
+   `## Conversation with Caroline` — everything said in that section (the person's turns and the
+   replies to them) is about that person;
+3. the speaker label of the line: `- Caroline: …` (a named speaker), `用户：…` (the user);
+4. nothing: "" (unknown). Unknown never matches a scoped search, and never takes part in supersession.
+
+The rules are conservative on purpose: a heading is read as a person only when it is a conversation
+heading ("与X的对话", "chat with X"), or a bare name that also speaks in the section or reads as a Chinese
+personal name (common surname + 1-3 characters). "## 决策" or "## Infrastructure" are never people.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+USER = "user"
+"""Subject of the user when the notes do not name them."""
+
+_CJK_NAME = r"[\u4e00-\u9fff·]{2,4}"
+_EN_NAME = r"[A-Z][a-zA-Z'’-]+(?: [A-Z][a-zA-Z'’-]+){0,2}"
+_CONVERSATION = re.compile(
+    rf"^(?:与|和|跟|同)(?P<zh>{_CJK_NAME}?)(?:的)?(?:对话|聊天|谈话|交流|会话)(?:记录)?$"
+    rf"|^(?P<zh2>{_CJK_NAME}?)的(?:对话|聊天|谈话)(?:记录)?$"
+    rf"|^(?:conversation|chat|talk|session|call)s? with (?P<en>{_EN_NAME})$",
+    re.I,
+)
+# Reply labels that name the person answered: "AI伴侣（回复张曼婷）", "Assistant (to Caroline)".
+_REPLY_LABEL = re.compile(
+    rf"^\s*(?:\*\*|__)?[^:：\n（(]{{1,20}}\s*[（(]\s*(?:回复|答复|回答|对|给|to|replying to|reply to)\s*"
+    rf"(?P<name>{_CJK_NAME}|{_EN_NAME})\s*[）)](?:\*\*|__)?\s*[:：]",
+    re.I,
+)
+# The hundred or so most common Chinese surnames (single and double): a 2-4 character heading starting with one
+# reads as a personal name.
+_SURNAMES_2 = ("欧阳", "司马", "上官", "诸葛", "东方", "皇甫", "慕容", "令狐", "端木", "夏侯")
+_SURNAMES = set(
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜"
+    "崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤常温康施文牛"
+    "樊葛邢安齐易乔伍庞颜倪庄聂章鲁岳翟殷詹申欧耿关兰焦俞左柳甘祝包宁尚符舒阮柯纪梅童凌毕单季裴霍涂成苗谷盛曲翁冉"
+    "骆蓝路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解牟艾尤阳时穆农司卓古吉缪简车项连芦麦褚娄窦戚岑景党宫费卜冷晏席卫米柏"
+    "宗瞿桂全佟应臧闵苟邬边卞姬师和仇栾隋商刁沙荣巫寇桑郎甄丛仲虞敖巩明佘池查麻苑迟邝"
+)
+_NOT_NAMES = {"用户", "助手", "助理", "主人", "老板", "客户", "朋友", "同事", "我们", "他们", "今天", "明天", "昨天",
+              "决策", "决定", "计划", "总结", "笔记", "日志", "记录", "问题", "方案", "进展", "待办", "对话", "聊天"}
+_ROLE_WORDS = re.compile(r"^(?:用户|使用者|主人|我|user|the user|human|me|customer|client)$", re.I)
+_USER_NAME = re.compile(
+    rf"^\s*[-*]?\s*(?:\*\*)?(?:name|full name|preferred name|名字|姓名|称呼|用户名字|用户姓名)(?:\*\*)?\s*[:：]\s*"
+    rf"(?:\*\*)?(?P<name>{_CJK_NAME}|{_EN_NAME})(?:\*\*)?\s*$"
+    rf"|(?:我叫|名字是|my name is |the user is |用户是)(?P<name2>{_CJK_NAME}|{_EN_NAME})",
+    re.I | re.M,
+)
+
+
+def normalise_subject(name: str | None) -> str:
+    """The subject key of a name: NFKC, case-folded, inner whitespace folded, surrounding punctuation removed."""
+    if not name:
+        return ""
+    text = unicodedata.normalize("NFKC", name).casefold()
+    text = re.sub(r"\s+", " ", text).strip(" \t.,;:：，。·'’\"“”()（）*_-")
+    return text[:60]
+
+
+def looks_like_zh_name(text: str) -> bool:
+    """A 2-4 character Chinese personal name (common surname first); titles and common words are not."""
+    if not re.fullmatch(r"[\u4e00-\u9fff]{2,4}", text) or text in _NOT_NAMES:
+        return False
+    if text[:2] in _SURNAMES_2:
+        return len(text) >= 3
+    return text[0] in _SURNAMES and len(text) <= 3
+
+
+def heading_person(heading: str, speakers: frozenset[str] = frozenset()) -> str | None:
+    """The one person a section heading names, or None.
+
+    `speakers`: names (case-folded) speaking in the section; a bare heading that is one of them is that person.
+    """
+    text = re.sub(r"^#+\s*", "", unicodedata.normalize("NFKC", heading)).strip().strip("*_ ")
+    text = re.sub(r"\s*[-—·|]\s*\d{4}-\d{2}-\d{2}.*$|^\d{4}-\d{2}-\d{2}\s*[-—·|]?\s*", "", text).strip()
+    match = _CONVERSATION.match(text)
+    if match:
+        name = match.group("zh") or match.group("zh2") or match.group("en")
+        return name if name and name not in _NOT_NAMES else None
+    if text.casefold() in speakers and (looks_like_zh_name(text) or re.fullmatch(_EN_NAME, text)):
+        return text
+    if looks_like_zh_name(text):
+        return text
+    return None
+
+
+def reply_target(line: str) -> str | None:
+    """The person a labelled reply answers (`AI伴侣（回复张曼婷）: …` -> 张曼婷), or None."""
+    match = _REPLY_LABEL.match(line)
+    return match.group("name") if match else None
+
+
+def user_name(user_md: str) -> str | None:
+    """The user's name as USER.md states it (`- Name: Alice`, `名字：王芳`, `我叫王芳`), or None."""
+    match = _USER_NAME.search(user_md or "")
+    if not match:
+        return None
+    return (match.group("name") or match.group("name2") or "").strip() or None
+
+
+def entry_subject(
+    line: str,
+    headings: tuple[str, ...],
+    *,
+    speaker: str | None,
+    role: str,
+    speakers: frozenset[str] = frozenset(),
+    user: str | None = None,
+) -> str:
+    """The subject key of one note entry (see the module docstring for the order of the rules).
+
+    `speaker`/`role`: the entry's speaker label as `chronicle.distill.speaker.split_speaker` read it;
+    `user`: the user's name from USER.md, if any.
+    """
+    target = reply_target(line)
+    if target:
+        return normalise_subject(target)
+    for heading in reversed(headings):  # the deepest heading naming a person wins
+        person = heading_person(heading, speakers)
+        if person:
+            return normalise_subject(person)
+    if role == "other" and speaker:
+        return normalise_subject(speaker)
+    if role == "user" or (speaker and _ROLE_WORDS.match(speaker)):
+        return normalise_subject(user) if user else USER
+    return ""
