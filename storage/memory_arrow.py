@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from chronicle.memory.dedup import PlannedRow
+from chronicle.memory.embedder import Embedder
 from storage.memory_schema import ROW_COLUMNS
 
 IN_CHUNK = 500
@@ -96,3 +97,11 @@ def current_rows_where(subjects: Sequence[str]) -> str:
 def row_keys(rows: pa.Table) -> pa.Array:
     """`id|content_hash`: a row needs re-embedding when either is new to the snapshot."""
     return pc.binary_join_element_wise(rows.column("id"), rows.column("content_hash"), "|")
+
+
+def embed_rows(embedder: Embedder, rows: pa.Table) -> dict[str, np.ndarray]:
+    """Content vectors of stored rows, keyed like `row_keys` (reindex and dedup re-embed rows the same way)."""
+    if rows.num_rows == 0:
+        return {}
+    texts = rows.column("content").to_pylist()
+    return dict(zip(row_keys(rows).to_pylist(), embedder.embed(texts), strict=True))

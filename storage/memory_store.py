@@ -39,11 +39,12 @@ from chronicle.settings import Settings
 from chronicle.validation import ActionNeeded
 from storage import memory_indexes as indexes
 from storage.lance import open_lance
-from storage.memory_arrow import (  # fmt: skip
+from storage.memory_arrow import (
     all_rows,
     build_where,
     chunks,
     current_rows_where,
+    embed_rows,
     row_keys,
     sql_list,
     to_arrow,
@@ -288,11 +289,11 @@ class MemoryStore:
             self._upgrade(table)
         # Embed outside the write lock; rows that appear or change meanwhile are caught up under it.
         snapshot = all_rows(table, ["id", "content", "content_hash"])
-        done = _embed_rows(embedder, snapshot)
+        done = embed_rows(embedder, snapshot)
         with self._writing():
             rows = all_rows(table, ROW_COLUMNS)
             missing = rows.filter(pc.invert(pc.is_in(row_keys(rows), value_set=pa.array(list(done), pa.string()))))
-            done.update(_embed_rows(embedder, missing))
+            done.update(embed_rows(embedder, missing))
             schema = memory_schema(embedder.model_name, embedder.dim)
             keys = row_keys(rows).to_pylist()
             matrix = np.stack([done[k] for k in keys]) if keys else np.zeros((0, embedder.dim), np.float32)
@@ -442,10 +443,3 @@ class MemoryStore:
             return dict(have)
         fresh = self.embedder.embed(list(todo.values()))
         return have | dict(zip(todo, fresh, strict=True))
-
-
-def _embed_rows(embedder: Embedder, rows: pa.Table) -> dict[str, np.ndarray]:
-    if rows.num_rows == 0:
-        return {}
-    texts = rows.column("content").to_pylist()
-    return dict(zip(row_keys(rows).to_pylist(), embedder.embed(texts), strict=True))
