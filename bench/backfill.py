@@ -23,8 +23,9 @@ REPLY = "本周入组与随访按计划推进 [E1]。新增 AE 已按方案记�
 
 
 def _reset(project: str) -> None:
+    from chronicle.storage.db import transaction
+
     from chronicle.settings import Settings
-    from storage.db import transaction
 
     with transaction(Settings()) as conn:
         conn.execute("DELETE FROM weekly_reports WHERE project_id = ?", [project])
@@ -35,11 +36,11 @@ class _Windows:
     """Counts DuckDB windows (opens) and report write batches, to say where the time goes."""
 
     def __init__(self) -> None:
-        import storage.files
-        import storage.report_writer
+        import chronicle.storage.files
+        import chronicle.storage.report_writer
 
         self.opens = self.batches = 0
-        open_, write = storage.files._open, storage.report_writer.ReportWriter._write
+        open_, write = chronicle.storage.files._open, chronicle.storage.report_writer.ReportWriter._write
 
         def counting_open(*args: Any) -> Any:
             self.opens += 1
@@ -49,8 +50,8 @@ class _Windows:
             self.batches += 1
             write(writer, tickets)
 
-        storage.files._open = counting_open
-        storage.report_writer.ReportWriter._write = counting_write
+        chronicle.storage.files._open = counting_open
+        chronicle.storage.report_writer.ReportWriter._write = counting_write
 
     def reset(self) -> tuple[int, int]:
         out, (self.opens, self.batches) = (self.opens, self.batches), (0, 0)
@@ -74,7 +75,7 @@ def _cpu_s() -> tuple[float, float]:
 
 
 def _run(project: str) -> tuple[float, list[Any]]:
-    from flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.backfill_weeks import backfill_weeks
 
     t0 = time.perf_counter()
     rows = backfill_weeks(project_id=project)
@@ -86,16 +87,16 @@ def _without_audit_rows(weeks: int, latency: dict[str, float], windows: _Windows
     successful attempts are stored in its report's commit, not through `log` (only failed attempts are), so
     this pass should cost the same as the real one: it checks that no per-attempt window is left. Never part
     of the RESULT."""
-    import storage.llm_log
+    import chronicle.storage.llm_log
 
     _reset("BENCH")
     latency["s"] = 0.0
-    original = storage.llm_log.DuckDBCallLogger.log
-    storage.llm_log.DuckDBCallLogger.log = lambda self, record: None  # type: ignore[method-assign]
+    original = chronicle.storage.llm_log.DuckDBCallLogger.log
+    chronicle.storage.llm_log.DuckDBCallLogger.log = lambda self, record: None  # type: ignore[method-assign]
     try:
         wall, _ = _run("BENCH")
     finally:
-        storage.llm_log.DuckDBCallLogger.log = original  # type: ignore[method-assign]
+        chronicle.storage.llm_log.DuckDBCallLogger.log = original  # type: ignore[method-assign]
     opens, batches = windows.reset()
     print(f"diagnostic, llm_calls rows NOT written: {1000 * wall / weeks:.1f} ms/week, {opens} DuckDB windows, "
           f"{batches} report write batches")
@@ -112,11 +113,11 @@ def main() -> None:
     args = parser.parse_args()
     bench_env(Path(tempfile.mkdtemp(prefix="bench-backfill-")) / "home")
 
+    from chronicle.storage.db import transaction
+    from chronicle.storage.raw_logs import insert_entries
     from prefect.testing.utilities import prefect_test_harness
 
     from chronicle.settings import Settings
-    from storage.db import transaction
-    from storage.raw_logs import insert_entries
     from tests.fakellm import FakeLLMServer
 
     latency = {"s": 0.0}

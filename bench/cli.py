@@ -72,8 +72,8 @@ def _seed_runs(env: dict[str, str], n: int) -> None:
 import json
 from datetime import UTC, datetime, timedelta
 from chronicle.settings import Settings
-from storage.db import connect
-from storage import runs
+from chronicle.storage.db import connect
+from chronicle.storage import runs
 with connect(Settings()) as conn:
     t0 = datetime.now(UTC).replace(tzinfo=None)
     for i in range({n}):

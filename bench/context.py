@@ -1,7 +1,7 @@
 """bench/context: `build_history_context` over a 156-week chronicle (goal <= 20 ms).
 
 Baseline: the plain SQL a seed-000 implementation would run — `string_agg` of the summaries in week
-order — through the same `storage.db.connect` window, in the same process. Both include opening
+order — through the same `chronicle.storage.db.connect` window, in the same process. Both include opening
 DuckDB (a fresh short window each time, as Chronicle always does). Reports are written by the
 offline engine straight into DuckDB (no Prefect needed for this measure).
 """
@@ -36,14 +36,15 @@ def _timings(*fns: Callable[[], object], runs: int) -> list[list[float]]:
 def _write_reports(weeks: int) -> None:
     from collections import defaultdict
 
+    from chronicle.services.llm_gate import redactor_for
+    from chronicle.storage import reports
+    from chronicle.storage.db import transaction
+    from chronicle.storage.raw_logs import insert_entries
+
     from chronicle.settings import Settings
     from chronicle.weekly.engine import offline_week
     from chronicle.weekly.model import make_week_input
     from chronicle.weeks import IsoWeek
-    from services.llm_gate import redactor_for
-    from storage import reports
-    from storage.db import transaction
-    from storage.raw_logs import insert_entries
 
     settings = Settings()
     entries = synthetic_entries(PROJECT, weeks)
@@ -69,9 +70,10 @@ def main() -> None:
     args = parser.parse_args()
     bench_env(Path(tempfile.mkdtemp(prefix="bench-context-")) / "home")
 
+    from chronicle.services.history import build_history_context
+    from chronicle.storage.db import connect
+
     from chronicle.settings import Settings
-    from services.history import build_history_context
-    from storage.db import connect
 
     settings = Settings()
 

@@ -150,8 +150,9 @@ def candidates(fake_url: str | None) -> dict[str, Any]:
 # --- measuring -----------------------------------------------------------------------------------------
 def run_task(embedder: Any, sessions: list, qs: list, home: Path, extra: dict[str, list] | None = None
              ) -> dict[str, Any]:
+    from chronicle.storage.memory.store import MemoryStore
+
     from chronicle.settings import Settings
-    from storage.memory_store import MemoryStore
 
     texts = [m.content for _, _, mems in sessions for m in mems]
     t0 = time.perf_counter()

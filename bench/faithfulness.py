@@ -33,11 +33,12 @@ SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "ty
 
 
 def _weeks(settings: Any, project: str) -> list[Any]:
+    from chronicle.services.llm_gate import redactor_for
+    from chronicle.storage import week_inputs
+    from chronicle.storage.db import connect
+
     from chronicle.weekly.model import make_week_input
     from chronicle.weeks import IsoWeek, week_range
-    from services.llm_gate import redactor_for
-    from storage import week_inputs
-    from storage.db import connect
 
     with connect(settings) as conn:
         span = week_inputs.week_span(conn, project)
@@ -56,13 +57,14 @@ def _weeks(settings: Any, project: str) -> list[Any]:
 def load_corpora(home: Path, debian_from: str, debian_to: str) -> dict[str, list[Any]]:
     """{corpus: weeks} ingested into a private CHRONICLE_HOME under `home`."""
     bench_env(home / "home")
+    from chronicle.services.ingest import FileIngestor
+    from chronicle.storage import queries
+    from chronicle.storage.db import connect
+
     from bench.faithfulness_data import MEMORYBANK, memorybank_jsonl
     from bench.offline_data import write_jsonl
     from chronicle.sample import generate_sample
     from chronicle.settings import Settings
-    from services.ingest import FileIngestor
-    from storage import queries
-    from storage.db import connect
 
     os.environ["CHRONICLE_COLUMN_MAP"] = json.dumps(SAMPLE_MAP)
     settings = Settings()

@@ -42,9 +42,9 @@ OURS = """
 import json, os, resource, time
 os.environ["CHRONICLE_HOME"] = {home!r}
 from pathlib import Path
-from services.ingest import FileIngestor
+from chronicle.services.ingest import FileIngestor
 from chronicle.settings import Settings
-from storage.db import connect
+from chronicle.storage.db import connect
 s = Settings()
 with connect(s):
     pass  # create + migrate the database outside the timed part
@@ -104,9 +104,9 @@ os.environ["CHRONICLE_HOME"] = {home!r}
 from pathlib import Path
 from chronicle.ingest.batches import file_batches
 from chronicle.ingest.detect import discover
-from services.ingest import FileIngestor
+from chronicle.services.ingest import FileIngestor
 from chronicle.settings import Settings
-from storage.db import connect
+from chronicle.storage.db import connect
 s = Settings()
 with connect(s):
     pass  # create + migrate the database outside the timed part

@@ -139,8 +139,9 @@ class CachedEmbedder:
 
 
 def run_variant(samples: list[dict[str, Any]], embedder: Any, home: Path, *, captions: bool, context: bool) -> dict:
+    from chronicle.storage.memory.store import MemoryStore
+
     from chronicle.settings import Settings
-    from storage.memory_store import MemoryStore
 
     store = MemoryStore(Settings(home=home), embedder)
     t0 = time.perf_counter()

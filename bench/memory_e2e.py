@@ -64,11 +64,12 @@ def knowledge_lines(workspace: Path) -> dict[str, int]:
 
 def distill_corpus(settings: Any, folder: Path, first: date, last: date, name: str, profile: bool) -> tuple:
     """ingest + distill of the notes in `folder` (real flows, this process); (entries, summary, seconds)."""
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
+    from chronicle.storage.db import connect
+    from chronicle.storage.memory.events import load_note_entries
+
     from chronicle.settings import using
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
-    from storage.db import connect
-    from storage.memory_events import load_note_entries
 
     with using(settings):
         ingest_logs([str(folder)], name)
@@ -113,8 +114,9 @@ def measure(corpus_name: str, layout: str, samples: int, profile: bool, raw: boo
             raw_s = time.perf_counter() - t0
 
         entry_to_turn = {e.entry_id: where.get((Path(e.source_file).name, e.line_no or -1)) for e in entries}
+        from chronicle.storage.memory.store import MemoryStore
+
         from chronicle.memory.subjects import normalise_subject
-        from storage.memory_store import MemoryStore
 
         store = MemoryStore(settings)
         hit: Counter[str] = Counter()

@@ -45,9 +45,10 @@ def _median_time(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
 
 
 def _weeks(settings: Any) -> tuple[list[Any], dict[int, list[dict]], int]:
+    from chronicle.storage import week_inputs
+    from chronicle.storage.db import connect
+
     from chronicle.weeks import IsoWeek, week_range
-    from storage import week_inputs
-    from storage.db import connect
 
     with connect(settings) as conn:
         first, last = week_inputs.week_span(conn, PROJECT)
@@ -58,9 +59,10 @@ def _weeks(settings: Any) -> tuple[list[Any], dict[int, list[dict]], int]:
 
 def engine_pass(settings: Any, weeks: list[Any], rows: dict[int, list[dict]], before: int) -> int:
     """Every week through the offline engine, as `plan_project` + `run_week` do it; returns reports flagged."""
+    from chronicle.services.llm_gate import redactor_for
+
     from chronicle.weekly.engine import offline_week
     from chronicle.weekly.model import make_week_input
-    from services.llm_gate import redactor_for
 
     tz, redactor, running, flagged = settings.tz_for(PROJECT), redactor_for(settings), before, 0
     getattr(redactor, "_cache", {}).clear()  # each pass pays for its own redaction, as one backfill run does
@@ -85,11 +87,11 @@ def stats_pass(weeks: list[Any], rows: dict[int, list[dict]], before: int) -> No
 
 def _flow(repeat: int, n_weeks: int) -> tuple[float, float, dict[str, int]]:
     """(median flow s, median cached-rerun s, outcomes of the last run) with the real Prefect API."""
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.storage.db import transaction
     from prefect.testing.utilities import prefect_test_harness
 
     from chronicle.settings import Settings
-    from flows.backfill_weeks import backfill_weeks
-    from storage.db import transaction
 
     def reset() -> None:
         with transaction(Settings()) as conn:
@@ -122,8 +124,9 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="bench-offline-"))
     bench_env(home / "home")
 
+    from chronicle.services.ingest import FileIngestor
+
     from chronicle.settings import Settings
-    from services.ingest import FileIngestor
 
     settings = Settings()
     data = home / "debian.jsonl"

@@ -86,7 +86,7 @@ def by_family(corpus: list[dict[str, Any]],
 
 
 def ours() -> Callable[[str, list[tuple[str, str]]], str]:
-    from chronicle.distill.redact import Redactor
+    from chronicle.redaction.redactor import Redactor
 
     redactor = Redactor.build()
     return lambda text, found: redactor.redact(text, found=found)

@@ -38,9 +38,10 @@ QUEUES = {"embedded-1": "bench-embedded", "lake-1": "bench-lake-one", "lake-2": 
 
 def _insert(env: dict[str, str], home: Path, weeks: int) -> None:
     """The synthetic project's entries, written straight into one topology's store."""
+    from chronicle.storage.db import transaction
+    from chronicle.storage.raw_logs import insert_entries
+
     from chronicle.settings import Settings
-    from storage.db import transaction
-    from storage.raw_logs import insert_entries
 
     kwargs = {k.removeprefix("CHRONICLE_").lower(): v for k, v in env.items() if k.startswith("CHRONICLE_")}
     kwargs.pop("home", None)
@@ -57,7 +58,7 @@ def _insert(env: dict[str, str], home: Path, weeks: int) -> None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        from storage import lake
+        from chronicle.storage import lake
 
         lake.close_sessions()
 

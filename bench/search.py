@@ -8,7 +8,8 @@ matrix on one BLAS thread, timed interleaved with the search (query by query, ro
 hits both alike; `--reps` repetitions over fresh queries, medians reported, load averages recorded, CPU time
 per call beside wall time. Also reported: the search with its query vector cached against the scan alone
 (what the index costs without the encoder), and ANN recall@10 against exact search (dense mode).
-Per query, where the time went (`storage.memory_search.last_cost`: encoder, dense leg, full-text leg, fusion and
+Per query, where the time went (`chronicle.storage.memory.search.last_cost`: encoder, dense leg, full-text leg, fusion
+and
 re-scoring, row fetch); each row also has a `subject` (n / 100 people), and the search about one of them is
 timed against the unfiltered one. `--data DIR` keeps the tables for the next run (a 1 M table takes minutes).
 Goals (issue 27): 100 k hybrid p95 <= 1.0x brute force, vector cached <= 0.3x the scan alone; 1 M hybrid p95
@@ -76,10 +77,10 @@ def build_table(
     """
     import lancedb
     import pyarrow as pa
+    from chronicle.storage.memory.schema import TABLE, memory_schema
 
     from chronicle.memory.model import content_hash, detect_language
     from chronicle.memory.search import fts_text
-    from storage.memory_schema import TABLE, memory_schema
 
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
@@ -167,8 +168,9 @@ def prepared_table(n: int, embedder: Any, home: Path) -> tuple[list[str], np.nda
     vectors, build and index seconds, and the indexes the store created."""
     import json
 
+    from chronicle.storage.memory.store import MemoryStore
+
     from chronicle.settings import Settings
-    from storage.memory_store import MemoryStore
 
     settings = Settings(home=home)
     meta = home / "bench_meta.json"
@@ -191,7 +193,7 @@ def prepared_table(n: int, embedder: Any, home: Path) -> tuple[list[str], np.nda
 
 def search_where(store: Any, query: str, where: str, limit: int = 10, mode: str = "hybrid") -> list[Any]:
     """`store.search` with a raw prefilter (the subject filter before issue 24's `subject=` parameter lands)."""
-    from storage.memory_search import Weights, hits, ranked
+    from chronicle.storage.memory.search import Weights, hits, ranked
 
     table = store._readable()
     s = store.settings
@@ -204,7 +206,7 @@ def search_where(store: Any, query: str, where: str, limit: int = 10, mode: str 
 def by_subject(store: Any, query: str, subject: str, limit: int = 10) -> list[Any]:
     import inspect
 
-    from storage.memory_arrow import sql_str
+    from chronicle.storage.memory.arrow import sql_str
 
     if "subject" in inspect.signature(store.search).parameters:
         return store.search(query, limit=limit, subject=subject)
@@ -214,10 +216,11 @@ def by_subject(store: Any, query: str, subject: str, limit: int = 10) -> list[An
 def run_size(n: int, query_sets: list[list[str]], embedder: Any, home: Path) -> dict[str, Any]:
     import resource
 
+    from chronicle.storage.memory.search import last_cost
+    from chronicle.storage.memory.store import MemoryStore
+
     from chronicle.memory.embedder import forget_query_vector, query_vector
     from chronicle.settings import Settings
-    from storage.memory_search import last_cost
-    from storage.memory_store import MemoryStore
 
     ids, matrix, build_s, index_s, indexes = prepared_table(n, embedder, home)
     settings = Settings(home=home)
@@ -313,7 +316,7 @@ def run_size(n: int, query_sets: list[list[str]], embedder: Any, home: Path) -> 
     cosine_only = MemoryStore(
         Settings(home=settings.home, search_semantic_weight=1.0, search_importance_weight=0.0), embedder
     )
-    from storage.memory_arrow import sql_str
+    from chronicle.storage.memory.arrow import sql_str
 
     overlap, subject_overlap, subject_only = [], [], []
     for q in queries:

@@ -3,7 +3,8 @@
 Prefect builds a deployment's parameter schema from the flow signature with pydantic. Every optional text
 parameter here is a plain `str` defaulting to "" (the form shows a text box; `str | None` would show a
 `str`/`None` toggle set to None), and carries no pattern: the API then accepts any text, and the flow checks
-it as its first step (`services.validate` over `chronicle.validation`), failing the run with a message that
+it as its first step (`chronicle.services.param_checks` over `chronicle.param_checks`), failing the run with a message
+that
 names the parameter and the format. So the UI form, `run_deployment`, `prefect deployment run` and the CLI
 all get the same answer, and a refused run is in the run history with its reason. `None` (a Python caller's
 "not given") is accepted for these parameters and read as "".
@@ -24,7 +25,7 @@ from pydantic import BeforeValidator, Field, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from chronicle.validation import DAY_FORMAT, WEEK_FORMAT
+from chronicle.param_checks import DAY_FORMAT, WEEK_FORMAT
 
 
 @dataclass(frozen=True)

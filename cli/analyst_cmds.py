@@ -6,9 +6,8 @@ import sys
 from pathlib import Path
 
 import typer
-
-from cli.common import check, console, err, known_project, load_settings, read_settings
-from cli.output import Format, emit, format_option
+from chronicle.cli.common import check, console, err, known_project, read_settings, settings_from_options
+from chronicle.cli.output import Format, emit, format_option
 
 STATS_COLUMNS = ("week_number", "entries", "messages", "enrolled", "enrolled_total", "ae", "sae", "deviations",
                  "queries", "decisions", "report_status", "report_engine", "report_stale", "report_needs_review")
@@ -16,7 +15,7 @@ STATS_COLUMNS = ("week_number", "entries", "messages", "enrolled", "enrolled_tot
 
 def _weeks(start: str | None, end: str | None) -> tuple[int | None, int | None]:
     """`--from` / `--to` checked like every other command's (syntax, existence, order): one line, status 2."""
-    from chronicle.validation import check_range, parse_week
+    from chronicle.param_checks import check_range, parse_week
 
     first, last = check(parse_week, start, "--from"), check(parse_week, end, "--to")
     check(check_range, first, last, "--from", "--to")
@@ -31,8 +30,8 @@ def register(app: typer.Typer) -> None:
               fmt: Format = format_option(),
               home: str | None = typer.Option(None, "--home")) -> None:
         """Weekly stats of a project (the `weekly_stats` view), including weeks without a report."""
-        from storage.analytics import weekly_stats
-        from storage.db import read
+        from chronicle.storage.analytics import weekly_stats
+        from chronicle.storage.db import read
 
         settings = read_settings(home)
         project = known_project(settings, project)
@@ -49,8 +48,8 @@ def register(app: typer.Typer) -> None:
         """Every table and view as Parquet, for BI tools."""
         if fmt != "parquet":
             raise typer.BadParameter("only --format parquet is supported")
-        from storage.analytics import export_parquet
-        from storage.db import read
+        from chronicle.storage.analytics import export_parquet
+        from chronicle.storage.db import read
 
         written = read(read_settings(home), export_parquet, out_dir)
         for name, path, n in written:
@@ -61,8 +60,8 @@ def register(app: typer.Typer) -> None:
                                               help="Print the SQL that attaches the live database."),
             home: str | None = typer.Option(None, "--home")) -> None:
         """How a `duckdb` shell reaches the data: `duckdb -cmd "$(chronicle sql --print-attach)"`."""
-        settings = load_settings(home)
-        from storage.analytics import shell_attach_sql
+        settings = settings_from_options(home)
+        from chronicle.storage.analytics import shell_attach_sql
 
         text = shell_attach_sql(settings)
         if print_attach:
@@ -75,7 +74,7 @@ def register(app: typer.Typer) -> None:
               out: Path = typer.Option(Path("charts"), "--out", help="Folder for the PNG files."),
               home: str | None = typer.Option(None, "--home")) -> None:
         """Weekly enrolment (bars + cumulative) and AE / SAE / deviation charts as PNG."""
-        from services.analytics import write_charts
+        from chronicle.services.analytics import write_charts
 
         settings = read_settings(home)
         project = known_project(settings, project)

@@ -37,7 +37,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 T = TypeVar("T")
 
 
-def load_settings(home: str | None = None) -> Settings:
+def settings_from_options(home: str | None = None) -> Settings:
     """This command's settings: environment / `.env` / `chronicle.toml`, with `--home` on top.
 
     A refused setting ends the command with one line naming it and a valid example (status 2), never a
@@ -53,7 +53,7 @@ def load_settings(home: str | None = None) -> Settings:
 def read_settings(home: str | None = None) -> Settings:
     """Settings of a command that only reads: a home that does not exist is a mistyped CHRONICLE_HOME or
     `--home`, answered in one line (status 1) — never created empty and reported as "nothing yet"."""
-    settings = load_settings(home)
+    settings = settings_from_options(home)
     if not settings.lake and not settings.db_path.exists():
         fail(f"no Chronicle data at {settings.db_path}: CHRONICLE_HOME / --home points to {settings.home}, where "
              "nothing was ever ingested; check the path (or run `chronicle ingest PATH` to start a home there)")
@@ -62,7 +62,7 @@ def read_settings(home: str | None = None) -> Settings:
 
 def known_project(settings: Settings, project: str, name: str = "--project") -> str:
     """`project` if it has entries; otherwise one line naming the known projects (status 2)."""
-    from services.validate import existing_project
+    from chronicle.services.param_checks import existing_project
 
     return check(existing_project, settings, project, name)
 
@@ -74,12 +74,12 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def check(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """Run a parameter check (`services.validate`); a refused parameter ends the command with its message.
+    """Run a parameter check (`chronicle.services.param_checks`); a refused parameter ends the command with its message.
 
     The flows run the same checks first thing, so the CLI and every other way of starting a run give the
     same answer; checking here too fails a typo at once, without starting a run at all.
     """
-    from chronicle.validation import ParameterError
+    from chronicle.param_checks import ParameterError
 
     try:
         return fn(*args, **kwargs)
@@ -89,9 +89,10 @@ def check(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
 
 def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Call a flow in this process with the command's settings (flows read them when they start), against
-    the configured Prefect API or Chronicle's background server (`deployments.local_api`)."""
-    from chronicle.validation import ActionNeeded, ParameterError
-    from deployments import local_api
+    the configured Prefect API or Chronicle's background server (`chronicle.deployments.local_api`)."""
+    from chronicle.deployments import local_api
+
+    from chronicle.param_checks import ActionNeeded, ParameterError
 
     try:
         api = local_api.ensure()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import typer
+from chronicle.cli.common import console, progress_bar, run_flow, settings_from_options
 
 from chronicle.settings import Settings
-from cli.common import console, load_settings, progress_bar, run_flow
 
 
 def _step(title: str) -> None:
@@ -15,7 +15,7 @@ def _step(title: str) -> None:
 
 
 def run_demo(home: str | None, seed: int) -> Settings:
-    settings = load_settings(home)
+    settings = settings_from_options(home)
     from chronicle.sample import generate_sample
 
     started = time.perf_counter()
@@ -29,15 +29,15 @@ def run_demo(home: str | None, seed: int) -> Settings:
         settings = settings.model_copy(update={"column_map": manifest.column_map})
 
     _step("2. ingest into DuckDB")
-    from cli.main import print_ingest_summary, print_week_table
-    from flows.ingest_logs import ingest_logs
+    from chronicle.cli.main import print_ingest_summary, print_week_table
+    from chronicle.flows.ingest_logs import ingest_logs
 
     with progress_bar():
         summary = run_flow(settings, ingest_logs, [str(sample_dir / "logs"), str(sample_dir / "memory")])
     print_ingest_summary(summary)
 
-    from storage.db import connect
-    from storage.queries import week_table
+    from chronicle.storage.db import connect
+    from chronicle.storage.queries import week_table
 
     with connect(settings, read_only=True) as conn:
         rows = week_table(conn)
@@ -46,17 +46,17 @@ def run_demo(home: str | None, seed: int) -> Settings:
     console.print(f"... {len(trial)} project-weeks in all; full table: chronicle weeks --home {settings.home}")
 
     _step("3. weekly chronicle: backfill every sample week")
-    from cli.report_cmds import demo_weekly
+    from chronicle.cli.report_cmds import demo_weekly
 
     demo_weekly(settings)
 
     _step("4. distill the daily notes into LanceDB and the knowledge files")
-    from cli.memory_cmds import demo_distill
+    from chronicle.cli.memory_cmds import demo_distill
 
     demo_distill(settings)
 
     _step("5. charts")
-    from services.analytics import write_charts
+    from chronicle.services.analytics import write_charts
 
     chart_dir = settings.home.resolve() / "charts"
     for project in manifest.projects:
@@ -67,7 +67,7 @@ def run_demo(home: str | None, seed: int) -> Settings:
     console.print(f"DuckDB: {settings.db_path}")
     sql = "select week_number, count(*) from raw_logs group by 1 order by 1"
     console.print(f'try:  duckdb {settings.db_path} -c "{sql}"')
-    from deployments import local_api
+    from chronicle.deployments import local_api
 
     server = local_api.running()
     if server:  # the runs of this demo are in its UI; the server outlives the command on purpose (reused)

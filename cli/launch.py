@@ -40,7 +40,7 @@ from typing import Any
 FLOW_COMMANDS = {"ingest", "backfill", "weekly", "distill", "demo"}
 NEVER = {"serve", "server"}
 KEY_ENV_PREFIXES = ("PREFECT_", "HF_", "TRANSFORMERS_", "SENTENCE_TRANSFORMERS_", "PYTHON")
-# What the CLI sets for itself (cli.common); the runner must import Prefect under the same values.
+# What the CLI sets for itself (chronicle.cli.common); the runner must import Prefect under the same values.
 CLI_DEFAULTS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING",
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 PACKAGES = ("chronicle", "cli", "services", "flows", "tasks", "storage", "deployments")
@@ -195,7 +195,7 @@ def _start_runner(key: str, env: dict[str, str]) -> subprocess.Popen:
     if old and old.get("key") != key:
         _stop_pid(int(old.get("pid", 0)))
     with log.open("ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "cli.warm", key], stdin=subprocess.DEVNULL,
+        return subprocess.Popen([sys.executable, "-m", "chronicle.cli.warm", key], stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT, env=runner_env(env), start_new_session=True,
                                 close_fds=True, cwd=str(ROOT))
 
@@ -316,7 +316,7 @@ def run_warm(argv: list[str], start: bool) -> int | None:
 
 
 def delegate_if_console_script() -> None:
-    """Called first thing by `cli.main` when the `chronicle` script imports it: hand the command to the warm
+    """Called first thing by `chronicle.cli.main` when the `chronicle` script imports it: hand the command to the warm
     runner and exit with its status. Returns (and the command runs in this process) when it is not used."""
     main = sys.modules.get("__main__")
     script = os.path.basename(getattr(main, "__file__", "") or "")

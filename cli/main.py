@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.launch import delegate_if_console_script
+from chronicle.cli.launch import delegate_if_console_script
 
 # The `chronicle` script imports this module to call `app()`: before the imports below (the slow part of a
 # command), hand the command to a warm process when one serves it (cli/launch.py). Returns if not.
@@ -12,11 +12,21 @@ import json
 from pathlib import Path
 
 import typer
+from chronicle.cli.common import (
+    check,
+    console,
+    err,
+    fail,
+    known_project,
+    progress_bar,
+    read_settings,
+    run_flow,
+    settings_from_options,
+)
+from chronicle.cli.output import Format, emit, format_option
 from rich.markup import escape
 
 from chronicle.ingest.model import IngestSummary
-from cli.common import check, console, err, fail, known_project, load_settings, progress_bar, read_settings, run_flow
-from cli.output import Format, emit, format_option
 
 app = typer.Typer(help="Chronicle: raw project logs -> weekly chronicle + distilled memory.", no_args_is_help=True)
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
@@ -25,7 +35,7 @@ HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HO
 @app.command()
 def config(home: str | None = HomeOpt, as_json: bool = typer.Option(False, "--json")) -> None:
     """Print the effective settings, secrets masked."""
-    data = load_settings(home).masked()
+    data = settings_from_options(home).masked()
     if as_json:
         console.print_json(json.dumps(data, default=str))
         return
@@ -54,11 +64,11 @@ def ingest(paths: list[Path] = typer.Argument(..., help="Files or folders (recur
 
     Exits 1 when no log file was found, or when nothing could be read (see the README's input contract).
     """
-    settings = load_settings(home)
-    from services.validate import ingest_paths
+    settings = settings_from_options(home)
+    from chronicle.services.param_checks import ingest_paths
 
     given = check(ingest_paths, [str(p) for p in paths], "PATHS")
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.ingest_logs import ingest_logs
 
     with progress_bar():
         summary = run_flow(settings, ingest_logs, given, project or "", force)
@@ -90,8 +100,8 @@ def weeks(project: str | None = typer.Option(None, "--project", "-p"),
     settings = read_settings(home)
     if project:
         project = known_project(settings, project)
-    from storage.db import connect
-    from storage.queries import week_table
+    from chronicle.storage.db import connect
+    from chronicle.storage.queries import week_table
 
     with connect(settings, read_only=True) as conn:
         rows = week_table(conn, project)
@@ -112,7 +122,7 @@ def print_week_table(rows: list[dict]) -> None:
 
 def _register_subcommands() -> None:
     # Each capability registers its commands from its own module, keeping this file small.
-    from cli import analyst_cmds, demo, memory_cmds, ops_cmds, report_cmds, review_cmds, status_cmds
+    from chronicle.cli import analyst_cmds, demo, memory_cmds, ops_cmds, report_cmds, review_cmds, status_cmds
 
     for module in (demo, report_cmds, memory_cmds, ops_cmds, analyst_cmds, status_cmds, review_cmds):
         module.register(app)

@@ -7,11 +7,11 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 import typer
+from chronicle.cli import proposal_cmds
+from chronicle.cli.common import check, console, err, fail, progress_bar, read_settings, run_flow, settings_from_options
+from chronicle.cli.output import Format, emit, format_option
 
 from chronicle.settings import Settings
-from cli import proposal_cmds
-from cli.common import check, console, err, fail, load_settings, progress_bar, read_settings, run_flow
-from cli.output import Format, emit, format_option
 
 if TYPE_CHECKING:  # the distill engine imports the openai client: not on every command's start-up
     from chronicle.distill.summary import DistillSummary
@@ -32,7 +32,7 @@ def _date(value: str | None) -> date | None:
 
 def run_distill(settings: Settings, days: int | None, until: date | None,
                 project: str | None = None) -> DistillSummary:
-    from flows.distill_memory import distill_memory
+    from chronicle.flows.distill_memory import distill_memory
 
     with progress_bar():
         return run_flow(settings, distill_memory, days or 0, until or "", project or "")
@@ -87,8 +87,8 @@ def _rows(items: list[Any]) -> list[dict[str, Any]]:
 
 def demo_distill(settings: Settings) -> None:
     """Distill every ingested daily note of the notes project, then run a Chinese and an English search."""
-    from services.distill import note_span
-    from services.memory import search_memories
+    from chronicle.services.distill import note_span
+    from chronicle.services.memory import search_memories
 
     span = note_span(settings, settings.notes_project)
     if span is None:
@@ -108,18 +108,19 @@ def register(app: typer.Typer) -> None:
                 project: str | None = typer.Option(None, "--project", "-p", help="Only this project's notes."),
                 home: str | None = HomeOpt) -> None:
         """Distill recent daily notes into memories: vector store + knowledge files (idempotent)."""
-        settings = load_settings(home)
-        from services.validate import distill_window
+        settings = settings_from_options(home)
+        from chronicle.services.param_checks import distill_window
 
         check(distill_window, settings, days, until, project, names=("--days", "--until", "--project"))
-        from chronicle.validation import ActionNeeded
-        from services.memory import check_embedding_model
+        from chronicle.services.memory import check_embedding_model
+
+        from chronicle.param_checks import ActionNeeded
 
         try:
             check_embedding_model(settings)
         except ActionNeeded as exc:  # an upgraded home: one line saying what to do, not a failed run's traceback
             fail(str(exc))
-        from flows.distill_memory import DistillIncomplete
+        from chronicle.flows.distill_memory import DistillIncomplete
 
         try:
             summary = run_distill(settings, days, _date(until), project)
@@ -140,8 +141,9 @@ def register(app: typer.Typer) -> None:
                as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
                home: str | None = HomeOpt) -> None:
         """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3; current facts first."""
-        from chronicle.validation import ActionNeeded
-        from services.memory import search_memories
+        from chronicle.services.memory import search_memories
+
+        from chronicle.param_checks import ActionNeeded
 
         settings = read_settings(home)
         try:
@@ -158,7 +160,7 @@ def register(app: typer.Typer) -> None:
     @memory.command()
     def tags(fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
         """Tags with the number of memories carrying each."""
-        from services.memory import tag_counts
+        from chronicle.services.memory import tag_counts
 
         emit([{"tag": name, "memories": n} for name, n in tag_counts(read_settings(home)).items()], fmt,
              columns=["tag", "memories"], empty="no tags yet")
@@ -169,7 +171,7 @@ def register(app: typer.Typer) -> None:
               as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
               home: str | None = HomeOpt) -> None:
         """Memories, newest first."""
-        from services.memory import list_memories
+        from chronicle.services.memory import list_memories
 
         rows = list_memories(read_settings(home), limit=limit, tags=tag or None, target_file=file)
         if as_json or fmt is not Format.table:
@@ -181,7 +183,7 @@ def register(app: typer.Typer) -> None:
     @memory.command()
     def reindex(home: str | None = HomeOpt) -> None:
         """Re-embed every memory with the configured EMBEDDING_MODEL (after changing it)."""
-        from services.memory import reindex as reindex_all
+        from chronicle.services.memory import reindex as reindex_all
 
         n = reindex_all(read_settings(home))
         console.print(f"re-embedded {n} memories")

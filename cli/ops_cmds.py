@@ -6,9 +6,8 @@ import logging
 from pathlib import Path
 
 import typer
-
-from cli.common import console, err, fail, load_settings, read_settings
-from cli.output import Format, emit, format_option
+from chronicle.cli.common import console, err, fail, read_settings, settings_from_options
+from chronicle.cli.output import Format, emit, format_option
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 
@@ -17,11 +16,10 @@ def prefect_states(run_ids: list[str]) -> dict[str, str]:
     """Prefect's state name of these flow runs, from the API commands use (`--prefect` only: it starts one)."""
     import uuid
 
+    from chronicle.deployments import local_api
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
     from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    from deployments import local_api
 
     ids = []
     for run_id in run_ids:
@@ -43,7 +41,7 @@ def register(app: typer.Typer) -> None:
     def serve(limit: int | None = typer.Option(None, help="Most flow runs executing at once (default: no limit)."),
               home: str | None = HomeOpt) -> None:
         """Serve every deployment (schedules + UI-triggered runs) from this one process until Ctrl-C."""
-        settings = load_settings(home)
+        settings = settings_from_options(home)
         # Chronicle's own progress lines on the console (Prefect keeps its own logging configuration).
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -53,10 +51,9 @@ def register(app: typer.Typer) -> None:
         chronicle_log.propagate = False  # or Prefect's root console handler prints warnings a second time
         import os
 
+        from chronicle.deployments import local_api
+        from chronicle.deployments.serve import serve_all
         from prefect.settings import PREFECT_API_URL, temporary_settings
-
-        from deployments import local_api
-        from deployments.serve import serve_all
 
         try:
             api = local_api.ensure()
@@ -77,8 +74,8 @@ def register(app: typer.Typer) -> None:
               home: str | None = HomeOpt) -> None:
         """Create the storage, the global concurrency limits (`llm`, `duckdb-writer`), the work pool and the
         alert automations (docs/operating.md); safe to repeat."""
-        settings = load_settings(home)
-        from deployments.setup import check_setup, run_setup
+        settings = settings_from_options(home)
+        from chronicle.deployments.setup import check_setup, run_setup
 
         if check_only:
             lines, ok = check_setup(settings)
@@ -96,8 +93,8 @@ def register(app: typer.Typer) -> None:
                      write: bool = typer.Option(False, "--write", help="Re-render the file from the registry."),
                      home: str | None = HomeOpt) -> None:
         """Check that prefect.yaml matches deployments/definitions.py (for these settings), or rewrite it."""
-        settings = load_settings(home)
-        from deployments.yamlfile import differences, render_text
+        settings = settings_from_options(home)
+        from chronicle.deployments.yamlfile import differences, render_text
 
         if write:
             file.write_text(render_text(settings), encoding="utf-8")
@@ -121,11 +118,13 @@ def register(app: typer.Typer) -> None:
         """Every recent flow run — completed, failed, refused, crashed — from DuckDB (pipeline_runs), with what it
         did and why it ended. A run whose process was killed shows as CRASHED. No Prefect API needed."""
         settings = read_settings(home)
-        from services.run_history import flow_names, list_runs
+        from chronicle.services.run_history import list_runs
+        from chronicle.storage.db import read
+        from chronicle.storage.pipeline_runs import flow_names
 
         rows = list_runs(settings, limit, flow)
         if flow and not rows:
-            names = flow_names(settings)
+            names = read(settings, flow_names)
             if names:  # runs exist, none of a flow by that name: a typo, not an empty history
                 fail(f"no flow is named like {flow!r}; flows with runs: {', '.join(names)}")
         states = prefect_states([r.flow_run_id for r in rows]) if prefect and rows else {}
@@ -139,8 +138,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def snapshot(home: str | None = HomeOpt) -> None:
         """Publish the analysts' read-only copy of the database now (flows do it after every write)."""
-        settings = load_settings(home)
-        from storage.snapshot import publish_snapshot
+        settings = settings_from_options(home)
+        from chronicle.storage.snapshot import publish_snapshot
 
         info = publish_snapshot(settings)
         if info is None:
@@ -158,7 +157,7 @@ def register_server(app: typer.Typer) -> None:
     @server.command("status")
     def status() -> None:
         """Which Prefect API commands use, and the background server's pid, URL and files."""
-        from deployments import local_api
+        from chronicle.deployments import local_api
 
         configured = local_api.configured_url()
         if configured:
@@ -170,7 +169,7 @@ def register_server(app: typer.Typer) -> None:
         else:
             console.print("background server: not running (the next flow command starts it)")
         console.print(f"state file: {local_api.state_dir() / 'server.json'}; log: {local_api.log_file()}")
-        from cli import launch
+        from chronicle.cli import launch
 
         warm = launch.status()
         console.print(f"warm command runner: pid {warm['pid']}, ready in {warm.get('warmup_s')}s" if warm else
@@ -180,7 +179,7 @@ def register_server(app: typer.Typer) -> None:
     @server.command("start")
     def start() -> None:
         """Start the background server now (flow commands start it on first use anyway)."""
-        from deployments import local_api
+        from chronicle.deployments import local_api
 
         try:
             api = local_api.ensure()
@@ -192,8 +191,8 @@ def register_server(app: typer.Typer) -> None:
     def stop() -> None:
         """Stop the background server and the warm command runner (the next flow command starts them again;
         the server's database stays in $PREFECT_HOME)."""
-        from cli import launch
-        from deployments import local_api
+        from chronicle.cli import launch
+        from chronicle.deployments import local_api
 
         warm = launch.stop()
         console.print(f"stopped the warm command runner (pid {warm['pid']})" if warm else "no warm command runner")

@@ -16,11 +16,10 @@ from enum import StrEnum
 from typing import Any
 
 import typer
+from chronicle.cli.common import console
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-
-from cli.common import console
 
 
 class Format(StrEnum):

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import typer
-
-from cli.common import console, err, read_settings
-from cli.output import Format, emit, format_option
+from chronicle.cli.common import console, err, read_settings
+from chronicle.cli.output import Format, emit, format_option
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 
@@ -18,8 +17,8 @@ def register(memory: typer.Typer) -> None:
                   all_: bool = typer.Option(False, "--all", help="Approved and rejected ones too."),
                   fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
         """Memories waiting for approval: aimed at a protected file (SOUL.md, IDENTITY.md) or suspected injection."""
-        from storage.db import read
-        from storage.proposals import list_proposals
+        from chronicle.storage.db import read
+        from chronicle.storage.proposals import list_proposals
 
         rows = read(read_settings(home), list_proposals, None if all_ else "pending")
         if as_json or fmt is not Format.table:
@@ -36,8 +35,8 @@ def register(memory: typer.Typer) -> None:
     def approve(proposal_id: str = typer.Argument(..., help="Proposal id (or a unique prefix)."),
                 home: str | None = HomeOpt) -> None:
         """Write a proposal into its knowledge file (managed section, backup, atomic replace)."""
-        from services.proposals import ProposalError
-        from services.proposals import approve as approve_proposal
+        from chronicle.services.proposals import ProposalError
+        from chronicle.services.proposals import approve as approve_proposal
 
         try:
             decision = approve_proposal(read_settings(home), proposal_id)
@@ -53,8 +52,8 @@ def register(memory: typer.Typer) -> None:
     def reject(proposal_id: str = typer.Argument(..., help="Proposal id (or a unique prefix)."),
                home: str | None = HomeOpt) -> None:
         """Drop a proposal; no knowledge file is touched."""
-        from services.proposals import ProposalError
-        from services.proposals import reject as reject_proposal
+        from chronicle.services.proposals import ProposalError
+        from chronicle.services.proposals import reject as reject_proposal
 
         try:
             decision = reject_proposal(read_settings(home), proposal_id)

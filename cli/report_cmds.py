@@ -10,13 +10,23 @@ from typing import Any
 
 import click
 import typer
+from chronicle.cli.common import (
+    check,
+    console,
+    err,
+    fail,
+    known_project,
+    progress_bar,
+    read_settings,
+    run_flow,
+    settings_from_options,
+)
+from chronicle.cli.output import Format, emit, format_option
 from rich.markup import escape
 
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import TABLE_COLUMNS, WeekOutcome, WeeksFailedError, outcome_counts
 from chronicle.weeks import IsoWeek
-from cli.common import check, console, err, fail, known_project, load_settings, progress_bar, read_settings, run_flow
-from cli.output import Format, emit, format_option
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 ProjectOpt = typer.Option(..., "--project", "-p", help="Project id.")
@@ -36,7 +46,7 @@ def engine_banner(settings: Settings) -> str:
 
 
 def _parse_week(text: str) -> IsoWeek:
-    from chronicle.validation import parse_week
+    from chronicle.param_checks import parse_week
 
     week = check(parse_week, text, "--week")
     if week is None:
@@ -62,7 +72,7 @@ def print_outcomes(rows: list[WeekOutcome], limit: int = 30) -> None:
 
 def run_backfill(settings: Settings, **params: Any) -> tuple[list[WeekOutcome], bool]:
     """Run the backfill flow with a progress bar; (outcome rows, all weeks succeeded)."""
-    from flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.backfill_weeks import backfill_weeks
 
     try:
         with progress_bar():
@@ -72,9 +82,10 @@ def run_backfill(settings: Settings, **params: Any) -> tuple[list[WeekOutcome], 
 
 
 def show_report(settings: Settings, project: str, week: IsoWeek) -> None:
+    from chronicle.services.reports import NoReportError, view_report
+
     from chronicle.weekly.faithfulness import describe
     from chronicle.weekly.report_md import stats_table
-    from services.reports import NoReportError, view_report
 
     try:
         view = view_report(settings, project, week)
@@ -104,7 +115,7 @@ def show_report(settings: Settings, project: str, week: IsoWeek) -> None:
 
 def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | None, reason: str | None,
                 author: str | None) -> None:
-    from services import reports
+    from chronicle.services import reports
 
     try:
         view = reports.view_report(settings, project, week)
@@ -140,8 +151,8 @@ def _edit_file_text(file: Path) -> str:
 
 
 def print_history(settings: Settings, project: str, week: IsoWeek, full: bool, fmt: Format = Format.table) -> None:
-    from storage.db import read
-    from storage.reports import history
+    from chronicle.storage.db import read
+    from chronicle.storage.reports import history
 
     rows = read(settings, history, project, week.number)
     if not rows:
@@ -183,9 +194,9 @@ def print_run_summary(rows: list[WeekOutcome], seconds: float) -> None:
 
 def demo_weekly(settings: Settings) -> None:
     """Backfill every week of every project, then print one project's chronicle (head and tail)."""
-    from services.history import build_history_context
-    from storage.db import read
-    from storage.reports import report_projects
+    from chronicle.services.history import build_history_context
+    from chronicle.storage.db import read
+    from chronicle.storage.reports import report_projects
 
     console.print(engine_banner(settings))
     started = time.perf_counter()
@@ -237,8 +248,8 @@ def register(app: typer.Typer) -> None:
     @report.command("list")
     def list_(project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
         """One line per stored week of a project."""
-        from storage.db import read
-        from storage.reports import list_reports
+        from chronicle.storage.db import read
+        from chronicle.storage.reports import list_reports
 
         settings = read_settings(home)
         project = known_project(settings, project)
@@ -256,11 +267,11 @@ def register(app: typer.Typer) -> None:
                force: bool = typer.Option(False, "--force", help="Regenerate even current reports."),
                home: str | None = HomeOpt) -> None:
         """Write last week's report for every project (the Monday job of seed 000)."""
-        settings = load_settings(home)
-        from services.validate import weekly_scope
+        settings = settings_from_options(home)
+        from chronicle.services.param_checks import weekly_scope
 
         check(weekly_scope, settings, week, "--week")
-        from flows.weekly_chronicle import weekly_chronicle
+        from chronicle.flows.weekly_chronicle import weekly_chronicle
 
         console.print(engine_banner(settings))
         try:
@@ -289,8 +300,8 @@ def register(app: typer.Typer) -> None:
         """Write the reports of a range of past weeks, concurrently; a rerun does only what is missing."""
         if bool(project) == all_:
             raise typer.BadParameter("give exactly one of --project P or --all")
-        settings = load_settings(home)
-        from services.validate import backfill_scope
+        settings = settings_from_options(home)
+        from chronicle.services.param_checks import backfill_scope
 
         check(backfill_scope, settings, project or "all", start, end, names=("--project", "--from", "--to"))
         console.print(engine_banner(settings))
@@ -309,7 +320,7 @@ def register(app: typer.Typer) -> None:
         """Print the project chronicle block (seed 000) an assistant reads."""
         settings = read_settings(home)
         project = known_project(settings, project)
-        from services.history import build_history_context
+        from chronicle.services.history import build_history_context
 
         # soft_wrap: the block is meant to be piped into a prompt, so no hard line breaks are added.
         console.print(escape(build_history_context(settings, project, max_tokens)), soft_wrap=True)
@@ -320,7 +331,7 @@ def register(app: typer.Typer) -> None:
         """Answer a question from the project's chronicle (offline: the weeks matching its terms)."""
         settings = read_settings(home)
         project = known_project(settings, project)
-        from services.history import ask_chronicle
+        from chronicle.services.history import ask_chronicle
 
         answer = ask_chronicle(settings, project, question)
         if answer.engine != "offline":

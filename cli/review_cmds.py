@@ -6,11 +6,11 @@ import getpass
 import os
 
 import typer
+from chronicle.cli.common import console, err, known_project, read_settings
+from chronicle.cli.output import Format, emit, format_option
 from rich.markup import escape
 
 from chronicle.weeks import IsoWeek
-from cli.common import console, err, known_project, read_settings
-from cli.output import Format, emit, format_option
 
 
 def _reviewer(by: str | None) -> str:
@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         """List flagged weeks with every reason (which sentence, and why)."""
         if ctx.invoked_subcommand is not None:
             return
-        from services.review import flagged_weeks
+        from chronicle.services.review import flagged_weeks
 
         settings = read_settings(home)
         weeks = flagged_weeks(settings, known_project(settings, project) if project else None)
@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
                    by: str | None = typer.Option(None, "--by", help="Reviewer (default: $USER)."),
                    home: str | None = typer.Option(None, "--home")) -> None:
         """Accept a flagged week as it stands (a correction goes through `chronicle report edit` instead)."""
-        from services.review import accept
+        from chronicle.services.review import accept
 
         try:
             iso = IsoWeek.parse(week)
@@ -70,6 +70,7 @@ def register(app: typer.Typer) -> None:
     @review.command("backlog")
     def backlog_cmd(fmt: Format = format_option(), home: str | None = typer.Option(None, "--home")) -> None:
         """Weeks awaiting review per project (the `review_backlog` view)."""
-        from services.review import backlog
+        from chronicle.storage.db import read
+        from chronicle.storage.review import review_backlog
 
-        emit(backlog(read_settings(home)), fmt, title="weeks awaiting review", empty="no reports yet")
+        emit(read(read_settings(home), review_backlog), fmt, title="weeks awaiting review", empty="no reports yet")

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import typer
+from chronicle.cli.common import console, err, read_settings
+from chronicle.cli.output import Format, emit, format_option
 from rich.markup import escape
-
-from cli.common import console, err, read_settings
-from cli.output import Format, emit, format_option
 
 
 def register(app: typer.Typer) -> None:
@@ -17,8 +16,9 @@ def register(app: typer.Typer) -> None:
         weeks flagged for review; per scheduled flow: its last success and how old it is against its schedule
         (views pipeline_freshness / pipeline_run_freshness; embedded file or lake). Exits 1 when something is
         missing or overdue and 2 when the database cannot be read, so a cron job or a monitor can call it."""
+        from chronicle.services.freshness import freshness
+
         from chronicle.ops import human_age, week_list
-        from services.freshness import freshness
 
         settings = read_settings(home)
         try:

@@ -2,7 +2,7 @@
 
 The child becomes the caller's `chronicle` process — its stdin/stdout/stderr (received over the Unix socket),
 environment, working directory and arguments — runs the command through the Typer app, and reports the exit
-status; the caller relays signals to it. Started by `cli.launch` as `python -m cli.warm KEY`.
+status; the caller relays signals to it. Started by `chronicle.cli.launch` as `python -m chronicle.cli.warm KEY`.
 """
 
 from __future__ import annotations
@@ -19,15 +19,17 @@ import threading
 import time
 from typing import Any
 
-from cli.launch import CHILD_ENV, ROOT, read_runner_state, runner_env, runner_files
+from chronicle.cli.launch import CHILD_ENV, ROOT, read_runner_state, runner_env, runner_files
 
 WARM_IMPORTS = (
     # Not the distill flow: LanceDB starts a background thread at import, and a forked child would inherit
     # its objects without the thread. Nothing here may start a thread (checked after the imports).
     "prefect", "prefect.flows", "prefect.tasks", "prefect.artifacts", "prefect.client.orchestration",
     "prefect.task_runners", "prefect.states", "prefect.settings", "prefect.logging.configuration",
-    "flows.ingest_logs", "flows.backfill_weeks", "flows.weekly_chronicle", "flows.summarize_week",
-    "services.validate", "services.run_history", "deployments.local_api", "typer", "click", "rich.console",
+    "chronicle.flows.ingest_logs", "chronicle.flows.backfill_weeks", "chronicle.flows.weekly_chronicle",
+    "chronicle.flows.summarize_week",
+    "chronicle.services.param_checks", "chronicle.services.run_history", "chronicle.deployments.local_api", "typer",
+    "click", "rich.console",
     "rich.table", "rich.progress", "rich.markup", "pydantic_settings", "duckdb", "psutil", "filelock",
 )
 
@@ -54,14 +56,14 @@ def _child(conn: socket.socket, server: socket.socket, fds: list[int], request: 
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from cli.launch import stop_on_signals
+    from chronicle.cli.launch import stop_on_signals
 
     stop_on_signals()  # before any thread of the command exists: a relayed SIGTERM / Ctrl-C ends it in seconds
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
     os.environ.clear()
-    os.environ.update(runner_env(request["env"]))  # the CLI's own defaults too, as cli.common would set them
+    os.environ.update(runner_env(request["env"]))  # the CLI's own defaults too, as chronicle.cli.common would set them
     os.environ[CHILD_ENV] = "1"
     os.chdir(request["cwd"])
     unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
@@ -86,7 +88,7 @@ def _child(conn: socket.socket, server: socket.socket, fds: list[int], request: 
     from prefect.logging.configuration import setup_logging
 
     if no_api_configured:  # point Prefect at the background server now: one settings build, not two
-        from deployments import local_api
+        from chronicle.deployments import local_api
 
         if state := local_api.running():
             os.environ["PREFECT_API_URL"] = state.url
@@ -95,7 +97,7 @@ def _child(conn: socket.socket, server: socket.socket, fds: list[int], request: 
     setup_logging(incremental=False)  # Prefect's console handler on this caller's stderr (colours if a terminal)
     code = 0
     try:
-        from cli.main import app
+        from chronicle.cli.main import app
 
         app(args=sys.argv[1:], prog_name="chronicle")
     except SystemExit as exc:
@@ -145,7 +147,7 @@ def serve(key: str) -> None:
     started = time.monotonic()
     for name in WARM_IMPORTS:
         importlib.import_module(name)
-    from deployments.local_api import configured_url
+    from chronicle.deployments.local_api import configured_url
 
     no_api_configured = configured_url() is None  # as every child will see it: same environment (the key)
     if threading.active_count() != 1:

@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from chronicle.deployments.definitions import DEPLOYMENTS, by_name
+from chronicle.services.alerts import BACKFILL_EVENT
+
 from chronicle.ops import deadline_window
 from chronicle.settings import Settings
-from deployments.definitions import DEPLOYMENTS, by_name
-from services.alerts import BACKFILL_EVENT
 
 if TYPE_CHECKING:
     from prefect.automations import AutomationCore

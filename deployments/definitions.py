@@ -78,7 +78,7 @@ class DeploymentSpec:
     flow_name: str
     """The flow's `@flow(name=...)`, which Prefect groups deployments under."""
     module: str
-    """Import path of the flow module, e.g. `flows.ingest_logs`."""
+    """Import path of the flow module, e.g. `chronicle.flows.ingest_logs`."""
     function: str
     """The flow function's name in `module`."""
     description: str
@@ -167,7 +167,7 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
     DeploymentSpec(
         name="ingest",
         flow_name="ingest-logs",
-        module="flows.ingest_logs",
+        module="chronicle.flows.ingest_logs",
         function="ingest_logs",
         description="Every hour at minute 05 ({timezone}): read new and changed log files under the configured "
                     "source folders (CHRONICLE_SOURCE_PATHS) into DuckDB, then publish the analysts' read snapshot.",
@@ -179,7 +179,7 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
     DeploymentSpec(
         name="weekly-chronicle",
         flow_name="weekly-chronicle",
-        module="flows.weekly_chronicle",
+        module="chronicle.flows.weekly_chronicle",
         function="weekly_chronicle",
         description="Every Monday 02:00 {timezone}: write the weekly report of the week that just ended "
                     "for every project (seed 000).",
@@ -190,7 +190,7 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
     DeploymentSpec(
         name="distill-memory",
         flow_name="distill-memory",
-        module="flows.distill_memory",
+        module="chronicle.flows.distill_memory",
         function="distill_memory",
         description="Every 3 days at 03:00 {timezone} (seed 002's heartbeat): distill recent daily notes into "
                     "long-term memories (LanceDB + MEMORY.md and friends).",
@@ -201,7 +201,7 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
     DeploymentSpec(
         name="backfill-weeks",
         flow_name="backfill-weeks",
-        module="flows.backfill_weeks",
+        module="chronicle.flows.backfill_weeks",
         function="backfill_weeks",
         description="On demand: write weekly reports for a past range of ISO weeks (Run > Custom run: choose "
                     "projects and weeks). Weeks that already have a report are skipped unless `force`.",
@@ -211,7 +211,7 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
     DeploymentSpec(
         name="backfill-shard",
         flow_name="backfill-shard",
-        module="flows.backfill_shard",
+        module="chronicle.flows.backfill_shard",
         function="backfill_shard",
         description="Started by backfill-weeks when CHRONICLE_BACKFILL_SPREAD is set (lake topology): one child run "
                     "sharing a backfill's weeks with the other workers of the pool. Not for manual runs.",

@@ -2,7 +2,7 @@
 
 `prefect.serve` registers the deployments (schedules included) with the Prefect API, polls it for
 scheduled or UI-triggered runs, and executes each run in a subprocess of its own, so a crashing run
-never takes the server down. Separate processes means DuckDB sees several writers; `storage.db`
+never takes the server down. Separate processes means DuckDB sees several writers; `chronicle.storage.db`
 serialises their short write windows with a file lock.
 """
 
@@ -12,8 +12,9 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+from chronicle.deployments.definitions import RUN_ENV, available
+
 from chronicle.settings import Settings
-from deployments.definitions import RUN_ENV, available
 
 if TYPE_CHECKING:
     from prefect.deployments.runner import RunnerDeployment
@@ -29,9 +30,8 @@ def build_deployments(settings: Settings) -> tuple[list[RunnerDeployment], list[
 
 def serve_all(settings: Settings, *, limit: int | None = None, setup_limits: bool = True) -> None:
     """Serve every deployment until interrupted (Ctrl-C / SIGTERM pauses their schedules on the way out)."""
+    from chronicle.deployments.setup import ensure_concurrency_limits
     from prefect import serve
-
-    from deployments.setup import ensure_concurrency_limits
 
     # Flow runs are subprocesses of this one. Prefect builds their environment from os.environ *and then*
     # from this process's settings, so both must carry RUN_ENV (the CLI has already loaded quieter ones).

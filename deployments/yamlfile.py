@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from chronicle.deployments.definitions import DEPLOYMENTS, WORK_POOL
 
 from chronicle.settings import Settings
-from deployments.definitions import DEPLOYMENTS, WORK_POOL
 
 HEADER = f"""\
 # Chronicle deployments for `prefect deploy --all` (process work pool `{WORK_POOL}`).

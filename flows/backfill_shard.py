@@ -2,19 +2,19 @@
 
 Started by `backfill-weeks` (never by hand) when `CHRONICLE_BACKFILL_SPREAD` is set, through the deployment
 `backfill-shard/backfill-shard`. It walks the backfill's weeks and writes those it takes first; its outcome
-rows go back to the parent, which publishes the backfill's one outcome table (tasks/spread.py).
+rows go back to the parent, which publishes the backfill's one outcome table (tasks/fan_out/workers.py).
 """
 
 from __future__ import annotations
 
+from chronicle.services.run_tracking import RUN_HOOKS, tracked_run
+from chronicle.tasks.fan_out.workers import shard
 from prefect import flow
 from prefect.runtime import flow_run
 
+from chronicle.param_checks import name_part
 from chronicle.settings import load_settings
-from chronicle.validation import name_part
 from chronicle.weekly.outcome import WeekOutcome
-from services.runs import RUN_HOOKS, tracked_run
-from tasks.spread import shard
 
 
 def shard_run_name() -> str:

@@ -9,22 +9,22 @@ task parameters rather than on what the LLM actually read.
 
 from __future__ import annotations
 
+from chronicle.services.alerts import BACKFILL_HOOKS
+from chronicle.services.param_checks import backfill_scope
+from chronicle.services.run_tracking import refused, tracked_run
+from chronicle.services.weekly import plan_project
+from chronicle.storage.snapshot import publish_snapshot
+from chronicle.tasks.analytics import publish_charts
+from chronicle.tasks.fan_out.weeks import run_label
+from chronicle.tasks.fan_out.workers import backfill_fan_out
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.states import Completed
 
+from chronicle.param_checks import ParameterError, name_part, week_label
 from chronicle.params import Force, OnlyMissing, OptionalIsoWeekStr, ProjectSelector, Workers
 from chronicle.settings import load_settings
-from chronicle.validation import ParameterError, name_part, week_label
 from chronicle.weekly.outcome import WeekOutcome, run_message
-from services.alerts import BACKFILL_HOOKS
-from services.runs import refused, tracked_run
-from services.validate import backfill_scope
-from services.weekly import plan_project
-from storage.snapshot import publish_snapshot
-from tasks.analytics import publish_charts
-from tasks.fanout import run_label
-from tasks.spread import backfill_fan_out
 
 
 def backfill_run_name() -> str:

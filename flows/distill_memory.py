@@ -3,7 +3,7 @@
 Order matters for crash safety: memories are upserted (idempotent), then the knowledge files are written
 (idempotent: bullets carry their content hash), and only then are chunks recorded as done, together with their
 events and proposals. A run that dies anywhere redoes at most the unrecorded chunks, and redoing them changes
-nothing twice; what the dead run stored without recording is put back into the ledger (`services.ledger`).
+nothing twice; what the dead run stored without recording is put back into the ledger (`chronicle.services.ledger`).
 
 Every memory is stored and searchable; only those passing the knowledge gate reach a file (`gate.py`), and
 nothing reaches a protected file (SOUL.md, IDENTITY.md) or carries an instruction to the model into any file:
@@ -17,6 +17,12 @@ from contextlib import nullcontext
 from datetime import datetime, time
 from typing import Any
 
+from chronicle.services.distill import resolve_window
+from chronicle.services.llm_gate import redactor_for, reserve_llm
+from chronicle.services.param_checks import distill_window
+from chronicle.services.run_tracking import RUN_HOOKS, current_flow_run_id, refused, run_notes, tracked_run
+from chronicle.storage.snapshot import publish_snapshot
+from chronicle.tasks import distill as t
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
@@ -35,16 +41,10 @@ from chronicle.distill.tally import (
     quarantine_record,
     reject_rows,
 )
+from chronicle.param_checks import ParameterError, name_part
 from chronicle.params import DistillDays, NotesProject, UntilDate
 from chronicle.progress import report
 from chronicle.settings import Settings, load_settings
-from chronicle.validation import ParameterError, name_part
-from services.distill import resolve_window
-from services.llm_gate import redactor_for, reserve_llm
-from services.runs import RUN_HOOKS, current_flow_run_id, refused, run_notes, tracked_run
-from services.validate import distill_window
-from storage.snapshot import publish_snapshot
-from tasks import distill as t
 
 
 class DistillIncomplete(RuntimeError):

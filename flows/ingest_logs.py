@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from chronicle.services.param_checks import ingest_paths
+from chronicle.services.run_tracking import RUN_HOOKS, refused, run_notes, tracked_run
+from chronicle.storage.snapshot import publish_snapshot
+from chronicle.tasks.ingest import discover_files, file_size, ingest_batch, shown_path
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
@@ -11,14 +15,10 @@ from prefect.states import Completed
 
 from chronicle.ingest.batches import file_batches
 from chronicle.ingest.model import IngestSummary
+from chronicle.param_checks import ParameterError, name_part
 from chronicle.params import OptionalProjectId, ReRead, SourcePaths
 from chronicle.progress import report
 from chronicle.settings import load_settings
-from chronicle.validation import ParameterError, name_part
-from services.runs import RUN_HOOKS, refused, run_notes, tracked_run
-from services.validate import ingest_paths
-from storage.snapshot import publish_snapshot
-from tasks.ingest import discover_files, file_size, ingest_batch, shown_path
 
 
 def _summary_markdown(summary: IngestSummary, notes: list[str]) -> str:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+from chronicle.services.param_checks import one_week
+from chronicle.services.run_tracking import RUN_HOOKS, refused, tracked_run
+from chronicle.services.weekly import plan_project
+from chronicle.tasks.fan_out.weeks import fan_out, run_label
 from prefect import flow
 from prefect.runtime import flow_run
 from prefect.states import Completed
 
+from chronicle.param_checks import ParameterError, name_part, week_label
 from chronicle.params import Force, IsoWeekStr, ProjectId
 from chronicle.settings import load_settings
-from chronicle.validation import ParameterError, name_part, week_label
 from chronicle.weekly.outcome import WeekOutcome, run_message
-from services.runs import RUN_HOOKS, refused, tracked_run
-from services.validate import one_week
-from services.weekly import plan_project
-from tasks.fanout import fan_out, run_label
 
 
 def summarize_run_name() -> str:

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from chronicle.services.param_checks import weekly_scope
+from chronicle.services.run_tracking import RUN_HOOKS, refused, tracked_run
+from chronicle.services.weekly import plan_project
+from chronicle.storage.snapshot import publish_snapshot
+from chronicle.tasks.analytics import publish_charts
+from chronicle.tasks.fan_out.weeks import fan_out
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.states import Completed
 
+from chronicle.param_checks import ParameterError, week_label
 from chronicle.params import Force, OptionalIsoWeekStr
 from chronicle.settings import load_settings
-from chronicle.validation import ParameterError, week_label
 from chronicle.weekly.outcome import WeekOutcome, run_message
 from chronicle.weeks import last_completed_week
-from services.runs import RUN_HOOKS, refused, tracked_run
-from services.validate import weekly_scope
-from services.weekly import plan_project
-from storage.snapshot import publish_snapshot
-from tasks.analytics import publish_charts
-from tasks.fanout import fan_out
 
 
 def weekly_run_name() -> str:

@@ -3,7 +3,7 @@
 A forwarder is a function whose body (after an optional docstring) is one `return f(...)`, possibly inside
 `with connect(...)/transaction(...) as conn:`, where `f` comes from another top-level package (a layer) and
 every argument is one of the function's own parameters, the connection, or a constant. Such a function is a
-layer that only costs a hop: the caller can call `f` (or `storage.db.read(settings, f, ...)`) itself.
+layer that only costs a hop: the caller can call `f` (or `chronicle.storage.db.read(settings, f, ...)`) itself.
 
 Each one that stays is in ALLOWED with the reason it stays. `python scripts/forwarders.py` prints the
 forwarders not allowed (exit 1 if any) and the allowed ones that are no longer forwarders (stale entries);
@@ -22,34 +22,34 @@ LAYERS = ("cli", "deployments", "flows", "tasks", "services", "storage", "chroni
 
 _TASK = ("the @task that gives the flow a named, observable step (UI, states, concurrency) over a Prefect-free use "
          "case the CLI also calls; tasks/distill.py is another branch's today")
-_OWNED = "another branch rewrites this module today; fold it into `storage.db.read` after the merge"
+_OWNED = "another branch rewrites this module today; fold it into `chronicle.storage.db.read` after the merge"
 _STORE = "the use case's name for a MemoryStore operation (flows would otherwise build the store themselves)"
 ALLOWED: dict[str, str] = {
     # tasks/: the decorator on a use case. Putting @task on the service itself would make services import
     # Prefect's task machinery, and the CLI calls the same use cases outside any flow.
-    "tasks.distill.load_window": _TASK,
-    "tasks.distill.clean_knowledge_workspace": _TASK,
-    "tasks.distill.cached_chunks": _TASK,
-    "tasks.distill.distill_chunk": _TASK,
-    "tasks.distill.store_batches": _TASK,
-    "tasks.distill.reconcile_events": _TASK,
-    "tasks.distill.reconcile_orphans": _TASK,
-    "tasks.distill.proposals_overview": _TASK,
-    "tasks.distill.memory_count": _TASK,
-    "tasks.distill.write_knowledge": _TASK,
-    "tasks.distill.record_run": _TASK,
+    "chronicle.tasks.distill.load_window": _TASK,
+    "chronicle.tasks.distill.clean_knowledge_workspace": _TASK,
+    "chronicle.tasks.distill.cached_chunks": _TASK,
+    "chronicle.tasks.distill.distill_chunk": _TASK,
+    "chronicle.tasks.distill.store_batches": _TASK,
+    "chronicle.tasks.distill.reconcile_events": _TASK,
+    "chronicle.tasks.distill.reconcile_orphans": _TASK,
+    "chronicle.tasks.distill.proposals_overview": _TASK,
+    "chronicle.tasks.distill.memory_count": _TASK,
+    "chronicle.tasks.distill.write_knowledge": _TASK,
+    "chronicle.tasks.distill.record_run": _TASK,
     # services/ reads in modules other branches are changing now (issues 22, 24)
-    "services.distill.load_window": _OWNED,
-    "services.distill.note_span": _OWNED,
-    "services.distill.cached_chunks": _OWNED,
-    "services.validate.known_projects": _OWNED,
-    "services.distill.clean_knowledge_workspace": _OWNED,
-    "services.distill.write_knowledge": _OWNED,
-    "services.distill.store_batches": _STORE,
-    "services.distill.memory_count": _STORE,
-    "services.memory.list_memories": _STORE,
-    "services.memory.tag_counts": _STORE,
-    "services.memory.reindex": _STORE,
+    "chronicle.services.distill.load_window": _OWNED,
+    "chronicle.services.distill.note_span": _OWNED,
+    "chronicle.services.distill.cached_chunks": _OWNED,
+    "chronicle.services.param_checks.known_projects": _OWNED,
+    "chronicle.services.distill.clean_knowledge_workspace": _OWNED,
+    "chronicle.services.distill.write_knowledge": _OWNED,
+    "chronicle.services.distill.store_batches": _STORE,
+    "chronicle.services.distill.memory_count": _STORE,
+    "chronicle.services.memory.list_memories": _STORE,
+    "chronicle.services.memory.tag_counts": _STORE,
+    "chronicle.services.memory.reindex": _STORE,
 }
 
 
@@ -62,7 +62,7 @@ class Forwarder:
 
 
 def canon(module: str) -> str:
-    """`chronicle.storage.db` (the installed namespace) and `storage.db` (before it) name the same module."""
+    """`chronicle.storage.db` (the installed namespace) and `chronicle.storage.db` (before it) name the same module."""
     head, _, rest = module.partition(".")
     return rest if head == "chronicle" and rest.split(".", 1)[0] in LAYERS[:-1] else module
 
@@ -72,7 +72,7 @@ def _layer(module: str) -> str:
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:
-    """Local name -> the module it was imported from (`from storage import reports` -> storage.reports)."""
+    """Local name -> the module it was imported from (`from storage import reports` -> chronicle.storage.reports)."""
     names: dict[str, str] = {}
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

@@ -87,10 +87,9 @@ def main() -> None:
         procs.append(subprocess.Popen([str(BIN / "chronicle"), "serve"], env=env, cwd=work,
                                       stdout=(work / "serve.log").open("w"), stderr=subprocess.STDOUT))
 
+        from chronicle.deployments.definitions import DEPLOYMENTS
         from prefect.client.orchestration import get_client
         from prefect.deployments import run_deployment
-
-        from deployments.definitions import DEPLOYMENTS
 
         with get_client(sync_client=True) as client:
             wait_for("chronicle serve to register the deployments",

@@ -10,8 +10,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from chronicle.services.run_tracking import RUN_HOOKS
+
 from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError
-from services.runs import RUN_HOOKS
 
 BACKFILL_EVENT = "chronicle.backfill.needs-attention"
 log = logging.getLogger("chronicle.alerts")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from chronicle.storage.analytics import weekly_stats
+from chronicle.storage.db import connect, read
+
 from chronicle.analytics.charts import project_charts
 from chronicle.settings import Settings
-from storage.analytics import weekly_stats
-from storage.db import connect, read
 
 TRIAL_KEYS = ("enrolled", "ae", "sae", "deviations")
 """Weekly counts that make a project a trial; a project without any (an assistant's notes) gets no chart."""

@@ -8,20 +8,21 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 
+from chronicle.services.llm_gate import llm_call, redactor_for
+from chronicle.storage import proposals as proposals_sql
+from chronicle.storage.db import connect, transactions
+from chronicle.storage.memory import events as sql
+from chronicle.storage.memory.store import MemoryStore
+
 from chronicle.distill.chunks import Chunk, NoteEntry
 from chronicle.distill.engine import ChunkOutcome, distill_offline, distill_with_llm
-from chronicle.distill.knowledge import FileResult, clean_workspace, sync_file
+from chronicle.distill.knowledge import KnowledgeWrite, clean_workspace, sync_file
 from chronicle.distill.proposals import Proposal
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
 from chronicle.distill.sections import Item
 from chronicle.memory.model import Memory, MemoryEvent
 from chronicle.memory.subjects import user_name
 from chronicle.settings import Settings
-from services.llm_gate import llm_call, redactor_for
-from storage import memory_events as sql
-from storage import proposals as proposals_sql
-from storage.db import connect, transactions
-from storage.memory_store import MemoryStore
 
 
 def resolve_window(settings: Settings, days: int | None, until: date | None,
@@ -85,7 +86,7 @@ def memory_count(settings: Settings) -> int:
     return MemoryStore(settings).count()
 
 
-def write_knowledge(settings: Settings, name: str, items: list[Item]) -> FileResult:
+def write_knowledge(settings: Settings, name: str, items: list[Item]) -> KnowledgeWrite:
     """Place items in one knowledge file (backup + atomic replace, only when it changes), at most
     `knowledge_daily_cap` per note day; a file that is not UTF-8 is left alone (`FileResult.skipped`)."""
     return sync_file(settings.workspace_dir, name, items, keep=settings.backup_keep, cap=settings.knowledge_daily_cap)

@@ -12,7 +12,12 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from chronicle.distill.redact import Redactor
+from chronicle.services.llm_gate import llm_call, reserve_llm
+from chronicle.services.run_tracking import current_flow_run_id
+from chronicle.storage import claims, reports, rollups
+from chronicle.storage.db import connect, transactions
+
+from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
 from chronicle.weekly.context import Block, ChronicleWeek, covered_hash, one_line, plan_blocks, render, week_line
 from chronicle.weekly.engine import chunk_lines, engine_model
@@ -21,10 +26,6 @@ from chronicle.weekly.offline import offline_rollup
 from chronicle.weekly.prompt import ask_messages, rollup_messages
 from chronicle.weekly.search import rank_weeks
 from chronicle.weekly.tokens import estimate_tokens, is_chinese
-from services.llm_gate import llm_call, reserve_llm
-from services.runs import current_flow_run_id
-from storage import claims, reports, rollups
-from storage.db import connect, transactions
 
 
 def _rollup_tokens(weeks: list[ChronicleWeek], max_chars: int) -> int:
@@ -122,7 +123,7 @@ def build_history_context(settings: Settings, project_id: str, max_tokens: int |
 
 
 @dataclass(frozen=True)
-class Answer:
+class HistoryAnswer:
     """`chronicle ask`'s result: the model's answer, or (offline) the matching weeks."""
 
     engine: str
@@ -130,7 +131,7 @@ class Answer:
     weeks: list[dict[str, Any]]
 
 
-def ask_chronicle(settings: Settings, project_id: str, question: str, *, limit: int = 6) -> Answer:
+def ask_chronicle(settings: Settings, project_id: str, question: str, *, limit: int = 6) -> HistoryAnswer:
     """Answer `question` from the project's chronicle: via the endpoint, or offline by term matching.
 
     The question is redacted first (a user may paste a credential into it): it goes to the model, into
@@ -143,7 +144,7 @@ def ask_chronicle(settings: Settings, project_id: str, question: str, *, limit: 
         texts = {n: one_line(s) for n, s, _ in rows}
         ranked = rank_weeks(question, list(texts.items()), limit=limit)
         weeks = [{"week": n, "score": score, "terms": terms, "text": texts[n]} for n, score, terms in ranked]
-        return Answer("offline", "", weeks)
+        return HistoryAnswer("offline", "", weeks)
     context = build_history_context(settings, project_id, settings.chronicle_context_tokens)
     call = llm_call(settings, current_flow_run_id(), project_id=project_id)
-    return Answer(settings.llm_model, call(ask_messages(context, question), "ask").strip(), [])
+    return HistoryAnswer(settings.llm_model, call(ask_messages(context, question), "ask").strip(), [])

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from chronicle.storage import ingest_sql, raw_logs
+from chronicle.storage.db import connect, transactions
 
-from chronicle.distill.redact import Redactor
 from chronicle.ingest.detect import detect_format, gzipped
 from chronicle.ingest.fingerprint import file_fingerprint, fingerprint
 from chronicle.ingest.lines import (
@@ -31,9 +32,8 @@ from chronicle.ingest.lines import (
 )
 from chronicle.ingest.model import Entry, FileResult, Reject
 from chronicle.ingest.structured import locomo_entries, note_entries
+from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
-from storage import ingest_sql, raw_logs
-from storage.db import connect, transactions
 
 
 def _sha256(data: bytes | memoryview) -> str:

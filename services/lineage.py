@@ -23,7 +23,7 @@ from typing import Any
 
 import attr
 
-from chronicle.distill.redact import Redactor, redact_value
+from chronicle.redaction.redactor import Redactor, redact_value
 from chronicle.settings import KNOWLEDGE_FILES, Settings, load_settings
 
 log = logging.getLogger("chronicle.lineage")
@@ -220,4 +220,4 @@ def on_cancellation(flow: Any, run: Any, state: Any) -> None:
 LINEAGE_HOOKS: dict[str, list[Any]] = {"on_running": [on_running], "on_completion": [on_completion],
                                        "on_failure": [on_failure], "on_crashed": [on_failure],
                                        "on_cancellation": [on_cancellation]}
-"""Merged into every flow's hooks by services.runs.RUN_HOOKS."""
+"""Merged into every flow's hooks by chronicle.services.run_tracking.RUN_HOOKS."""

@@ -33,13 +33,14 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from chronicle.distill.redact import Redactor
+from chronicle.storage.llm_log import CallRow, DuckDBCallLogger, write_calls
+
 from chronicle.llm import ChatClient, LLMCallRecord
 from chronicle.llm.call import LLMCall
 from chronicle.llm.records import CallLogger
+from chronicle.redaction.redactor import Redactor
 from chronicle.redaction.text import gate
 from chronicle.settings import Settings
-from storage.llm_log import CallRow, DuckDBCallLogger, write_calls
 
 LIMIT_NAME = "llm"
 log = logging.getLogger("chronicle.llm")

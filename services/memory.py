@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import date
 
-from chronicle.distill.redact import Redactor
+from chronicle.storage.memory.schema import SearchHit, StoredMemory
+from chronicle.storage.memory.store import MemoryStore, SearchMode
+
+from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
-from storage.memory_schema import SearchHit, StoredMemory
-from storage.memory_store import MemoryStore, SearchMode
 
 
 def search_memories(

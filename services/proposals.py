@@ -10,11 +10,12 @@ from __future__ import annotations
 import getpass
 from dataclasses import dataclass
 
-from chronicle.distill.knowledge import FileResult, effective_action, sync_file
+from chronicle.storage import proposals as sql
+from chronicle.storage.db import connect, write
+
+from chronicle.distill.knowledge import KnowledgeWrite, effective_action, sync_file
 from chronicle.distill.proposals import Proposal, approved_item, proposals_markdown
 from chronicle.settings import Settings
-from storage import proposals as sql
-from storage.db import connect, write
 
 
 class ProposalError(ValueError):
@@ -22,11 +23,11 @@ class ProposalError(ValueError):
 
 
 @dataclass(frozen=True)
-class Decision:
+class ProposalDecision:
     proposal: Proposal
     changed: bool
     """False when the proposal already had this status (deciding twice is harmless)."""
-    file: FileResult | None = None
+    file: KnowledgeWrite | None = None
 
 
 def run_overview(settings: Settings, ids: list[str], flow_run_id: str) -> str:
@@ -55,7 +56,7 @@ def _who() -> str:
         return "unknown"
 
 
-def approve(settings: Settings, id_or_prefix: str, by: str | None = None) -> Decision:
+def approve(settings: Settings, id_or_prefix: str, by: str | None = None) -> ProposalDecision:
     """Write the proposal into its knowledge file and mark it approved."""
     proposal = _one(settings, id_or_prefix)
     if proposal.status == "rejected":
@@ -66,18 +67,18 @@ def approve(settings: Settings, id_or_prefix: str, by: str | None = None) -> Dec
     if result.skipped:
         raise ProposalError(result.skipped)
     if proposal.status == "approved":
-        return Decision(proposal, result.changed, result)
+        return ProposalDecision(proposal, result.changed, result)
     write(settings, lambda conn: sql.decide(conn, proposal.proposal_id, "approved", by or _who()))
-    return Decision(_one(settings, proposal.proposal_id), True, result)
+    return ProposalDecision(_one(settings, proposal.proposal_id), True, result)
 
 
-def reject(settings: Settings, id_or_prefix: str, by: str | None = None) -> Decision:
+def reject(settings: Settings, id_or_prefix: str, by: str | None = None) -> ProposalDecision:
     """Mark the proposal rejected; no file is touched."""
     proposal = _one(settings, id_or_prefix)
     if proposal.status == "approved":
         raise ProposalError(f"{proposal.proposal_id} was approved and written to {proposal.target_file}; "
                             "remove its bullet there by hand")
     if proposal.status == "rejected":
-        return Decision(proposal, False)
+        return ProposalDecision(proposal, False)
     write(settings, lambda conn: sql.decide(conn, proposal.proposal_id, "rejected", by or _who()))
-    return Decision(_one(settings, proposal.proposal_id), True)
+    return ProposalDecision(_one(settings, proposal.proposal_id), True)

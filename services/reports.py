@@ -6,14 +6,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from chronicle.distill.redact import Redactor
+from chronicle.services.weekly import read_week
+from chronicle.storage import reports
+from chronicle.storage.db import connect, transactions
+
+from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
 from chronicle.weekly.faithfulness import cited_ids
 from chronicle.weekly.model import WeekInput
 from chronicle.weeks import IsoWeek
-from services.weekly import read_week
-from storage import reports
-from storage.db import connect, transactions
 
 
 class NoReportError(LookupError):

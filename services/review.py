@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from chronicle.storage import reports, review
+from chronicle.storage.db import connect, transactions
+
 from chronicle.settings import Settings
 from chronicle.weekly.faithfulness import describe
 from chronicle.weeks import IsoWeek
-from storage import reports, review
-from storage.db import connect, transactions
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,3 @@ def accept(settings: Settings, project_id: str, week: IsoWeek, *, reviewer: str,
         with attempt as conn:
             version = review.accept_review(conn, project_id, week.number, reviewer=reviewer, note=note)
     return version
-
-
-def backlog(settings: Settings) -> list[dict[str, Any]]:
-    """Weeks awaiting review per project (the `review_backlog` view)."""
-    with connect(settings) as conn:
-        return review.review_backlog(conn)

@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import psutil
+from chronicle.storage import pipeline_runs as runs
+from chronicle.storage.db import connect, write
 
-from chronicle.runs import RunRow, crashed, orphaned
+from chronicle.run_rows import RunRow, crashed, orphaned
 from chronicle.settings import Settings
-from storage import runs
-from storage.db import connect, write
 
 
 class ProcessRef(NamedTuple):
@@ -58,18 +58,12 @@ def reap(conn: Any, host: str) -> list[RunRow]:
 
 
 def still_working(conn: Any, flow_run_ids: list[str]) -> set[str]:
-    """Which of these runs may still be working: RUNNING and not orphaned (`chronicle.runs.orphaned`: the same
+    """Which of these runs may still be working: RUNNING and not orphaned (`chronicle.run_rows.orphaned`: the same
     liveness rule `chronicle runs` and the claims use). A RUNNING row of another host, or without a pid, cannot
     be judged from here and counts as working; a run without a row, or one that ended, does not."""
     rows = [r for r in runs.runs_by_id(conn, flow_run_ids) if r.state == "RUNNING"]
     dead = {r.flow_run_id for r in orphaned(rows, socket.gethostname(), process_alive)}
     return {r.flow_run_id for r in rows} - dead
-
-
-def flow_names(settings: Settings) -> list[str]:
-    """Flow names that have runs recorded (what `--flow` can match)."""
-    with connect(settings, read_only=True) as conn:
-        return runs.flow_names(conn)
 
 
 def list_runs(settings: Settings, limit: int = 20, flow: str | None = None) -> list[RunRow]:

@@ -2,7 +2,7 @@
 
 The key is the cache key itself (project, week, input hash, model, prompt version): a second run handed
 the same week waits for the first and reuses its report; a run with other inputs (a late entry) is not
-held up. Claims live where `storage.claims` keeps them (the DuckDB file, or PostgreSQL in the lake).
+held up. Claims live where `chronicle.storage.claims` keeps them (the DuckDB file, or PostgreSQL in the lake).
 
 Two ways to hold them, one rule:
 
@@ -10,7 +10,7 @@ Two ways to hold them, one rule:
   write, one heartbeat renewing them all, and each lease ended in the same commit as its report (the
   report writer `finish`es it). Per-week claim windows would serialise a backfill on the embedded file lock.
 * **A single week** that was not leased (its key was busy, or the task runs in another process) claims
-  it by itself with `storage.claims.run_once`: wait while another run holds it, then reuse its report.
+  it by itself with `chronicle.storage.claims.run_once`: wait while another run holds it, then reuse its report.
 
 After winning a key, a run must not trust its plan blindly: another run may have written the week since
 the plan was read. A finished claim leaves its end time (`Taken.previous_end`); only when that is later
@@ -25,13 +25,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
+from chronicle.storage import claims, reports
+from chronicle.storage.db import connect
+
 from chronicle.settings import Settings
 from chronicle.weekly.engine import decide, target_model
 from chronicle.weekly.model import StoredReport, WeekInput
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weekly.prompt import PROMPT_VERSION
-from storage import claims, reports
-from storage.db import connect
 
 WEEK_CLAIM_TTL_S = 30.0
 """Lease of a week being written; renewed every third of it while the writer lives (generous for the

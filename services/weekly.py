@@ -14,17 +14,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
+from chronicle.services import week_claims
+from chronicle.services.llm_gate import held_calls, llm_call, redactor_for
+from chronicle.storage import claims, report_writer, reports, week_inputs
+from chronicle.storage.db import connect, transactions
+from chronicle.storage.llm_log import write_calls
+
 from chronicle.settings import Settings
 from chronicle.weekly.engine import decide, engine_model, llm_week, offline_week, recheck
 from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.model import StoredReport, WeekInput, WeekReport, make_week_input
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek, week_range
-from services import week_claims
-from services.llm_gate import held_calls, llm_call, redactor_for
-from storage import claims, report_writer, reports, week_inputs
-from storage.db import connect, transactions
-from storage.llm_log import write_calls
 
 Prepared = tuple[WeekInput, StoredReport | None]
 """A week's input and its stored report, read at planning so the task need not read them again."""

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from chronicle.storage import lake
 
 from chronicle.settings import Settings
-from storage import lake
 
 
 def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -57,7 +57,7 @@ def shell_attach_sql(settings: Settings) -> str:
     """SQL for an analyst's `duckdb` shell: attach the live lake, or open the embedded snapshot read-only."""
     if settings.lake:
         return lake.shell_sql(settings)
-    from storage.snapshot import snapshot_path
+    from chronicle.storage.snapshot import snapshot_path
 
     path = str(snapshot_path(settings)).replace("'", "''")
     return f"ATTACH '{path}' AS chronicle (READ_ONLY); USE chronicle;"

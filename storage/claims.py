@@ -43,9 +43,9 @@ from datetime import datetime
 from typing import TypeVar
 
 import duckdb
+from chronicle.storage import files, lake
 
 from chronicle.settings import Settings
-from storage import files, lake
 
 log = logging.getLogger("chronicle.storage.claims")
 

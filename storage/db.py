@@ -30,10 +30,10 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TypeVar
 
 import duckdb
+from chronicle.storage import claims, files, lake
+from chronicle.storage.migrations import apply_migrations
 
 from chronicle.settings import Settings
-from storage import claims, files, lake
-from storage.migrations import apply_migrations
 
 log = logging.getLogger("chronicle.storage")
 

@@ -1,6 +1,6 @@
 """Raw-log store: per-file state, parsed entries (notes, LoCoMo) and rejects.
 
-JSONL/CSV lines are validated, timestamped and bucketed inside DuckDB by `storage.ingest_sql`.
+JSONL/CSV lines are validated, timestamped and bucketed inside DuckDB by `chronicle.storage.ingest_sql`.
 """
 
 from __future__ import annotations

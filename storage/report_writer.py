@@ -8,11 +8,12 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from chronicle.storage import claims
+from chronicle.storage.db import transactions
+from chronicle.storage.llm_log import CallRow, insert_calls
+from chronicle.storage.reports import guard_keys, save_reports
+
 from chronicle.weekly.model import WeekReport
-from storage import claims
-from storage.db import transactions
-from storage.llm_log import CallRow, insert_calls
-from storage.reports import guard_keys, save_reports
 
 
 class _Ticket:

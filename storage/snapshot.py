@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+from chronicle.storage.db import connect
 
 from chronicle.settings import Settings
-from storage.db import connect
 
 log = logging.getLogger("chronicle.storage.snapshot")
 

@@ -1,4 +1,4 @@
-"""Distillation tasks: thin Prefect wrappers over `services.distill`.
+"""Distillation tasks: thin Prefect wrappers over `chronicle.services.distill`.
 
 No Prefect `retries` anywhere here: `ChatClient` is the one retry layer for LLM calls, and the rest is
 local I/O whose failures a retry would only repeat.
@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
+from chronicle.services import distill as uc
+from chronicle.services import ledger, proposals
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from chronicle.distill.chunks import Chunk, NoteEntry
 from chronicle.distill.engine import ChunkOutcome
-from chronicle.distill.knowledge import FileResult
+from chronicle.distill.knowledge import KnowledgeWrite
 from chronicle.distill.proposals import Proposal
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
 from chronicle.distill.sections import Item
 from chronicle.memory.model import Memory, MemoryEvent
 from chronicle.settings import Settings
-from services import distill as uc
-from services import ledger, proposals
 
 
 @task(name="load-notes-window", cache_policy=NO_CACHE)
@@ -71,7 +71,7 @@ def memory_count(settings: Settings) -> int:
 
 
 @task(name="write-knowledge", task_run_name="write {name}", cache_policy=NO_CACHE)
-def write_knowledge(settings: Settings, name: str, items: list[Item]) -> FileResult:
+def write_knowledge(settings: Settings, name: str, items: list[Item]) -> KnowledgeWrite:
     return uc.write_knowledge(settings, name, items)
 
 

@@ -1,20 +1,20 @@
-"""Ingest tasks: thin Prefect wrappers over `services.ingest` (no retries: nothing here is networked)."""
+"""Ingest tasks: thin Prefect wrappers over `chronicle.services.ingest` (no retries: nothing here is networked)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from chronicle.services.ingest import FileIngestor
 from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from chronicle.distill.redact import redact_name
 from chronicle.ingest.detect import discover
 from chronicle.ingest.model import FileResult
 from chronicle.names import bounded_label
+from chronicle.redaction.redactor import redact_name
 from chronicle.settings import Settings
-from services.ingest import FileIngestor
 
 
 @task(name="discover-files", cache_policy=NO_CACHE)

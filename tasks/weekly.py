@@ -1,6 +1,6 @@
 """Weekly-report tasks: one week as a Prefect task, and its report as a Markdown artifact.
 
-No `retries=` here: the only network is the LLM, and `ChatClient` (behind `services.llm_gate`) is the
+No `retries=` here: the only network is the LLM, and `ChatClient` (behind `chronicle.services.llm_gate`) is the
 one retry layer (exponential backoff + jitter, Retry-After); stacking Prefect retries would multiply
 attempts.
 """
@@ -13,6 +13,8 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
+from chronicle.services.run_tracking import current_flow_run_id
+from chronicle.services.weekly import Prepared, WeekItem, run_week, run_week_group
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
@@ -23,8 +25,6 @@ from chronicle.weekly.model import WeekReport
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weekly.report_md import report_markdown
 from chronicle.weeks import IsoWeek
-from services.runs import current_flow_run_id
-from services.weekly import Prepared, WeekItem, run_week, run_week_group
 
 _log = logging.getLogger("chronicle.weekly")
 

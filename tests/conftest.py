@@ -140,7 +140,7 @@ def embedder():
 def ingested_home(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory, prefect_api: None) -> Path:
     """A CHRONICLE_HOME holding the sample's logs (both projects) ingested through the real flow, once per
     session (~7 s); tests that start from the ingested sample copy it (tests/integration checks the ingest)."""
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.ingest_logs import ingest_logs
 
     home = tmp_path_factory.mktemp("sample-ingested") / "home"
     with pytest.MonkeyPatch.context() as mp:

@@ -17,7 +17,7 @@ def test_every_forwarder_is_allowed_with_a_reason() -> None:
     allowed = {canon(name) for name in ALLOWED}
     unexplained = sorted(set(found) - allowed)
     assert not unexplained, f"functions that only forward across a layer: {unexplained} (call the target, or "
-    "use storage.db.read, or add them to ALLOWED in scripts/forwarders.py with the reason they stay)"
+    "use chronicle.storage.db.read, or add them to ALLOWED in scripts/forwarders.py with the reason they stay)"
     assert not sorted(allowed - set(found)), "stale ALLOWED entries: remove them"
     assert all(reason.strip() for reason in ALLOWED.values())
 
@@ -26,8 +26,8 @@ def test_the_script_finds_a_read_forwarder(tmp_path: Path) -> None:
     """The shape the issue names: `with connect(): return sql.f(conn, ...)` in a use case."""
     (tmp_path / "services").mkdir()
     (tmp_path / "services" / "reads.py").write_text(textwrap.dedent('''
-        from storage import reports
-        from storage.db import connect
+        from chronicle.storage import reports
+        from chronicle.storage.db import connect
 
 
         def list_reports(settings, project_id):
@@ -40,7 +40,7 @@ def test_the_script_finds_a_read_forwarder(tmp_path: Path) -> None:
             with connect(settings) as conn:
                 return reports.list_reports(conn, project_id.upper())
         '''))
-    expected = [("services.reads.list_reports", canon("storage.reports.list_reports"))]
+    expected = [("services.reads.list_reports", canon("chronicle.storage.reports.list_reports"))]
     assert [(f.name, f.target) for f in find(tmp_path)] == expected
 
 

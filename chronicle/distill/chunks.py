@@ -14,7 +14,7 @@ from datetime import date
 from itertools import groupby
 from pathlib import PurePath
 
-from chronicle.distill.redact import Redactor, split_secret_markers
+from chronicle.redaction.redactor import Redactor, split_secret_markers
 
 TRUNCATED = " …[truncated]"
 

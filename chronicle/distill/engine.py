@@ -15,11 +15,11 @@ from chronicle.distill.injection import derived_from_injection, looks_like_injec
 from chronicle.distill.offline import OFFLINE_ENGINE_VERSION, OFFLINE_MODEL, distill_entries
 from chronicle.distill.parse import ReplyError, parse_reply
 from chronicle.distill.prompt import DISTILL_PROMPT_VERSION, MEMORIES_SCHEMA, distill_messages, repair_messages
-from chronicle.distill.redact import Redactor
-from chronicle.distill.validate import Rejection, validate
+from chronicle.distill.reply_checks import Rejection, validate
 from chronicle.llm import LLMUnavailableError
 from chronicle.llm.call import LLMCall
 from chronicle.memory.model import Memory
+from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from chronicle.distill.redact import Redactor
 from chronicle.distill.sections import Item, Stats, apply
+from chronicle.redaction.redactor import Redactor
 from chronicle.redaction.text import Redacted, gate
 from chronicle.settings import KNOWLEDGE_FILES
 
@@ -33,7 +33,7 @@ class UnsafePathError(ValueError):
 
 
 @dataclass(frozen=True)
-class FileResult:
+class KnowledgeWrite:
     name: str
     changed: bool
     stats: Stats
@@ -61,7 +61,7 @@ def safe_path(workspace: Path, name: str) -> Path:
 
 
 def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: datetime | None = None,
-              cap: int | None = None) -> FileResult:
+              cap: int | None = None) -> KnowledgeWrite:
     """Place `items` in `workspace/name` under the workspace lock; back up and replace only on change.
 
     `cap`: at most this many bullets per note day in the file (`sections.apply`)."""
@@ -82,13 +82,13 @@ def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: 
             # so the file is left exactly as it is and the run goes on with the others.
             why = (f"{name} is not UTF-8 (invalid byte at offset {exc.start}); left unchanged — "
                    "convert it to UTF-8 to let distillation write to it")
-            return FileResult(name, False, Stats(), skipped=why)
+            return KnowledgeWrite(name, False, Stats(), skipped=why)
         new, stats = apply(old, items, cap)
         if new == old:
-            return FileResult(name, False, stats)
+            return KnowledgeWrite(name, False, stats)
         backup = backup_file(workspace, path, now or datetime.now(UTC), keep) if path.exists() else None
         atomic_write(path, new)
-    return FileResult(name, True, stats, backup)
+    return KnowledgeWrite(name, True, stats, backup)
 
 
 def remove_stale_temps(workspace: Path, name: str | None = None) -> list[str]:

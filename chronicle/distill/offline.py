@@ -16,10 +16,10 @@ import unicodedata
 
 from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.injection import looks_like_injection
+from chronicle.distill.reply_checks import first_sentence
 from chronicle.distill.routing import IDENTITY, SOUL, TABLE, USER, target_file
 from chronicle.distill.signals import analyse
 from chronicle.distill.speaker import speakers_of, split_speaker
-from chronicle.distill.validate import first_sentence
 from chronicle.memory.model import Memory, detect_language
 from chronicle.memory.subjects import entry_subject
 from chronicle.memory.supersede import facts

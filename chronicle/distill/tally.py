@@ -13,7 +13,7 @@ from typing import Any
 from chronicle.distill.chunks import Chunk
 from chronicle.distill.engine import ChunkOutcome, EngineInfo
 from chronicle.distill.gate import KEPT_OUT, KnowledgePolicy, verdict
-from chronicle.distill.knowledge import FileResult, effective_action
+from chronicle.distill.knowledge import KnowledgeWrite, effective_action
 from chronicle.distill.proposals import Proposal, make_proposal
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
 from chronicle.distill.sections import Item
@@ -61,7 +61,7 @@ class Tally:
         else:
             self.failed += 1
 
-    def add_file(self, result: FileResult) -> None:
+    def add_file(self, result: KnowledgeWrite) -> None:
         self.files[result.name] = {"changed": result.changed, "added": result.stats.added,
                                    "already_present": result.stats.present,
                                    "sections_overwritten": result.stats.overwritten_sections,

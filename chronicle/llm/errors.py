@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from chronicle.distill.redact import Redactor
+from chronicle.redaction.redactor import Redactor
 from chronicle.redaction.urls import mask_url_credentials
 
 

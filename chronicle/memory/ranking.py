@@ -1,6 +1,6 @@
 """What time does to a ranked list of memories (pure): current facts first, optional importance half-life.
 
-`storage.memory_search` scores relevance and importance (`chronicle.memory.search.fuse`); this adjusts those
+`chronicle.storage.memory.search` scores relevance and importance (`chronicle.memory.search.fuse`); this adjusts those
 scores for time and re-sorts:
 
 - Ageing (off by default, `MEMORY_IMPORTANCE_HALF_LIFE_DAYS`): the importance term decays as

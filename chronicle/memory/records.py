@@ -1,7 +1,7 @@
 """Typed rows of the memory store, shared by the dedup policy (core) and the LanceDB store (storage).
 
 They live in the core so that the merge rule (`chronicle.memory.dedup`) can be a pure function over them;
-`storage.memory_schema` maps them to and from Arrow.
+`chronicle.storage.memory.schema` maps them to and from Arrow.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
-from chronicle.memory.model import EventKind, Memory, MemoryEvent
+from chronicle.memory.model import Memory
 
-__all__ = ["EventKind", "MemoryEvent", "SearchHit", "StoredMemory", "utc"]
+__all__ = ["SearchHit", "StoredMemory", "utc"]
 
 
 def utc(ts: datetime) -> datetime:

@@ -1,2 +1,2 @@
 """Redaction building blocks (pure): validators (`checks`) and shape rules (`shapes`) used by
-`chronicle.distill.redact.Redactor`, and the `Redacted` text type the sinks accept (`text`)."""
+`chronicle.redaction.redactor.Redactor`, and the `Redacted` text type the sinks accept (`text`)."""

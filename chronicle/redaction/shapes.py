@@ -12,7 +12,7 @@ text the way a person does:
 - checksummed identifiers validated by `python-stdnum` (bank cards by Luhn and issuer, IBAN, Chinese
   resident ids) and phone numbers by `phonenumbers`, so dates, versions, order and lot numbers survive.
 
-Each rule is `(kind, pattern, flags, check, triggers)` as in `chronicle.distill.redact`.
+Each rule is `(kind, pattern, flags, check, triggers)` as in `chronicle.redaction.redactor`.
 """
 
 from __future__ import annotations

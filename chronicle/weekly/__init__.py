@@ -2,5 +2,5 @@
 
 `tokens`, `stats`, `model`, `prompt`, `offline`, `faithfulness`, `engine`, `context`, `search`,
 `report_md`, `outcome`. The read side that does I/O (`build_history_context`, `ask_chronicle`) is the
-use case `services.history`.
+use case `chronicle.services.history`.
 """

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from chronicle.distill.redact import Redactor, split_secret_markers
+from chronicle.redaction.redactor import Redactor, split_secret_markers
 from chronicle.weekly.stats import week_stats
 from chronicle.weeks import IsoWeek
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from chronicle.cli.main import app
+from chronicle.storage.db import connect
+from chronicle.storage.snapshot import publish_snapshot, snapshot_path
 from typer.testing import CliRunner
 
 from chronicle.settings import Settings
-from cli.main import app
-from storage.db import connect
-from storage.snapshot import publish_snapshot, snapshot_path
 from tests.deployments.conftest import CHRONICLE, query, write_jsonl
 from tests.holder import DuckDBHolder
 
@@ -124,7 +124,7 @@ def test_lock_of_a_killed_process_is_not_stale(settings: Settings) -> None:
 
 
 def test_runs_command_shows_duckdb_history_with_prefect_state(home: Path, tmp_path: Path) -> None:
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.ingest_logs import ingest_logs
 
     write_jsonl(tmp_path / "logs" / "a.jsonl", "P", 20, "a")
     ingest_logs([str(tmp_path / "logs")])

@@ -15,8 +15,8 @@ prefect_dask = pytest.importorskip(
 @pytest.mark.slow
 def test_backfill_fans_out_on_a_local_dask_cluster(home: Path, tmp_path: Path, api_url: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.backfill_weeks import backfill_weeks
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.ingest_logs import ingest_logs
 
     write_jsonl(tmp_path / "logs" / "a.jsonl", "ALPHA", 60, "a")
     write_jsonl(tmp_path / "logs" / "b.jsonl", "BETA", 60, "b")

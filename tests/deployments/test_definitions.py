@@ -10,16 +10,16 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from chronicle.cli.main import app
+from chronicle.deployments.definitions import DEPLOYMENTS, WORK_POOL, by_name
+from chronicle.deployments.setup import run_setup
+from chronicle.deployments.yamlfile import differences
 from prefect.client.orchestration import get_client
 from pydantic import TypeAdapter
 from typer.testing import CliRunner
 
 from chronicle.params import OptionalIsoWeekStr
 from chronicle.settings import Settings
-from cli.main import app
-from deployments.definitions import DEPLOYMENTS, WORK_POOL, by_name
-from deployments.setup import run_setup
-from deployments.yamlfile import differences
 from tests.deployments.conftest import REPO
 
 EXPECTED = {"ingest-logs/ingest", "weekly-chronicle/weekly-chronicle", "distill-memory/distill-memory",

@@ -6,12 +6,12 @@ import time
 from pathlib import Path
 
 import pytest
+from chronicle.deployments.setup import run_setup
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 from prefect.deployments import run_deployment
 
 from chronicle.settings import Settings
-from deployments.setup import run_setup
 from tests.deployments.conftest import query, run_logs, serving, wait_final, write_jsonl
 from tests.holder import DuckDBHolder
 
@@ -35,7 +35,7 @@ def _release_once_waiting(holder: DuckDBHolder, flow_run_id, timeout: float = 30
 @pytest.mark.slow
 def test_backfill_triggered_through_the_api_runs_under_serve(home: Path, tmp_path: Path, settings: Settings,
                                                            proc_env: dict[str, str]) -> None:
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.ingest_logs import ingest_logs
 
     # Two projects, three ISO weeks of January 2026 (2026-W01 starts Monday 2025-12-29).
     write_jsonl(tmp_path / "logs" / "a.jsonl", "ALPHA", 60, "a")

@@ -86,7 +86,7 @@ def use_fake_endpoints(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
 
 
 def ingest(notes_dir: Path) -> dict:
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.ingest_logs import ingest_logs
 
     summary = ingest_logs([str(notes_dir)])
     assert summary.entries_added > 0
@@ -104,7 +104,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 def ledger_text(settings) -> str:
     """Everything distillation wrote to DuckDB (raw_logs excluded: ingest keeps the notes as they are)."""
-    from storage.db import connect
+    from chronicle.storage.db import connect
 
     parts = []
     with connect(settings) as conn:

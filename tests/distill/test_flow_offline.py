@@ -23,9 +23,10 @@ UNTIL = date(2026, 2, 24)
 def test_offline_distill_is_idempotent_and_leak_free(
     distill_env: Path, notes_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.storage.memory.store import MemoryStore
+
     from chronicle.settings import Settings
-    from flows.distill_memory import distill_memory
-    from storage.memory_store import MemoryStore
 
     settings = Settings()
     logging.getLogger("prefect").addHandler(caplog.handler)
@@ -77,9 +78,10 @@ def test_offline_distill_is_idempotent_and_leak_free(
 
 
 def test_distill_ledgers_and_run_counts(distill_env: Path, notes_dir: Path) -> None:
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.storage.db import connect
+
     from chronicle.settings import Settings
-    from flows.distill_memory import distill_memory
-    from storage.db import connect
 
     settings = Settings()
     ingest(notes_dir)

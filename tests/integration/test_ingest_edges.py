@@ -11,8 +11,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-from flows import ingest_logs as ingest_flow
+from chronicle.flows import ingest_logs as ingest_flow
 
 
 def ingest_logs(paths: list[str]) -> dict:
@@ -121,9 +120,8 @@ def test_same_size_note_rewrite_is_detected(home: Path, tmp_path: Path) -> None:
 def test_force_rereads_a_big_file_changed_in_the_middle(home: Path, tmp_path: Path) -> None:
     """Big files are fingerprinted by head and tail (a full hash of every file on every run would cost a full
     read): a change in the middle with size and mtime restored needs `--force`, which the CLI offers."""
+    from chronicle.cli.main import app
     from typer.testing import CliRunner
-
-    from cli.main import app
 
     log = tmp_path / "big.jsonl"
     n = 120_000  # ~9 MB: above the full-hash size

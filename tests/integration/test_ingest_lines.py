@@ -10,9 +10,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from chronicle.services.ingest import FileIngestor
 
 from chronicle.settings import Settings
-from services.ingest import FileIngestor
 
 
 def line(content: str, ts: str = "2026-01-05T10:00:00+08:00", **extra: object) -> str:

@@ -37,14 +37,14 @@ def _inputs(sample_dir: Path, tmp_path: Path) -> list[Path]:
 
 
 def _ingest(settings, files: list[Path]) -> list:
-    from services.ingest import FileIngestor
+    from chronicle.services.ingest import FileIngestor
 
     ingestor = FileIngestor(settings)
     return [ingestor.ingest(f) for f in files]
 
 
 def _rows(settings, sql: str, params: list | None = None) -> list[tuple]:
-    from storage.db import connect
+    from chronicle.storage.db import connect
 
     with connect(settings) as conn:
         return conn.execute(sql, params or []).fetchall()
@@ -83,10 +83,11 @@ def test_ingest_is_idempotent_and_keeps_rejects(backend, sample_dir: Path, tmp_p
 
 
 def test_reports_versions_and_edits_are_truth(backend, sample_dir: Path, tmp_path: Path) -> None:
+    from chronicle.services.weekly import read_week, run_week
+    from chronicle.storage import reports
+    from chronicle.storage.db import transactions
+
     from chronicle.weeks import IsoWeek
-    from services.weekly import read_week, run_week
-    from storage import reports
-    from storage.db import transactions
 
     _ingest(backend, _inputs(sample_dir, tmp_path))
     weeks = [IsoWeek.from_number(n) for n in (202519, 202520, 202521)]
@@ -116,10 +117,11 @@ def test_reports_versions_and_edits_are_truth(backend, sample_dir: Path, tmp_pat
 
 
 def test_run_and_llm_ledgers(backend) -> None:
+    from chronicle.storage import pipeline_runs as runs
+    from chronicle.storage.db import write
+    from chronicle.storage.llm_log import DuckDBCallLogger
+
     from chronicle.llm.records import LLMCallRecord
-    from storage import runs
-    from storage.db import write
-    from storage.llm_log import DuckDBCallLogger
 
     write(backend, lambda c: runs.run_started(c, "run-1", "backfill-weeks", {"project_id": "all"}))
     write(backend, lambda c: runs.run_started(c, "run-1", "backfill-weeks", {"project_id": "all"}))  # a retry
@@ -138,8 +140,9 @@ def test_run_and_llm_ledgers(backend) -> None:
 def test_same_schema_and_results_on_both_topologies(lake_env: dict[str, str], home: Path, sample_dir: Path,
                                                     tmp_path: Path) -> None:
     """Column names and types of every table and view, and the analyst views' rows, agree."""
+    from chronicle.services.weekly import run_week
+
     from chronicle.weeks import IsoWeek
-    from services.weekly import run_week
 
     embedded, lake = settings_for(home, {}), settings_for(home, lake_env)
     files = _inputs(sample_dir, tmp_path)

@@ -20,7 +20,7 @@ def backend(request: pytest.FixtureRequest, home: Path) -> tuple[str, dict[str, 
 
 
 def test_claim_expire_renew_release(backend: tuple[str, dict[str, str]], home: Path) -> None:
-    from storage import claims
+    from chronicle.storage import claims
 
     s = settings_for(home, backend[1])
     assert claims.claim(s, "week:P:202605", "A", ttl_s=60)
@@ -41,7 +41,7 @@ RACE = WAIT_FOR_GO + """
 import os
 from pathlib import Path
 from chronicle.settings import Settings
-from storage import claims
+from chronicle.storage import claims
 s = Settings()
 won = claims.claim(s, "week:XH201:202605", claims.new_owner(), ttl_s=120)
 print("WON" if won else "LOST", flush=True)
@@ -52,7 +52,7 @@ RUN_ONCE = WAIT_FOR_GO + """
 import json
 from pathlib import Path
 from chronicle.settings import Settings
-from storage import claims
+from chronicle.storage import claims
 s = Settings()
 result_file, work_log = Path(sys.argv[2]), Path(sys.argv[3])
 
@@ -98,7 +98,7 @@ def test_a_dead_holder_frees_its_keys_at_once_only_on_the_embedded_file(backend:
     import subprocess
     import sys
 
-    from storage import claims
+    from chronicle.storage import claims
 
     s = settings_for(home, backend[1])
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,

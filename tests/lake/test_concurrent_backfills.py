@@ -37,14 +37,14 @@ def topology(request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.Mon
         monkeypatch.setenv(key, value)
     yield env
     if env:
-        from storage import lake
+        from chronicle.storage import lake
 
         lake.close_sessions()
 
 
 @pytest.fixture()
 def trial_slice(sample_dir: Path, tmp_path: Path, topology: dict[str, str]) -> Path:
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.ingest_logs import ingest_logs
 
     folder = tmp_path / "logs"
     folder.mkdir()
@@ -55,8 +55,9 @@ def trial_slice(sample_dir: Path, tmp_path: Path, topology: dict[str, str]) -> P
 
 
 def _rows(sql: str) -> list[tuple]:
+    from chronicle.storage.db import connect
+
     from chronicle.settings import Settings
-    from storage.db import connect
 
     with connect(Settings()) as conn:
         return conn.execute(sql).fetchall()
@@ -91,9 +92,8 @@ def _wait(condition, what: str, timeout: float = 120.0) -> None:
 def test_two_concurrent_backfills_call_the_model_once_per_week(topology: dict[str, str], trial_slice: Path,
                                                                fake_llm: FakeLLMServer,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.flows.backfill_weeks import backfill_weeks
     from prefect import tags
-
-    from flows.backfill_weeks import backfill_weeks
 
     monkeypatch.setenv("LLM_URL", fake_llm.base_url)
     monkeypatch.setenv("LLM_MODEL", "fake-model")
@@ -148,12 +148,13 @@ def test_weeks_finished_by_another_run_after_this_plan_are_reused_when_leased(to
     """The bulk-lease path: a run that planned before another one wrote its weeks wins their (finished)
     claims, sees that they ended after its plan, reads them again and reuses them; one that planned after
     the writes, even with `force`, leases and writes them."""
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.services.week_claims import REUSED_WHY, fan_out_leases, lease_weeks
+    from chronicle.services.weekly import plan_project
+
     from chronicle.settings import Settings
     from chronicle.weekly.engine import engine_model
     from chronicle.weeks import IsoWeek
-    from flows.backfill_weeks import backfill_weeks
-    from services.week_claims import REUSED_WHY, fan_out_leases, lease_weeks
-    from services.weekly import plan_project
 
     settings = Settings()
     first, last = IsoWeek.parse(WEEKS[0]), IsoWeek.parse(WEEKS[1])
@@ -176,16 +177,15 @@ ROLLUP = """
 import logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 from chronicle.settings import Settings
-from services.history import build_history_context
+from chronicle.services.history import build_history_context
 print(build_history_context(Settings(), "XH201", max_tokens=400), flush=True)
 """
 
 
 def test_two_processes_folding_the_same_rollups_build_and_store_them_once(
         topology: dict[str, str], trial_slice: Path, tmp_path: Path, home: Path, fake_llm: FakeLLMServer) -> None:
+    from chronicle.flows.backfill_weeks import backfill_weeks
     from prefect.settings import PREFECT_API_URL
-
-    from flows.backfill_weeks import backfill_weeks
 
     backfill_weeks(project_id="XH201")  # offline reports; the rollups of them are written by the "LLM"
     gate = threading.Event()

@@ -19,18 +19,19 @@ def backend(request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.Monk
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     yield settings_for(home, env)
-    from storage import lake
+    from chronicle.storage import lake
 
     lake.close_sessions()
 
 
 def test_freshness_says_what_is_missing(backend, sample_dir: Path, tmp_path: Path) -> None:
+    from chronicle.services.freshness import freshness
+    from chronicle.services.ingest import FileIngestor
+    from chronicle.services.weekly import run_week
+    from chronicle.storage import pipeline_runs as runs
+    from chronicle.storage.db import write
+
     from chronicle.weeks import IsoWeek
-    from services.freshness import freshness
-    from services.ingest import FileIngestor
-    from services.weekly import run_week
-    from storage import runs
-    from storage.db import write
 
     folder = tmp_path / "in"
     folder.mkdir()
@@ -73,10 +74,9 @@ def test_freshness_says_what_is_missing(backend, sample_dir: Path, tmp_path: Pat
 
 
 def test_status_command_exits_1_with_the_problems(backend, sample_dir: Path, tmp_path: Path) -> None:
+    from chronicle.cli.main import app
+    from chronicle.services.ingest import FileIngestor
     from typer.testing import CliRunner
-
-    from cli.main import app
-    from services.ingest import FileIngestor
 
     folder = tmp_path / "in"
     folder.mkdir()

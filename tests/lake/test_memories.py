@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import numpy as np
 from chronicle.memory.model import Memory
 from chronicle.settings import Settings
-from storage.memory_store import MemoryStore
+from chronicle.storage.memory.store import MemoryStore
 
 class HashEmbedder:  # deterministic vectors: the store, not the model, is under test
     model_name, dim = "hash-32", 32
@@ -38,7 +38,7 @@ print(store.count(), flush=True)
 
 def test_two_processes_write_memories_on_the_object_store(home: Path, lake_env: dict[str, str],
                                                           tmp_path: Path) -> None:
-    from storage.lance import ClaimLock, open_lance
+    from chronicle.storage.lance import ClaimLock, open_lance
 
     envs = [child_env(tmp_path / f"w{i}", lake_env) for i in range(2)]
     procs = start_together(WRITER, [["alpha"], ["beta"]], envs, tmp_path / "go", tmp_path)
@@ -54,8 +54,8 @@ def test_two_processes_write_memories_on_the_object_store(home: Path, lake_env: 
 
 
 def test_setup_is_idempotent_and_config_masks_secrets(home: Path, lake_env: dict[str, str], s3) -> None:
-    from storage.migrations import migration_files
-    from storage.setup import ensure_storage
+    from chronicle.storage.migrations import migration_files
+    from chronicle.storage.setup import ensure_storage
 
     settings = settings_for(home, {**lake_env, "CHRONICLE_CATALOG": lake_env["CHRONICLE_CATALOG"]
                                    + " password=hunter2"})

@@ -64,7 +64,7 @@ def _use(monkeypatch: pytest.MonkeyPatch, home: Path, env: dict[str, str]):
 
 
 def _rows(settings, sql: str) -> list[tuple]:
-    from storage.db import connect
+    from chronicle.storage.db import connect
 
     with connect(settings) as conn:
         return conn.execute(sql).fetchall()
@@ -83,7 +83,7 @@ def state(settings, *, memories: bool = True) -> dict:
         "chronicle": _rows(settings, "SELECT project_id, week_number, summary FROM chronicle ORDER BY 1, 2"),
     }
     if memories:
-        from storage.memory_store import MemoryStore
+        from chronicle.storage.memory.store import MemoryStore
 
         out["memory_events"] = _rows(settings, "SELECT event, content_hash, target_file, importance, reason "
                                                "FROM memory_events ORDER BY ALL")
@@ -107,13 +107,12 @@ def shell_env(lake_env: dict[str, str]) -> dict[str, str]:
 
 def test_lake_pipeline_equals_embedded_and_time_travel_works(home: Path, lake_env: dict[str, str], inputs: Path,
                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.cli.main import app
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
+    from chronicle.storage import lake
     from typer.testing import CliRunner
-
-    from cli.main import app
-    from flows.backfill_weeks import backfill_weeks
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
-    from storage import lake
 
     results = {}
     for name, env in (("embedded", {}), ("lake", lake_env)):
@@ -151,8 +150,8 @@ def test_lake_pipeline_equals_embedded_and_time_travel_works(home: Path, lake_en
 
 
 WORKER = WAIT_FOR_GO + """
-from flows.backfill_weeks import backfill_weeks
-from flows.ingest_logs import ingest_logs
+from chronicle.flows.backfill_weeks import backfill_weeks
+from chronicle.flows.ingest_logs import ingest_logs
 ingest_logs([sys.argv[2]])
 print("BACKFILL", flush=True)
 backfill_weeks()
@@ -192,11 +191,10 @@ class Analyst:
 def test_two_workers_one_killed_then_rerun_while_an_analyst_reads(home: Path, lake_env: dict[str, str],
                                                                  inputs: Path, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.ingest_logs import ingest_logs
+    from chronicle.storage.analytics import shell_attach_sql
     from prefect.settings import PREFECT_API_URL
-
-    from flows.backfill_weeks import backfill_weeks
-    from flows.ingest_logs import ingest_logs
-    from storage.analytics import shell_attach_sql
 
     reference = _use(monkeypatch, tmp_path / "reference", {})
     ingest_logs([str(inputs)])
@@ -271,9 +269,9 @@ def pool(prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: 
          monkeypatch: pytest.MonkeyPatch):
     from contextlib import ExitStack
 
+    from chronicle.flows.ingest_logs import ingest_logs
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from flows.ingest_logs import ingest_logs
     from tests.fakellm import FakeLLMServer
     from tests.lake import servers
     from tests.lake.helpers import REPO

@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture()
 def store(settings, embedder):
-    from storage.memory_store import MemoryStore
+    from chronicle.storage.memory.store import MemoryStore
 
     return MemoryStore(settings, embedder)
 

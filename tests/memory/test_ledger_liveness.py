@@ -21,8 +21,8 @@ NOW = datetime(2026, 3, 23, 9, 0)
 
 
 def _run_of(settings, run_id: str, pid: int, started: float | None) -> None:
-    from storage import runs
-    from storage.db import write
+    from chronicle.storage import pipeline_runs as runs
+    from chronicle.storage.db import write
 
     def record(conn) -> None:
         runs.run_started(conn, run_id, "distill-memory", {})
@@ -38,9 +38,10 @@ def _dead_pid() -> int:
 
 
 def test_recovery_leaves_a_working_runs_memories_to_it(home: Path, monkeypatch: pytest.MonkeyPatch, embedder) -> None:
+    from chronicle.services.ledger import reconcile_events, reconcile_orphans
+    from chronicle.storage.memory.store import MemoryStore
+
     from chronicle.settings import Settings
-    from services.ledger import reconcile_events, reconcile_orphans
-    from storage.memory_store import MemoryStore
 
     monkeypatch.setenv("EMBEDDING_MODEL", MINILM_EMBEDDING_MODEL)
     settings = Settings()

@@ -8,13 +8,13 @@ from datetime import datetime
 
 import numpy as np
 import pytest
+from chronicle.storage.memory.search import dense_query, fts_query, matching_rows
+from chronicle.storage.memory.store import MemoryStore
 
 from bench.search import build_table, by_subject, search_where
 from chronicle.memory.model import Memory
 from chronicle.memory.search import tokenize
 from chronicle.settings import Settings
-from storage.memory_search import dense_query, fts_query, matching_rows
-from storage.memory_store import MemoryStore
 from tests.memory.conftest import HashEmbedder
 
 _WORK = re.compile(r"\b(rows_scanned|index_comparisons)=([\d.]+) ?([KM]?)")

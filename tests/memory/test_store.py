@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+from chronicle.storage.memory.store import EmbeddingModelMismatch, MemoryStore
 
 from chronicle.memory.model import Memory
 from chronicle.settings import Settings
-from storage.memory_store import EmbeddingModelMismatch, MemoryStore
 from tests.memory.conftest import HashEmbedder
 
 DAY1 = datetime(2026, 3, 23, 9, 0)
@@ -311,8 +311,7 @@ def test_an_old_table_is_upgraded_in_place(settings, embedder) -> None:
     """A schema-1 table (no `absorbed` column) opens, reads and merges; the column is added as nulls."""
     import lancedb
     import pyarrow as pa
-
-    from storage.memory_schema import TABLE, memory_schema
+    from chronicle.storage.memory.schema import TABLE, memory_schema
 
     old = memory_schema(embedder.model_name, embedder.dim)
     old = old.remove(old.get_field_index("absorbed"))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from chronicle.services.alerts import attention_payload
+
 from chronicle.weekly.outcome import WeekOutcome
-from services.alerts import attention_payload
 
 
 def test_payload_only_when_someone_must_look() -> None:

@@ -45,10 +45,9 @@ def _events(sink: Sink, run_id: str) -> list[dict[str, Any]]:
 
 
 def test_ingest_and_backfill_emit_paired_events_with_datasets_and_facets(home: Path, sink: Sink, tmp_path: Path):
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.ingest_logs import ingest_logs
     from prefect.states import State
-
-    from flows.backfill_weeks import backfill_weeks
-    from flows.ingest_logs import ingest_logs
 
     logs = tmp_path / "logs" / "XH9.jsonl"
     write_jsonl(logs, "XH9", 40, "lineage")
@@ -85,7 +84,7 @@ def test_ingest_and_backfill_emit_paired_events_with_datasets_and_facets(home: P
 
 
 def test_a_failed_run_sends_fail_with_its_redacted_message(home: Path, sink: Sink):
-    from flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.backfill_weeks import backfill_weeks
 
     state = backfill_weeks("no-such-project-13912345678", return_state=True)
     assert state.is_failed()
@@ -98,7 +97,7 @@ def test_a_failed_run_sends_fail_with_its_redacted_message(home: Path, sink: Sin
 
 
 def test_no_configuration_no_events(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
-    from services import lineage
+    from chronicle.services import lineage
 
     for key in [k for k in list(__import__("os").environ) if k.startswith("OPENLINEAGE")]:
         monkeypatch.delenv(key)
@@ -114,12 +113,12 @@ def test_distill_event_names_notes_memories_and_knowledge_files(settings) -> Non
     from datetime import date
     from types import SimpleNamespace
 
+    from chronicle.services.lineage import run_event
     from prefect.states import Completed
 
     from chronicle.distill.summary import DistillSummary
     from chronicle.distill.tally import Tally
     from chronicle.settings import KNOWLEDGE_FILES
-    from services.lineage import run_event
 
     summary = DistillSummary(after=date(2026, 3, 1), until=date(2026, 3, 7), engine="offline", model="m",
                              prompt_version="v", tally=Tally(memories=3), store_rows=3)

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from chronicle.deployments.setup import run_setup
 from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
 
 from chronicle.settings import Settings
-from deployments.setup import run_setup
 from tests.deployments.conftest import CHRONICLE, serving, wait_final, write_jsonl
 
 BACKFILL, WEEKLY = "backfill-weeks/backfill-weeks", "weekly-chronicle/weekly-chronicle"
@@ -52,7 +52,7 @@ def _ui_form_run(api_url: str, deployment: str, parameters: dict, validate: bool
 @pytest.mark.slow
 def test_typos_give_failed_runs_that_name_the_problem(home: Path, tmp_path: Path, settings: Settings, api_url: str,
                                                      proc_env: dict[str, str]) -> None:
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.ingest_logs import ingest_logs
 
     write_jsonl(tmp_path / "logs" / "a.jsonl", "ALPHA", 40, "a")
     write_jsonl(tmp_path / "logs" / "b.jsonl", "BETA", 40, "b")

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from chronicle.cli.main import app
+from chronicle.storage.db import connect
 from typer.testing import CliRunner
 
 from chronicle.settings import Settings
-from cli.main import app
-from storage.db import connect
 from tests.deployments.conftest import write_jsonl
 from tests.reliability.procs import child_env
 
@@ -29,7 +29,7 @@ BLOCKING_FLOW = """
 import sys
 from prefect import flow
 from chronicle.settings import load_settings
-from services.runs import RUN_HOOKS, tracked_run
+from chronicle.services.run_tracking import RUN_HOOKS, tracked_run
 
 @flow(name="blocking-flow", **RUN_HOOKS)
 def blocking_flow():
@@ -60,7 +60,7 @@ def _killed_mid_run(settings: Settings, api_url: str, tmp_path: Path) -> str:
 @pytest.mark.slow
 def test_a_killed_run_reads_as_crashed_and_is_marked_at_the_next_flow_start(
         home: Path, tmp_path: Path, settings: Settings, api_url: str) -> None:
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.ingest_logs import ingest_logs
 
     write_jsonl(tmp_path / "logs" / "p.jsonl", "P", 30, "p")
     ingest_logs([str(tmp_path / "logs")])
@@ -83,8 +83,8 @@ def test_a_killed_run_reads_as_crashed_and_is_marked_at_the_next_flow_start(
 
 
 def test_a_live_run_of_this_process_is_not_marked(home: Path, settings: Settings) -> None:
-    from services.run_history import list_runs, this_process
-    from storage import runs
+    from chronicle.services.run_history import list_runs, this_process
+    from chronicle.storage import pipeline_runs as runs
 
     me = this_process()
     with connect(settings) as conn:
@@ -97,11 +97,12 @@ def test_a_live_run_of_this_process_is_not_marked(home: Path, settings: Settings
 
 
 def test_refused_runs_are_failed_runs_in_the_history(home: Path, tmp_path: Path, settings: Settings) -> None:
-    from chronicle.validation import ParameterError
-    from flows.backfill_weeks import backfill_weeks
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
-    from services.run_history import list_runs
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
+    from chronicle.services.run_history import list_runs
+
+    from chronicle.param_checks import ParameterError
 
     write_jsonl(tmp_path / "logs" / "p.jsonl", "P", 5, "p")
     ingest_logs([str(tmp_path / "logs")])

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from chronicle.cli.main import app
 from typer.testing import CliRunner
 
 from chronicle.ingest.detect import detect_format
-from cli.main import app
 from tests.deployments.conftest import query, write_jsonl
 
 

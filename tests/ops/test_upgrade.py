@@ -9,9 +9,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from chronicle.cli.main import app
 from typer.testing import CliRunner
-
-from cli.main import app
 
 FROZEN = Path(__file__).parents[1] / "data" / "upgrade" / "previous_release"
 runner = CliRunner()
@@ -53,7 +52,7 @@ def test_a_previous_release_home_opens_and_says_what_to_do(home: Path) -> None:
     assert "5 memories" in listed, listed
     _ok("memory", "tags")
     with duckdb.connect(str(home / "chronicle.duckdb"), read_only=True) as conn:  # migrated to the current schema
-        from storage.migrations import migration_files
+        from chronicle.storage.migrations import migration_files
 
         done = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY 1").fetchall()]
         assert done == [v for v, _, _ in migration_files()]

@@ -24,7 +24,7 @@ MARK = "CHRONICLE-FLOW-START"
 # Backfill every week of one project (offline engine: deterministic, holds no LLM slot).
 WEEKLY_DRIVER = f"""
 import sys
-from flows.backfill_weeks import backfill_weeks
+from chronicle.flows.backfill_weeks import backfill_weeks
 print({MARK!r}, flush=True)
 backfill_weeks(project_id=sys.argv[1])
 """
@@ -33,7 +33,7 @@ backfill_weeks(project_id=sys.argv[1])
 DISTILL_DRIVER = f"""
 import sys
 from datetime import date
-from flows.distill_memory import distill_memory
+from chronicle.flows.distill_memory import distill_memory
 print({MARK!r}, flush=True)
 distill_memory(days=int(sys.argv[1]), until=date.fromisoformat(sys.argv[2]))
 """

@@ -27,9 +27,9 @@ class _ReleaseWhenWaiting(logging.Handler):
 
 def test_backfill_waits_for_a_foreign_holder_and_logs_it(home: Path, sample_dir: Path,
                                                         caplog: pytest.LogCaptureFixture) -> None:
-    from flows.backfill_weeks import backfill_weeks
-    from flows.ingest_logs import ingest_logs
-    from storage.db import connect
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.ingest_logs import ingest_logs
+    from chronicle.storage.db import connect
 
     ingest_logs([str(sample_dir / "logs" / "XH201")])
     # Prefect re-configures logging when a flow starts (root handlers are replaced): listen on our logger.

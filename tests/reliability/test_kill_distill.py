@@ -81,10 +81,9 @@ def ledger(home: Path) -> tuple[list[tuple], list[tuple]]:
 @pytest.mark.slow
 def test_kill_during_distill_then_rerun(home: Path, tmp_path: Path, sample_dir: Path, fake_llm: FakeLLMServer,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
     from prefect.settings import PREFECT_API_URL
-
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
 
     # Embeddings from the local server: a child process then starts in seconds, not after loading torch.
     emb = {"EMBEDDING_URL": fake_llm.base_url, "EMBEDDING_MODEL": "fake-embedding"}
@@ -210,8 +209,8 @@ def test_rerun_after_a_kill_between_store_and_ledger_keeps_memory_stats(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """The state such a kill leaves, made deterministically: LanceDB holds the run's memories, DuckDB none of its
     ledger rows (a copy of an undisturbed run's LanceDB folder next to the pre-run DuckDB file)."""
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
@@ -239,8 +238,8 @@ def test_stored_rows_no_rerun_sends_again_get_their_add_rows(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """A killed run's memories that the rerun never produces again (another window; an LLM answering
     differently) are still accounted for: `memory_events` gets an ADD row for every stored memory."""
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")

@@ -18,7 +18,7 @@ INGEST = f"""
 import sys
 from pathlib import Path
 from chronicle.ingest.detect import discover
-from services.ingest import FileIngestor
+from chronicle.services.ingest import FileIngestor
 from chronicle.settings import Settings
 files, _ = discover([Path(sys.argv[1])])
 ing = FileIngestor(Settings())
@@ -34,7 +34,7 @@ INGEST_BATCHES = f"""
 import sys
 from pathlib import Path
 from chronicle.ingest.detect import discover
-from services.ingest import FileIngestor
+from chronicle.services.ingest import FileIngestor
 from chronicle.settings import Settings
 files, _ = discover([Path(sys.argv[1])])
 ing = FileIngestor(Settings())

@@ -20,7 +20,7 @@ _WEEK = re.compile(r"week_number (\d{6})")
 
 @pytest.fixture
 def llm_home(home: Path, sample_dir: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> FakeLLMServer:
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.ingest_logs import ingest_logs
 
     for key, value in {"LLM_URL": fake_llm.base_url, "LLM_MODEL": MODEL, "CHRONICLE_LLM_BACKOFF_BASE_S": "0.01",
                        "CHRONICLE_LLM_TIMEOUT_S": "0.5", "CHRONICLE_LLM_MAX_ATTEMPTS": "8"}.items():
@@ -30,7 +30,7 @@ def llm_home(home: Path, sample_dir: Path, fake_llm: FakeLLMServer, monkeypatch:
 
 
 def _db(sql: str, params: list | None = None) -> list[tuple]:
-    from storage.db import connect
+    from chronicle.storage.db import connect
 
     with connect(Settings()) as conn:
         return conn.execute(sql, params or []).fetchall()
@@ -75,7 +75,7 @@ def _assert_one_version_per_stored_week() -> dict[int, tuple]:
 
 @pytest.mark.slow
 def test_backfill_survives_30_percent_faults(llm_home: FakeLLMServer) -> None:
-    from flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.backfill_weeks import backfill_weeks
 
     llm_home.set_faults(rate=0.3, kinds=("429", "500", "timeout"), seed=20261204, retry_after=RETRY_AFTER_S,
                         timeout_sleep_s=1.0)
@@ -97,7 +97,7 @@ def test_backfill_survives_30_percent_faults(llm_home: FakeLLMServer) -> None:
 
 def test_every_attempt_of_a_retried_call_has_its_row(llm_home: FakeLLMServer) -> None:
     """docs/analysts.md: `llm_calls` holds every attempt; 429 + Retry-After is waited out before the next one."""
-    from flows.summarize_week import summarize_week
+    from chronicle.flows.summarize_week import summarize_week
 
     llm_home.enqueue(Reply(status=429, headers={"Retry-After": f"{RETRY_AFTER_S:g}"}), Reply(status=500), Reply())
     assert summarize_week(PROJECT, "2025-W30").outcome == "generated"
@@ -111,8 +111,9 @@ def test_every_attempt_of_a_retried_call_has_its_row(llm_home: FakeLLMServer) ->
 @pytest.mark.slow
 def test_outage_fails_clearly_keeps_whole_weeks_and_resumes(llm_home: FakeLLMServer,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.flows.backfill_weeks import backfill_weeks
+
     from chronicle.weekly.outcome import WeeksFailedError
-    from flows.backfill_weeks import backfill_weeks
 
     monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "3")
     answered = 15

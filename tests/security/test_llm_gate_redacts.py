@@ -1,7 +1,7 @@
 """Issue 21.1: the LLM sink has one gate, and it reads the prompt as the model will.
 
 A caller that forgot to redact, or redacted line by line and joined after (`the password is` ⏎ value, a value
-in the next entry of a prompt), still sends nothing secret: `services.llm_gate.llm_call` redacts every message
+in the next entry of a prompt), still sends nothing secret: `chronicle.services.llm_gate.llm_call` redacts every message
 as assembled. Real `openai` client against the local fake server; the `llm_calls` row is redacted the same.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from chronicle.distill.redact import Redactor
+from chronicle.redaction.redactor import Redactor
 from chronicle.redaction.text import Redacted, gate
 from chronicle.settings import Settings
 from tests.fakellm import FakeLLMServer
@@ -19,8 +19,8 @@ from tests.fakellm import FakeLLMServer
 
 def test_the_gate_redacts_the_assembled_prompt(home: Path, fake_llm: FakeLLMServer,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from services.llm_gate import llm_call
-    from storage.db import connect
+    from chronicle.services.llm_gate import llm_call
+    from chronicle.storage.db import connect
 
     monkeypatch.setenv("LLM_URL", fake_llm.base_url)
     monkeypatch.setenv("LLM_MODEL", "fake-model")

@@ -90,9 +90,10 @@ def test_hard_linked_knowledge_file_is_replaced_not_written_through(spaces: tupl
 
 def test_workspace_setting_decides_where_files_go_and_nothing_lands_elsewhere(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
+
     from chronicle.settings import Settings
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
 
     elsewhere = tmp_path / "elsewhere"
     # A configured workspace with `..` in it resolves once, and every write stays inside what it resolves to.
@@ -116,9 +117,10 @@ def test_flow_refuses_a_symlink_out_of_the_workspace(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end: a distillation meeting a planted symlink fails loudly instead of writing through it, and a
     rerun after the link is removed completes (nothing was recorded as done)."""
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
+
     from chronicle.settings import Settings
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")

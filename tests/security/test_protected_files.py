@@ -58,8 +58,9 @@ def hostile(request: dict[str, Any]) -> str:
 
 @pytest.fixture
 def workspace(home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from chronicle.flows.ingest_logs import ingest_logs
+
     from chronicle.settings import Settings
-    from flows.ingest_logs import ingest_logs
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)  # fast, deterministic vectors over HTTP
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
@@ -86,7 +87,7 @@ def files(ws: Path) -> dict[str, bytes]:
 
 
 def proposals_json(runner: CliRunner, *args: str) -> list[dict]:
-    from cli.main import app
+    from chronicle.cli.main import app
 
     out = runner.invoke(app, ["memory", "proposals", "--json", *args])
     assert out.exit_code == 0, out.output
@@ -97,8 +98,8 @@ def proposals_json(runner: CliRunner, *args: str) -> list[dict]:
 @pytest.mark.parametrize("decision", ["approve", "reject"])
 def test_injected_persona_needs_approval(workspace: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch,
                                          engine: str, decision: str) -> None:
-    from cli.main import app
-    from flows.distill_memory import distill_memory
+    from chronicle.cli.main import app
+    from chronicle.flows.distill_memory import distill_memory
 
     if engine == "llm":
         _use_llm(fake_llm, monkeypatch)
@@ -147,9 +148,10 @@ def test_llm_memories_pass_the_same_gate_and_protected_ones_are_proposed(
         workspace: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """The LLM's memories are all stored and searchable; small talk and minor details stay out of the files,
     and a harmless memory for SOUL.md reaches it only by approval — the run's proposals artifact lists it."""
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.services.memory import search_memories
+
     from chronicle.settings import Settings
-    from flows.distill_memory import distill_memory
-    from services.memory import search_memories
     from tests.distill.conftest import artifact_markdowns
 
     _use_llm(fake_llm, monkeypatch)
@@ -184,9 +186,10 @@ def test_rephrased_orders_reach_no_knowledge_file_and_agents_md_only_by_approval
     """Issue 21.3: rephrased orders (simplified and traditional Chinese, English) in a note reach neither
     AGENTS.md nor MEMORY.md with either engine — a model that copies them into AGENTS.md makes proposals — and
     a harmless rule for AGENTS.md is a proposal too, unless the setting relaxes it."""
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
+
     from chronicle.settings import Settings
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
     from tests.security.canaries import quoting_model
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)

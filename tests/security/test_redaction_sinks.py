@@ -67,7 +67,7 @@ leaky_model = quoting_model(target_file="TOOLS.md", width=80, lines=3, own_secre
 
 
 def all_tables() -> dict[str, str]:
-    from storage.db import connect
+    from chronicle.storage.db import connect
 
     with connect(Settings()) as conn:
         names = [r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables "
@@ -77,10 +77,9 @@ def all_tables() -> dict[str, str]:
 
 
 def run_names() -> str:
+    from chronicle.storage.db import connect
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    from storage.db import connect
 
     with connect(Settings()) as conn:
         ids = [r[0] for r in conn.execute("SELECT flow_run_id FROM pipeline_runs").fetchall()]
@@ -95,11 +94,11 @@ def run_names() -> str:
 @pytest.mark.parametrize("engine", ["llm", "offline"])
 def test_new_forms_reach_no_sink(home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch,
                                  caplog: pytest.LogCaptureFixture, engine: str) -> None:
-    from cli.common import console
-    from cli.main import app
-    from flows.backfill_weeks import backfill_weeks
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
+    from chronicle.cli.common import console
+    from chronicle.cli.main import app
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
 
     monkeypatch.setattr(console, "_width", 400)
     env = {"EMBEDDING_URL": fake_llm.base_url, "EMBEDDING_MODEL": "fake-embedding",

@@ -53,7 +53,7 @@ def tree(folder: Path) -> bytes:
 
 
 def table_text(*tables: str) -> dict[str, str]:
-    from storage.db import connect
+    from chronicle.storage.db import connect
 
     with connect(Settings()) as conn:
         return {t: "\n".join(repr(r) for r in conn.execute(f"SELECT * FROM {t}").fetchall()) for t in tables}
@@ -61,10 +61,9 @@ def table_text(*tables: str) -> dict[str, str]:
 
 def artifacts_text() -> tuple[int, str]:
     """Every Prefect artifact of this test's flow runs, read back through the API."""
+    from chronicle.storage.db import connect
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-
-    from storage.db import connect
 
     with connect(Settings()) as conn:
         run_ids = [r[0] for r in conn.execute("SELECT flow_run_id FROM pipeline_runs").fetchall()]
@@ -81,10 +80,11 @@ def assert_clean(where: str, blob: str | bytes) -> None:
 def test_canaries_reach_no_llm_request_and_no_store(home: Path, tmp_path: Path, fake_llm: FakeLLMServer,
                                                     monkeypatch: pytest.MonkeyPatch,
                                                     caplog: pytest.LogCaptureFixture) -> None:
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
+
     from chronicle.settings import Settings
-    from flows.backfill_weeks import backfill_weeks
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
 
     for key, value in {"LLM_URL": fake_llm.base_url, "LLM_MODEL": "fake-model", "EMBEDDING_URL": fake_llm.base_url,
                        "EMBEDDING_MODEL": "fake-embedding", "CHRONICLE_LLM_BACKOFF_BASE_S": "0.01"}.items():
@@ -129,10 +129,11 @@ def test_offline_engines_store_no_canary(home: Path, tmp_path: Path, fake_llm: F
                                          monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """No LLM configured: the extractive weekly report and the rule-based distiller copy note text verbatim,
     so they must copy the redacted text."""
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
+
     from chronicle.settings import Settings
-    from flows.backfill_weeks import backfill_weeks
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")

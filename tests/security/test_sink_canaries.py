@@ -85,10 +85,9 @@ def write_inputs(root: Path) -> Path:
 
 
 def run_names_and_states() -> str:
+    from chronicle.storage.db import connect
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    from storage.db import connect
 
     with connect(Settings()) as conn:
         ids = [r[0] for r in conn.execute("SELECT flow_run_id FROM pipeline_runs").fetchall()]
@@ -105,13 +104,14 @@ def run_names_and_states() -> str:
 def test_canaries_in_names_settings_metadata_and_errors_reach_no_sink(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
+    from chronicle.cli.common import console
+    from chronicle.cli.main import app
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
+    from chronicle.flows.summarize_week import summarize_week
+
     from chronicle.weekly.outcome import WeeksFailedError
-    from cli.common import console
-    from cli.main import app
-    from flows.backfill_weeks import backfill_weeks
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
-    from flows.summarize_week import summarize_week
 
     monkeypatch.setattr(console, "_width", 400)
     url = fake_llm.base_url.replace("http://", f"http://admin:{URL_PW}@")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from chronicle.param_checks import ParameterError
 from chronicle.settings import Settings
-from chronicle.validation import ParameterError
 from tests.fakellm import FakeLLMServer
 from tests.security.canaries import TRIAL_PROJECT, write_inputs
 
@@ -28,21 +28,21 @@ TABLES = ("raw_logs", "weekly_reports", "weekly_report_versions", "memory_events
 
 @pytest.fixture(autouse=True)
 def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cli.common import console
+    from chronicle.cli.common import console
 
     monkeypatch.setattr(console, "_width", 200)
 
 
 def _cli(*args: str) -> tuple[int, str]:
-    from cli.main import app
+    from chronicle.cli.main import app
 
     result = runner.invoke(app, list(args), catch_exceptions=False)
     return result.exit_code, result.output
 
 
 def _counts() -> dict[str, int]:
-    from storage.db import connect
-    from storage.memory_store import MemoryStore
+    from chronicle.storage.db import connect
+    from chronicle.storage.memory.store import MemoryStore
 
     with connect(Settings()) as conn:
         counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in TABLES}
@@ -52,9 +52,9 @@ def _counts() -> dict[str, int]:
 
 def test_hostile_cli_arguments_match_nothing_and_drop_nothing(home: Path, tmp_path: Path, fake_llm: FakeLLMServer,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.backfill_weeks import backfill_weeks
-    from flows.distill_memory import distill_memory
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.flows.ingest_logs import ingest_logs
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
@@ -92,7 +92,7 @@ def test_hostile_cli_arguments_match_nothing_and_drop_nothing(home: Path, tmp_pa
             assert code == 0 and json.loads(out) == [], (args, out)
     assert _counts() == before
 
-    from storage.db import connect
+    from chronicle.storage.db import connect
 
     with connect(Settings()) as conn:  # the hostile ids were stored as values (run parameters), nothing more
         rows = conn.execute("SELECT parameters, state FROM pipeline_runs WHERE flow_name = 'backfill-weeks' "

@@ -46,8 +46,8 @@ def settings_for(url: str, **extra: Any) -> Settings:
 
 
 def test_config_and_banner_mask_the_url_password(monkeypatch: pytest.MonkeyPatch, home: Any) -> None:
-    from cli.main import app
-    from cli.report_cmds import engine_banner
+    from chronicle.cli.main import app
+    from chronicle.cli.report_cmds import engine_banner
 
     monkeypatch.setenv("LLM_URL", f"http://admin:{URL_PW}@gw.example:8080/v1")
     for args in (["config"], ["config", "--json"]):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from storage import claims
+from chronicle.storage import claims
 
 
 def _beats() -> set[str]:

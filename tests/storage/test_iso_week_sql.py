@@ -25,7 +25,7 @@ VIEW_WEEK = "isoyear(s.start_date) * 100 + week(s.start_date)"
 
 
 def test_the_ingest_still_computes_the_week_with_these_expressions() -> None:
-    from storage import ingest_sql
+    from chronicle.storage import ingest_sql
 
     source = inspect.getsource(ingest_sql)
     assert LOCAL_TS in source and WEEK_COLUMNS in source, "the ingest's week SQL changed: update this test's copy"
@@ -56,7 +56,7 @@ def test_ingest_sql_and_python_agree_on_every_day(zone: str) -> None:
 def test_the_weekly_stats_view_agrees_with_python_on_every_day(settings) -> None:
     """One entry a day from 1990 to 2040 in a database made by the real migrations: one view row per Python
     week, with the week's number, Monday, Sunday and entry count (the last week is partial)."""
-    from storage.db import connect, transaction
+    from chronicle.storage.db import connect, transaction
 
     days = [FIRST + timedelta(days=i) for i in range((LAST - FIRST).days + 1)]
     per_week: dict[IsoWeek, int] = {}

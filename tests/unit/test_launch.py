@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from cli.launch import runner_key, wanted
+from chronicle.cli.launch import runner_key, wanted
 
 
 @pytest.mark.parametrize(("argv", "how"), [

@@ -85,7 +85,7 @@ def test_subject_key_is_normalised() -> None:
 
 
 def test_the_llm_reply_names_the_subject_and_it_is_validated_the_same_way() -> None:
-    from chronicle.distill.validate import validate
+    from chronicle.distill.reply_checks import validate
 
     item = {"content": "Caroline moved to Boston in May 2023.", "summary": "Caroline moved to Boston.",
             "keyInfo": [], "tags": [], "importance": 0.7, "targetFile": "MEMORY.md", "action": "append"}

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from chronicle.distill.redact import Redactor
 from chronicle.redaction import checks
+from chronicle.redaction.redactor import Redactor
 
 LEAKED = [
     # shape, not vocabulary: a label and its value across a line break, a bullet, a table cell

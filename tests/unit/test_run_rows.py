@@ -1,10 +1,10 @@
-"""Run-history rows (chronicle.runs): what `chronicle runs` shows, and which RUNNING rows are orphans."""
+"""Run-history rows (chronicle.run_rows): what `chronicle runs` shows, and which RUNNING rows are orphans."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from chronicle.runs import RunRow, crashed, orphaned
+from chronicle.run_rows import RunRow, crashed, orphaned
 
 T0 = datetime(2026, 3, 2, 10, 0, 0)
 

@@ -1,4 +1,4 @@
-"""The parameter rules every entry point shares (chronicle.validation): pure, one message per mistake."""
+"""The parameter rules every entry point shares (chronicle.param_checks): pure, one message per mistake."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from chronicle.validation import (
+from chronicle.param_checks import (
     ParameterError,
     check_between,
     check_paths,

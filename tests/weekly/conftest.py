@@ -65,7 +65,7 @@ def cite_first(request: dict[str, Any]) -> str:
 
 
 def db_rows(sql: str, params: list[Any] | None = None) -> list[tuple]:
-    from storage.db import connect
+    from chronicle.storage.db import connect
 
     with connect(Settings()) as conn:
         return conn.execute(sql, params or []).fetchall()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from chronicle.distill.redact import Redactor
+from chronicle.redaction.redactor import Redactor
 from chronicle.weekly.model import WeekInput, make_week_input
 from chronicle.weeks import IsoWeek
 

@@ -36,7 +36,7 @@ def _flow_run_name(run_id: str) -> str:
 
 def test_endpoint_regenerates_offline_weeks_logs_every_call_then_caches(
         trial: Path, online: FakeLLMServer, truth: dict, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.backfill_weeks import backfill_weeks
 
     online.responder = cite_first
     _offline(monkeypatch)
@@ -67,7 +67,7 @@ def test_endpoint_regenerates_offline_weeks_logs_every_call_then_caches(
 
 def test_scripted_replies_that_misstate_or_cite_foreign_entries_are_flagged(trial: Path,
                                                                             online: FakeLLMServer) -> None:
-    from flows.summarize_week import summarize_week
+    from chronicle.flows.summarize_week import summarize_week
 
     # 2025-W30 of XH201: 3 enrolled, 1 SAE, 44 entries.
     online.enqueue(Reply(content="## 本周\n\n- 本周入组 5 人 [E9]，SAE 1 例 [E30]。"))
@@ -87,7 +87,7 @@ def test_scripted_replies_that_misstate_or_cite_foreign_entries_are_flagged(tria
 
 def test_a_quarter_of_requests_failing_transiently_still_yields_every_week(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.backfill_weeks import backfill_weeks
 
     monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "8")
     online.responder = cite_first
@@ -102,8 +102,9 @@ def test_a_quarter_of_requests_failing_transiently_still_yields_every_week(
 
 
 def test_rejected_requests_fail_at_once_with_the_setting_to_fix(trial: Path, online: FakeLLMServer) -> None:
+    from chronicle.flows.summarize_week import summarize_week
+
     from chronicle.weekly.outcome import WeeksFailedError
-    from flows.summarize_week import summarize_week
 
     online.responder = cite_first
     for status, setting in ((401, "LLM_API_KEY"), (404, "LLM_URL")):
@@ -119,8 +120,9 @@ def test_rejected_requests_fail_at_once_with_the_setting_to_fix(trial: Path, onl
 
 def test_a_failed_week_keeps_the_others_and_the_rerun_does_only_it(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.flows.backfill_weeks import backfill_weeks
+
     from chronicle.weekly.outcome import WeeksFailedError
-    from flows.backfill_weeks import backfill_weeks
 
     monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "2")
 
@@ -146,7 +148,7 @@ def test_a_failed_week_keeps_the_others_and_the_rerun_does_only_it(
 
 def test_over_long_answers_are_shortened_and_big_weeks_map_reduced(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.summarize_week import summarize_week
+    from chronicle.flows.summarize_week import summarize_week
 
     monkeypatch.setenv("CHRONICLE_LLM_CONTEXT_TOKENS", "400")
 
@@ -172,8 +174,9 @@ def test_a_week_that_fails_after_good_attempts_keeps_their_llm_calls_rows(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """A week's successful attempts are held to be stored with its report (one write window per week):
     when the week dies before that commit, they are written anyway, beside the failed attempt's row."""
+    from chronicle.flows.summarize_week import summarize_week
+
     from chronicle.weekly.outcome import WeeksFailedError
-    from flows.summarize_week import summarize_week
 
     monkeypatch.setenv("CHRONICLE_LLM_CONTEXT_TOKENS", "400")  # map-reduce: several calls for one week
     online.enqueue(Reply(content="- 入组与访视按计划 [E9]"), Reply(content="- SAE 1 例 [E30]"),
@@ -213,10 +216,9 @@ class InFlight:
 
 def test_one_shared_llm_limit_bounds_calls_in_flight(trial: Path, online: FakeLLMServer,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.services.llm_gate import ensure_llm_limit
     from prefect.client.orchestration import get_client
-
-    from flows.backfill_weeks import backfill_weeks
-    from services.llm_gate import ensure_llm_limit
 
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "2")
     online.responder = meter = InFlight(expect=2)
@@ -231,12 +233,12 @@ def test_one_shared_llm_limit_bounds_calls_in_flight(trial: Path, online: FakeLL
 
 def test_without_the_prefect_api_a_process_local_limit_is_used(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import chronicle.services.llm_gate
     import prefect.client.orchestration
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.services.llm_gate import reserve_llm
 
-    import services.llm_gate
     from chronicle.settings import Settings
-    from flows.backfill_weeks import backfill_weeks
-    from services.llm_gate import reserve_llm
 
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "2")
 
@@ -249,7 +251,7 @@ def test_without_the_prefect_api_a_process_local_limit_is_used(
             assert (gate.source, gate.slots) == ("local", 2)
     assert "process-local" in caplog.text
     # A whole backfill on the fallback (the flow itself still reports to the API): still bounded.
-    monkeypatch.setattr(services.llm_gate, "ensure_llm_limit", lambda slots: False)
+    monkeypatch.setattr(chronicle.services.llm_gate, "ensure_llm_limit", lambda slots: False)
     online.responder = meter = InFlight(expect=2)
     rows = backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W25")
     assert {r.outcome for r in rows} == {"generated"} and meter.peak == 2
@@ -257,13 +259,14 @@ def test_without_the_prefect_api_a_process_local_limit_is_used(
 
 def test_rollups_and_ask_go_through_the_endpoint_and_rollups_are_rebuilt_only_on_change(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.services.history import ask_chronicle, build_history_context
+    from chronicle.services.weekly import read_week
+    from chronicle.storage import reports
+    from chronicle.storage.db import transaction
+
     from chronicle.settings import Settings
     from chronicle.weeks import IsoWeek
-    from flows.backfill_weeks import backfill_weeks
-    from services.history import ask_chronicle, build_history_context
-    from services.weekly import read_week
-    from storage import reports
-    from storage.db import transaction
 
     _offline(monkeypatch)
     backfill_weeks(project_id="XH201")

@@ -51,7 +51,7 @@ def _task_runs(flow_run_id: str, name: str) -> list[Any]:
 
 
 def test_offline_backfill_of_the_sample_matches_ground_truth_then_caches(trial: Path, truth: dict) -> None:
-    from flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.backfill_weeks import backfill_weeks
 
     rows = backfill_weeks(project_id="all")
     by_week = {(r.project, r.week_number): r for r in rows}
@@ -89,13 +89,14 @@ def test_offline_backfill_of_the_sample_matches_ground_truth_then_caches(trial: 
 
 
 def test_an_edit_survives_regeneration_and_is_the_chronicle(trial: Path) -> None:
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.services.history import build_history_context
+    from chronicle.services.weekly import read_week
+    from chronicle.storage import reports
+    from chronicle.storage.db import connect, transaction
+
     from chronicle.settings import Settings
     from chronicle.weeks import IsoWeek
-    from flows.backfill_weeks import backfill_weeks
-    from services.history import build_history_context
-    from services.weekly import read_week
-    from storage import reports
-    from storage.db import connect, transaction
 
     backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W23")
     week = IsoWeek.parse("2025-W22")
@@ -126,8 +127,8 @@ def test_an_edit_survives_regeneration_and_is_the_chronicle(trial: Path) -> None
 def test_a_late_entry_regenerates_exactly_its_week_and_marks_an_edit_stale(home: Path, sample_dir: Path,
                                                                           tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.backfill_weeks import backfill_weeks
-    from flows.ingest_logs import ingest_logs
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.ingest_logs import ingest_logs
 
     logs = tmp_path / "logs"
     shutil.copytree(sample_dir / "logs" / "XH201", logs / "XH201")
@@ -154,11 +155,12 @@ def test_a_late_entry_regenerates_exactly_its_week_and_marks_an_edit_stale(home:
     assert all(r[0]["field"] == "enrolled_total" for r in flagged.values())
 
     # A late entry for a human-edited week keeps the edit but marks it stale.
+    from chronicle.services.weekly import read_week
+    from chronicle.storage import reports
+    from chronicle.storage.db import transaction
+
     from chronicle.settings import Settings
     from chronicle.weeks import IsoWeek
-    from services.weekly import read_week
-    from storage import reports
-    from storage.db import transaction
 
     week = IsoWeek.parse("2025-W31")
     current, _ = read_week(Settings(), "XH201", week)

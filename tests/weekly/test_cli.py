@@ -18,13 +18,13 @@ runner = CliRunner()
 @pytest.fixture(autouse=True)
 def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tables at 200 columns, so assertions see whole cells (a terminal of 80 would wrap them)."""
-    from cli.common import console
+    from chronicle.cli.common import console
 
     monkeypatch.setattr(console, "_width", 200)
 
 
 def _cli(*args: str) -> str:
-    from cli.main import app
+    from chronicle.cli.main import app
 
     result = runner.invoke(app, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -66,14 +66,14 @@ def test_backfill_show_edit_history_context_ask(trial: Path, tmp_path: Path, mon
 
 
 def test_backfill_needs_exactly_one_scope(trial: Path) -> None:
-    from cli.main import app
+    from chronicle.cli.main import app
 
     result = runner.invoke(app, ["backfill", "--project", "XH201", "--all"])
     assert result.exit_code != 0 and "exactly one" in result.output
 
 
 def test_show_of_a_missing_week_fails_with_a_hint(trial: Path) -> None:
-    from cli.main import app
+    from chronicle.cli.main import app
 
     result = runner.invoke(app, ["report", "show", "--project", "XH201", "--week", "2025-W30"])
     assert result.exit_code == 1
@@ -82,12 +82,12 @@ def test_show_of_a_missing_week_fails_with_a_hint(trial: Path) -> None:
 def test_weekly_flow_writes_the_last_completed_week_of_every_project(trial: Path) -> None:
     from uuid import UUID
 
+    from chronicle.flows.summarize_week import summarize_week
+    from chronicle.flows.weekly_chronicle import weekly_chronicle
     from prefect.client.orchestration import get_client
 
     from chronicle.settings import Settings
     from chronicle.weeks import last_completed_week
-    from flows.summarize_week import summarize_week
-    from flows.weekly_chronicle import weekly_chronicle
 
     rows = weekly_chronicle(week="2026-W05")
     assert {(r.project, r.week, r.outcome) for r in rows} == {("XH201", "2026-W05", "generated"),

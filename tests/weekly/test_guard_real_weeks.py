@@ -13,13 +13,14 @@ from bench.offline_data import DOCS, write_jsonl
 
 
 def _flagged(settings, project: str) -> tuple[int, list[str]]:
+    from chronicle.services.llm_gate import redactor_for
+    from chronicle.storage import week_inputs
+    from chronicle.storage.db import connect
+
     from chronicle.weekly.engine import offline_week
     from chronicle.weekly.faithfulness import describe
     from chronicle.weekly.model import make_week_input
     from chronicle.weeks import IsoWeek, week_range
-    from services.llm_gate import redactor_for
-    from storage import week_inputs
-    from storage.db import connect
 
     with connect(settings) as conn:
         first, last = week_inputs.week_span(conn, project)
@@ -54,7 +55,7 @@ def test_no_false_alarm_on_the_sample_trial(ingested_home: Path, tmp_path: Path,
 @pytest.mark.slow
 @pytest.mark.skipif(not any(DOCS.glob("*/changelog.Debian.gz")), reason="no Debian changelogs on this machine")
 def test_no_false_alarm_on_debian_changelog_weeks(settings, tmp_path: Path) -> None:
-    from services.ingest import FileIngestor
+    from chronicle.services.ingest import FileIngestor
 
     data = tmp_path / "debian.jsonl"
     lines, _ = write_jsonl(data, datetime(2022, 1, 1), datetime(2023, 1, 1))

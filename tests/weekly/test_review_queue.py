@@ -19,7 +19,7 @@ UNCITED = "**本周要点**：入组进展见统计；安全性事件已按要�
 
 
 def _cli(*args: str, code: int = 0) -> str:
-    from cli.main import app
+    from chronicle.cli.main import app
 
     result = runner.invoke(app, list(args), catch_exceptions=False)
     assert result.exit_code == code, result.output
@@ -28,10 +28,11 @@ def _cli(*args: str, code: int = 0) -> str:
 
 def test_uncited_reply_is_asked_again_flagged_listed_marked_and_accepted(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.flows.summarize_week import summarize_week
+    from chronicle.services.history import build_history_context
+
     from chronicle.settings import Settings
     from chronicle.weekly.context import FLAGGED_MARK
-    from flows.summarize_week import summarize_week
-    from services.history import build_history_context
 
     online.enqueue(Reply(content=UNCITED))
     online.enqueue(Reply(content=UNCITED))  # asked once more: still nothing cited

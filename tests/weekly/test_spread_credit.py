@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from chronicle.services import week_dibs as spread
+from chronicle.services.weekly import plan_project, run_week
+
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import WeekOutcome
-from services import spread
-from services.weekly import plan_project, run_week
 
 
 def test_weeks_a_killed_child_wrote_are_the_childs_not_cached(trial: Path) -> None:
-    from tasks.spread import _credit_children
+    from chronicle.tasks.fan_out.workers import _credit_children
 
     settings = Settings()
     plan = plan_project(settings, "XH201")

@@ -11,7 +11,7 @@ import pytest
 from chronicle.distill.chunks import Chunk, NoteEntry
 from chronicle.distill.engine import screen
 from chronicle.distill.injection import derived_from_injection, looks_like_injection, normalise
-from chronicle.distill.validate import validate
+from chronicle.distill.reply_checks import validate
 from chronicle.memory.model import Memory
 from tests.conftest import DATA
 

@@ -11,8 +11,8 @@ import pytest
 from chronicle.distill.chunks import NoteEntry, make_chunks, redact_entries
 from chronicle.distill.offline import distill_entries, entry_memory
 from chronicle.distill.prompt import BEGIN, END, SYSTEM, distill_messages
-from chronicle.distill.redact import Redactor
 from chronicle.ingest.notes import parse_note
+from chronicle.redaction.redactor import Redactor
 from tests.distill.conftest import OPENCLAW
 
 DAY = date(2026, 2, 16)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from chronicle.distill.parse import ReplyError, extract_json, parse_reply
-from chronicle.distill.validate import normalise_target, validate
+from chronicle.distill.reply_checks import normalise_target, validate
 
 ITEM = {"content": "用户习惯早上 7:30 前看消息", "summary": "早起看消息", "keyInfo": ["7:30"], "tags": ["作息"],
         "importance": 0.8, "targetFile": "USER.md", "action": "append"}

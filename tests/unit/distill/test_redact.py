@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from chronicle.distill.redact import Redactor
+from chronicle.redaction.redactor import Redactor
 from tests.distill.conftest import ALL_CANARIES, CANARIES, CANARY_NOTE
 
 REDACTOR = Redactor.build([r"PRJ-SECRET-\d+"])

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from bench.redaction import by_family, load_corpus, ours, score
-from chronicle.distill.redact import Redactor
+from chronicle.redaction.redactor import Redactor
 
 CORPUS = load_corpus()
 # Labelled secrets the redactor is known to miss — each a documented limitation (README, "Reliability and

@@ -4,7 +4,7 @@ The operator's backfill run plans the weeks as always, then starts `backfill_spr
 `backfill-shard` deployment with `run_deployment` (each with an idempotency key derived from the run and
 its index, so a retried parent finds its children instead of doubling them). It works on the weeks
 itself too, and every participant takes a week only if it gets the week's dibs first
-(`services/spread.py`), so two workers share the CPU-bound work whatever the order they start in. Then
+(`services/week_dibs.py`), so two workers share the CPU-bound work whatever the order they start in. Then
 the parent waits for its children (a child that is still queued when every week is taken is cancelled;
 one whose worker died is noticed by its lapsed heartbeat), reads their outcome rows from their table
 artifacts, writes any week nobody finished, and publishes ONE progress bar, outcome table and summary
@@ -22,13 +22,14 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from chronicle.services import week_dibs as spread
+from chronicle.services.run_tracking import current_flow_run_id
+from chronicle.services.weekly import ProjectPlan, plan_project
+from chronicle.tasks.fan_out.weeks import Progress, Work, fan_out, publish_outcome, run_weeks
+
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek
-from services import spread
-from services.runs import current_flow_run_id
-from services.weekly import ProjectPlan, plan_project
-from tasks.fanout import Progress, Work, fan_out, publish_outcome, run_weeks
 
 log = logging.getLogger("chronicle.weekly.spread")
 

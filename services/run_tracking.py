@@ -2,7 +2,7 @@
 
 Every way a run can end is recorded: the body's own outcome by `tracked_run`, a failure or crash Prefect
 saw before or around the body (its own parameter validation, SIGTERM) by the `record_unfinished` hook, and
-a process killed outright (kill -9) by the next flow start or `chronicle runs` (`services.run_history`).
+a process killed outright (kill -9) by the next flow start or `chronicle runs` (`chronicle.services.run_history`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from chronicle.services.lineage import LINEAGE_HOOKS
+from chronicle.services.run_history import reap, this_process
+from chronicle.storage import pipeline_runs as runs
+from chronicle.storage.db import tag_commits, write
 from prefect.runtime import flow_run
 
-from chronicle.distill.redact import Redactor, redact_value
+from chronicle.redaction.redactor import Redactor, redact_value
 from chronicle.settings import Settings, load_settings
-from services.lineage import LINEAGE_HOOKS
-from services.run_history import reap, this_process
-from storage import runs
-from storage.db import tag_commits, write
 
 _NOTES: dict[str, list[str]] = {}
 

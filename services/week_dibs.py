@@ -1,7 +1,7 @@
 """A backfill spread over several flow runs (workers): who writes which week, and who is still alive.
 
 The run the operator started (participant 0) plans the weeks and starts child runs (participants 1..n,
-`tasks/spread.py`). Every participant walks the SAME list of weeks, each from its own starting point,
+`tasks/fan_out/workers.py`). Every participant walks the SAME list of weeks, each from its own starting point,
 and writes a week only if it takes the week's **dibs** first: a claim `spread:<batch>:<project>:<week>`
 that is never released during the batch. So each week is written by exactly one participant, and the
 work balances itself: a fast or early worker simply takes more weeks, a child that starts late finds
@@ -10,11 +10,11 @@ them taken and ends. Around that:
 * `done` marks (one claim per finished week) give the operator's progress bar across all runs;
 * an `alive` claim, renewed by a heartbeat, says a child is still working: a worker killed with -9
   stops renewing it, so the parent stops waiting for it and writes the weeks that have no outcome row
-  itself (the week claim of `services.weekly.run_week` keeps that from ever writing a week twice);
+  itself (the week claim of `chronicle.services.weekly.run_week` keeps that from ever writing a week twice);
 * the batch's claims expire on their own (hours later), so a child that starts after the end still finds
   every week taken; each parent deletes the expired claims of older batches.
 
-Pure bookkeeping over `storage.claims`: no Prefect here (the child runs are started by the task layer).
+Pure bookkeeping over `chronicle.storage.claims`: no Prefect here (the child runs are started by the task layer).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
+from chronicle.storage import claims, reports
+from chronicle.storage.db import connect
+
 from chronicle.settings import Settings
-from storage import claims, reports
-from storage.db import connect
 
 T = TypeVar("T")
 BATCH_TTL_S = 6 * 3600.0

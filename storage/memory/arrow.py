@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from chronicle.storage.memory.schema import ROW_COLUMNS
 
 from chronicle.memory.dedup import PlannedRow
 from chronicle.memory.embedder import Embedder
-from storage.memory_schema import ROW_COLUMNS
 
 IN_CHUNK = 500
 """ids/hashes per `IN (...)` filter: keeps the SQL small."""

@@ -28,7 +28,7 @@ SCALAR_INDEXES: tuple[tuple[str, Any], ...] = (
 )
 # ANN query knobs (only used once the IVF_SQ index exists): partitions probed, and — for the dedup neighbour
 # lookup only — how many times `limit` candidates are re-ranked on the full float32 vectors. Search does
-# not refine inside LanceDB: it re-scores its own top candidates on their vectors (storage/memory_search.py),
+# not refine inside LanceDB: it re-scores its own top candidates on their vectors (storage/memory/search.py),
 # which costs one read instead of ~3x the rest of the query.
 ANN_NPROBES = 20
 ANN_REFINE_FACTOR = 2

@@ -15,6 +15,11 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from chronicle.services.llm_gate import redactor_for, reserve_llm
+from chronicle.services.run_tracking import run_notes
+from chronicle.services.week_claims import fan_out_leases, lease_weeks
+from chronicle.services.weekly import Prepared, ProjectPlan, WeekItem
+from chronicle.tasks.weekly import artifact_key, artifacts, summarize_weeks_task
 from prefect.artifacts import (
     create_markdown_artifact,
     create_progress_artifact,
@@ -32,11 +37,6 @@ from chronicle.weekly.grouping import grouping
 from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, failed, outcome_counts
 from chronicle.weekly.report_md import outcome_markdown
 from chronicle.weeks import IsoWeek
-from services.llm_gate import redactor_for, reserve_llm
-from services.runs import run_notes
-from services.week_claims import fan_out_leases, lease_weeks
-from services.weekly import Prepared, ProjectPlan, WeekItem
-from tasks.weekly import artifact_key, artifacts, summarize_weeks_task
 
 REPORT_CARDS_MAX = 8
 """A run of at most this many weeks also shows each new report as its own Markdown artifact; a longer one

@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
+from chronicle.storage.memory.arrow import sql_list, vectors
+from chronicle.storage.memory.indexes import ANN_NPROBES, ANN_REFINE_FACTOR
+from chronicle.storage.memory.schema import ROW_COLUMNS, SearchHit, StoredMemory
 from lancedb.query import MatchQuery
 
 from chronicle.memory.search import Candidate, QueryCost, Scored, fuse, tokenize
-from storage.memory_arrow import sql_list, vectors
-from storage.memory_indexes import ANN_NPROBES, ANN_REFINE_FACTOR
-from storage.memory_schema import ROW_COLUMNS, SearchHit, StoredMemory
 
 SearchMode = Literal["hybrid", "dense"]
 

@@ -4,8 +4,8 @@ The store does I/O only; what a new memory does to the table (NOOP / UPDATE / AD
 `chronicle.memory.dedup.plan_upsert`. Writes are serialised across processes by `<lance folder>/memories.lock`
 (local folders) or a claim in the catalog database (object stores; storage/lance.py), and each `upsert` lands
 as ONE `merge_insert` commit, so a killed run never leaves half a batch visible; embedding happens before the
-lock is taken, as with DuckDB's write windows. Search is `storage.memory_search`, index upkeep
-`storage.memory_indexes`.
+lock is taken, as with DuckDB's write windows. Search is `chronicle.storage.memory.search`, index upkeep
+`chronicle.storage.memory.indexes`.
 
 Typical use (the distillation flow)::
 
@@ -29,17 +29,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from chronicle.memory.dedup import DedupPolicy, Neighbour, UpsertPlan, dedup_key, key_of, plan_upsert
-from chronicle.memory.embedder import Embedder, get_embedder, query_vector
-from chronicle.memory.model import Memory
-from chronicle.memory.ranking import rerank
-from chronicle.memory.subjects import normalise_subject
-from chronicle.settings import Settings
-from chronicle.validation import ActionNeeded
-from storage import memory_indexes as indexes
-from storage.lance import open_lance
-from storage.memory_arrow import (
+from chronicle.storage.lance import open_lance
+from chronicle.storage.memory import indexes
+from chronicle.storage.memory.arrow import (
     all_rows,
     build_where,
     chunks,
@@ -51,7 +43,7 @@ from storage.memory_arrow import (
     vector_array,
     vectors,
 )
-from storage.memory_schema import (
+from chronicle.storage.memory.schema import (
     META_DIM,
     META_MODEL,
     ROW_COLUMNS,
@@ -61,8 +53,16 @@ from storage.memory_schema import (
     StoredMemory,
     memory_schema,
 )
-from storage.memory_search import SearchMode, Weights, hits, nearest, ranked
-from storage.memory_updates import mark_superseded
+from chronicle.storage.memory.search import SearchMode, Weights, hits, nearest, ranked
+from chronicle.storage.memory_updates import mark_superseded
+
+from chronicle.memory.dedup import DedupPolicy, Neighbour, UpsertPlan, dedup_key, key_of, plan_upsert
+from chronicle.memory.embedder import Embedder, get_embedder, query_vector
+from chronicle.memory.model import Memory
+from chronicle.memory.ranking import rerank
+from chronicle.memory.subjects import normalise_subject
+from chronicle.param_checks import ActionNeeded
+from chronicle.settings import Settings
 
 __all__ = ["EmbeddingModelMismatch", "MemoryStore", "SearchMode", "build_where", "embedding_text"]
 
@@ -248,7 +248,7 @@ class MemoryStore:
         return plan.events
 
     def _supersede(self, plan: UpsertPlan) -> None:
-        """Knowledge updates of the plan's new rows, in the same commit (`storage.memory_updates`)."""
+        """Knowledge updates of the plan's new rows, in the same commit (`chronicle.storage.memory_updates`)."""
         table = self._readable()
 
         def current(subjects: list[str]) -> list[tuple[StoredMemory, np.ndarray]]:
@@ -379,7 +379,7 @@ class MemoryStore:
 
     # --- indexes ----------------------------------------------------------------------------
     def ensure_indexes(self) -> list[str]:
-        """Create missing indexes (see `storage.memory_indexes.ensure_indexes`); returns those created."""
+        """Create missing indexes (see `chronicle.storage.memory.indexes.ensure_indexes`); returns those created."""
         return [] if self._table is None else indexes.ensure_indexes(self._table, self.settings.ann_min_rows)
 
     def optimize(self) -> None:

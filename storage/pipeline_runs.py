@@ -8,7 +8,7 @@ from typing import Any
 
 import duckdb
 
-from chronicle.runs import RunRow
+from chronicle.run_rows import RunRow
 
 
 def _now() -> datetime:
@@ -67,7 +67,7 @@ def running_on(conn: duckdb.DuckDBPyConnection, host: str) -> list[RunRow]:
 
 
 def mark_crashed(conn: duckdb.DuckDBPyConnection, rows: list[RunRow]) -> None:
-    """End rows whose process is gone (`chronicle.runs.crashed`); only while they are still RUNNING."""
+    """End rows whose process is gone (`chronicle.run_rows.crashed`); only while they are still RUNNING."""
     for row in rows:
         conn.execute("UPDATE pipeline_runs SET state = 'CRASHED', ended_at = ?, message = ? "
                      "WHERE flow_run_id = ? AND state = 'RUNNING'", [row.ended_at, row.message, row.flow_run_id])

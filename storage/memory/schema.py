@@ -1,6 +1,6 @@
 """Arrow schema of the LanceDB `memories` table; the typed rows/events it holds live in `chronicle.memory.records`.
 
-Schema history (an older table is upgraded in place by `storage.memory_indexes.upgrade`, which adds the
+Schema history (an older table is upgraded in place by `chronicle.storage.memory.indexes.upgrade`, which adds the
 missing columns as nulls — a metadata-only commit, no row is rewritten):
 
 - 1: the first release.
@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from chronicle.memory.records import EventKind, MemoryEvent, SearchHit, StoredMemory, utc
+from chronicle.memory.model import EventKind, MemoryEvent
+from chronicle.memory.records import SearchHit, StoredMemory, utc
 
 __all__ = [
     "META_DIM", "META_MODEL", "META_VERSION", "ROW_COLUMNS", "SCHEMA_VERSION", "TABLE", "EventKind", "MemoryEvent",

@@ -2,7 +2,7 @@
 
 Flows call these first thing (inside their run record, so a refused run is in `pipeline_runs` with its
 reason), and the CLI calls the same functions before starting a flow: every way of starting a run gets
-the same one-line `ParameterError`. The rules themselves are pure (`chronicle.validation`).
+the same one-line `ParameterError`. The rules themselves are pure (`chronicle.param_checks`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from chronicle.settings import Settings
-from chronicle.validation import (
+from chronicle.storage import queries
+from chronicle.storage.db import connect
+
+from chronicle.param_checks import (
     ParameterError,
     check_between,
     check_paths,
@@ -22,9 +24,8 @@ from chronicle.validation import (
     parse_day,
     parse_week,
 )
+from chronicle.settings import Settings
 from chronicle.weeks import IsoWeek
-from storage import queries
-from storage.db import connect
 
 __all__ = ["ParameterError", "WeekScope", "backfill_scope", "distill_window", "existing_project", "ingest_paths",
            "known_projects", "one_week", "weekly_scope"]
