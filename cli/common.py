@@ -54,7 +54,11 @@ def read_settings(home: str | None = None) -> Settings:
     """Settings of a command that only reads: a home that does not exist is a mistyped CHRONICLE_HOME or
     `--home`, answered in one line (status 1) — never created empty and reported as "nothing yet"."""
     settings = settings_from_options(home)
-    if not settings.lake and not settings.db_path.exists():
+    # A home holds the DuckDB file, the memories' LanceDB folder, or both (a store written by `MemoryStore`
+    # alone, or one whose LanceDB lives elsewhere, is still a home to read).
+    lance = settings.lance_uri
+    has_memories = "://" in lance or Path(lance).exists()
+    if not settings.lake and not settings.db_path.exists() and not has_memories:
         fail(f"no Chronicle data at {settings.db_path}: CHRONICLE_HOME / --home points to {settings.home}, where "
              "nothing was ever ingested; check the path (or run `chronicle ingest PATH` to start a home there)")
     return settings

@@ -23,6 +23,8 @@ def test_backfill_fans_out_on_a_local_dask_cluster(home: Path, tmp_path: Path, a
     ingest_logs([str(tmp_path / "logs")])
     # Dask workers are fresh processes: they learn CHRONICLE_HOME and the API from the environment only.
     monkeypatch.setenv("PREFECT_API_URL", api_url)
+    # One week per task run (weeks are grouped by default): six tasks for the cluster's two workers to share.
+    monkeypatch.setenv("CHRONICLE_WEEKS_PER_TASK", "1")
 
     from distributed import Client, LocalCluster, get_task_stream
 

@@ -325,10 +325,11 @@ def _children(client, run_id) -> list:
         parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run_id])))
 
 
-def _artifact_key(key: str):
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+def _artifact_key(key: str, flow_run_id):
+    """This run's artifacts under `key` (other tests of the session's pool back-fill the same project)."""
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
 
-    return ArtifactFilter(key=ArtifactFilterKey(any_=[key]))
+    return ArtifactFilter(key=ArtifactFilterKey(any_=[key]), flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
 
 
 def _one_version_per_week(settings) -> int:
@@ -355,8 +356,8 @@ def test_a_backfill_spreads_its_weeks_over_two_workers_of_a_pool_on_postgres(poo
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(run.id)
         children = _children(client, run.id)
-        table = client.read_artifacts(artifact_filter=_artifact_key("backfill-xh201"))
-        progress = client.read_artifacts(artifact_filter=_artifact_key("backfill-xh201-progress"))
+        table = client.read_artifacts(artifact_filter=_artifact_key("backfill-xh201", run.id))
+        progress = client.read_artifacts(artifact_filter=_artifact_key("backfill-xh201-progress", run.id))
     logs = "\n".join(w.text() for w in pool.workers)
     assert run.state is not None and run.state.is_completed(), f"{run.state}\n{logs[-4000:]}"
     shards = [c for c in children if c.flow_id != run.flow_id]
