@@ -54,7 +54,7 @@ from chronicle.storage.memory.schema import (
     memory_schema,
 )
 from chronicle.storage.memory.search import SearchMode, Weights, hits, nearest, ranked
-from chronicle.storage.memory_updates import mark_superseded
+from chronicle.storage.memory.updates import mark_superseded
 
 from chronicle.memory.dedup import DedupPolicy, Neighbour, UpsertPlan, dedup_key, key_of, plan_upsert
 from chronicle.memory.embedder import Embedder, get_embedder, query_vector
@@ -248,7 +248,7 @@ class MemoryStore:
         return plan.events
 
     def _supersede(self, plan: UpsertPlan) -> None:
-        """Knowledge updates of the plan's new rows, in the same commit (`chronicle.storage.memory_updates`)."""
+        """Knowledge updates of the plan's new rows, in the same commit (`chronicle.storage.memory.updates`)."""
         table = self._readable()
 
         def current(subjects: list[str]) -> list[tuple[StoredMemory, np.ndarray]]:
