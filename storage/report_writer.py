@@ -49,28 +49,10 @@ class ReportWriter:
         """Store the report (group-committed) with the `llm_calls` rows of the attempts that wrote it (`calls`,
         same transaction); `lease` (the week's claim) ends with it: in the same transaction on the embedded
         file, right after the commit in the lake (claims live in PostgreSQL)."""
-        ticket = _Ticket((report, overwrite_edited, reason, flow_run_id), lease, calls)
-        with self._cond:
-            self._queue.append(ticket)
-            while not ticket.done and self._writing:
-                self._cond.wait()
-            batch: list[_Ticket] | None = None
-            if not ticket.done:
-                batch, self._queue, self._writing = self._queue, [], True
-        if batch is not None:
-            try:
-                self._flush(batch)
-            finally:
-                with self._cond:
-                    self._writing = False
-                    self._cond.notify_all()
-        if ticket.error is not None:
-            raise ticket.error
-        if lease is not None and self.settings.lake:
-            # In PostgreSQL: ended by this caller after the commit, not inside the group's write turn.
-            lease[0].finish([lease[1]])
-        assert ticket.outcome is not None
-        return ticket.outcome
+        (outcome,) = self.save_many([(report, overwrite_edited, reason, flow_run_id, lease, calls)])
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
     def save_many(self, items: Sequence[tuple[WeekReport, bool, str, str | None, tuple[claims.Leases, str] | None,
                                               Sequence[CallRow]]]) -> list[str | BaseException]:
@@ -100,7 +82,7 @@ class ReportWriter:
                 out.append(t.error)
                 continue
             if t.lease is not None and self.settings.lake:
-                t.lease[0].finish([t.lease[1]])  # in PostgreSQL: ended after the commit, as in `save`
+                t.lease[0].finish([t.lease[1]])  # in PostgreSQL: ended by this caller after the commit
             assert t.outcome is not None
             out.append(t.outcome)
         return out
