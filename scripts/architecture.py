@@ -20,7 +20,7 @@ START, END = "<!-- architecture:start -->", "<!-- architecture:end -->"
 def _layers() -> list[str]:
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
     layers = next(c["layers"] for c in config["contracts"] if c["type"] == "layers")
-    # Inside the `chronicle` namespace (scripts/house_moves.py) the core layer is the list of its modules.
+    # Inside the `chronicle` namespace the core layer is the list of its modules.
     return ["chronicle" if ":" in layer or "|" in layer else layer for layer in layers]
 
 

@@ -26,9 +26,8 @@ def _config() -> dict:
     return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
 
 
-# After scripts/house_moves.py the layers are installed inside the `chronicle` package (chronicle.flows, ...)
-# while the repository keeps them at the top; before, they are top-level packages. Both shapes are checked.
-NAMESPACED = _config()["root_packages"] == ["chronicle"]
+# The layers are installed inside the `chronicle` package (chronicle.flows, ...) while the repository keeps them
+# at the top; the contracts are checked on a copy of the code in its installed shape.
 CORE = [m.strip() for m in re.split(r"[:|]", next(c["layers"] for c in _config()["contracts"]
                                                   if c["type"] == "layers")[-1])]
 
@@ -51,7 +50,7 @@ def _installed_view(dest: Path) -> Path:
 
 
 def test_the_contracts_hold_for_the_code(tmp_path: Path) -> None:
-    result = _lint(_installed_view(tmp_path) if NAMESPACED else REPO)
+    result = _lint(_installed_view(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
 
@@ -81,26 +80,21 @@ def _fixture_tree(root: Path, extra: dict[str, str]) -> Path:
              "deployments/d.py": "import flows.a\n", "cli/main.py": "from deployments import d\n"} | extra
     for name, text in files.items():
         (root / _placed(name)).write_text(_placed_code(text), encoding="utf-8")
-    if NAMESPACED:  # the core layer names its modules: each must exist
-        for module in CORE:
-            if not (root / "chronicle" / f"{module}.py").exists():
-                (root / "chronicle" / f"{module}.py").write_text("", encoding="utf-8")
+    for module in CORE:  # the core layer names its modules: each must exist
+        if not (root / "chronicle" / f"{module}.py").exists():
+            (root / "chronicle" / f"{module}.py").write_text("", encoding="utf-8")
     return root
 
 
 def _placed(name: str) -> str:
-    """A fixture path in the shape of the contracts: layers inside chronicle/ once namespaced, and the
-    fixture's core modules named as two of the real core's (the contract lists the core by name)."""
-    if not NAMESPACED:
-        return name
+    """A fixture path in the shape of the contracts: layers inside chronicle/, and the fixture's core modules
+    named as two of the real core's (the contract lists the core by name)."""
     name = name.replace("chronicle/core.py", f"chronicle/{CORE[0]}.py").replace("chronicle/bad.py",
                                                                                  f"chronicle/{CORE[1]}.py")
     return f"chronicle/{name}" if name.split("/")[0] in LAYERS[:-1] else name
 
 
 def _placed_code(code: str) -> str:
-    if not NAMESPACED:
-        return code
     layers = "|".join(LAYERS[:-1])
     code = re.sub(rf"^from ({layers})( |\.)", r"from chronicle.\1\2", code, flags=re.M)
     code = re.sub(rf"^import ({layers})\.", r"import chronicle.\1.", code, flags=re.M)
