@@ -76,7 +76,8 @@ def all_tables() -> dict[str, str]:
                 for n in names if n not in RAW_TABLES}
 
 
-def run_names() -> str:
+def recorded_runs() -> tuple[list, list]:
+    """The Prefect flow runs this home recorded (`pipeline_runs`) and their task runs, as the API serves them."""
     from chronicle.storage.db import connect
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
@@ -88,6 +89,11 @@ def run_names() -> str:
         flows = client.read_flow_runs(flow_run_filter=flow_filter)
         tasks = client.read_task_runs(flow_run_filter=flow_filter, limit=200)
     assert flows and tasks
+    return flows, tasks
+
+
+def run_names() -> str:
+    flows, tasks = recorded_runs()
     return "\n".join([*(f.name for f in flows), *(t.name for t in tasks)])
 
 

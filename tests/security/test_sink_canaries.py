@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from chronicle.settings import Settings
 from tests.fakellm import FakeLLMServer, Reply
 from tests.security.canaries import user_message
-from tests.security.test_redaction_sinks import RAW_TABLES, all_tables
+from tests.security.test_redaction_sinks import RAW_TABLES, all_tables, recorded_runs
 from tests.security.test_secrets import artifacts_text, listening, tree
 
 DAY = "2026-03-02"
@@ -85,17 +85,7 @@ def write_inputs(root: Path) -> Path:
 
 
 def run_names_and_states() -> str:
-    from chronicle.storage.db import connect
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    with connect(Settings()) as conn:
-        ids = [r[0] for r in conn.execute("SELECT flow_run_id FROM pipeline_runs").fetchall()]
-    with get_client(sync_client=True) as client:
-        flow_filter = FlowRunFilter(id=FlowRunFilterId(any_=ids))
-        flows = client.read_flow_runs(flow_run_filter=flow_filter)
-        tasks = client.read_task_runs(flow_run_filter=flow_filter, limit=200)
-    assert flows and tasks
+    flows, tasks = recorded_runs()
     return "\n".join(f"{r.name} {r.state.message if r.state else ''} {r.parameters if hasattr(r, 'parameters') else ''}"
                      for r in [*flows, *tasks])
 
