@@ -196,12 +196,24 @@ def ensure_automations(settings: Settings, client: SyncPrefectClient) -> list[st
 
 def _same(existing: Any, automation: AutomationCore) -> bool:
     # The server gives the trigger an id of its own; everything else must match what setup would write.
-    def norm(a: Any) -> dict[str, Any]:
+    def norm(a: Any) -> Any:
         data = a.model_dump(mode="json", include={"name", "description", "enabled", "tags", "trigger", "actions"})
         data["trigger"].pop("id", None)
-        return data
+        return _unordered(data)
 
     return norm(existing) == norm(automation)
+
+
+def _unordered(value: Any) -> Any:
+    # `expect` / `after` are sets: dumped as lists in an order that depends on the hash seed and on insertion
+    # history, so the server's copy and ours can list the same events differently (setup then said "updated").
+    if isinstance(value, dict):
+        return {k: _unordered(v) for k, v in value.items()}
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return sorted(value)
+    if isinstance(value, list):
+        return [_unordered(v) for v in value]
+    return value
 
 
 def check_automations(client: SyncPrefectClient) -> list[AutomationStatus]:

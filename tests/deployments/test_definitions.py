@@ -172,3 +172,21 @@ def test_prefect_deploy_all_creates_the_four_deployments(home: Path, api_url: st
         assert (weekly.schedule.cron, weekly.schedule.timezone, weekly.active) == ("0 2 * * 1", "Asia/Shanghai", True)
         props = client.read_deployment_by_name("backfill-weeks/backfill-weeks").parameter_openapi_schema["properties"]
         assert props["start_week"]["type"] == "string" and "2026-W05" in props["start_week"]["description"]
+
+
+def test_setup_compares_automation_event_sets_whatever_order_they_come_back_in() -> None:
+    """`expect` / `after` are sets: the server may list them in another order than ours, and setup must still
+    say "already up to date" (it said "updated" on every run when the orders differed)."""
+    from chronicle.deployments.automations import _same, wanted
+
+    ours = wanted(Settings(), None)[0]
+    data = ours.model_dump(mode="json")
+    data["trigger"]["expect"].reverse()
+    data["trigger"]["after"].reverse()
+
+    class FromServer:  # what the client reads back: the same automation, its sets dumped in another order
+        def model_dump(self, **_: object) -> dict:
+            return {k: v for k, v in data.items() if k in {"name", "description", "enabled", "tags", "trigger",
+                                                         "actions"}}
+
+    assert _same(FromServer(), ours)

@@ -52,3 +52,4 @@ def test_project_freshness_problems() -> None:
     assert not late.up_to_date
     assert late.problems() == ["2 ended week(s) with entries but no report: 2026-W09, 2026-W10",
                                "1 stale report(s) (entries changed since): 2026-W03"]
+
