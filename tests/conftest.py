@@ -41,22 +41,26 @@ SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "ty
 """The sample trial's CSV columns -> Chronicle's (CHRONICLE_COLUMN_MAP)."""
 
 
-# Folders whose tests share costly session servers: under pytest-xdist each runs on ONE worker, so its servers
-# start once (tests/lake: PostgreSQL, moto and a Prefect server on PostgreSQL). Everything else is spread test
-# by test. (xdist's own `--dist loadgroup` silently stops grouping on pytest 9.2: pytest-xdist issue 1386.)
+# Folders whose tests share costly servers: under pytest-xdist each FILE of such a folder runs on one worker, so
+# a module's fixtures (a pool of Prefect workers) start once, while the folder's files still spread over both
+# workers — the folder as one unit put ~10 minutes of lake tests on one worker, the critical path of the suite.
+# Session servers (PostgreSQL, moto; on free ports) then start at most once per worker. Everything else is
+# spread test by test. (xdist's own `--dist loadgroup` silently stops grouping on pytest 9.2: pytest-xdist
+# issue 1386.)
 SHARED_SERVERS = ("tests/lake/",)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """`-n N` (pyproject's addopts): the `load` distribution, with each SHARED_SERVERS folder as one unit."""
+    """`-n N` (pyproject's addopts): the `load` distribution, with each file of SHARED_SERVERS as one unit."""
     if config.getvalue("dist") != "load":
         return None  # an explicit other --dist is honoured
     from xdist.scheduler import LoadScopeScheduling
 
     class ServerGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return next((folder for folder in SHARED_SERVERS if nodeid.startswith(folder)), nodeid)
+            shared = any(nodeid.startswith(folder) for folder in SHARED_SERVERS)
+            return nodeid.split("::", 1)[0] if shared else nodeid
 
     return ServerGroups(config, log)
 
@@ -77,9 +81,17 @@ END_TO_END = (
 )
 
 
+# The longest files, started first so that no worker is left alone with one of them at the end (the longest-
+# processing-time-first rule; xdist hands out units in collection order). Measured: minutes each on 2 cores.
+LONGEST_FIRST = ("tests/lake/test_multiworker.py", "tests/lake/test_dead_runs.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`slow`: END_TO_END. `flows`: every test that asked for the session's Prefect API (a flow runs)."""
+    """`slow`: END_TO_END. `flows`: every test that asked for the session's Prefect API (a flow runs).
+    Order: LONGEST_FIRST, then the collection order."""
     root = config.rootpath
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.relative_to(root).as_posix(), len(rank)))
     for item in items:
         where = item.path.relative_to(root).as_posix()
         if where.startswith(END_TO_END):
