@@ -20,6 +20,7 @@ from chronicle.distill.reply_checks import Rejection, validate
 from chronicle.llm import LLMUnavailableError
 from chronicle.llm.call import LLMCall
 from chronicle.memory.model import Memory
+from chronicle.redaction.memories import redact_memory
 from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
 
@@ -55,16 +56,6 @@ class ChunkOutcome:
     repair_reply: str | None = None
 
 
-def scrub_memory(memory: Memory, redactor: Redactor, counts: Counter[str]) -> Memory:
-    """The memory with every text field redacted (a no-op for clean memories)."""
-    return memory.model_copy(update={
-        "content": redactor.redact(memory.content, counts),
-        "summary": redactor.redact(memory.summary, counts),
-        "key_info": redactor.redact_all(memory.key_info, counts),
-        "tags": redactor.redact_all(memory.tags, counts),
-    })
-
-
 REPEATS_ORDER = "repeats a note entry that reads as an instruction to the model"
 
 
@@ -94,13 +85,13 @@ def _finish(outcome: ChunkOutcome, chunk: Chunk, items: list, redactor: Redactor
         # Whatever the model sent, one odd reply must not fail the run (and every rerun): quarantine it.
         outcome.status, outcome.reason = "quarantined", f"unusable_reply: {type(exc).__name__}"
         return outcome
-    outcome.memories = [scrub_memory(m, redactor, outcome.redactions) for m in screen(chunk, checked.memories)]
+    outcome.memories = [redact_memory(m, redactor, outcome.redactions) for m in screen(chunk, checked.memories)]
     outcome.rejections = checked.rejections
     for r in outcome.rejections:
         r.target_file = redactor.redact(r.target_file) if r.target_file else r.target_file
         r.detail = redactor.redact(r.detail) if r.detail else r.detail
         if r.memory is not None:
-            r.memory = scrub_memory(r.memory, redactor, outcome.redactions)
+            r.memory = redact_memory(r.memory, redactor, outcome.redactions)
     outcome.warnings.update(checked.warnings)
     return outcome
 
@@ -109,7 +100,7 @@ def distill_offline(chunk: Chunk, redactor: Redactor, user: str | None = None) -
     """Rule-based memories of the chunk's entries (deterministic, no network); `user`: the user's name (USER.md)."""
     outcome = ChunkOutcome(chunk.key, "ok")
     for memory in distill_entries(list(chunk.entries), user):
-        memory = scrub_memory(memory, redactor, outcome.redactions)
+        memory = redact_memory(memory, redactor, outcome.redactions)
         outcome.memories.append(memory if matched_phrase(memory.content) is None
                                 else memory.model_copy(update={"reads_as_order": True}))
     return outcome
