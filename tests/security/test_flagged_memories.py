@@ -60,13 +60,13 @@ def test_orders_are_stored_flagged_searchable_and_only_proposed(
     rows = MemoryStore(Settings()).list(limit=100)
     flagged = {r.content for r in rows if r.reads_as_order}
     stored_orders = [o for o in ORDERS if any(o[:6] in text for text in flagged)]
-    # The model quotes every entry; the offline rules keep those they take for knowledge: all stored, all flagged.
-    assert stored_orders == ORDERS if engine == "llm" else len(stored_orders) >= 1, (flagged, rows)
+    # The model quotes every entry, the offline rules keep each as a rule: every order stored, flagged.
+    assert stored_orders == ORDERS, (flagged, rows)
     assert not any(r.reads_as_order for r in rows if "XH305" in r.content)  # the fact is not flagged
     assert summary.tally.suspected_injection == len(flagged)
 
     runner = CliRunner()
-    order = next(o for o in ORDERS if o in stored_orders)
+    order = ORDERS[3]
     hits = json.loads(_cli(runner, "memory", "search", order, "--json", "--limit", "20"))
     assert any(h["reads_as_order"] and order[:6] in h["content"] for h in hits), hits
     assert all(not h["reads_as_order"] for h in hits if "XH305" in h["content"])
