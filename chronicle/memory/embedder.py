@@ -36,7 +36,9 @@ class Embedder(Protocol):
     """What the memory store needs from an embedding model.
 
     An asymmetric model (e5: "query: " / "passage: " prefixes) also has `embed_query(text) -> vector`, which
-    search uses for the query when present; `embed` is always what stored texts get.
+    search uses for the query when present; `embed` is always what stored texts get. Callers hand it only
+    `Redacted` text: the store goes through `embed_redacted` / `query_vector`, which check (`NotRedactedError`),
+    and `RemoteEmbedder.embed`, whose texts leave the machine, checks itself.
     """
 
     model_name: str
