@@ -152,8 +152,12 @@ def run_task(embedder: Any, sessions: list, qs: list, home: Path, extra: dict[st
              ) -> dict[str, Any]:
     from chronicle.storage.memory.store import MemoryStore
 
+    from chronicle.redaction.memories import redact_memory
+    from chronicle.redaction.redactor import Redactor
     from chronicle.settings import Settings
 
+    redactor = Redactor.build()  # the store and the endpoint take only redacted text, as in production
+    sessions = [(user, when, [redact_memory(m, redactor) for m in mems]) for user, when, mems in sessions]
     texts = [m.content for _, _, mems in sessions for m in mems]
     t0 = time.perf_counter()
     embedder.embed(texts)

@@ -141,14 +141,18 @@ class CachedEmbedder:
 def run_variant(samples: list[dict[str, Any]], embedder: Any, home: Path, *, captions: bool, context: bool) -> dict:
     from chronicle.storage.memory.store import MemoryStore
 
+    from chronicle.redaction.memories import redact_memory
+    from chronicle.redaction.redactor import Redactor
     from chronicle.settings import Settings
 
+    redactor = Redactor.build()  # the store takes only memories through the gate, as in production
     store = MemoryStore(Settings(home=home), embedder)
     t0 = time.perf_counter()
     turns = merged = 0
     for sample in samples:
         for when, memories in conversation_memories(sample, captions=captions, context=context):
             turns += len(memories)
+            memories = [redact_memory(m, redactor) for m in memories]
             merged += sum(e.event != "ADD" for e in store.upsert(memories, created=when, flow_run_id="locomo"))
     index_s = time.perf_counter() - t0
     out = {"turns": turns, "memories": store.count(), "merged_turns": merged, "index_seconds": index_s}

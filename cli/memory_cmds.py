@@ -67,12 +67,22 @@ def print_distill_summary(summary: DistillSummary) -> None:
     console.print(f"knowledge files changed: {', '.join(changed) or 'none'}")
 
 
+ORDER_MARKER = "(reads as an order to the assistant)"
+"""Shown after a memory the injection screen flagged: it is data someone wrote, not an instruction to follow."""
+
+
 def shown(hit: Any, tz: Any = None) -> str:
-    """The memory's text, with "(superseded on DATE)" when a newer memory replaced the fact (`tz`: the notes')."""
+    """The memory's text, with "(superseded on DATE)" when a newer memory replaced the fact (`tz`: the notes'), and
+    `ORDER_MARKER` when it reads as an order to the assistant."""
+    text = hit.content
     if getattr(hit, "superseded_by", ""):
         when = hit.superseded_at.astimezone(tz).date().isoformat() if hit.superseded_at else "?"
-        return f"{hit.content} (superseded on {when})"
-    return hit.content
+        text = f"{text} (superseded on {when})"
+    return f"{text} {ORDER_MARKER}" if getattr(hit, "reads_as_order", False) else text
+
+
+def shown_summary(memory: Any) -> str:
+    return f"{memory.summary} {ORDER_MARKER}" if memory.reads_as_order else memory.summary
 
 
 def print_hits(query: str, hits: list[Any], tz: Any = None) -> None:
@@ -178,7 +188,7 @@ def register(app: typer.Typer) -> None:
             emit(_rows(rows), Format.json if as_json else fmt)
             return
         emit([{"id": m.id, "imp.": f"{m.importance:.2f}", "file": m.target_file, "source": m.source,
-               "summary": m.summary} for m in rows], title=f"{len(rows)} memories", empty="no memories yet")
+               "summary": shown_summary(m)} for m in rows], title=f"{len(rows)} memories", empty="no memories yet")
 
     @memory.command()
     def reindex(home: str | None = HomeOpt) -> None:

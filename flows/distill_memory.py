@@ -6,8 +6,8 @@ events and proposals. A run that dies anywhere redoes at most the unrecorded chu
 nothing twice; what the dead run stored without recording is put back into the ledger (`chronicle.services.ledger`).
 
 Every memory is stored and searchable; only those passing the knowledge gate reach a file (`gate.py`), and
-nothing reaches a protected file (SOUL.md, IDENTITY.md) or carries an instruction to the model into any file:
-those become proposals for `chronicle memory approve|reject`.
+nothing reaches a protected file (SOUL.md, IDENTITY.md, AGENTS.md) or carries an instruction to the model into any
+file: those become proposals for `chronicle memory approve|reject` (the latter stored flagged `reads_as_order`).
 """
 
 from __future__ import annotations
@@ -181,8 +181,8 @@ def _log_gate(logger: Any, tally: Tally) -> None:
         logger.warning("%d overwrite(s) of files not in overwrite_allowed_files were appended instead",
                        tally.warnings["overwrite_downgraded"])
     if tally.suspected_injection:
-        logger.warning("%d memory(ies) read as instructions to the model (suspected injection): kept out of every "
-                       "file and the vector store; see `chronicle memory proposals`", tally.suspected_injection)
+        logger.warning("%d memory(ies) read as instructions to the model (suspected injection): stored flagged, kept "
+                       "out of every knowledge file; see `chronicle memory proposals`", tally.suspected_injection)
     if tally.proposals:
         logger.info("%d proposal(s) wait for approval (`chronicle memory proposals`)", tally.proposals)
     if tally.ledger_reconciled:

@@ -239,7 +239,7 @@ def llm_call(settings: Settings, run_id: str, *, project_id: str | None = None,
     The answer comes back redacted too: it becomes a report, a rollup, a map note fed into the next prompt
     or `chronicle ask`'s printed answer, and a credential the model makes up must reach none of them.
     Distillation passes `redact_answer=False`: its JSON is parsed first and every field of every memory is
-    redacted after (`scrub_memory`), which a text-level pass could not do without touching the JSON.
+    redacted after (`redact_memory`, the memory gate), which a text-level pass could not do without touching the JSON.
     """
     client, logger = _client(settings, run_id)
     redactor = redactor_for(settings)

@@ -213,3 +213,23 @@ def test_storage_modules_import_each_other_without_a_cycle() -> None:
     for start in sorted(graph):
         walk(start, [start])
     assert cycles == []
+
+
+def test_only_the_redactor_makes_redacted_text_and_storage_embeds_through_the_check() -> None:
+    """Issue 21.1: `Redacted` is built in one place (`Redactor.redact`), so a sink that insists on the type insists
+    on the gate; and storage never calls an embedder's `embed` itself, only `embed_redacted` / `query_vector`,
+    which refuse plain `str` (the memory store's writes check `require_redacted_memory`)."""
+    makers, embeds = [], []
+    for path in sorted(p for folder in LAYERS for p in (REPO / folder).rglob("*.py")):
+        where = path.relative_to(REPO).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            if name == "Redacted" and where != "chronicle/redaction/redactor.py":
+                makers.append(f"{where}:{node.lineno}")
+            if name == "embed" and where.startswith("storage/"):
+                embeds.append(f"{where}:{node.lineno}")
+    assert makers == [] and embeds == []
+    store = (REPO / "storage" / "memory" / "store.py").read_text(encoding="utf-8")
+    assert "require_redacted_memory(" in store and "embed_redacted(" in store

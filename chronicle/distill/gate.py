@@ -8,8 +8,8 @@ A memory goes to its knowledge file only when it carries knowledge:
   or with two weaker signals such as a first-person fact and a date);
 - at most `knowledge_daily_cap` memories per file and note day, the most important first (`sections.apply`).
 Protected files (`protected_files`, default SOUL.md, IDENTITY.md and AGENTS.md: files that instruct the assistant)
-are never written by a run: what passes
-the gate for them becomes a proposal a human approves or rejects.
+are never written by a run: what passes the gate for them becomes a proposal a human approves or rejects. A memory
+the injection screen flagged (`reads_as_order`) is stored but becomes a flagged proposal, whatever its file.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from chronicle.distill.speaker import split_speaker
 from chronicle.memory.model import Memory
 from chronicle.settings import Settings
 
-Verdict = Literal["file", "proposal", "small_talk", "question", "below_min_importance"]
+Verdict = Literal["file", "proposal", "order", "small_talk", "question", "below_min_importance"]
 KEPT_OUT: tuple[Verdict, ...] = ("small_talk", "question", "below_min_importance")
 
 
@@ -48,7 +48,10 @@ def carries_knowledge(text: str) -> Verdict | None:
 
 
 def verdict(memory: Memory, policy: KnowledgePolicy) -> Verdict:
-    """Where a stored memory goes besides the vector store: its file, a proposal, or nowhere (and why)."""
+    """Where a stored memory goes besides the vector store: its file, a proposal, or nowhere (and why).
+    `order`: it reads as an order to the assistant (`Memory.reads_as_order`): a flagged proposal, whatever its file."""
+    if memory.reads_as_order:
+        return "order"
     reason = carries_knowledge(memory.content)
     if reason is not None:
         return reason

@@ -32,8 +32,8 @@ class Rejection:
     tags: list[str] = field(default_factory=list)
     content_hash: str | None = None
     memory: Memory | None = None
-    """For a suspected injection with a valid target: the memory as it would have been, kept for a proposal
-    a human may approve (never written, never stored in the vector store)."""
+    """The memory as it would have been, where one could be built (a memory that reads as an order but has a valid
+    target and importance is not a rejection: it is stored flagged, `Memory.reads_as_order`)."""
     detail: str | None = None
     """What made it suspect (the matched phrase, or the note entry it repeats)."""
 
@@ -138,11 +138,8 @@ def validate(items: list[Any], *, source: str, entry_ids: list[str]) -> Validate
             # Whom it is about, as the model read it; normalised like the offline rules' (non-strings: unknown).
             subject=item.get("subject") if isinstance(item.get("subject"), str) else "",
         )
-        if injection is not None:  # never written or stored: a proposal a human may approve
-            out.rejections.append(Rejection("suspected_injection", target, importance, tags, memory.content_hash,
-                                            memory=memory, detail=injection))
-            continue
-        out.memories.append(memory)
+        # Reads as an order to the assistant: stored flagged (search says so), a file only through a proposal.
+        out.memories.append(memory.model_copy(update={"reads_as_order": True}) if injection is not None else memory)
     return out
 
 

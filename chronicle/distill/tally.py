@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chronicle.distill.chunks import Chunk
-from chronicle.distill.engine import ChunkOutcome, EngineInfo
+from chronicle.distill.engine import REPEATS_ORDER, ChunkOutcome, EngineInfo, order_phrase
 from chronicle.distill.gate import KEPT_OUT, KnowledgePolicy, verdict
 from chronicle.distill.knowledge import KnowledgeWrite, effective_action
 from chronicle.distill.proposals import Proposal, make_proposal
@@ -109,6 +109,15 @@ def plan_chunk(chunk: Chunk, memories: list[Memory], events: list[MemoryEvent], 
         if where in KEPT_OUT:
             tally.kept_out[where] += 1
             reason += f"; not written to {memory.target_file}: {where.replace('_', ' ')}"
+        elif where == "order":
+            tally.suspected_injection += 1
+            tally.proposals += 1
+            phrase = order_phrase(memory) or REPEATS_ORDER
+            plan.proposals.append(make_proposal(
+                memory, day=chunk.day, source=chunk.source, memory_id=event.memory_id, flow_run_id=flow_run_id,
+                reason=f"suspected injection: {phrase}", suspected_injection=True,
+            ))
+            reason += "; reads as an order to the assistant: stored flagged, proposed for approval"
         elif where == "proposal":
             tally.proposals += 1
             plan.proposals.append(make_proposal(
@@ -135,7 +144,8 @@ def plan_chunk(chunk: Chunk, memories: list[Memory], events: list[MemoryEvent], 
 
 
 def injection_proposals(chunk: Chunk, outcome: ChunkOutcome, flow_run_id: str, tally: Tally) -> list[Proposal]:
-    """Suspected injections with a valid target: flagged proposals (never written, never in the vector store)."""
+    """Rejected suspected injections that still carry a memory: flagged proposals (never written, not stored). A
+    valid memory that reads as an order is not rejected: it is stored flagged and `plan_chunk` proposes it."""
     out = []
     for r in outcome.rejections:
         if r.reason != "suspected_injection":

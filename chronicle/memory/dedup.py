@@ -218,6 +218,7 @@ def new_row(memory: Memory, *, created: datetime, flow_run_id: str | None) -> St
         fts_text=row_fts_text(memory.content, memory.summary, memory.key_info, memory.tags, []),
         flow_run_id=flow_run_id,
         subject=memory.subject,
+        reads_as_order=memory.reads_as_order,
     )
 
 
@@ -243,6 +244,8 @@ def merge(row: StoredMemory, memory: Memory, *, now: datetime, flow_run_id: str 
         fts_text=row_fts_text(row.content, summary, key_info, tags, absorbed),
         updated=utc(now),
         flow_run_id=flow_run_id if flow_run_id is not None else row.flow_run_id,
+        # A text that reads as an order, folded into a row, flags the row: its absorbed texts are searchable too.
+        reads_as_order=row.reads_as_order or memory.reads_as_order,
     )
 
 

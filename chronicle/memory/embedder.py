@@ -11,13 +11,14 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from chronicle.redaction.text import Redacted, require_redacted
 from chronicle.settings import MINILM_EMBEDDING_MODEL, Settings
 
 if TYPE_CHECKING:
@@ -35,7 +36,9 @@ class Embedder(Protocol):
     """What the memory store needs from an embedding model.
 
     An asymmetric model (e5: "query: " / "passage: " prefixes) also has `embed_query(text) -> vector`, which
-    search uses for the query when present; `embed` is always what stored texts get.
+    search uses for the query when present; `embed` is always what stored texts get. Callers hand it only
+    `Redacted` text: the store goes through `embed_redacted` / `query_vector`, which check (`NotRedactedError`),
+    and `RemoteEmbedder.embed`, whose texts leave the machine, checks itself.
     """
 
     model_name: str
@@ -185,9 +188,11 @@ class RemoteEmbedder:
         return self._dim
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        # The texts leave the machine: only redacted ones (the gate's `Redacted`), whoever calls.
+        texts = require_redacted(texts, "the embeddings endpoint")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self._embed(list(texts))
+        return self._embed(texts)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         vectors = normalise_rows(np.asarray(self._client.embed(texts), dtype=np.float32))
@@ -195,6 +200,17 @@ class RemoteEmbedder:
             raise ValueError(f"endpoint returned {vectors.shape[1]}-d vectors, earlier {self._dim}-d")
         self._dim = int(vectors.shape[1])
         return vectors
+
+
+# --- the gate's side -------------------------------------------------------------------------------
+EMBED_SINK = "the embedder"
+
+
+def embed_redacted(embedder: Embedder, texts: Sequence[Redacted]) -> np.ndarray:
+    """`embedder.embed(texts)` for text that went through the redactor: the memory store embeds only this way,
+    whatever the embedder (a local model in this process, an endpoint, a test's), so a plain `str` raises
+    `NotRedactedError` before any model sees it."""
+    return embedder.embed(require_redacted(texts, EMBED_SINK))
 
 
 # --- queries --------------------------------------------------------------------------------------
@@ -209,7 +225,9 @@ _query_cache_lock = threading.Lock()
 
 def query_vector(embedder: Embedder, text: str) -> np.ndarray:
     """The search vector of `text`: `embed_query` when the embedder has one (e5's "query: " prefix), else
-    `embed`; the last `QUERY_CACHE_SIZE` of a local embedder are remembered."""
+    `embed`; the last `QUERY_CACHE_SIZE` of a local embedder are remembered. `text` must be `Redacted`
+    (`NotRedactedError` otherwise): a query may hold what the user pasted."""
+    require_redacted([text], EMBED_SINK)
     cacheable = not isinstance(embedder, RemoteEmbedder)
     if cacheable:
         with _query_cache_lock:

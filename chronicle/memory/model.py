@@ -33,6 +33,10 @@ class Memory(BaseModel):
     source_entry_ids: list[str] = Field(default_factory=list)
     subject: str = ""
     """Whom the memory is about (`chronicle.memory.subjects`): a normalised name, `user`, or "" when unknown."""
+    reads_as_order: bool = False
+    """Set by the distillation's injection screen (never taken from a model's reply): the text reads as an order to
+    the assistant. Such a memory is stored and searchable, shown with a marker, and reaches a knowledge file only
+    through an approved proposal."""
 
     model_config = {"populate_by_name": True, "extra": "ignore"}
 

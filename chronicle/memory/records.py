@@ -50,6 +50,9 @@ class StoredMemory:
     """Id of the memory that replaced this fact (schema 3); "" while it is current."""
     superseded_at: datetime | None = None
     """When it stopped being current: the successor's `created` (None while current)."""
+    reads_as_order: bool = False
+    """Schema 4: the text (or a text merged into the row) reads as an order to the assistant (injection screen).
+    Search shows it with a marker; null in rows written before schema 4 reads as False."""
 
     @property
     def current(self) -> bool:
@@ -74,6 +77,7 @@ class StoredMemory:
             source=self.source,
             source_entry_ids=self.source_entry_ids,
             subject=self.subject,
+            reads_as_order=self.reads_as_order,
         )
 
     def texts(self) -> list[str]:
@@ -89,6 +93,7 @@ def _defaults(row: dict[str, Any]) -> dict[str, Any]:
         out[name] = row.get(name) or ""
     out["action"] = row.get("action") or "append"
     out["importance"] = float(row.get("importance") or 0.0)
+    out["reads_as_order"] = bool(row.get("reads_as_order"))
     return out
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -13,7 +13,8 @@ import pyarrow.compute as pc
 from chronicle.storage.memory.schema import ROW_COLUMNS
 
 from chronicle.memory.dedup import PlannedRow
-from chronicle.memory.embedder import Embedder
+from chronicle.memory.embedder import Embedder, embed_redacted
+from chronicle.redaction.text import Redacted
 
 IN_CHUNK = 500
 """ids/hashes per `IN (...)` filter: keeps the SQL small."""
@@ -99,9 +100,10 @@ def row_keys(rows: pa.Table) -> pa.Array:
     return pc.binary_join_element_wise(rows.column("id"), rows.column("content_hash"), "|")
 
 
-def embed_rows(embedder: Embedder, rows: pa.Table) -> dict[str, np.ndarray]:
-    """Content vectors of stored rows, keyed like `row_keys` (reindex and dedup re-embed rows the same way)."""
+def embed_rows(embedder: Embedder, rows: pa.Table, redacted: Callable[[str], Redacted]) -> dict[str, np.ndarray]:
+    """Content vectors of stored rows, keyed like `row_keys` (reindex and dedup re-embed rows the same way).
+    `redacted`: the store's gate — a row read back is a plain `str`, and the embedder takes only `Redacted`."""
     if rows.num_rows == 0:
         return {}
-    texts = rows.column("content").to_pylist()
-    return dict(zip(row_keys(rows).to_pylist(), embedder.embed(texts), strict=True))
+    texts = [redacted(t) for t in rows.column("content").to_pylist()]
+    return dict(zip(row_keys(rows).to_pylist(), embed_redacted(embedder, texts), strict=True))

@@ -8,6 +8,8 @@ missing columns as nulls — a metadata-only commit, no row is rewritten):
 - 3: `subject` (whom the memory is about), `superseded_by` / `superseded_at` (a newer memory replaced the fact).
   Upgraded rows read as subject "" (unknown) and current; `chronicle memory reindex` does not fill subjects —
   re-distil the notes (drop the table) to get them.
+- 4: `reads_as_order` (the injection screen read the text as an order to the assistant: stored flagged, shown
+  with a marker by search, never in a knowledge file without approval). Upgraded rows read as False.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ __all__ = [
 ]  # fmt: skip
 
 TABLE = "memories"
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 META_MODEL = "chronicle.embedding_model"
 META_DIM = "chronicle.embedding_dim"
 META_VERSION = "chronicle.schema_version"
@@ -64,6 +66,8 @@ def memory_schema(model_name: str, dim: int) -> pa.Schema:
             pa.field("subject", pa.string()),
             pa.field("superseded_by", pa.string()),
             pa.field("superseded_at", pa.timestamp("us", tz="UTC")),
+            # Schema 4: flagged by the injection screen (null in upgraded rows: not flagged).
+            pa.field("reads_as_order", pa.bool_()),
         ],
         metadata={META_MODEL: model_name, META_DIM: str(dim), META_VERSION: SCHEMA_VERSION},
     )
@@ -73,5 +77,5 @@ def memory_schema(model_name: str, dim: int) -> pa.Schema:
 ROW_COLUMNS = [
     "id", "content", "summary", "target_file", "action", "tags", "importance", "key_info", "source",
     "created", "updated", "content_hash", "merged_hashes", "language", "source_entry_ids", "fts_text",
-    "flow_run_id", "absorbed", "subject", "superseded_by", "superseded_at",
+    "flow_run_id", "absorbed", "subject", "superseded_by", "superseded_at", "reads_as_order",
 ]  # fmt: skip

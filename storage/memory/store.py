@@ -16,6 +16,7 @@ Typical use (the distillation flow)::
 Changing `EMBEDDING_MODEL` makes the next `MemoryStore(...)` raise `EmbeddingModelMismatch`; then
 `MemoryStore(settings, allow_model_mismatch=True).reindex()` re-embeds everything with the new model.
 A table of an older schema is upgraded in place (missing columns added as nulls) when first opened.
+Only redacted text gets in (else `NotRedactedError`): memories via `chronicle.redaction.memories`, `gate` to embed.
 """
 
 from __future__ import annotations
@@ -57,11 +58,12 @@ from chronicle.storage.memory.search import SearchMode, Weights, hits, nearest, 
 from chronicle.storage.memory.updates import mark_superseded
 
 from chronicle.memory.dedup import DedupPolicy, Neighbour, UpsertPlan, dedup_key, key_of, plan_upsert
-from chronicle.memory.embedder import Embedder, get_embedder, query_vector
+from chronicle.memory.embedder import Embedder, embed_redacted, get_embedder, query_vector
 from chronicle.memory.model import Memory
 from chronicle.memory.ranking import rerank
 from chronicle.memory.subjects import normalise_subject
 from chronicle.param_checks import ActionNeeded
+from chronicle.redaction.memories import require_redacted_memory, text_gate
 from chronicle.settings import Settings
 
 __all__ = ["EmbeddingModelMismatch", "MemoryStore", "SearchMode", "build_where", "embedding_text"]
@@ -75,7 +77,7 @@ class EmbeddingModelMismatch(ActionNeeded):
 
 
 def embedding_text(memory: Memory | StoredMemory) -> str:
-    """What gets embedded for a memory (reindex must use the same rule)."""
+    """What gets embedded for a memory (reindex must use the same rule): its content (redacted by the gate)."""
     return memory.content
 
 
@@ -91,6 +93,7 @@ class MemoryStore:
     ) -> None:
         self.settings = settings
         self.embedder = embedder if embedder is not None else get_embedder(settings)
+        self._redacted = text_gate(settings.redact_extra_patterns)  # for rows read back and queries
         # Folder or object store, and the lock writers take: storage/lance.py (both topologies).
         handle = open_lance(settings, TABLE)
         self.uri, self._db, self._write_lock = handle.uri, handle.db, handle.lock
@@ -210,7 +213,7 @@ class MemoryStore:
         """
         if not any(memories for memories, _ in batches):
             return [[] for _ in batches]
-        everything = [m for memories, _ in batches for m in memories]
+        everything = [require_redacted_memory(m) for memories, _ in batches for m in memories]
         # Skip the embedding cost for what is stored already (a rerun of the same notes is then cheap).
         known = self._known_hashes({m.content_hash for m in everything})
         vecs = self._embed_contents([m for m in everything if dedup_key(m) not in known], {})
@@ -289,11 +292,11 @@ class MemoryStore:
             self._upgrade(table)
         # Embed outside the write lock; rows that appear or change meanwhile are caught up under it.
         snapshot = all_rows(table, ["id", "content", "content_hash"])
-        done = embed_rows(embedder, snapshot)
+        done = embed_rows(embedder, snapshot, self._redacted)
         with self._writing():
             rows = all_rows(table, ROW_COLUMNS)
             missing = rows.filter(pc.invert(pc.is_in(row_keys(rows), value_set=pa.array(list(done), pa.string()))))
-            done.update(embed_rows(embedder, missing))
+            done.update(embed_rows(embedder, missing, self._redacted))
             schema = memory_schema(embedder.model_name, embedder.dim)
             keys = row_keys(rows).to_pylist()
             matrix = np.stack([done[k] for k in keys]) if keys else np.zeros((0, embedder.dim), np.float32)
@@ -345,7 +348,8 @@ class MemoryStore:
                       demote_superseded=as_of is None)[:limit]
 
     def _embed_query(self, query: str) -> np.ndarray:
-        return query_vector(self.embedder, query)
+        return query_vector(self.embedder, self._redacted(query))
+
 
     def list(
         self, limit: int = 50, offset: int = 0, tags: list[str] | None = None, target_file: str | None = None
@@ -441,5 +445,5 @@ class MemoryStore:
                 todo.setdefault(m.content_hash, embedding_text(m))
         if not todo:
             return dict(have)
-        fresh = self.embedder.embed(list(todo.values()))
+        fresh = embed_redacted(self.embedder, list(todo.values()))
         return have | dict(zip(todo, fresh, strict=True))

@@ -13,6 +13,8 @@ import hashlib
 from datetime import UTC, datetime
 import numpy as np
 from chronicle.memory.model import Memory
+from chronicle.redaction.memories import redact_memory
+from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
 from chronicle.storage.memory.store import MemoryStore
 
@@ -31,6 +33,7 @@ me = sys.argv[2]
 for i in range(6):
     batch = [Memory(content=f"{me} fact {i}", summary=f"{me} {i}", importance=0.5, target_file="MEMORY.md"),
              Memory(content=f"shared fact {i}", summary=f"shared {i}", importance=0.5, target_file="MEMORY.md")]
+    batch = [redact_memory(m, Redactor.build()) for m in batch]  # the store takes gated memories only
     store.upsert(batch, created=datetime(2026, 4, 1, tzinfo=UTC), flow_run_id=me)
 print(store.count(), flush=True)
 """

@@ -14,6 +14,8 @@ from chronicle.storage.memory.store import MemoryStore
 from bench.search import build_table, by_subject, search_where
 from chronicle.memory.model import Memory
 from chronicle.memory.search import tokenize
+from chronicle.redaction.memories import redact_memory
+from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
 from tests.memory.conftest import HashEmbedder
 
@@ -73,7 +75,8 @@ def test_added_memories_are_found_without_rebuilding_the_index(home) -> None:
     broad = matching_rows(store._table, "importance >= 0.5")  # remembered per table version
 
     texts = [f"fresh memory {i} about the zebra{i} enclosure" for i in range(300)]  # a distill's worth
-    memories = [Memory(content=t, summary=t[:40], importance=0.5, target_file="MEMORY.md") for t in texts]
+    memories = [redact_memory(Memory(content=t, summary=t[:40], importance=0.5, target_file="MEMORY.md"),
+                              Redactor.build()) for t in texts]
     store.upsert(memories, created=datetime(2026, 3, 23, 9, 0), flow_run_id=None)
 
     def vector_index() -> object:

@@ -8,6 +8,8 @@ import pytest
 from chronicle.storage.memory.store import EmbeddingModelMismatch, MemoryStore
 
 from chronicle.memory.model import Memory
+from chronicle.redaction.memories import redact_memory
+from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
 from tests.memory.conftest import HashEmbedder
 
@@ -19,7 +21,7 @@ def mem(content: str, **kw) -> Memory:
     kw.setdefault("summary", content[:40])
     kw.setdefault("importance", 0.5)
     kw.setdefault("target_file", "MEMORY.md")
-    return Memory(content=content, **kw)
+    return redact_memory(Memory(content=content, **kw), Redactor.build())  # the store takes gated memories only
 
 
 def test_empty_store_answers_without_creating_a_table(store) -> None:
@@ -364,7 +366,8 @@ def test_a_reply_is_found_by_the_words_of_the_turn_it_answers(store) -> None:
             "Caroline: That is lovely, you should show me some of them."]
     entries = [NoteEntry(f"e{i}", "p", date(2026, 3, 23), "/n/2026-03-23.md", i, "bullet", text, ("10:00 chat",))
                for i, text in enumerate(talk, 1)]
-    store.upsert(distill_entries(entries), created=DAY1, flow_run_id="run-1")
+    store.upsert([redact_memory(m, Redactor.build()) for m in distill_entries(entries)], created=DAY1,
+                 flow_run_id="run-1")
     hits = store.search("How did the pride parade go?", limit=2)
     reply = [h for h in hits if h.source_entry_ids == ["e2"]]
     assert reply and reply[0].bm25 is not None  # found through the question's words, not its own

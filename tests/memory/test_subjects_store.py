@@ -16,14 +16,16 @@ from chronicle.distill.offline import distill_entries
 from chronicle.ingest.notes import parse_note
 from chronicle.memory.model import Memory
 from chronicle.memory.subjects import normalise_subject
+from chronicle.redaction.memories import redact_memory
+from chronicle.redaction.redactor import Redactor
 from tests.memory.conftest import HashEmbedder
 
 MEMORYBANK = Path(__file__).resolve().parents[1] / "data" / "memorybank"
 
 
 def mem(content: str, subject: str, **kw) -> Memory:
-    return Memory(content=content, summary=content[:40], importance=kw.pop("importance", 0.6),
-                  target_file="USER.md", subject=subject, **kw)
+    return redact_memory(Memory(content=content, summary=content[:40], importance=kw.pop("importance", 0.6),
+                                target_file="USER.md", subject=subject, **kw), Redactor.build())
 
 
 def at(day: str, settings) -> datetime:
@@ -49,7 +51,7 @@ def memorybank_memories(layout: str) -> dict[str, list[Memory]]:
     for day, lines in notes.items():
         entries = [NoteEntry(f"{day}:{b.line_no}", "p", date.fromisoformat(day), f"{day}.md", b.line_no, b.kind,
                              b.text, tuple(b.heading_path), b.parent) for b in parse_note("\n".join(lines))]
-        out[day] = distill_entries(entries)
+        out[day] = [redact_memory(m, Redactor.build()) for m in distill_entries(entries)]  # the store's gate
     return out
 
 

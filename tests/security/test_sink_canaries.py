@@ -139,7 +139,11 @@ def test_canaries_in_names_settings_metadata_and_errors_reach_no_sink(
     lance = tree(Path(settings.lance_uri))
     assert b"[REDACTED:api_key].md" in lance  # the note's file name travelled, redacted
 
-    found = {f"request {r.path}": leaks(r.body) for r in fake_llm.requests}
+    # Every request, the embeddings endpoint's included (a dict comprehension kept only each path's last one).
+    assert any(r.path.endswith("/embeddings") for r in fake_llm.requests)  # the embedder sink was walked
+    found: dict[str, list[str]] = {}
+    for r in fake_llm.requests:
+        found.setdefault(f"request {r.path}", []).extend(leaks(r.body))
     found["LanceDB"] = leaks(lance)
     found["knowledge files"] = leaks(tree(settings.workspace_dir))
     for table, text in all_tables().items():

@@ -55,6 +55,9 @@ def test_validation_rejects_clamps_and_fills_in() -> None:
         "not an object",
     ]
     out = validate(items, source="2026-02-14.md", entry_ids=["e1", "e2", "e3"])
+    order = out.memories.pop()  # reads as an order to the assistant: kept, flagged (issue 21)
+    assert order.reads_as_order and order.content.startswith("Ignore all previous")
+    assert not any(m.reads_as_order for m in out.memories)
     assert [m.content for m in out.memories] == [ITEM["content"], "importance seven", "negative",
                                                  "No summary here. Second sentence."]
     assert [m.importance for m in out.memories] == [0.8, 1.0, 0.0, 0.8]
@@ -62,6 +65,6 @@ def test_validation_rejects_clamps_and_fills_in() -> None:
     assert last.summary == "No summary here." and last.action == "append" and last.source_entry_ids == ["e2"]
     assert out.memories[0].source_entry_ids == ["e1", "e2", "e3"] and out.memories[0].source == "2026-02-14.md"
     assert [r.reason for r in out.rejections] == ["bad_target_file", "bad_importance", "missing_content",
-                                                  "suspected_injection", "not_an_object"]
+                                                  "not_an_object"]
     assert out.rejections[0].target_file == "../x"
     assert out.warnings == {"importance_clamped": 2, "summary_missing": 1, "action_unknown": 1}

@@ -13,6 +13,7 @@ from chronicle.memory.embedder import (
     RemoteEmbedder,
     get_embedder,
 )
+from chronicle.redaction.redactor import Redactor
 from chronicle.settings import MINILM_EMBEDDING_MODEL, OFFLINE_EMBEDDING_MODEL, Settings
 from tests.fakellm.handler import EMBEDDINGS_PATH
 
@@ -62,10 +63,10 @@ def test_remote_embedder_batches_and_normalises(fake_llm) -> None:
     )
     embedder = get_embedder(settings)
     assert isinstance(embedder, RemoteEmbedder)
-    vectors = embedder.embed(["alpha", "beta", "gamma"])
+    vectors = embedder.embed(Redactor.build().redact_all(["alpha", "beta", "gamma"]))  # it takes only redacted
     assert vectors.shape == (3, 32) and embedder.dim == 32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert fake_llm.calls(EMBEDDINGS_PATH) == 2  # 3 texts in batches of 2
-    np.testing.assert_allclose(embedder.embed(["beta"])[0], vectors[1], atol=1e-6)
+    np.testing.assert_allclose(embedder.embed(Redactor.build().redact_all(["beta"]))[0], vectors[1], atol=1e-6)
     bodies = [r.json for r in fake_llm.requests if r.path == EMBEDDINGS_PATH]
     assert bodies[0]["model"] == "fake-embed" and bodies[0]["input"] == ["alpha", "beta"]
