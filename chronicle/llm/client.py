@@ -9,13 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from chronicle.llm.attempts import Answer, CallSpec, RetryPolicy, run_with_retries
+from chronicle.llm.attempts import Answer
 from chronicle.llm.capabilities import probing, remember_structured_output, structured_output
-from chronicle.llm.endpoint import base_url, openai_client
+from chronicle.llm.endpoint import EndpointClient
 from chronicle.llm.errors import LLM_SERVICE, MalformedResponseError, PermanentLLMError
 from chronicle.llm.reasoning import strip_reasoning
 from chronicle.llm.records import CallLogger, serialise_prompt
-from chronicle.redaction.urls import mask_url_credentials, url_secrets
 from chronicle.settings import Settings
 
 _log = logging.getLogger(__name__)
@@ -41,7 +40,7 @@ class ChatResult:
     structured: bool = False
 
 
-class ChatClient:
+class ChatClient(EndpointClient):
     """Thread-safe chat client; share one instance across threads."""
 
     def __init__(
@@ -52,19 +51,8 @@ class ChatClient:
         *,
         rng: random.Random | None = None,
     ) -> None:
-        if not settings.llm_url:
-            raise PermanentLLMError("LLM_URL is not set — no chat endpoint to call")
-        base = base_url(settings.llm_url)
-        # Shown in messages, logs and `llm_calls`: credentials in the URL masked; the connection uses `base`.
-        self.endpoint = mask_url_credentials(base)
-        self.model = settings.llm_model
-        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
-        self._secrets = ((key,) if key else ()) + url_secrets(settings.llm_url)
-        self._policy = RetryPolicy.from_settings(settings)
-        self._logger = logger
-        self._sleep = sleep
-        self._rng = rng or random.Random()
-        self._client = openai_client(base, key, settings.llm_timeout_s)
+        super().__init__(settings, settings.llm_url, settings.llm_api_key, settings.llm_model,
+                         unset="LLM_URL is not set — no chat endpoint to call", logger=logger, sleep=sleep, rng=rng)
 
     def complete(
         self,
@@ -134,19 +122,9 @@ class ChatClient:
             )
             return _parse(response)
 
-        spec = CallSpec(
-            service=LLM_SERVICE,
-            endpoint=self.endpoint,
-            model=self.model,
-            purpose=purpose,
-            prompt=serialise_prompt(messages),
-            project_id=project_id,
-            week_number=week_number,
-            secrets=self._secrets,
-        )
-        answer, attempts = run_with_retries(
-            send, spec, policy=self._policy, logger=self._logger, sleep=self._sleep, rng=self._rng
-        )
+        answer, attempts = self._with_retries(send, service=LLM_SERVICE, purpose=purpose,
+                                              prompt=serialise_prompt(messages), project_id=project_id,
+                                              week_number=week_number)
         return ChatResult(
             text=answer.value,
             model=answer.model or self.model,

@@ -8,15 +8,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from chronicle.llm.attempts import Answer, CallSpec, RetryPolicy, run_with_retries
-from chronicle.llm.endpoint import base_url, openai_client
-from chronicle.llm.errors import EMBEDDING_SERVICE, MalformedResponseError, PermanentLLMError
+from chronicle.llm.attempts import Answer
+from chronicle.llm.endpoint import EndpointClient
+from chronicle.llm.errors import EMBEDDING_SERVICE, MalformedResponseError
 from chronicle.llm.records import CallLogger, serialise_prompt
-from chronicle.redaction.urls import mask_url_credentials, url_secrets
 from chronicle.settings import Settings
 
 
-class EmbeddingClient:
+class EmbeddingClient(EndpointClient):
     """Thread-safe; timeouts and retry/backoff come from the `llm_*` settings."""
 
     def __init__(
@@ -27,20 +26,10 @@ class EmbeddingClient:
         *,
         rng: random.Random | None = None,
     ) -> None:
-        if not settings.embedding_url:
-            raise PermanentLLMError("EMBEDDING_URL is not set — no embeddings endpoint to call")
-        base = base_url(settings.embedding_url)
-        # Shown in messages, logs and `llm_calls`: credentials in the URL masked; the connection uses `base`.
-        self.endpoint = mask_url_credentials(base)
-        self.model = settings.embedding_model
+        super().__init__(settings, settings.embedding_url, settings.embedding_api_key, settings.embedding_model,
+                         unset="EMBEDDING_URL is not set — no embeddings endpoint to call", logger=logger,
+                         sleep=sleep, rng=rng)
         self.batch_size = max(1, settings.embedding_batch_size)
-        key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else ""
-        self._secrets = ((key,) if key else ()) + url_secrets(settings.embedding_url)
-        self._policy = RetryPolicy.from_settings(settings)
-        self._logger = logger
-        self._sleep = sleep
-        self._rng = rng or random.Random()
-        self._client = openai_client(base, key, settings.llm_timeout_s)
 
     def embed(self, texts: list[str], *, purpose: str = "embedding") -> list[list[float]]:
         """One vector per text, in input order; one request (with retries) per batch."""
@@ -55,17 +44,8 @@ class EmbeddingClient:
             response = self._client.embeddings.create(model=self.model, input=batch, encoding_format="float")
             return _parse(response, len(batch))
 
-        spec = CallSpec(
-            service=EMBEDDING_SERVICE,
-            endpoint=self.endpoint,
-            model=self.model,
-            purpose=purpose,
-            prompt=serialise_prompt(batch),
-            secrets=self._secrets,
-        )
-        answer, _ = run_with_retries(
-            send, spec, policy=self._policy, logger=self._logger, sleep=self._sleep, rng=self._rng
-        )
+        answer, _ = self._with_retries(send, service=EMBEDDING_SERVICE, purpose=purpose,
+                                       prompt=serialise_prompt(batch))
         return answer.value
 
 

@@ -1,10 +1,23 @@
-"""Normalise OpenAI-compatible endpoint URLs to the base the `openai` client wants."""
+"""One OpenAI-compatible endpoint: its URL normalised to the base the `openai` client wants, its credentials
+kept out of everything shown, and the one retry loop — what the chat and the embeddings clients share."""
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
+from pydantic import SecretStr
+
+from chronicle.llm.attempts import Answer, CallSpec, RetryPolicy, Service, run_with_retries
+from chronicle.llm.errors import PermanentLLMError
+from chronicle.llm.records import CallLogger
+from chronicle.redaction.urls import mask_url_credentials, url_secrets
+from chronicle.settings import Settings
+
+T = TypeVar("T")
 
 # Operation paths people paste from curl examples; the client appends these itself.
 _OPERATION_SUFFIXES = ("/chat/completions", "/completions", "/embeddings", "/models")
@@ -40,3 +53,31 @@ def openai_client(endpoint: str, api_key: str, timeout_s: float) -> openai.OpenA
     SDK's own retries would multiply attempts and hide them from the log.
     """
     return openai.OpenAI(base_url=endpoint, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0)
+
+
+class EndpointClient:
+    """Thread-safe base of `ChatClient` and `EmbeddingClient`; timeouts and retry/backoff from the `llm_*`
+    settings. `unset` is the refusal when the URL is empty (it names the variable to set)."""
+
+    def __init__(self, settings: Settings, url: str | None, api_key: SecretStr | None, model: str, *, unset: str,
+                 logger: CallLogger | None, sleep: Callable[[float], Any], rng: random.Random | None) -> None:
+        if not url:
+            raise PermanentLLMError(unset)
+        base = base_url(url)
+        # Shown in messages, logs and `llm_calls`: credentials in the URL masked; the connection uses `base`.
+        self.endpoint = mask_url_credentials(base)
+        self.model = model
+        key = api_key.get_secret_value() if api_key else ""
+        self._secrets = ((key,) if key else ()) + url_secrets(url)
+        self._policy = RetryPolicy.from_settings(settings)
+        self._logger = logger
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._client = openai_client(base, key, settings.llm_timeout_s)
+
+    def _with_retries(self, send: Callable[[], Answer[T]], *, service: Service, purpose: str, prompt: str,
+                      project_id: str | None = None, week_number: int | None = None) -> tuple[Answer[T], int]:
+        spec = CallSpec(service=service, endpoint=self.endpoint, model=self.model, purpose=purpose, prompt=prompt,
+                        project_id=project_id, week_number=week_number, secrets=self._secrets)
+        return run_with_retries(send, spec, policy=self._policy, logger=self._logger, sleep=self._sleep,
+                                rng=self._rng)
