@@ -156,8 +156,10 @@ def script(cmds: list[Command], work: Path, *, part: str = "local", lake: LocalL
     port = str(_free_port())
     lines = ["set -euo pipefail", f"cd {work}", f"cp {DOC.parents[1] / 'prefect.yaml'} .",
              "mkdir -p logs srv/exports home/me/.openclaw/workspace/memory",
-             "PIDS=()", "trap 'for p in \"${PIDS[@]}\"; do kill -TERM -- -$p 2>/dev/null || kill $p 2>/dev/null "
-             "|| true; done' EXIT",
+             # Stop in reverse order (workers before the server they report to), each given 20 s to finish.
+             "PIDS=()", "stop_all() { for ((i=${#PIDS[@]}-1; i>=0; i--)); do p=${PIDS[i]}; "
+             "kill -TERM -- -$p 2>/dev/null || true; for _ in $(seq 40); do kill -0 $p 2>/dev/null || break; "
+             "sleep 0.5; done; kill -KILL -- -$p 2>/dev/null || true; done; }", "trap stop_all EXIT",
              f"wait_for() {{ for _ in $(seq {timeout * 2}); do grep -Eq \"$2\" \"$1\" && return 0; "
              "kill -0 \"$3\" 2>/dev/null || { cat \"$1\"; return 1; }; sleep 0.5; done; cat \"$1\"; return 1; }",
              "wait_http() { python -c \"import sys, time, urllib.request\nfor _ in range(int(sys.argv[2]) * 2):\n"

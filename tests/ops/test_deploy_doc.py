@@ -31,18 +31,24 @@ def _env(tmp_path: Path, api_url: str) -> dict[str, str]:
 
 
 def _run(args: list[str], tmp_path: Path, env: dict[str, str]) -> str:
-    done = subprocess.run([sys.executable, "-m", "scripts.deploy_doc", "--run", str(tmp_path / "work"), *args],
-                          env=env, cwd=REPO, capture_output=True, text=True, timeout=1500)
-    logs = "\n".join(f"--- {p.name}\n{p.read_text()[-1500:]}" for p in sorted((tmp_path / "work" / "logs").glob("*")))
-    assert done.returncode == 0, f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}\n{logs}"
+    logs = lambda: "\n".join(f"--- {p.name}\n{p.read_text()[-1500:]}"  # noqa: E731
+                             for p in sorted((tmp_path / "work" / "logs").glob("*")))
+    try:
+        done = subprocess.run([sys.executable, "-m", "scripts.deploy_doc", "--run", str(tmp_path / "work"), *args],
+                              env=env, cwd=REPO, capture_output=True, text=True, timeout=1100)
+    except subprocess.TimeoutExpired as exc:  # say which command hung
+        pytest.fail(f"timed out: {(exc.stdout or b'')[-4000:]!r}\n{logs()}")
+    assert done.returncode == 0, f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}\n{logs()}"
     assert ">>> all commands ran" in done.stdout
     return done.stdout
 
 
+@pytest.mark.timeout(1200)
 def test_deploy_doc_one_machine_commands_run_as_written(tmp_path: Path, api_url: str) -> None:
     _run([], tmp_path, _env(tmp_path, api_url))
 
 
+@pytest.mark.timeout(1200)
 def test_deploy_doc_lake_and_many_workers_commands_run_as_written(tmp_path: Path, api_url: str) -> None:
     # PostgreSQL without a max_connections on its command line: the document's ALTER SYSTEM + restart must take.
     with servers.postgres_server(max_connections=None) as pg, servers.moto_server("chronicle-data") as s3:
