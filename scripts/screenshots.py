@@ -29,7 +29,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-DEMO_WEEKS = ("2025-W10", "2025-W17")  # the sample trial's first two months
+DEMO_PROJECT, DEMO_WEEKS = "XH201", ("2025-W10", "2025-W17")  # the sample trial's first two months: 8 weeks
 WIDTH = 1400
 
 
@@ -100,28 +100,44 @@ class Browser:
         wait_for(f"{text!r} on the page", lambda: self.js(f"!!document.body && document.body.innerText"
                                                            f".includes({json.dumps(text)})"), timeout)
 
-    def click(self, text: str, selector: str = "button, a, [role=tab]") -> None:
-        """Click the first `selector` element whose visible text is `text`."""
-        script = (f"(() => {{ const el = [...document.querySelectorAll({json.dumps(selector)})]"
-                  f".find(e => e.innerText.trim() === {json.dumps(text)}); if (el) el.click(); return !!el; }})()")
-        wait_for(f"a {text!r} to click", lambda: self.js(script), 30)
+    def click(self, text: str, selector: str = "button, a, [role=tab], [role=menuitem]") -> None:
+        """Click, with the mouse (menus open on pointer events), the first `selector` element reading `text`."""
+        self._mouse(f"[...document.querySelectorAll({json.dumps(selector)})]"
+                    f".find(e => e.innerText.trim() === {json.dumps(text)})", f"a {text!r} to click")
 
     def type_into(self, label: str, value: str) -> None:
-        """Type `value` into the text box of the form field labelled `label`, as a person types."""
-        script = (f"(() => {{ const lab = [...document.querySelectorAll('label, span, div, p')]"
-                  f".find(e => e.children.length === 0 && e.innerText.trim() === {json.dumps(label)});"
-                  "if (!lab) return false; let box = lab;"
-                  "for (let i = 0; i < 6 && box; i++, box = box.parentElement) {"
-                  "  const input = box.querySelector('input[type=text], input:not([type]), textarea');"
-                  "  if (input) { input.focus(); input.select && input.select(); return true; } }"
-                  "return false; })()")
-        wait_for(f"the {label!r} box", lambda: self.js(script), 30)
+        """Click into the text box of the form field whose text starts with `label`, and type `value`."""
+        self._mouse(f"[...document.querySelectorAll('textarea, input')].find(input => {{ let box = input;"
+                    f" for (let i = 0; i < 6 && box; i++, box = box.parentElement)"
+                    f" if ((box.innerText || '').trim().startsWith({json.dumps(label + ' ')})) return true;"
+                    f" return false; }})", f"the {label!r} box")
+        self.js("document.activeElement.select && document.activeElement.select()")  # typing replaces it
         self.call("Input.insertText", text=value)
+
+    def _mouse(self, find: str, what: str) -> None:
+        """Press and release the left button over the element the JavaScript expression `find` returns."""
+        where = (f"(() => {{ const el = {find}; if (!el) return null; el.scrollIntoView({{block: 'center'}});"
+                 " const r = el.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        x, y = wait_for(what, lambda: self.js(where), 30)
+        self.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
 
     def shot(self, out: Path, height: int = 900) -> None:
         self.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=height, deviceScaleFactor=1, mobile=False)
         self.js("window.scrollTo(0, 0)")
-        out.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"]))
+        # The run graph is drawn on a canvas and toasts fade in: the picture is taken once two in a row agree.
+        last: list[str] = []
+
+        def steady() -> str | None:
+            last.append(self.call("Page.captureScreenshot", format="png")["data"])
+            return last[-1] if len(last) > 1 and last[-1] == last[-2] else None
+
+        try:
+            data = wait_for("the page to stop changing", steady, 30)
+        except TimeoutError:
+            data = last[-1]  # something keeps moving (a clock): the latest picture
+        out.write_bytes(base64.b64decode(data))
         print(f"  {out.relative_to(REPO) if out.is_relative_to(REPO) else out}")
 
     def close(self) -> None:
@@ -217,16 +233,22 @@ def shots(browser: Browser, ui: str, out: Path) -> None:
         browser.shot(out / "deployments.png", 560)
         browser.goto(f"{ui}/v2/deployments/deployment/{weekly.id}", "weekly-chronicle")
         browser.shot(out / "deployment-weekly.png", 800)
+        browser.goto(f"{ui}/v2/deployments/deployment/{backfill.id}", "backfill-weeks")
+        browser.click("Run")  # the deployment's Run button opens its menu: Quick run / Custom run
+        browser.wait_text("Custom run")
+        browser.shot(out / "deployment-run-menu.png", 500)
         # The form as a person fills it: the week range typed in, then Submit.
-        browser.goto(f"{ui}/v2/deployments/deployment/{backfill.id}/run", "start_week")
-        browser.shot(out / "backfill-form.png", 1100)
+        browser.click("Custom run")
+        browser.wait_text("start_week")
+        browser.settle()
+        browser.type_into("project_id", DEMO_PROJECT)
         browser.type_into("start_week", DEMO_WEEKS[0])
         browser.type_into("end_week", DEMO_WEEKS[1])
         browser.shot(out / "backfill-form.png", 1100)
         before = {r.id for r in client.read_flow_runs(deployment_filter=DeploymentFilter(
             id=DeploymentFilterId(any_=[backfill.id])))}
         browser.click("Submit")
-        browser.wait_text("scheduled", 60)
+        browser.wait_text("scheduled to start", 60)  # the toast, on the deployment's page
         browser.shot(out / "backfill-submitted.png", 700)
         run = wait_for("the run the form started", lambda: next(iter(
             r for r in client.read_flow_runs(deployment_filter=DeploymentFilter(id=DeploymentFilterId(
@@ -237,14 +259,15 @@ def shots(browser: Browser, ui: str, out: Path) -> None:
         browser.wait_text("Completed")
         browser.shot(out / "backfill-run.png", 1000)
         browser.goto(f"{ui}/v2/runs/flow-run/{run.id}?tab=Details", run.state.message or "Completed")
-        browser.shot(out / "backfill-details.png", 900)
+        browser.shot(out / "backfill-details.png", 1080)
         artifacts = [a for a in client.read_artifacts(artifact_filter=ArtifactFilter(
             flow_run_id=ArtifactFilterFlowRunId(any_=[run.id])))]
         print("artifacts:", sorted(a.key or f"({a.type})" for a in artifacts))
         browser.goto(f"{ui}/v2/runs/flow-run/{run.id}?tab=Artifacts", "backfill-")
         browser.shot(out / "backfill-artifacts.png", 900)
         keyed = {a.key: a for a in artifacts if a.key}
-        for name, match in {"progress": lambda k: k.endswith("-progress"),
+        for name, match in {"progress": lambda k: k.endswith("-progress"), "summary": lambda k: k.endswith("-summary"),
+                            "weekly-report": lambda k: k.startswith("report-"),
                             "outcome": lambda k: k.startswith("backfill-") and not k.endswith(("-progress",
                                                                                                "-summary"))}.items():
             if key := min((k for k in keyed if match(k)), default=None):
