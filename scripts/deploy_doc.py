@@ -18,7 +18,8 @@ The text of each command is the document's; only these are changed, and each is 
   document's conninfo and URL use the default port, its `psql`/`createdb` the default socket);
   `sudo -u postgres CMD` is `PGUSER=postgres CMD` (that server trusts local connections: its superuser
   stands in for the OS user); `sudo systemctl restart postgresql` is `pg_ctl restart` of that server's data
-  folder; `http://minio.internal:9000` is the local S3 server (moto, with the bucket `chronicle-data`);
+  folder (its output to the server's log file, not to this script's: a server holding the pipe would keep the
+  caller waiting); `http://minio.internal:9000` is the local S3 server (moto, with the bucket `chronicle-data`);
   `prefect.internal` and `0.0.0.0` are 127.0.0.1.
 Blocks whose first line is not a shell command (diagrams, YAML, Python) are not commands and are skipped.
 Commands in NOT_RUN are listed with the reason they are not run here; every other command belongs to a part
@@ -140,8 +141,8 @@ def rewrite(text: str, work: Path, port: str, lake: LocalLake | None) -> str:
     if text.startswith("make install"):
         text = f"command -v chronicle >/dev/null || {{ {text}; }}"
     if lake is not None:
-        text = (text.replace("sudo systemctl restart postgresql",
-                             _as_postgres(f"pg_ctl -D {lake.pg_data} -w restart -m fast"))
+        restart = f"pg_ctl -D {lake.pg_data} -l {lake.pg_data.parent / 'pg.log'} -w restart -m fast"
+        text = (text.replace("sudo systemctl restart postgresql", _as_postgres(restart))
                 .replace("sudo -u postgres ", "PGUSER=postgres ")
                 .replace("pg.internal", "127.0.0.1").replace("http://minio.internal:9000", lake.s3)
                 .replace("prefect.internal", "127.0.0.1").replace("0.0.0.0", "127.0.0.1").replace("4200", port))

@@ -52,7 +52,7 @@ def test_lake_part_points_the_documents_hosts_at_the_local_servers(tmp_path: Pat
         assert host not in run, host
     assert "export PGHOST=127.0.0.1 PGPORT=55432" in text
     assert "PGUSER=postgres createdb -O chronicle prefect" in text
-    assert "pg_ctl -D /tmp/pg/data -w restart" in text
+    assert "pg_ctl -D /tmp/pg/data -l /tmp/pg/pg.log -w restart" in text
     assert "export AWS_ENDPOINT_URL=http://127.0.0.1:5999" in text
     assert "chronicle serve" not in text  # part local's
 
