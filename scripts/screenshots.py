@@ -117,7 +117,8 @@ class Browser:
     def _mouse(self, find: str, what: str) -> None:
         """Press and release the left button over the element the JavaScript expression `find` returns."""
         where = (f"(() => {{ const el = {find}; if (!el) return null; el.scrollIntoView({{block: 'center'}});"
-                 " const r = el.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+                 " const r = el.getBoundingClientRect(), x = r.x + r.width / 2, y = r.y + r.height / 2;"
+                 " return el.contains(document.elementFromPoint(x, y)) ? [x, y] : null; })()")  # nothing over it
         x, y = wait_for(what, lambda: self.js(where), 30)
         self.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
         for kind in ("mousePressed", "mouseReleased"):
@@ -247,24 +248,39 @@ def shots(browser: Browser, ui: str, out: Path) -> None:
         browser.shot(out / "backfill-form.png", 1100)
         before = {r.id for r in client.read_flow_runs(deployment_filter=DeploymentFilter(
             id=DeploymentFilterId(any_=[backfill.id])))}
+
+        def started() -> object:
+            return next(iter(r for r in client.read_flow_runs(deployment_filter=DeploymentFilter(
+                id=DeploymentFilterId(any_=[backfill.id]))) if r.id not in before), None)
+
         browser.click("Submit")
-        browser.wait_text("scheduled to start", 60)  # the toast, on the deployment's page
+        # The toast lasts seconds: wait for it and shoot at once; the run it announces is checked through the API.
+        try:
+            browser.wait_text("scheduled to start", 60)
+        except TimeoutError:  # a press the page missed (it re-rendered under the pointer): once more, if no run
+            if started():
+                raise
+            browser.click("Submit")
+            browser.wait_text("scheduled to start", 60)
         browser.shot(out / "backfill-submitted.png", 700)
-        run = wait_for("the run the form started", lambda: next(iter(
-            r for r in client.read_flow_runs(deployment_filter=DeploymentFilter(id=DeploymentFilterId(
-                any_=[backfill.id]))) if r.id not in before), None), 60)
+        run = wait_for("the run the form started", started, 60)
         run = wait_for("the backfill run", lambda: finished(run.id), 900)
         print("backfill:", run.name, run.state.name, run.state.message, run.parameters)
-        browser.goto(f"{ui}/v2/runs/flow-run/{run.id}", run.name)
-        browser.wait_text("Completed")
-        browser.shot(out / "backfill-run.png", 1000)
-        browser.goto(f"{ui}/v2/runs/flow-run/{run.id}?tab=Details", run.state.message or "Completed")
-        browser.shot(out / "backfill-details.png", 1080)
         artifacts = [a for a in client.read_artifacts(artifact_filter=ArtifactFilter(
             flow_run_id=ArtifactFilterFlowRunId(any_=[run.id])))]
         print("artifacts:", sorted(a.key or f"({a.type})" for a in artifacts))
-        browser.goto(f"{ui}/v2/runs/flow-run/{run.id}?tab=Artifacts", "backfill-")
+        # One page, its tabs clicked in turn: by the time of the last shots the run graph (a canvas) is drawn.
+        browser.goto(f"{ui}/v2/runs/flow-run/{run.id}", "Beginning flow run")
+        browser.click("Artifacts")
+        browser.wait_text(min(a.key for a in artifacts if a.key and a.key.endswith("-progress")))
+        browser.settle()
         browser.shot(out / "backfill-artifacts.png", 900)
+        browser.click("Details")
+        browser.wait_text("State Message")
+        browser.shot(out / "backfill-details.png", 1080)
+        browser.click("Logs")
+        browser.wait_text("Beginning flow run")
+        browser.shot(out / "backfill-run.png", 1000)
         keyed = {a.key: a for a in artifacts if a.key}
         for name, match in {"progress": lambda k: k.endswith("-progress"), "summary": lambda k: k.endswith("-summary"),
                             "weekly-report": lambda k: k.startswith("report-"),
