@@ -127,7 +127,9 @@ class Postgres:
 
 
 @contextmanager
-def postgres_server(max_connections: int = 300) -> Iterator[Postgres]:
+def postgres_server(max_connections: int | None = 300) -> Iterator[Postgres]:
+    """A throw-away PostgreSQL; `max_connections=None` leaves it to the configuration files (so that an
+    `ALTER SYSTEM SET max_connections` takes effect at a restart, as docs/deploy.md does it)."""
     folder = Path(tempfile.mkdtemp(prefix="chronicle-pg-"))
     data, port, log = folder / "data", free_port(), folder / "pg.log"
     if os.geteuid() == 0:
@@ -136,8 +138,9 @@ def postgres_server(max_connections: int = 300) -> Iterator[Postgres]:
                                         "-E", "UTF8", "--no-sync"]), capture_output=True, text=True)
     if init.returncode != 0:
         raise ServerError(f"initdb failed: {init.stderr or init.stdout}")
-    opts = (f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-            f"-c max_connections={max_connections}")
+    opts = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
+    if max_connections is not None:
+        opts += f" -c max_connections={max_connections}"
     start = subprocess.run(_as_postgres([pg_bin("pg_ctl"), "-D", str(data), "-o", opts, "-l", str(log), "-w",
                                          "-t", str(int(START_TIMEOUT_S)), "start"]), capture_output=True, text=True)
     if start.returncode != 0:
