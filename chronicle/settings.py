@@ -38,7 +38,10 @@ KNOWLEDGE_FILES = ("MEMORY.md", "SOUL.md", "USER.md", "IDENTITY.md", "AGENTS.md"
 
 def mask_conninfo(text: str) -> str:
     """A conninfo / URI with its password replaced by `****` (`password=...` or `user:pw@host`)."""
-    text = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1****", text, flags=re.I)
+    # An unquoted value ends at a space; a quote right before that space (or before `:`) closes the string the
+    # conninfo was quoted in inside an error message (`"host=h password=pw": Unable to connect`) and is kept.
+    value = r"""'(?:[^'\\]|\\.)*'|\S+?(?=["']?(?:\s|$)|["']:)"""
+    text = re.sub(rf"(password\s*=\s*)({value})", r"\1****", text, flags=re.I)
     return re.sub(r"(://[^:/@\s]+:)[^@\s]+@", r"\1****@", text)
 
 

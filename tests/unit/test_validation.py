@@ -93,3 +93,15 @@ def test_run_name_parts_never_raise(value: object, label: str) -> None:
 def test_name_part_is_bounded() -> None:
     assert len(name_part("p" * 500, "all")) == 40
     assert name_part("", "all") == "all" and name_part("  ", "all") == "all"
+
+
+def test_conninfo_password_is_masked_and_the_message_around_it_kept() -> None:
+    from chronicle.settings import mask_conninfo
+
+    said = 'Failed to attach "host=db password=s3cr3t dbname=chronicle": Unable to connect'
+    assert mask_conninfo(said) == 'Failed to attach "host=db password=**** dbname=chronicle": Unable to connect'
+    assert mask_conninfo('password=ab"cd host=h') == "password=**** host=h"  # a quote inside stays masked
+    assert mask_conninfo('password=pw') == "password=****"
+    assert mask_conninfo('connect "dbname=x password=pw": Unable') == 'connect "dbname=x password=****": Unable'
+    assert mask_conninfo("password='a b\\'c' host=h") == "password=**** host=h"
+    assert mask_conninfo("postgresql://bob:pw@db/x") == "postgresql://bob:****@db/x"
