@@ -109,7 +109,9 @@ def wanted(settings: Settings, block_id: Any | None) -> list[AutomationCore]:
             # Deployment runs only: they get PREFECT_FLOWS_HEARTBEAT_FREQUENCY=30 from RUN_ENV; a run started
             # from a terminal beats every 180 s (Prefect's default) and would be "dead" between two beats.
             match_related=_deployment_runs_of(names),
-            after={"prefect.flow-run.heartbeat"},
+            # Running starts the clock too: a run killed before its first heartbeat (the engine beats only once
+            # the flow is under way) would otherwise never be matched and stay Running, holding its slot.
+            after={"prefect.flow-run.heartbeat", "prefect.flow-run.Running"},
             expect={"prefect.flow-run.heartbeat", "prefect.flow-run.Completed", "prefect.flow-run.Failed",
                     "prefect.flow-run.Cancelled", "prefect.flow-run.Crashed"},
             for_each={"prefect.resource.id"}, posture=Posture.Proactive, threshold=1,

@@ -149,9 +149,15 @@ def test_dead_run_is_marked_crashed_and_frees_its_slot(home, client):
                          "prefect.resource.name": "backfill-weeks"},
                         {"prefect.resource.id": f"prefect.deployment.{deployment}",
                          "prefect.resource.role": "deployment"}])
+    # A second one killed after it was set Running but before its first heartbeat: only the server's own
+    # Running event stands for it.
+    unbeaten = client.create_flow_run_from_deployment(_deployment(client, "backfill-weeks"))
+    assert _set(client, unbeaten.id, Pending()) == "ACCEPT"
+    assert _set(client, unbeaten.id, Running()) == "ACCEPT"
     EventsWorker.drain_all()
     waited = _wait_state(client, dead.id, "Crashed", timeout=90)
     assert waited < 60
+    assert _wait_state(client, unbeaten.id, "Crashed", timeout=60) < 60
     following = client.create_flow_run_from_deployment(deployment)
     assert client.set_flow_run_state(following.id, Pending()).status.value == "ACCEPT"  # not AwaitingConcurrencySlot
     assert client.read_flow_run(following.id).state.name == "Pending"
