@@ -56,6 +56,10 @@ def _alive_key(batch: str, participant: int) -> str:
     return f"spread:{batch}:alive:{participant}"
 
 
+def _started_key(batch: str, participant: int) -> str:
+    return f"spread:{batch}:started:{participant}"
+
+
 def rotated(items: Sequence[T], participant: int, participants: int) -> list[T]:
     """The order participant `i` of `n` walks the shared list: starting i/n of the way in, wrapping round,
     so that participants begin far apart and meet only at the end."""
@@ -85,7 +89,10 @@ def done_count(settings: Settings, batch: str) -> int:
 
 @contextmanager
 def alive(settings: Settings, batch: str, participant: int) -> Iterator[None]:
-    """Say "participant is working" for the block (heartbeat-renewed; lapses when the process dies)."""
+    """Say "participant is working" for the block (heartbeat-renewed; lapses when the process dies), and leave
+    a `started` mark that outlives it: a child found not alive is then told apart as died (it had started: its
+    run is Crashed and the weeks it wrote are its own) or not started yet (nothing of the batch is left to it)."""
+    claims.take(settings, [_started_key(batch, participant)], owner(batch, participant), ttl_s=BATCH_TTL_S)
     with claims.hold(settings, [_alive_key(batch, participant)], owner=owner(batch, participant),
                      ttl_s=ALIVE_TTL_S, timeout_s=ALIVE_TTL_S * 2):
         yield
@@ -93,6 +100,11 @@ def alive(settings: Settings, batch: str, participant: int) -> Iterator[None]:
 
 def is_alive(settings: Settings, batch: str, participant: int) -> bool:
     return claims.holder(settings, _alive_key(batch, participant)) is not None
+
+
+def has_started(settings: Settings, batch: str, participant: int) -> bool:
+    """Whether the participant ever began working on the batch (alive now or not)."""
+    return claims.holder(settings, _started_key(batch, participant)) is not None
 
 
 def written_by(settings: Settings, weeks: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
