@@ -325,7 +325,12 @@ def _free_workers() -> int | None:
         pool = me.work_pool_name
         if not pool or WORKER_LABEL not in me.labels:
             return None
-        online = {w.name for w in client.read_workers_for_work_pool(pool) if w.status == WorkerStatus.ONLINE}
+        now = datetime.now(UTC)
+        # ONLINE lasts three missed heartbeats on the server; a worker silent for more than one and a bit is
+        # taken for gone (killed hosts would otherwise be counted free for ~90 s).
+        online = {w.name for w in client.read_workers_for_work_pool(pool) if w.status == WorkerStatus.ONLINE
+                  and w.last_heartbeat_time is not None
+                  and (now - w.last_heartbeat_time).total_seconds() <= 1.5 * (w.heartbeat_interval_seconds or 30) + 5}
         busy = client.read_flow_runs(
             flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
                 any_=[StateType.PENDING, StateType.RUNNING]))),

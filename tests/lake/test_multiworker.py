@@ -254,9 +254,12 @@ class Pool:
     """The deployed topology of one test: a lake with the sample slice ingested, the deployments registered on
     the session's Prefect server (database: PostgreSQL), the fake model, and two process workers."""
 
-    def __init__(self, settings, weeks_with_entries: set[int], llm, workers: list, api_url: str) -> None:
+    def __init__(self, settings, weeks_with_entries: set[int], llm, workers: list, api_url: str,
+                 held: set[int], gate: threading.Event) -> None:
         self.settings, self.with_entries, self.llm, self.workers, self.api_url = (
             settings, weeks_with_entries, llm, workers, api_url)
+        self.held, self.gate = held, gate
+        """The model's answer for a week in `held` waits until `gate` is set (open unless a test closes it)."""
 
     def ran_on(self, name: str) -> list:
         """The workers whose log has the run's own first line (both may try to submit it; one gets it)."""
@@ -282,15 +285,22 @@ def pool(prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: 
     # The model answers nothing until two requests are in flight at once. Each run sends one at a time
     # (max_workers=1), so two in flight means the parent and its child are both writing weeks (an event, not
     # a delay); from then on every request is answered at once.
+    # A test may also hold the answers for some weeks (`Pool.held`) until it opens `Pool.gate`.
     both, lock, in_flight = threading.Event(), threading.Lock(), [0]
+    held: set[int] = set()
+    gate = threading.Event()
+    gate.set()
 
-    def responder(_request: dict) -> str:
+    def responder(request: dict) -> str:
         with lock:
             in_flight[0] += 1
             if in_flight[0] >= 2:
                 both.set()
         try:
             both.wait(timeout=300)
+            week = re.search(r"week_number (\d+)", json.dumps(request.get("messages"), ensure_ascii=False))
+            if week and int(week.group(1)) in held:
+                gate.wait(timeout=300)
             return REPLY
         finally:
             with lock:
@@ -314,7 +324,7 @@ def pool(prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: 
         except servers.ServerError as exc:
             pytest.fail(str(exc))
         with temporary_settings({PREFECT_API_URL: server.api_url}):
-            yield Pool(settings, with_entries, llm, workers, server.api_url)
+            yield Pool(settings, with_entries, llm, workers, server.api_url, held, gate)
 
 
 def _children(client, run_id) -> list:
