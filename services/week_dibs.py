@@ -44,8 +44,12 @@ def owner(batch: str, participant: int) -> str:
     return f"spread:{batch}:p{participant}"
 
 
+def _dibs_prefix(batch: str) -> str:
+    return f"spread:{batch}:week:"
+
+
 def _dibs_key(batch: str, project: str, week: int) -> str:
-    return f"spread:{batch}:week:{week}:{project}"
+    return f"{_dibs_prefix(batch)}{week}:{project}"
 
 
 def _done_prefix(batch: str) -> str:
@@ -82,6 +86,11 @@ def mark_done(settings: Settings, batch: str, participant: int, weeks: Sequence[
                 owner(batch, participant), ttl_s=BATCH_TTL_S)
 
 
+def taken_count(settings: Settings, batch: str) -> int:
+    """Weeks of the batch some participant has the dibs of (taken, finished or not)."""
+    return claims.count(settings, _dibs_prefix(batch))
+
+
 def done_count(settings: Settings, batch: str) -> int:
     """Weeks of the batch finished by any participant so far."""
     return claims.count(settings, _done_prefix(batch))
@@ -116,10 +125,14 @@ def written_by(settings: Settings, weeks: Sequence[tuple[str, int]]) -> dict[tup
         return reports.writers_of(conn, list(weeks))
 
 
-SPREAD_MIN_OFFLINE_WEEKS = 64
-"""An offline-engine backfill (milliseconds a week) smaller than this is not spread: it would be done
-before a child run started (seconds: a worker's poll, a process, imports; docs/deploy.md). With an LLM
-every week costs seconds, and spreading two weeks already pays."""
+SPREAD_MIN_OFFLINE_WEEKS = 256
+"""An offline-engine backfill (a few hundred ms a week on the lake) smaller than this is not spread. Measured
+(bench/scale, 2 cores at load 15-20): one worker writes ~4 offline weeks/s, and a child run starts 20-31 s
+after it is created (the worker's poll, a new process, Prefect's and Chronicle's imports) — a 120-week
+backfill is done before the child takes a week, and the child's start-up CPU (~8 s on the worker, ~4 s on the
+API server) slows the parent: spreading it took 0.52x the time of one worker. A child starting after ~100
+weeks is pure loss here; 256 leaves it the time to take a share. With an LLM every week costs seconds, and
+spreading two weeks already pays (docs/deploy.md, "Many workers")."""
 
 
 def worth_spreading(settings: Settings, weeks: int) -> bool:

@@ -114,6 +114,11 @@ def shard(settings: Settings, batch: str, weeks: spread.Weeks, participant: int,
           counts: dict[str, Any]) -> list[WeekOutcome]:
     """A child run's part: say it is alive, take what weeks are left, publish its rows for the parent."""
     with spread.alive(settings, batch, participant):
+        if spread.taken_count(settings, batch) >= sum(len(numbers) for numbers in weeks.values()):
+            # Started after every week was taken (a start-up longer than the backfill): end at once, without
+            # reading the weeks' inputs — on a shared host that CPU is the other runs'.
+            _run_log().info("every week of the backfill was taken before this run started; nothing to do")
+            return publish_outcome([], key=None, title=title, counts=counts, table=WeekOutcome.as_dict)
         work, planned_at = plan_share(settings, weeks, force=force, overwrite_edited=overwrite_edited)
         progress = Progress(None, len(work), 0, description="weeks of the whole backfill done (all its runs)",
                             count=lambda: spread.done_count(settings, batch))

@@ -51,3 +51,8 @@ def test_a_child_that_started_is_told_apart_from_one_that_never_did(trial: Path)
     assert not spread.is_alive(settings, "batch-1", 1)
     assert spread.has_started(settings, "batch-1", 1)  # ended (or died): it had started
     assert not spread.has_started(settings, "batch-1", 2) and not spread.has_started(settings, "batch-2", 1)
+    # A child that starts once every week has its dibs taken ends without planning: it counts them first.
+    assert spread.take(settings, "batch-1", 0, [("XH201", 202520), ("XH201", 202521)]) == [
+        ("XH201", 202520), ("XH201", 202521)]
+    assert spread.take(settings, "batch-1", 1, [("XH201", 202521)]) == []
+    assert spread.taken_count(settings, "batch-1") == 2 and spread.taken_count(settings, "batch-2") == 0
