@@ -1,14 +1,15 @@
 """A backfill spread over the work pool's workers (`CHRONICLE_BACKFILL_SPREAD`, lake topology).
 
-The operator's backfill run plans the weeks as always, then starts `backfill_spread` child runs of the
-`backfill-shard` deployment with `run_deployment` (each with an idempotency key derived from the run and
-its index, so a retried parent finds its children instead of doubling them). It works on the weeks
-itself too, and every participant takes a week only if it gets the week's dibs first
-(`services/week_dibs.py`), so two workers share the CPU-bound work whatever the order they start in. Then
-the parent waits for its children (a child that is still queued when every week is taken is cancelled;
-one whose worker died is noticed by its lapsed heartbeat), reads their outcome rows from their table
-artifacts, writes any week nobody finished, and publishes ONE progress bar, outcome table and summary
-under its usual keys, as an unspread backfill does.
+The operator's backfill run plans the weeks as always, then starts up to `backfill_spread` child runs of the
+`backfill-shard` deployment — no more than the pool has other free workers (the API's view) — with
+`run_deployment` (each with an idempotency key derived from the run and its index, so a retried parent finds
+its children instead of doubling them). It works on the weeks itself too, and every participant takes a week
+only if it gets the week's dibs first (`services/week_dibs.py`), so two workers share the CPU-bound work
+whatever the order they start in. Then the parent waits for the children that started working (one still
+queued when every week is taken is cancelled, one not yet working is left to end by itself; one whose worker
+died is noticed by its lapsed heartbeat and set Crashed), reads their outcome rows from their table
+artifacts, writes any week nobody finished, and publishes ONE progress bar, outcome table and summary under
+its usual keys, as an unspread backfill does.
 """
 
 from __future__ import annotations
