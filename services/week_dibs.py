@@ -44,8 +44,12 @@ def owner(batch: str, participant: int) -> str:
     return f"spread:{batch}:p{participant}"
 
 
+def _dibs_prefix(batch: str) -> str:
+    return f"spread:{batch}:week:"
+
+
 def _dibs_key(batch: str, project: str, week: int) -> str:
-    return f"spread:{batch}:week:{week}:{project}"
+    return f"{_dibs_prefix(batch)}{week}:{project}"
 
 
 def _done_prefix(batch: str) -> str:
@@ -54,6 +58,10 @@ def _done_prefix(batch: str) -> str:
 
 def _alive_key(batch: str, participant: int) -> str:
     return f"spread:{batch}:alive:{participant}"
+
+
+def _started_key(batch: str, participant: int) -> str:
+    return f"spread:{batch}:started:{participant}"
 
 
 def rotated(items: Sequence[T], participant: int, participants: int) -> list[T]:
@@ -78,6 +86,11 @@ def mark_done(settings: Settings, batch: str, participant: int, weeks: Sequence[
                 owner(batch, participant), ttl_s=BATCH_TTL_S)
 
 
+def taken_count(settings: Settings, batch: str) -> int:
+    """Weeks of the batch some participant has the dibs of (taken, finished or not)."""
+    return claims.count(settings, _dibs_prefix(batch))
+
+
 def done_count(settings: Settings, batch: str) -> int:
     """Weeks of the batch finished by any participant so far."""
     return claims.count(settings, _done_prefix(batch))
@@ -85,7 +98,10 @@ def done_count(settings: Settings, batch: str) -> int:
 
 @contextmanager
 def alive(settings: Settings, batch: str, participant: int) -> Iterator[None]:
-    """Say "participant is working" for the block (heartbeat-renewed; lapses when the process dies)."""
+    """Say "participant is working" for the block (heartbeat-renewed; lapses when the process dies), and leave
+    a `started` mark that outlives it: a child found not alive is then told apart as died (it had started: its
+    run is Crashed and the weeks it wrote are its own) or not started yet (nothing of the batch is left to it)."""
+    claims.take(settings, [_started_key(batch, participant)], owner(batch, participant), ttl_s=BATCH_TTL_S)
     with claims.hold(settings, [_alive_key(batch, participant)], owner=owner(batch, participant),
                      ttl_s=ALIVE_TTL_S, timeout_s=ALIVE_TTL_S * 2):
         yield
@@ -93,6 +109,11 @@ def alive(settings: Settings, batch: str, participant: int) -> Iterator[None]:
 
 def is_alive(settings: Settings, batch: str, participant: int) -> bool:
     return claims.holder(settings, _alive_key(batch, participant)) is not None
+
+
+def has_started(settings: Settings, batch: str, participant: int) -> bool:
+    """Whether the participant ever began working on the batch (alive now or not)."""
+    return claims.holder(settings, _started_key(batch, participant)) is not None
 
 
 def written_by(settings: Settings, weeks: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
@@ -104,10 +125,14 @@ def written_by(settings: Settings, weeks: Sequence[tuple[str, int]]) -> dict[tup
         return reports.writers_of(conn, list(weeks))
 
 
-SPREAD_MIN_OFFLINE_WEEKS = 64
-"""An offline-engine backfill (milliseconds a week) smaller than this is not spread: it would be done
-before a child run started (seconds: a worker's poll, a process, imports; docs/deploy.md). With an LLM
-every week costs seconds, and spreading two weeks already pays."""
+SPREAD_MIN_OFFLINE_WEEKS = 256
+"""An offline-engine backfill (a few hundred ms a week on the lake) smaller than this is not spread. Measured
+(bench/scale, 2 cores at load 15-20): one worker writes ~4 offline weeks/s, and a child run starts 20-31 s
+after it is created (the worker's poll, a new process, Prefect's and Chronicle's imports) — a 120-week
+backfill is done before the child takes a week, and the child's start-up CPU (~8 s on the worker, ~4 s on the
+API server) slows the parent: spreading it took 0.52x the time of one worker. A child starting after ~100
+weeks is pure loss here; 256 leaves it the time to take a share. With an LLM every week costs seconds, and
+spreading two weeks already pays (docs/deploy.md, "Many workers")."""
 
 
 def worth_spreading(settings: Settings, weeks: int) -> bool:

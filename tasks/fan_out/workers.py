@@ -1,14 +1,15 @@
 """A backfill spread over the work pool's workers (`CHRONICLE_BACKFILL_SPREAD`, lake topology).
 
-The operator's backfill run plans the weeks as always, then starts `backfill_spread` child runs of the
-`backfill-shard` deployment with `run_deployment` (each with an idempotency key derived from the run and
-its index, so a retried parent finds its children instead of doubling them). It works on the weeks
-itself too, and every participant takes a week only if it gets the week's dibs first
-(`services/week_dibs.py`), so two workers share the CPU-bound work whatever the order they start in. Then
-the parent waits for its children (a child that is still queued when every week is taken is cancelled;
-one whose worker died is noticed by its lapsed heartbeat), reads their outcome rows from their table
-artifacts, writes any week nobody finished, and publishes ONE progress bar, outcome table and summary
-under its usual keys, as an unspread backfill does.
+The operator's backfill run plans the weeks as always, then starts up to `backfill_spread` child runs of the
+`backfill-shard` deployment — no more than the pool has other free workers (the API's view) — with
+`run_deployment` (each with an idempotency key derived from the run and its index, so a retried parent finds
+its children instead of doubling them). It works on the weeks itself too, and every participant takes a week
+only if it gets the week's dibs first (`services/week_dibs.py`), so two workers share the CPU-bound work
+whatever the order they start in. Then the parent waits for the children that started working (one still
+queued when every week is taken is cancelled, one not yet working is left to end by itself; one whose worker
+died is noticed by its lapsed heartbeat and set Crashed), reads their outcome rows from their table
+artifacts, writes any week nobody finished, and publishes ONE progress bar, outcome table and summary under
+its usual keys, as an unspread backfill does.
 """
 
 from __future__ import annotations
@@ -36,9 +37,8 @@ log = logging.getLogger("chronicle.weekly.spread")
 SHARD_DEPLOYMENT = "backfill-shard/backfill-shard"
 """The deployment child runs are started from (declared in deployments/definitions.py)."""
 
-NEVER_STARTED_S = 60.0
-"""A child picked up by a worker that has not said it is alive this long after the parent's own share
-is done is cancelled: every week is taken by then, it would find nothing to do."""
+WORKER_LABEL = "prefect.worker.name"
+"""The label a Prefect worker gives every flow run it submits (its `--name`)."""
 
 
 def ordered(work: list[Work]) -> list[Work]:
@@ -115,6 +115,11 @@ def shard(settings: Settings, batch: str, weeks: spread.Weeks, participant: int,
           counts: dict[str, Any]) -> list[WeekOutcome]:
     """A child run's part: say it is alive, take what weeks are left, publish its rows for the parent."""
     with spread.alive(settings, batch, participant):
+        if spread.taken_count(settings, batch) >= sum(len(numbers) for numbers in weeks.values()):
+            # Started after every week was taken (a start-up longer than the backfill): end at once, without
+            # reading the weeks' inputs — on a shared host that CPU is the other runs'.
+            _run_log().info("every week of the backfill was taken before this run started; nothing to do")
+            return publish_outcome([], key=None, title=title, counts=counts, table=WeekOutcome.as_dict)
         work, planned_at = plan_share(settings, weeks, force=force, overwrite_edited=overwrite_edited)
         progress = Progress(None, len(work), 0, description="weeks of the whole backfill done (all its runs)",
                             count=lambda: spread.done_count(settings, batch))
@@ -139,8 +144,18 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
                        max_workers=max_workers, counts=counts)
     batch = current_flow_run_id()
     t0 = time.monotonic()
+    try:
+        free = _free_workers()
+    except Exception as exc:  # the API's view of the pool is an optimisation: without it, start them all
+        log.warning("could not read the pool's workers (%s: %s); starting %d child run(s)", type(exc).__name__,
+                    exc, children)
+        free = None
+    if free is not None and free < children:
+        _run_log().info("spread backfill: %d other worker(s) of the pool free; starting %d child run(s) instead of "
+                        "%d", free, free, children)
+        children = free
     started = _start_children(batch, batch_weeks(work), children, title=title, force=force,
-                              overwrite_edited=overwrite_edited, max_workers=max_workers)
+                              overwrite_edited=overwrite_edited, max_workers=max_workers) if children else {}
     t_started = time.monotonic()
     if not started:
         return fan_out(settings, plans, key=key, title=title, force=force, overwrite_edited=overwrite_edited,
@@ -154,9 +169,10 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
         t1 = time.monotonic()
         _run_log().info("spread backfill: %d child run(s) started in %.1fs; this run wrote %d of %d week(s) in %.1fs",
                  len(started), t_started - t0, len(mine), len(work), t1 - t_started)
-        theirs = _wait_for_children(settings, batch, started, progress, total=len(work))
-        _run_log().info("spread backfill: %d week(s) from the child runs; waited %.1fs for them", len(theirs),
-                 time.monotonic() - t1)
+        theirs, start_s = _wait_for_children(settings, batch, started, progress)
+        _run_log().info("spread backfill: %d week(s) from the child runs; waited %.1fs for them; child start-up "
+                        "(created -> working) %s", len(theirs), time.monotonic() - t1,
+                        ", ".join(f"{s:.1f}s" for s in start_s) or "none (every week was done before one started)")
         have = {(r.project, r.week_number) for r in [*mine, *theirs]}
         left = [w for w in work if (w[0], w[1].number) not in have]
         if left:
@@ -178,7 +194,8 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
     finally:
         spread.tidy(settings)
     progress.refresh(force=True)
-    counts["spread"] = {"runs": len(started) + 1, "weeks_here": len(mine) + len(rest), "weeks_children": len(theirs)}
+    counts["spread"] = {"runs": len(started) + 1, "weeks_here": len(mine) + len(rest), "weeks_children": len(theirs),
+                        "child_start_s": [round(s, 1) for s in start_s]}
     return publish_outcome(_one_per_week(rows), key=key, title=title, counts=counts)
 
 
@@ -240,58 +257,92 @@ def _start_children(batch: str, weeks: spread.Weeks, children: int, *, title: st
 
 
 def _wait_for_children(settings: Settings, batch: str, children: dict[int, UUID],
-                       progress: Progress, *, total: int) -> list[WeekOutcome]:
-    """Wait until every child has ended, been cancelled (never started) or died; their outcome rows."""
+                       progress: Progress) -> tuple[list[WeekOutcome], list[float]]:
+    """Wait until every child that started working has ended or died; their outcome rows, and how long each
+    child that ran took from being created to running (its start-up: the worker's poll, a process, imports).
+
+    Called once this run has walked every week, so every week's dibs are taken by now: a child that has not
+    started working has nothing left to do and is not waited for (a backfill too small to profit does not pay
+    a child's start-up) — still queued, it is cancelled; picked up, it ends by itself finding every week taken.
+    A child that started and whose heartbeat lapsed died (worker killed, host lost): it is set Crashed, as
+    `chronicle runs` says, not Cancelled, and the weeks it wrote are credited to it by the caller.
+    """
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-    from prefect.states import Cancelled, Cancelling, Crashed
+    from prefect.states import Cancelled, Crashed
 
     pending = dict(children)
     ended: list[UUID] = []
-    seen_alive: set[int] = set()
+    start_s: dict[UUID, float] = {}
     silent_since: dict[int, float] = {}
-    waiting_since: dict[int, float] = {}
     with get_client(sync_client=True) as client:
         while pending:
             runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=list(pending.values()))))
             by_id = {run.id: run for run in runs}
             for participant, run_id in list(pending.items()):
-                state = by_id[run_id].state if run_id in by_id else None
+                run = by_id.get(run_id)
+                state = run.state if run is not None else None
                 if state is None:
                     continue
+                if run.start_time is not None and run.created is not None:
+                    start_s[run_id] = (run.start_time - run.created).total_seconds()
                 if state.is_final():
                     ended.append(run_id)
                     del pending[participant]
-                elif state.is_scheduled():
-                    # Still queued (no free worker) while every week is taken: it would find nothing to do.
-                    client.set_flow_run_state(run_id, Cancelled(message="every week was taken by other runs"),
-                                              force=True)
-                    del pending[participant]
                 elif spread.is_alive(settings, batch, participant):
-                    seen_alive.add(participant)
                     silent_since.pop(participant, None)
-                elif participant in seen_alive:
-                    # A child that ended has released its heartbeat a moment before the API says so; one whose
-                    # heartbeat lapsed and stays silent is gone (worker killed, host lost).
-                    if time.monotonic() - silent_since.setdefault(participant, time.monotonic()) < spread.ALIVE_TTL_S:
-                        continue
+                elif not spread.has_started(settings, batch, participant):
+                    if state.is_scheduled():  # nobody picked it up: it never needs to run
+                        client.set_flow_run_state(run_id, Cancelled(message="every week was taken by other runs"),
+                                                  force=True)
+                    else:
+                        log.info("child run %s (%s) had not started working when every week was taken; it ends "
+                                 "by itself", run_id, state.name)
+                    del pending[participant]
+                elif time.monotonic() - silent_since.setdefault(participant, time.monotonic()) >= spread.ALIVE_TTL_S:
+                    # A child that ended releases its heartbeat a moment before the API says so; one whose
+                    # heartbeat stays lapsed this long is gone.
                     log.warning("child run %s stopped its heartbeat; its unfinished weeks are written here", run_id)
                     client.set_flow_run_state(run_id, Crashed(message="its heartbeat stopped (worker gone)"),
-                                              force=True)
-                    del pending[participant]
-                elif (time.monotonic() - waiting_since.setdefault(participant, time.monotonic()) > NEVER_STARTED_S
-                      or spread.done_count(settings, batch) >= total):
-                    # Every week is done already: a child that has not started has nothing left to do, and
-                    # waiting for its process to start (tens of seconds on a busy worker) is pure loss.
-                    # Picked up but never started working: stop it, every week is taken anyway.
-                    log.warning("child run %s (%s) never started working; cancelling it", run_id, state.name)
-                    client.set_flow_run_state(run_id, Cancelling(message="every week was taken by other runs"),
                                               force=True)
                     del pending[participant]
             progress.refresh()
             if pending:
                 time.sleep(0.5)
-    return _rows_of(ended)
+    return _rows_of(ended), list(start_s.values())
+
+
+def _free_workers() -> int | None:
+    """How many other workers of this run's pool are online and running no flow run (a child started now would
+    find one at once), or None when it cannot be told (no worker runs this run: a local `chronicle` command or
+    `serve`). With `--limit 1` on every worker (docs/deploy.md) the parent's own worker cannot take the child."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+        WorkPoolFilter,
+        WorkPoolFilterName,
+    )
+    from prefect.client.schemas.objects import StateType, WorkerStatus
+
+    with get_client(sync_client=True) as client:
+        me = client.read_flow_run(UUID(current_flow_run_id()))
+        pool = me.work_pool_name
+        if not pool or WORKER_LABEL not in me.labels:
+            return None
+        now = datetime.now(UTC)
+        # ONLINE lasts three missed heartbeats on the server; a worker silent for more than one and a bit is
+        # taken for gone (killed hosts would otherwise be counted free for ~90 s).
+        online = {w.name for w in client.read_workers_for_work_pool(pool) if w.status == WorkerStatus.ONLINE
+                  and w.last_heartbeat_time is not None
+                  and (now - w.last_heartbeat_time).total_seconds() <= 1.5 * (w.heartbeat_interval_seconds or 30) + 5}
+        busy = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+                any_=[StateType.PENDING, StateType.RUNNING]))),
+            work_pool_filter=WorkPoolFilter(name=WorkPoolFilterName(any_=[pool])))
+    taken = {run.labels.get(WORKER_LABEL) for run in busy} | {me.labels[WORKER_LABEL]}
+    return len(online - taken)
 
 
 def _rows_of(run_ids: list[UUID]) -> list[WeekOutcome]:

@@ -39,3 +39,20 @@ def test_a_small_offline_backfill_is_not_spread(trial: Path, monkeypatch) -> Non
     assert spread.worth_spreading(settings, spread.SPREAD_MIN_OFFLINE_WEEKS)
     monkeypatch.setenv("LLM_URL", "http://127.0.0.1:9/v1")
     assert spread.worth_spreading(Settings(), 2)  # LLM weeks cost seconds: two already pay
+
+
+def test_a_child_that_started_is_told_apart_from_one_that_never_did(trial: Path) -> None:
+    """The parent stops waiting for a child not yet working (every week is taken) but treats one that started and
+    went silent as dead (Crashed, its weeks credited to it): the `started` mark outlives the heartbeat."""
+    settings = Settings()
+    assert not spread.has_started(settings, "batch-1", 1)
+    with spread.alive(settings, "batch-1", 1):
+        assert spread.is_alive(settings, "batch-1", 1) and spread.has_started(settings, "batch-1", 1)
+    assert not spread.is_alive(settings, "batch-1", 1)
+    assert spread.has_started(settings, "batch-1", 1)  # ended (or died): it had started
+    assert not spread.has_started(settings, "batch-1", 2) and not spread.has_started(settings, "batch-2", 1)
+    # A child that starts once every week has its dibs taken ends without planning: it counts them first.
+    assert spread.take(settings, "batch-1", 0, [("XH201", 202520), ("XH201", 202521)]) == [
+        ("XH201", 202520), ("XH201", 202521)]
+    assert spread.take(settings, "batch-1", 1, [("XH201", 202521)]) == []
+    assert spread.taken_count(settings, "batch-1") == 2 and spread.taken_count(settings, "batch-2") == 0
