@@ -150,9 +150,9 @@ def ranked(
     marks.append(_now())
     # Exact cosines before the final cut, read only where missing: a dense candidate already has its exact one
     # when the leg searched without the ANN index; a full-text-only row (bounded) and the index's 8-bit
-    # estimates get theirs from their vectors (id + vector only: each column read costs, ~0.3 ms per 20 rows).
+    # estimates get theirs from their vectors (the vector column only: each column read costs).
     unsure = [s.id for s in estimated if ann or s.id not in dense_set]
-    exact = take_cosines(table, [row_ids[i] for i in unsure], qvec)
+    exact = take_cosines(table, {row_ids[i]: i for i in unsure}, qvec)
     if len(exact) < len(unsure):  # a compaction between the legs and the take moved rows: look them up by id
         exact = cosines_by_id(table, unsure, qvec)
     cosine.update(exact)
@@ -270,24 +270,23 @@ def rows_by_id(table: Any, ids: list[str]) -> dict[str, StoredMemory]:
     return {row["id"]: StoredMemory.from_row(row) for row in data.to_pylist()}
 
 
-def take_cosines(table: Any, row_ids: list[int], qvec: np.ndarray) -> dict[str, float]:
-    """Exact cosine with `qvec` of the rows at `row_ids` (id and vector read; empty when they went stale)."""
-    if not row_ids:
+def take_cosines(table: Any, ids_at: dict[int, str], qvec: np.ndarray) -> dict[str, float]:
+    """Exact cosine with `qvec` of the rows at these row ids (keys; values: their ids), empty when they went stale.
+    Reads the vector column alone: the take returns rows in row-id order, matched by their `_rowid`, which
+    costs nothing, while the `id` column was a third of the read (40 rows: 1.8 vs 2.9 ms CPU)."""
+    if not ids_at:
         return {}
     try:
-        data = table.take_row_ids(row_ids).select(["id", "vector"]).to_arrow()
+        data = table.take_row_ids(list(ids_at)).select(["vector"]).with_row_id().to_arrow()
     except (OSError, ValueError, RuntimeError):
         return {}
-    return _cosines(data, qvec)
+    cos = (vectors(data) @ qvec).tolist() if data.num_rows else []
+    return {ids_at[r]: c for r, c in zip(data.column("_rowid").to_pylist(), cos, strict=True) if r in ids_at}
 
 
 def cosines_by_id(table: Any, ids: list[str], qvec: np.ndarray) -> dict[str, float]:
     """`take_cosines` by id (an index lookup)."""
     data = table.search().where(f"id IN ({sql_list(ids)})").select(["id", "vector"]).limit(len(ids)).to_arrow()
-    return _cosines(data, qvec)
-
-
-def _cosines(data: pa.Table, qvec: np.ndarray) -> dict[str, float]:
     cos = (vectors(data) @ qvec).tolist() if data.num_rows else []
     return dict(zip(data.column("id").to_pylist(), cos, strict=True))
 
