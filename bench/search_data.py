@@ -126,7 +126,8 @@ def realistic(embedder: Any, seed: int = 11) -> RealSet:
     questions = list(dict.fromkeys(en_questions + zh_questions))
     rng.shuffle(questions)
     return RealSet(centres=centres.astype(np.float32), centre_tokens=[tokenize(t) for t in chosen],
-                   cosines=cosines, mean=mean.astype(np.float32), axes=(spread[:, None] / np.sqrt(len(centres)) * axes).astype(np.float32),
+                   cosines=cosines, mean=mean.astype(np.float32),
+                   axes=(spread[:, None] / np.sqrt(len(centres)) * axes).astype(np.float32),
                    words=words, cumulative=cumulative, queries=questions)
 
 
