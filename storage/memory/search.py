@@ -158,7 +158,10 @@ def ranked(
     cosine.update(exact)
     marks.append(_now())
     keep = {s.id for s in estimated}
-    final = [s for s in scored(cosine) if s.id in keep][:limit]
+    # Only the re-scored rows can make the cut, so only they are scored again — with the best full-text row,
+    # whose BM25 normalises everyone's (`fuse`): the same ranking from ~40 candidates instead of ~150.
+    best_text = [i for i, (_, rank) in bm25.items() if rank == 1]
+    final = [s for s in scored({i: cosine[i] for i in [*keep, *best_text]}) if s.id in keep][:limit]
     marks.append(_now())
     # The display columns for the final `limit` rows only (half the rows of the re-scored set).
     rows = take_rows(table, [row_ids[s.id] for s in final])
