@@ -1,19 +1,20 @@
-"""bench/search: `MemoryStore.search` latency at 10 k and 100 k memories vs numpy brute force.
+"""bench/search: `MemoryStore.search` latency at 100 k and 1 M memories vs numpy brute force.
 
-The tables are written straight with pyarrow (random unit vectors of the local model's dimension,
-synthetic English/Chinese text, tags, importance) — the embedder is not in the build path. Each query is
-a fresh text, so every timing includes embedding it with the real local model (kept warm), as a CLI or
-agent call would. Baseline: the same query encoder + numpy `matrix @ q` + `argpartition` over an in-memory
-matrix on one BLAS thread, timed interleaved with the search (query by query, rotating order) so machine load
-hits both alike; `--reps` repetitions over fresh queries, medians reported, load averages recorded, CPU time
-per call beside wall time. Also reported: the search with its query vector cached against the scan alone
-(what the index costs without the encoder), and ANN recall@10 against exact search (dense mode).
-Per query, where the time went (`chronicle.storage.memory.search.last_cost`: encoder, dense leg, full-text leg, fusion
-and
-re-scoring, row fetch); each row also has a `subject` (n / 100 people), and the search about one of them is
-timed against the unfiltered one. `--data DIR` keeps the tables for the next run (a 1 M table takes minutes).
-Goals (issue 27): 100 k hybrid p95 <= 1.0x brute force, vector cached <= 0.3x the scan alone; 1 M hybrid p95
-<= 0.3x brute force, dense recall@10 >= 0.95, one-subject p95 <= unfiltered, RSS <= 4 GB.
+The tables are written straight with pyarrow (vectors of the local model's dimension, English/Chinese text, tags,
+importance), in two data sets (`--vectors`, bench/search_data.py): `clustered`, the headline — rows around the real
+vectors of real texts, real questions as queries, corpus words as text — and `random`, the worst case (isotropic
+vectors, a 74-word vocabulary). The embedder is in the build path only for the clustered set's 2,000 centres
+(cached). Each query is a fresh text, so every timing includes embedding it with the real local model (kept warm),
+as a CLI or agent call would. Baseline: the same query encoder + numpy `matrix @ q` + `argpartition` over an in-
+memory matrix on one BLAS thread, timed interleaved with the search (query by query, rotating order) so machine
+load hits both alike; `--reps` repetitions over fresh queries, medians reported, load averages recorded, CPU time
+per call beside wall time. Also reported: the search with its query vector cached against the scan alone (what the
+index costs without the encoder), and ANN recall@10 against exact search (dense mode). Per query, where the time
+went (`chronicle.storage.memory.search.last_cost`: encoder, dense leg, full-text leg, fusion and re-scoring, row
+fetch); each row also has a `subject` (n / 100 people), and the search about one of them is timed against the
+unfiltered one. `--data DIR` keeps the tables for the next run (a 1 M table takes minutes). Goals (issue 27): 100 k
+hybrid p95 <= 1.0x brute force, vector cached <= 0.3x the scan alone; 1 M hybrid p95 <= 0.3x brute force, dense
+recall@10 >= 0.95, one-subject p95 <= unfiltered, RSS <= 4 GB.
 """
 
 from __future__ import annotations
