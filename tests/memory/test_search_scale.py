@@ -134,3 +134,32 @@ def test_clustered_rows_sit_at_the_drawn_cosine_from_their_centre() -> None:
     assert np.isclose(cos[:, None], real.cosines[None, :], atol=1e-4).any(axis=1).all()
     words = realistic_text(random.Random(2), real, 7).split()
     assert {"topic7", "word7"} & set(words) and set(words) <= {"topic7", "word7", "the", "cat"}
+
+
+def test_row_reads_notice_row_ids_a_compaction_moved_and_fall_back_to_ids(home) -> None:
+    """`ranked` reads by row id from its legs' version; a compaction in between moves rows. The vector read must
+    then come back short (so `ranked` falls back to ids), and the by-id reads give the same cosines and rows."""
+    from chronicle.storage.memory.search import cosines_by_id, rows_by_id, take_cosines, take_rows
+
+    embedder = HashEmbedder(dim=32)
+    store = MemoryStore(Settings(home=home), embedder)
+    for batch in range(3):  # three commits: three fragments for the compaction to merge
+        texts = [f"memory {batch}-{i} about the garden" for i in range(20)]
+        store.upsert([Memory(content=t, summary=t, importance=0.5, target_file="MEMORY.md") for t in texts],
+                     created=datetime(2026, 3, 23, 9, batch), flow_run_id=None)
+    table = store._readable()
+    data = table.search().select(["id", "vector"]).with_row_id(True).limit(100).to_arrow()
+    ids_at = dict(zip(data.column("_rowid").to_pylist(), data.column("id").to_pylist(), strict=True))
+    qvec = embedder.embed(["garden"])[0]
+    vecs = dict(zip(data.column("id").to_pylist(), data.column("vector").to_pylist(), strict=True))
+    exact = pytest.approx({i: float(np.dot(v, qvec)) for i, v in vecs.items()}, abs=1e-6)
+    assert take_cosines(table, ids_at, qvec) == exact
+
+    table.optimize()  # compacts the fragments: the row ids above now point nowhere (or elsewhere)
+    moved = store._readable()
+    stale = take_cosines(moved, ids_at, qvec)
+    assert len(stale) < len(ids_at) or stale != pytest.approx(take_cosines(table, ids_at, qvec), abs=1e-6)
+    fresh = cosines_by_id(moved, list(ids_at.values()), qvec)
+    assert fresh == exact
+    assert set(rows_by_id(moved, list(ids_at.values())[:5])) == set(list(ids_at.values())[:5])
+    assert take_rows(moved, []) == {}
