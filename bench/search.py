@@ -1,19 +1,20 @@
-"""bench/search: `MemoryStore.search` latency at 10 k and 100 k memories vs numpy brute force.
+"""bench/search: `MemoryStore.search` latency at 100 k and 1 M memories vs numpy brute force.
 
-The tables are written straight with pyarrow (random unit vectors of the local model's dimension,
-synthetic English/Chinese text, tags, importance) — the embedder is not in the build path. Each query is
-a fresh text, so every timing includes embedding it with the real local model (kept warm), as a CLI or
-agent call would. Baseline: the same query encoder + numpy `matrix @ q` + `argpartition` over an in-memory
-matrix on one BLAS thread, timed interleaved with the search (query by query, rotating order) so machine load
-hits both alike; `--reps` repetitions over fresh queries, medians reported, load averages recorded, CPU time
-per call beside wall time. Also reported: the search with its query vector cached against the scan alone
-(what the index costs without the encoder), and ANN recall@10 against exact search (dense mode).
-Per query, where the time went (`chronicle.storage.memory.search.last_cost`: encoder, dense leg, full-text leg, fusion
-and
-re-scoring, row fetch); each row also has a `subject` (n / 100 people), and the search about one of them is
-timed against the unfiltered one. `--data DIR` keeps the tables for the next run (a 1 M table takes minutes).
-Goals (issue 27): 100 k hybrid p95 <= 1.0x brute force, vector cached <= 0.3x the scan alone; 1 M hybrid p95
-<= 0.3x brute force, dense recall@10 >= 0.95, one-subject p95 <= unfiltered, RSS <= 4 GB.
+The tables are written straight with pyarrow (vectors of the local model's dimension, English/Chinese text, tags,
+importance), in two data sets (`--vectors`, bench/search_data.py): `clustered`, the headline — rows around the real
+vectors of real texts, real questions as queries, corpus words as text — and `random`, the worst case (isotropic
+vectors, a 74-word vocabulary). The embedder is in the build path only for the clustered set's 2,000 centres
+(cached). Each query is a fresh text, so every timing includes embedding it with the real local model (kept warm),
+as a CLI or agent call would. Baseline: the same query encoder + numpy `matrix @ q` + `argpartition` over an in-
+memory matrix on one BLAS thread, timed interleaved with the search (query by query, rotating order) so machine
+load hits both alike; `--reps` repetitions over fresh queries, medians reported, load averages recorded, CPU time
+per call beside wall time. Also reported: the search with its query vector cached against the scan alone (what the
+index costs without the encoder), and ANN recall@10 against exact search (dense mode). Per query, where the time
+went (`chronicle.storage.memory.search.last_cost`: encoder, dense leg, full-text leg, fusion and re-scoring, row
+fetch); each row also has a `subject` (n / 100 people), and the search about one of them is timed against the
+unfiltered one. `--data DIR` keeps the tables for the next run (a 1 M table takes minutes). Goals (issue 27): 100 k
+hybrid p95 <= 1.0x brute force, vector cached <= 0.3x the scan alone; 1 M hybrid p95 <= 0.3x brute force, dense
+recall@10 >= 0.95, one-subject p95 <= unfiltered, RSS <= 4 GB.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bench._util import result
+from bench.search_data import RealSet, clustered_vectors, describe, realistic, realistic_text
 
 EN = [
     "deploy", "release", "server", "backup", "database", "pipeline", "report", "meeting", "budget", "invoice",
@@ -66,14 +68,15 @@ def subject_name(k: int) -> str:
 
 
 def build_table(
-    uri: str, n: int, model_name: str, dim: int, seed: int = 7, *, subject: bool = True
+    uri: str, n: int, model_name: str, dim: int, seed: int = 7, *, subject: bool = True, real: RealSet | None = None
 ) -> tuple[list[str], np.ndarray]:
     """Write `n` synthetic memories (in chunks); returns their ids and vectors (the brute-force baseline).
 
     Each row also gets a `subject` (n / SUBJECT_ROWS distinct names, rows of one subject spread over the
     whole table as a person's memories are over time) — the column issue 24 adds; a table whose schema does
     not have it yet gets it as an extra column, which search can filter on (`subject=False`: not then, for a
-    table the store is to write to before that schema lands).
+    table the store is to write to before that schema lands). With `real`: the `clustered` rows of
+    bench/search_data.py (vectors around real centres, realistic text); without: `random` ones.
     """
     import lancedb
     import pyarrow as pa
@@ -91,49 +94,56 @@ def build_table(
     start = datetime(2025, 1, 1, tzinfo=UTC)
     matrix = np.empty((n, dim), dtype=np.float32)
     ids: list[str] = []
-    table = None
-    for lo in range(0, n, BUILD_CHUNK):
-        m = min(BUILD_CHUNK, n - lo)
-        vectors = nrng.standard_normal((m, dim), dtype=np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        matrix[lo : lo + m] = vectors
-        contents = [sentence(rng) for _ in range(m)]
-        tags = [rng.sample(TAGS, k=rng.randint(1, 3)) for _ in range(m)]
-        created = [start + timedelta(minutes=lo + i) for i in range(m)]
-        hashes = [content_hash(f"{lo + i} {c}") for i, c in enumerate(contents)]
-        chunk_ids = [f"{c:%Y-%m-%d}-{h[:12]}" for c, h in zip(created, hashes, strict=True)]
-        ids += chunk_ids
-        columns: dict[str, Any] = {
-            "id": chunk_ids,
-            "content": contents,
-            "summary": [c[:40] for c in contents],
-            "target_file": [rng.choice(FILES) for _ in range(m)],
-            "action": ["append"] * m,
-            "tags": tags,
-            "importance": [round(rng.random(), 2) for _ in range(m)],
-            "key_info": [[] for _ in range(m)],
-            "source": [f"{c:%Y-%m-%d}.md" for c in created],
-            "created": created,
-            "updated": [None] * m,
-            "content_hash": hashes,
-            "merged_hashes": [[h] for h in hashes],
-            "language": [detect_language(c) for c in contents],
-            "source_entry_ids": [[] for _ in range(m)],
-            "fts_text": [fts_text(c, *t) for c, t in zip(contents, tags, strict=True)],
-            "flow_run_id": ["bench"] * m,
-            "absorbed": [[] for _ in range(m)],
-            "subject": [subject_name(rng.randrange(subjects)) for _ in range(m)],
-        }
-        arrays = {k: pa.array(v, type=schema.field(k).type) for k, v in columns.items() if k in schema.names}
-        arrays["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim)
-        for f in schema:  # a column the schema gained later (and this bench does not know): "" for text (issue 24:
-            # `superseded_by = ''` marks a current memory, which a null would not), else null
-            arrays.setdefault(f.name, pa.array([""] * m, f.type) if f.type == pa.string() else pa.nulls(m, f.type))
-        data = pa.table([arrays[f.name] for f in schema], schema=schema)
-        if table is None:
-            table = lancedb.connect(uri).create_table(TABLE, data, schema=schema, mode="overwrite")
-        else:
-            table.add(data)
+
+    def chunks() -> Any:
+        for lo in range(0, n, BUILD_CHUNK):
+            m = min(BUILD_CHUNK, n - lo)
+            if real is None:
+                vectors = nrng.standard_normal((m, dim), dtype=np.float32)
+                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+                contents = [sentence(rng) for _ in range(m)]
+            else:
+                vectors, centres = clustered_vectors(nrng, m, real)
+                contents = [realistic_text(rng, real, int(c)) for c in centres]
+            matrix[lo : lo + m] = vectors
+            tags = [rng.sample(TAGS, k=rng.randint(1, 3)) for _ in range(m)]
+            created = [start + timedelta(minutes=lo + i) for i in range(m)]
+            hashes = [content_hash(f"{lo + i} {c}") for i, c in enumerate(contents)]
+            chunk_ids = [f"{c:%Y-%m-%d}-{h[:12]}" for c, h in zip(created, hashes, strict=True)]
+            ids.extend(chunk_ids)
+            columns: dict[str, Any] = {
+                "id": chunk_ids,
+                "content": contents,
+                "summary": [c[:40] for c in contents],
+                "target_file": [rng.choice(FILES) for _ in range(m)],
+                "action": ["append"] * m,
+                "tags": tags,
+                "importance": [round(rng.random(), 2) for _ in range(m)],
+                "key_info": [[] for _ in range(m)],
+                "source": [f"{c:%Y-%m-%d}.md" for c in created],
+                "created": created,
+                "updated": [None] * m,
+                "content_hash": hashes,
+                "merged_hashes": [[h] for h in hashes],
+                "language": [detect_language(c) for c in contents],
+                "source_entry_ids": [[] for _ in range(m)],
+                "fts_text": [fts_text(c, *t) for c, t in zip(contents, tags, strict=True)],
+                "flow_run_id": ["bench"] * m,
+                "absorbed": [[] for _ in range(m)],
+                "subject": [subject_name(rng.randrange(subjects)) for _ in range(m)],
+            }
+            arrays = {k: pa.array(v, type=schema.field(k).type) for k, v in columns.items() if k in schema.names}
+            arrays["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim)
+            for f in schema:  # a column the schema gained later (and this bench does not know): "" for text (issue 24:
+                # `superseded_by = ''` marks a current memory, which a null would not), else null
+                arrays.setdefault(f.name, pa.array([""] * m, f.type) if f.type == pa.string() else pa.nulls(m, f.type))
+            data = pa.table([arrays[f.name] for f in schema], schema=schema)
+            yield from data.to_batches()
+
+    # One streamed write: one data fragment per ~1 M rows, as the store's compaction (`optimize`) leaves a table.
+    # (Measured at 1 M: a 20-row take of the display columns costs ~20 ms CPU over one fragment as over ten.)
+    lancedb.connect(uri).create_table(TABLE, pa.RecordBatchReader.from_batches(schema, chunks()), schema=schema,
+                                      mode="overwrite")
     return ids, matrix
 
 
@@ -163,7 +173,9 @@ def interleaved(fns: dict[str, Any], queries: list[str]) -> dict[str, list[float
 COST_PARTS = ("encoder", "dense", "fulltext", "waited", "fusion", "fetch", "total")
 
 
-def prepared_table(n: int, embedder: Any, home: Path) -> tuple[list[str], np.ndarray, float, float, list[str]]:
+def prepared_table(
+    n: int, embedder: Any, home: Path, real: RealSet | None = None
+) -> tuple[list[str], np.ndarray, float, float, list[str]]:
     """The table of `n` rows under `home` (built, or reused from an earlier run with `--data`), its ids,
     vectors, build and index seconds, and the indexes the store created."""
     import json
@@ -180,7 +192,7 @@ def prepared_table(n: int, embedder: Any, home: Path) -> tuple[list[str], np.nda
         return ids, np.load(home / "vectors.npy"), m["build_s"], m["index_s"], m["indexes"]
     home.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    ids, matrix = build_table(settings.lance_uri, n, embedder.model_name, embedder.dim)
+    ids, matrix = build_table(settings.lance_uri, n, embedder.model_name, embedder.dim, real=real)
     build_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     indexes = MemoryStore(settings, embedder).ensure_indexes()
@@ -213,7 +225,9 @@ def by_subject(store: Any, query: str, subject: str, limit: int = 10) -> list[An
     return search_where(store, query, f"subject = {sql_str(subject)}", limit)
 
 
-def run_size(n: int, query_sets: list[list[str]], embedder: Any, home: Path) -> dict[str, Any]:
+def run_size(
+    n: int, query_sets: list[list[str]], embedder: Any, home: Path, real: RealSet | None = None
+) -> dict[str, Any]:
     import resource
 
     from chronicle.storage.memory.search import last_cost
@@ -222,7 +236,7 @@ def run_size(n: int, query_sets: list[list[str]], embedder: Any, home: Path) -> 
     from chronicle.memory.embedder import forget_query_vector, query_vector
     from chronicle.settings import Settings
 
-    ids, matrix, build_s, index_s, indexes = prepared_table(n, embedder, home)
+    ids, matrix, build_s, index_s, indexes = prepared_table(n, embedder, home, real)
     settings = Settings(home=home)
     store = MemoryStore(settings, embedder)
     embed_query = getattr(embedder, "embed_query", None) or (lambda q: embedder.embed([q])[0])
@@ -342,6 +356,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200, help="fresh queries per repetition")
     parser.add_argument("--reps", type=int, default=3, help="repetitions (median reported)")
+    parser.add_argument("--vectors", default="clustered,random",
+                        help="synthetic vectors, comma-separated, the first is the headline: clustered (around real "
+                        "texts' vectors, bench/search_data.py) and/or random (isotropic: the ANN worst case)")
     parser.add_argument("--model", default=None, help="EMBEDDING_MODEL (default: the settings' default)")
     parser.add_argument("--data", default=None,
                         help="keep the tables in this folder and reuse them on the next run (default: a temp folder)")
@@ -354,15 +371,22 @@ def main() -> None:
     base = Settings(home=Path("unused"))
     embedder = get_embedder(base.model_copy(update={"embedding_model": args.model}) if args.model else base)
     rng = random.Random(99)
-    query_sets = [[sentence(rng)[:60] for _ in range(args.queries + 1)] for _ in range(args.reps)]
+    modes = args.vectors.split(",")
+    real = realistic(embedder) if "clustered" in modes else None
     sizes = [int(s) for s in args.sizes.split(",")]
-    report: dict[str, Any] = {}
+    report: dict[str, Any] = {"clustered_from": describe(real)} if real else {}
     with tempfile.TemporaryDirectory() as tmp:
-        for n in sizes:
-            r = run_size(n, query_sets, embedder, Path(args.data or tmp) / f"n{n}")
-            report[str(n)] = r
+        for mode, n in ((m, n) for m in modes for n in sizes):
+            if mode == "clustered" and real is not None:  # real questions, none asked twice
+                asked = iter(real.queries)
+                query_sets = [[next(asked) for _ in range(args.queries + 1)] for _ in range(args.reps)]
+            else:
+                query_sets = [[sentence(rng)[:60] for _ in range(args.queries + 1)] for _ in range(args.reps)]
+            folder = Path(args.data or tmp) / (f"n{n}" if mode == "random" else f"n{n}-{mode}")
+            r = run_size(n, query_sets, embedder, folder, real if mode == "clustered" else None)
+            report[f"{mode}:{n}"] = r
             print(
-                f"{n:>7} rows: build {r['build_s']:.1f}s, indexes {r['index_s']:.1f}s {r['indexes']}; "
+                f"{mode} {n:>7} rows: build {r['build_s']:.1f}s, indexes {r['index_s']:.1f}s {r['indexes']}; "
                 + "; ".join(
                     f"{k} p50 {r[k]['p50_ms']:.1f} / p95 {r[k]['p95_ms']:.1f} ms"
                     for k in ("hybrid", "dense", "hybrid_filtered", "hybrid_subject", "numpy_bruteforce",
@@ -388,14 +412,14 @@ def main() -> None:
                 print(f"{'':>13}{name} breakdown p50/p95 ms: " + ", ".join(
                     f"{part} {parts[part]['p50_ms']:.1f}/{parts[part]['p95_ms']:.1f}" for part in COST_PARTS),
                     flush=True)
-    big = report[str(max(sizes))]
+    big = report[f"{modes[0]}:{max(sizes)}"]  # the headline: the first mode (clustered by default)
     ours, base = big["hybrid"]["p95_ms"], big["numpy_bruteforce"]["p95_ms"]
     busy = max(big["loadavg_before"], big["loadavg_after"]) > 1.5 * (os.cpu_count() or 1)
     goal_ratio = 0.3 if max(sizes) >= 1_000_000 else 1.0
     result(
         "search",
         measure=f"{embedder.model_name}: p95 latency of MemoryStore.search (hybrid, incl. query embedding) at "
-        f"{max(sizes)} rows, "
+        f"{max(sizes)} rows ({modes[0]} vectors), "
         f"median of {args.reps} repetitions" + (" (machine busy: load avg above cores)" if busy else ""),
         ours=ours,
         baseline=base,

@@ -95,3 +95,74 @@ def test_added_memories_are_found_without_rebuilding_the_index(home) -> None:
     assert store._table.index_stats("vector_idx").num_indices == 2
     assert store.search(texts[250], mode="dense", limit=1)[0].content == texts[250]
     assert store.search("zebra99", limit=1)[0].content == texts[99]
+
+
+def test_hits_through_the_ann_index_carry_exact_cosines_and_whole_rows(home) -> None:
+    """The re-scoring read takes the vector column alone (matched by `_rowid`, which LanceDB returns in row-id
+    order, not in the order asked) and the display columns of the final rows only: every hit still has its exact
+    cosine and its own row."""
+    embedder = HashEmbedder(dim=32)
+    settings = Settings(home=home, ann_min_rows=2_000)
+    ids, matrix = build_table(settings.lance_uri, 3_000, embedder.model_name, embedder.dim, subject=False)
+    store = MemoryStore(settings, embedder)
+    assert "vector" in store.ensure_indexes()
+    table = store._readable()
+    text = {r["id"]: r["content"] for r in table.search().select(["id", "content"]).limit(3_000).to_arrow().to_pylist()}
+    row_of = {i: k for k, i in enumerate(ids)}
+    for query in ("deploy the staging server", "budget meeting friday invoice", "咖啡 跑步 早起"):
+        qvec = embedder.embed([query])[0]
+        found = store.search(query, limit=10)
+        assert len(found) == 10
+        for h in found:
+            assert h.content == text[h.id]
+            assert abs(h.cosine - float(matrix[row_of[h.id]] @ qvec)) < 1e-5
+
+
+def test_clustered_rows_sit_at_the_drawn_cosine_from_their_centre() -> None:
+    """bench/search_data.py: cos(row, centre) is exactly the drawn calibration value, rows are unit vectors, and a
+    row's text carries some of its centre's tokens (no encoder needed: a hand-made RealSet)."""
+    import random
+
+    from bench.search_data import RealSet, clustered_vectors, realistic_text
+
+    rng = np.random.default_rng(1)
+    centres = rng.standard_normal((20, 16)).astype(np.float32) + 3.0  # a narrow cone, like e5's
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    real = RealSet(centres=centres, centre_tokens=[[f"topic{k}", f"word{k}"] for k in range(20)],
+                   cosines=np.array([0.8, 0.85, 0.9]), mean=centres.mean(axis=0),
+                   axes=np.eye(16, dtype=np.float32) * 0.1, words=["the", "cat"], cumulative=[2.0, 3.0], queries=[])
+    vectors, centre = clustered_vectors(rng, 500, real)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cos = np.einsum("ij,ij->i", vectors, centres[centre])
+    assert np.isclose(cos[:, None], real.cosines[None, :], atol=1e-4).any(axis=1).all()
+    words = realistic_text(random.Random(2), real, 7).split()
+    assert {"topic7", "word7"} & set(words) and set(words) <= {"topic7", "word7", "the", "cat"}
+
+
+def test_row_reads_notice_row_ids_a_compaction_moved_and_fall_back_to_ids(home) -> None:
+    """`ranked` reads by row id from its legs' version; a compaction in between moves rows. The vector read must
+    then come back short (so `ranked` falls back to ids), and the by-id reads give the same cosines and rows."""
+    from chronicle.storage.memory.search import cosines_by_id, rows_by_id, take_cosines, take_rows
+
+    embedder = HashEmbedder(dim=32)
+    store = MemoryStore(Settings(home=home), embedder)
+    for batch in range(3):  # three commits: three fragments for the compaction to merge
+        texts = [f"memory {batch}-{i} about the garden" for i in range(20)]
+        store.upsert([Memory(content=t, summary=t, importance=0.5, target_file="MEMORY.md") for t in texts],
+                     created=datetime(2026, 3, 23, 9, batch), flow_run_id=None)
+    table = store._readable()
+    data = table.search().select(["id", "vector"]).with_row_id(True).limit(100).to_arrow()
+    ids_at = dict(zip(data.column("_rowid").to_pylist(), data.column("id").to_pylist(), strict=True))
+    qvec = embedder.embed(["garden"])[0]
+    vecs = dict(zip(data.column("id").to_pylist(), data.column("vector").to_pylist(), strict=True))
+    exact = pytest.approx({i: float(np.dot(v, qvec)) for i, v in vecs.items()}, abs=1e-6)
+    assert take_cosines(table, ids_at, qvec) == exact
+
+    table.optimize()  # compacts the fragments: the row ids above now point nowhere (or elsewhere)
+    moved = store._readable()
+    stale = take_cosines(moved, ids_at, qvec)
+    assert len(stale) < len(ids_at) or stale != pytest.approx(take_cosines(table, ids_at, qvec), abs=1e-6)
+    fresh = cosines_by_id(moved, list(ids_at.values()), qvec)
+    assert fresh == exact
+    assert set(rows_by_id(moved, list(ids_at.values())[:5])) == set(list(ids_at.values())[:5])
+    assert take_rows(moved, []) == {}
