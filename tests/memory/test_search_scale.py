@@ -148,7 +148,8 @@ def test_row_reads_notice_row_ids_a_compaction_moved_and_fall_back_to_ids(home) 
     store = MemoryStore(Settings(home=home), embedder)
     for batch in range(3):  # three commits: three fragments for the compaction to merge
         texts = [f"memory {batch}-{i} about the garden" for i in range(20)]
-        store.upsert([Memory(content=t, summary=t, importance=0.5, target_file="MEMORY.md") for t in texts],
+        store.upsert([redact_memory(Memory(content=t, summary=t, importance=0.5, target_file="MEMORY.md"),
+                                    Redactor.build()) for t in texts],
                      created=datetime(2026, 3, 23, 9, batch), flow_run_id=None)
     table = store._readable()
     data = table.search().select(["id", "vector"]).with_row_id(True).limit(100).to_arrow()
