@@ -120,6 +120,10 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
     answered: dict[tuple[str, int], WeekOutcome] = {}
     # Weeks per task run: the orchestration (task run, events, write window) is paid per group of weeks.
     group, threads, groups_in_flight = grouping(len(todo), workers, settings.weeks_per_task)
+    if settings.offline_llm or not llm_weeks:
+        # Offline and empty weeks are pure Python (the GIL): threads inside a group only take turns, and
+        # each round of them is a barrier. One thread per group; the groups in flight overlap the commits.
+        threads = 1
     cards = len(todo) <= REPORT_CARDS_MAX
 
     def refill() -> None:
