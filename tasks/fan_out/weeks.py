@@ -104,7 +104,9 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
     """
     todo = deque(work)
     rows: list[WeekOutcome] = []
-    workers = max(1, max_workers or settings.backfill_max_workers or 2 * settings.llm_concurrency)
+    # Four weeks per LLM slot: a week waits for its report's commit (group-committed, serialised) after its
+    # call; with two per slot a slow write window left slots idle (issue 20, bench/backfill at 500 ms).
+    workers = max(1, max_workers or settings.backfill_max_workers or 4 * settings.llm_concurrency)
     llm_weeks = sum(1 for _, _, (week_input, _) in todo if week_input.entries)
     # The offline engine and empty weeks take no LLM slot; tasks in other processes (Dask) take their own.
     in_process = _tasks_in_process()
