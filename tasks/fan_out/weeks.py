@@ -127,6 +127,7 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
         # each round of them is a barrier. One thread per group; the groups in flight overlap the commits.
         threads = 1
     cards = len(todo) <= REPORT_CARDS_MAX
+    submitted = 0
 
     def refill() -> None:
         batch = [todo.popleft() for _ in range(min(len(todo), group if take is not None else len(todo)))]
@@ -156,7 +157,12 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
                     refill()
                     continue
                 items: list[WeekItem] = []
-                while in_hand and len(items) < group:
+                # The run's first group is half a group: the groups in flight then end half a group apart, so
+                # one is mid-way (its threads filling the LLM slots) while the next starts after the other. Of
+                # equal size they ran in lockstep and every slot went idle at each hand-over (issue 20).
+                size = max(1, group // 2) if submitted == 0 and groups_in_flight > 1 else group
+                submitted += 1
+                while in_hand and len(items) < size:
                     project_id, week, prepared = in_hand.popleft()
                     if (project_id, week.number) in answered:
                         done(answered.pop((project_id, week.number)))
