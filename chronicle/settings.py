@@ -258,8 +258,8 @@ class Settings(BaseSettings):
     """Minutes between two scheduled ingest runs over `source_paths`."""
 
     backfill_max_workers: int | None = Field(default=None, ge=1)
-    """Weeks summarised at once by a backfill/weekly run (task threads); default 2 × `llm_concurrency`,
-    so one week's DuckDB work overlaps another week's LLM call."""
+    """Weeks summarised at once by a backfill/weekly run (task threads); default 4 × `llm_concurrency`,
+    so weeks waiting for their report's commit leave every LLM slot busy (issue 20)."""
 
     weeks_per_task: int = Field(default=0, ge=0)
     """Weeks one task run writes (in one write window); 0 = sized from the run's weeks and workers

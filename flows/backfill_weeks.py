@@ -56,7 +56,7 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
             still kept unless overwrite_edited is set.
         overwrite_edited: Also regenerate weeks a human corrected (the edit stays in the version history).
         max_workers: Weeks in flight at once (task threads); 0 = the backfill_max_workers setting,
-            default twice llm_concurrency.
+            default four times llm_concurrency (weeks waiting for their commit leave the LLM slots busy).
     """
     settings = load_settings()
     params = {"project_id": project_id, "start_week": start_week, "end_week": end_week, "only_missing": only_missing,

@@ -125,8 +125,10 @@ def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | 
     return WeekRun(row, report if saved == "generated" else None)
 
 
-COMMIT_EVERY = 4
-"""Offline weeks of a group stored per commit at least (more when more threads run at once)."""
+COMMIT_EVERY = 16
+"""Offline weeks of a group stored per commit at least (more when more threads run at once). A write window
+(open, commit, checkpoint on close) costs ~30-60 ms of CPU, ten offline weeks' work: 4 weeks a window made the
+windows most of an offline backfill's cost (issue 20); 16 weeks of text are ~0.1 s to redo after a kill."""
 
 WeekItem = tuple[str, IsoWeek, Prepared | None, str | None]
 """A week of a group: (project, week, what the plan read, the fan-out that leased its cache key)."""
@@ -215,19 +217,27 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
     # what a kill can throw away stays a round, not the whole group.
     step = max(threads, COMMIT_EVERY)
     workers = min(max(1, threads), len(items)) or 1
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chronicle-week") as pool:
+    if workers == 1:
         for first in range(0, len(items), step):
             chunk = range(first, min(first + step, len(items)))
-            if workers == 1:
-                for i in chunk:
-                    one(i)
-            else:
-                # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run
-                # and the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold
-                # neither, and a week would then wait forever for a slot its own run holds).
-                for future in [pool.submit(contextvars.copy_context().run, one, i) for i in chunk]:
-                    future.result()
+            for i in chunk:
+                one(i)
             store(chunk)
+    else:
+        # No barrier between rounds: a thread that finished a week takes the next one at once, while a
+        # neighbour waits for its report's commit — a round waiting for its slowest week and its write window
+        # left the LLM slots idle (issue 20: ~5 of 8 calls in flight at 500 ms). The weeks' offline reports
+        # are still committed in rounds, in order, as their weeks finish.
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chronicle-week") as pool:
+            # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run
+            # and the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold
+            # neither, and a week would then wait forever for a slot its own run holds).
+            futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(len(items))]
+            for first in range(0, len(items), step):
+                chunk = range(first, min(first + step, len(items)))
+                for i in chunk:
+                    futures[i].result()
+                store(chunk)
     assert all(r is not None for r in out)
     return [r for r in out if r is not None]
 

@@ -23,8 +23,10 @@ DuckLake's snapshots map runs to versions for time travel (docs/analysts.md).
 from __future__ import annotations
 
 import contextvars
+import importlib.util
 import json
 import logging
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TypeVar
@@ -36,6 +38,29 @@ from chronicle.storage.migrations import apply_migrations
 from chronicle.settings import Settings
 
 log = logging.getLogger("chronicle.storage")
+
+
+class _AbsentPandas:
+    """Makes `import pandas` fail at once when pandas is not installed (a meta-path finder, first in line).
+
+    DuckDB's Python binding checks every bound parameter value against pandas' NA/NaT and imports pandas
+    for that each time it is not loaded (its import cache keeps successes only): two failed imports per
+    non-NULL value, each a walk of sys.path and every meta-path finder, ~0.1 ms — thousands per backfill
+    (issue 20, cProfile of bench/backfill). Only an import statement is cut short (ModuleNotFoundError,
+    as without this finder); a probe such as `importlib.util.find_spec("pandas")` (transformers, lancedb)
+    goes the usual way and still answers None. A `None` in sys.modules would be simpler but pyarrow's
+    Cython import takes it for the module.
+    """
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas" and sys._getframe(2).f_code.co_name == "_find_and_load_unlocked":
+            raise ModuleNotFoundError("No module named 'pandas'", name="pandas")
+        return None
+
+
+if importlib.util.find_spec("pandas") is None and not any(isinstance(f, _AbsentPandas) for f in sys.meta_path):
+    sys.meta_path.insert(0, _AbsentPandas())
 
 T = TypeVar("T")
 

@@ -14,8 +14,9 @@ from chronicle.settings import Settings
 _COLUMNS = ("call_id", "started_at", "model", "endpoint", "purpose", "project_id", "week_number", "prompt_hash",
             "prompt", "response", "tokens_in", "tokens_out", "latency_ms", "status", "error", "http_status",
             "attempt", "flow_run_id")
-_INSERT = (f"INSERT INTO llm_calls ({', '.join(_COLUMNS)}) SELECT {', '.join('?' for _ in _COLUMNS)} "
-           "WHERE NOT EXISTS (SELECT 1 FROM llm_calls WHERE call_id = ? AND attempt = ?)")
+_INSERT = (f"INSERT INTO llm_calls ({', '.join(_COLUMNS)}) SELECT {', '.join('v.' + c for c in _COLUMNS)} "
+           "FROM (VALUES {values}) v(" + ", ".join(_COLUMNS) + ") WHERE NOT EXISTS "
+           "(SELECT 1 FROM llm_calls l WHERE l.call_id = v.call_id AND l.attempt = v.attempt)")
 
 CallRow = tuple[Any, ...]
 """One `llm_calls` row, in the table's column order (`call_row`)."""
@@ -36,8 +37,13 @@ def insert_calls(conn: Any, rows: Sequence[CallRow]) -> None:
     are fresh uuids, so two processes never race for one.
     """
     call_id, attempt = _COLUMNS.index("call_id"), _COLUMNS.index("attempt")
-    for row in rows:
-        conn.execute(_INSERT, [*row, row[call_id], row[attempt]])
+    # One statement for the batch (a group commit carries a few dozen weeks' rows): a statement per row cost
+    # a round of binding and planning each (issue 20). Duplicates inside the batch are dropped here.
+    unique = list({(row[call_id], row[attempt]): row for row in rows}.values())
+    if not unique:
+        return
+    one = "(" + ", ".join("?" for _ in _COLUMNS) + ")"
+    conn.execute(_INSERT.format(values=", ".join(one for _ in unique)), [x for row in unique for x in row])
 
 
 def write_calls(settings: Settings, rows: Sequence[CallRow]) -> None:

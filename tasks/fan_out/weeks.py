@@ -29,6 +29,7 @@ from prefect.artifacts import (
 from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from chronicle.progress import report
 from chronicle.settings import Settings
@@ -103,7 +104,9 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
     """
     todo = deque(work)
     rows: list[WeekOutcome] = []
-    workers = max(1, max_workers or settings.backfill_max_workers or 2 * settings.llm_concurrency)
+    # Four weeks per LLM slot: a week waits for its report's commit (group-committed, serialised) after its
+    # call; with two per slot a slow write window left slots idle (issue 20, bench/backfill at 500 ms).
+    workers = max(1, max_workers or settings.backfill_max_workers or 4 * settings.llm_concurrency)
     llm_weeks = sum(1 for _, _, (week_input, _) in todo if week_input.entries)
     # The offline engine and empty weeks take no LLM slot; tasks in other processes (Dask) take their own.
     in_process = _tasks_in_process()
@@ -119,7 +122,12 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
     answered: dict[tuple[str, int], WeekOutcome] = {}
     # Weeks per task run: the orchestration (task run, events, write window) is paid per group of weeks.
     group, threads, groups_in_flight = grouping(len(todo), workers, settings.weeks_per_task)
+    if settings.offline_llm or not llm_weeks:
+        # Offline and empty weeks are pure Python (the GIL): threads inside a group only take turns, and
+        # each round of them is a barrier. One thread per group; the groups in flight overlap the commits.
+        threads = 1
     cards = len(todo) <= REPORT_CARDS_MAX
+    submitted = 0
 
     def refill() -> None:
         batch = [todo.popleft() for _ in range(min(len(todo), group if take is not None else len(todo)))]
@@ -149,7 +157,12 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
                     refill()
                     continue
                 items: list[WeekItem] = []
-                while in_hand and len(items) < group:
+                # The run's first group is half a group: the groups in flight then end half a group apart, so
+                # one is mid-way (its threads filling the LLM slots) while the next starts after the other. Of
+                # equal size they ran in lockstep and every slot went idle at each hand-over (issue 20).
+                size = max(1, group // 2) if submitted == 0 and groups_in_flight > 1 else group
+                submitted += 1
+                while in_hand and len(items) < size:
                     project_id, week, prepared = in_hand.popleft()
                     if (project_id, week.number) in answered:
                         done(answered.pop((project_id, week.number)))
@@ -159,7 +172,10 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
                 if not items:
                     continue
                 t0 = time.perf_counter()
-                future = summarize_weeks_task.submit(settings, items, force, overwrite_edited, cards, threads)
+                # quote(): Prefect would otherwise walk every entry of every week's input twice per task run
+                # (looking for futures to wait on; there are none), ~a tenth of a week's worker CPU.
+                future = summarize_weeks_task.submit(quote(settings), quote(items), force, overwrite_edited, cards,
+                                                     threads)
                 info = [(p, w, len(prep[0].entries) if prep else 0) for p, w, prep, _ in items]
                 future.add_done_callback(lambda f, info=info, t0=t0: finished.put((f, info, t0)))
                 in_flight += 1
