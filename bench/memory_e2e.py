@@ -15,6 +15,7 @@ the mean:
   tests/data/memorybank/evidence_labels.jsonl, LoCoMo's own);
 - other-subject hits: memories of another subject returned by a scoped search (must be 0);
 - knowledge-file memory lines per 100 turns;
+- the questions missed at 10 (unscoped), with their evidence ids, in the per-layout JSON (to read what is lost);
 - distill throughput: note entries per second of the `distill_memory` flow (wall) of the slowest layout, against
   the raw embedding rate of the same entry texts with the same model in the same process (`embedder.embed`, one
   call) — goal >= 0.5x. `--profile` writes a pyinstrument profile to bench/out/memory_e2e_<corpus>_profile.txt.
@@ -121,6 +122,7 @@ def measure(corpus_name: str, layout: str, samples: int, profile: bool, raw: boo
         store = MemoryStore(settings)
         hit: Counter[str] = Counter()
         scoped_n, leaks = 0, 0
+        missed: list[dict[str, Any]] = []  # unscoped misses at 10, for reading what is lost (issue 24)
         for subject, question, evidence in questions:
             for scope in ("unscoped", "scoped"):
                 if scope == "scoped" and subject is None:
@@ -133,6 +135,8 @@ def measure(corpus_name: str, layout: str, samples: int, profile: bool, raw: boo
                 for k in (5, 10):
                     turns_found = {entry_to_turn.get(i) for h in found[:k] for i in h.source_entry_ids}
                     hit[f"{scope}@{k}"] += bool(evidence & turns_found)
+                if scope == "unscoped" and not evidence & turns_found:  # the top 10 (k's last value)
+                    missed.append({"question": question, "evidence": sorted(evidence)})
             scoped_n += subject is not None
         n = len(questions)
         lines = knowledge_lines(settings.workspace_dir)
@@ -143,6 +147,7 @@ def measure(corpus_name: str, layout: str, samples: int, profile: bool, raw: boo
         "distill_rate": len(entries) / distill_s, "raw_rate": len(entries) / raw_s if raw_s else None,
         "knowledge_lines": sum(lines.values()), "knowledge_lines_per_100_turns": 100 * sum(lines.values()) / turns,
         "events": summary.as_dict().get("events"), "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
+        "missed_unscoped_at10": missed,
     }
     OUT.mkdir(exist_ok=True)  # per layout, so layouts can run in parallel processes and be combined (--combine)
     (OUT / f"memory_e2e_{corpus_name}_{layout}.json").write_text(json.dumps(out, indent=2, default=str))

@@ -207,10 +207,12 @@ class Settings(BaseSettings):
     lexical check to pass (same numbers, names, negation, enough shared wording), whatever this is."""
 
     search_semantic_weight: float = 0.7
-    """Weight of semantic similarity in the memory search score (seed 002: 0.7)."""
+    """Weight of semantic similarity in the memory search score (seed 002: 0.7): the share of a memory's relevance
+    it keeps at importance 0 (score = semantic x (this + search_importance_weight x importance))."""
 
     search_importance_weight: float = 0.3
-    """Weight of importance in the memory search score (seed 002: 0.3)."""
+    """Weight of importance in the memory search score (seed 002: 0.3); it scales relevance, see
+    `chronicle/memory/search.py`."""
 
     overwrite_allowed_files: list[str] = Field(
         default_factory=lambda: ["MEMORY.md", "USER.md", "AGENTS.md", "TOOLS.md"]

@@ -23,7 +23,7 @@ def search_memories(
     about: str | None = None,
     as_of: date | None = None,
 ) -> list[SearchHit]:
-    """Best distilled memories for `query` (score = semantic x 0.7 + importance x 0.3, seed 002).
+    """Best distilled memories for `query` (score = semantic x (0.7 + 0.3 x importance), seed 002 weights).
 
     Filters apply before ranking: `tags` = any of, `min_importance` in [0, 1], `target_file` e.g. `USER.md`.
     An empty store returns `[]`. The query is redacted first: it goes to the embeddings endpoint, and the

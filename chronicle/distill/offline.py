@@ -4,8 +4,8 @@ One memory per substantive note entry (code, tables, bold-only labels and short 
 everything stays searchable in the vector store: target file from `routing` (seed 002's keyword table, only
 for entries about the agent or the user where the file describes them), summary = first sentence, key info =
 numbers, versions, ports, names and code spans (plus, for a turn of a conversation, the turn it answers — see
-`reply_context`), tags = file category + headings, importance from the signals
-in the text (`signals.analyse`: small talk and bare questions score low, decisions, rules, preferences,
+`reply_context` — and the note's day in words, see `day_words`), tags = file category + headings, importance
+from the signals in the text (`signals.analyse`: small talk and bare questions score low, decisions, rules, preferences,
 dates, names and "remember" high). Which of them reach a knowledge file is the gate's decision (`gate.py`).
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import date
 
 from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.injection import looks_like_injection
@@ -24,7 +25,7 @@ from chronicle.memory.model import Memory, detect_language
 from chronicle.memory.subjects import entry_subject
 from chronicle.memory.supersede import facts
 
-OFFLINE_ENGINE_VERSION = "offline-v4"  # v4: memories carry their subject
+OFFLINE_ENGINE_VERSION = "offline-v5"  # v4: memories carry their subject; v5: the note day as key info
 OFFLINE_MODEL = "offline-rules"
 PROFILE = (SOUL, USER, IDENTITY)
 MIN_SUBSTANCE = 16
@@ -45,6 +46,8 @@ _KEY_INFO = re.compile(
 _HEADING_NOISE = re.compile(r"\d{4}-\d{2}-\d{2}|^\d{1,2}:\d{2}\b")
 _BOLD_LABEL = re.compile(r"^\*\*[^*]+\*\*[:：]?$")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
 CONTEXT_CHARS = 240
 """The preceding turn kept with a reply is cut here: enough for its topic words, not a second copy of it."""
 
@@ -121,6 +124,19 @@ def reply_context(entry: NoteEntry, previous: NoteEntry | None, known_speakers: 
     return text if len(text) <= CONTEXT_CHARS else text[:CONTEXT_CHARS].rstrip() + " …"
 
 
+def day_words(day: date, language: str) -> str:
+    """The note's day as a question names it: "13 October 2023" / "2023年10月13日".
+
+    A daily note's entries rarely say their own date ("I went camping yesterday"), yet questions about them
+    often do ("When did Melanie go camping in June?", "我在5月2号买了什么？"): the file name is the only place
+    the day is written. Kept as key info it reaches full text only (the embedding is of the content), so a
+    question naming the day or month finds that day's memories, and one naming none is unaffected.
+    """
+    if language == "zh":
+        return f"{day.year}年{day.month}月{day.day}日"
+    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"  # not %B: that follows the process's locale
+
+
 def subject_of(entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), user: str | None = None) -> str:
     """Whom the entry is about, from the note's structure (`chronicle.memory.subjects.entry_subject`)."""
     utt = split_speaker(entry.content, known_speakers)
@@ -144,10 +160,11 @@ def entry_memory(
     content = f"{clean(entry.parent)}: {body}" if entry.parent and not _PENDING.search(entry.parent) else body
     file, category = target_file(entry, known_speakers)
     language = detect_language(content)
+    context = reply_context(entry, previous, known_speakers)
     return Memory(
         content=content,
         summary=first_sentence(body),
-        key_info=key_info(entry.content) + [c for c in [reply_context(entry, previous, known_speakers)] if c],
+        key_info=[*key_info(entry.content), day_words(entry.day, language), *([context] if context else [])],
         tags=tags(entry, category, language),
         importance=importance(entry, known_speakers, category),
         target_file=file,

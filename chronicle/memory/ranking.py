@@ -43,7 +43,9 @@ def rerank(
     for hit in hits:
         score = hit.score
         if half_life_days > 0:
-            score -= importance_weight * (hit.importance - decayed(hit.importance, hit.created, now, half_life_days))
+            # The importance term of the score is `semantic * importance_weight * importance` (memory.search.fuse).
+            lost = hit.importance - decayed(hit.importance, hit.created, now, half_life_days)
+            score -= hit.semantic * importance_weight * lost
         if demote_superseded and hit.superseded_by:
             score -= SUPERSEDED_PENALTY
         out.append(replace(hit, score=score))

@@ -102,7 +102,7 @@ class SearchHit(StoredMemory):
     """A search result: the memory plus how it scored."""
 
     score: float = 0.0
-    """`search_semantic_weight * semantic + search_importance_weight * importance`."""
+    """`semantic * (search_semantic_weight + search_importance_weight * importance)` (`chronicle.memory.search`)."""
     semantic: float = 0.0
     """Fused relevance in [0, 1] (equals `cosine` in dense mode or without a full-text match)."""
     cosine: float = 0.0

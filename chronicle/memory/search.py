@@ -11,7 +11,17 @@ gets its exact cosine (vectors are unit length) and, if full text found it, its 
 
     semantic = (1 - f) * cosine + f * bm25 / max_bm25      (f = search_fulltext_weight, 0.5; max over this query)
     semantic = cosine                                       (dense mode, or full text matched nothing)
-    score    = search_semantic_weight * semantic + search_importance_weight * importance     (seed 002: 0.7/0.3)
+    score    = semantic * (search_semantic_weight + search_importance_weight * importance)   (seed 002: 0.7/0.3)
+
+Importance scales relevance rather than being added to it (seed 002 adds them): a memory of importance 1 keeps
+its whole relevance, one of importance 0 keeps 0.7 of it. Added, importance (spread 0.15-1.0, x 0.3) outweighed
+relevance (cosines of one query's candidates spread ~0.1, x 0.35): a long turn that collects many importance
+signals ranked above the turn that answers the question (LoCoMo "What is Gina's favorite style of dance?": the
+answer at importance 0.3 fell out of the top 50 behind unrelated 0.8-1.0 turns). Scaled, an unrelated important
+memory cannot outrank a relevant one, and among equally relevant ones the more important still wins. Measured
+through the distilled store (bench/memory_e2e, same stores and candidates, issue 24): LoCoMo hit@10 0.775 ->
+0.814 / 0.818 (bold / session layouts), MemoryBank scoped hit@5 / @10 0.82 / 0.91 -> 0.83 / 0.94 (heading
+layout); importance weight 0 gives 0.766 / 0.766 and 0.84 / 0.95, so importance still helps English.
 
 Why this rule: on LoCoMo (bench/locomo.py; 1,536 questions, per-conversation filter, same candidates for
 every rule) it beat the alternatives. hit@5 / hit@10:
@@ -130,12 +140,13 @@ def fuse(
     importance_weight: float,
     fulltext_weight: float,
 ) -> list[Scored]:
-    """Score candidates (seed 002: semantic x 0.7 + importance x 0.3), best first; ties broken by cosine then id."""
+    """Score candidates (semantic x (0.7 + 0.3 x importance), see the module docstring), best first; ties broken by
+    cosine then id."""
     max_bm25 = max((c.bm25 for c in candidates if c.bm25 is not None and math.isfinite(c.bm25)), default=0.0)
     scored = []
     for c in candidates:
         semantic = semantic_relevance(c.cosine, c.bm25, max_bm25, fulltext_weight=fulltext_weight)
-        score = semantic_weight * semantic + importance_weight * c.importance
+        score = semantic * (semantic_weight + importance_weight * c.importance)
         scored.append(Scored(c.id, score, semantic, c.cosine, c.importance, c.bm25, c.fts_rank))
     scored.sort(key=lambda s: (-s.score, -s.cosine, s.id))
     return scored

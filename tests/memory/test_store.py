@@ -175,12 +175,12 @@ def test_filters_are_applied_before_ranking(filled) -> None:
     assert contents(tags=["nope"]) == []
 
 
-def test_scores_follow_seed_002_weights(filled) -> None:
+def test_scores_follow_seed_002_weights_importance_scaling_relevance(filled) -> None:
     hits = filled.search("green tea in the afternoon", mode="dense", limit=4)
     top = hits[0]
     assert top.content.startswith("The user drinks green tea")
     assert top.semantic == pytest.approx(top.cosine) and top.fts_rank is None  # dense mode: cosine only
-    assert top.score == pytest.approx(0.7 * top.semantic + 0.3 * top.importance)
+    assert top.score == pytest.approx(top.semantic * (0.7 + 0.3 * top.importance))  # importance scales relevance
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     hybrid = filled.search("green tea in the afternoon", limit=4)[0]
     assert hybrid.id == top.id and hybrid.fts_rank == 1 and hybrid.semantic > hybrid.cosine
@@ -371,4 +371,4 @@ def test_a_reply_is_found_by_the_words_of_the_turn_it_answers(store) -> None:
     hits = store.search("How did the pride parade go?", limit=2)
     reply = [h for h in hits if h.source_entry_ids == ["e2"]]
     assert reply and reply[0].bm25 is not None  # found through the question's words, not its own
-    assert reply[0].key_info == [talk[0]]
+    assert reply[0].key_info == ["23 March 2026", talk[0]]  # the note's day, then the turn it answers

@@ -92,7 +92,7 @@ def test_a_redacted_number_changes_only_when_the_statement_says_so() -> None:
 def hit(rid: str, score: float, *, days_old: float = 0, superseded_by: str = "", importance: float = 0.5) -> SearchHit:
     base = row(rid, rid, "x", 0, superseded_by)
     return SearchHit(**{**vars(base), "importance": importance, "created": T0 - timedelta(days=days_old)},
-                     score=score, cosine=score)
+                     score=score, semantic=score, cosine=score)
 
 
 def test_current_facts_rank_first_and_never_below_their_successor() -> None:

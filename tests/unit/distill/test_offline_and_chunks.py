@@ -12,6 +12,7 @@ from chronicle.distill.chunks import NoteEntry, make_chunks, redact_entries
 from chronicle.distill.offline import distill_entries, entry_memory
 from chronicle.distill.prompt import BEGIN, END, SYSTEM, distill_messages
 from chronicle.ingest.notes import parse_note
+from chronicle.memory.search import tokenize
 from chronicle.redaction.redactor import Redactor
 from tests.distill.conftest import OPENCLAW
 
@@ -80,7 +81,7 @@ def test_a_reply_keeps_the_turn_it_answers_as_key_info() -> None:
     assert "pride parade" not in reply.summary
     assert memories["e5"].key_info[-1] == "用户：你周末一般去哪里散步？"
     assert not any("pride" in k for k in memories["e3"].key_info)  # another session: not the same conversation
-    assert memories["e7"].key_info == ["07:30"]  # the notes' own voice is not a conversation
+    assert memories["e7"].key_info == ["07:30", "16 February 2026"]  # the notes' own voice is not a conversation
     assert "e1" in memories and not any("Melanie" in k for k in memories["e1"].key_info)  # nothing before it
     long_turn = entry("Melanie: " + "so much to tell you about the trip " * 20, "s", n=8)
     answer = entry("Caroline: That sounds wonderful, tell me everything!", "s", n=9)
@@ -90,6 +91,21 @@ def test_a_reply_keeps_the_turn_it_answers_as_key_info() -> None:
     after = entry_memory(entry("Jon: Haha, nice try, what did you have for lunch?", "s", n=11),
                          frozenset({"gina", "jon"}), order)
     assert after is not None and not any("pirate" in k for k in after.key_info)  # an injection is not copied along
+
+
+def test_the_note_day_is_key_info_in_the_words_a_question_uses() -> None:
+    # "When did Melanie go camping in June?" / "我在5月2号买了什么？": the day is only in the note's file name.
+    camping = NoteEntry("e1", "assistant", date(2023, 6, 27), "/notes/2023-06-27.md", 3, "bullet",
+                        "Melanie: We explored nature and roasted marshmallows around the campfire.", ("Session 4",))
+    memory = entry_memory(camping)
+    assert memory is not None and "27 June 2023" in memory.key_info
+    assert "june" in tokenize(" ".join(memory.key_info))
+    dress = NoteEntry("e2", "assistant", date(2023, 5, 2), "/notes/2023-05-02.md", 3, "bullet",
+                      "刘琳：我今天买了一件蓝色的连衣裙，特别喜欢。", ("刘琳",))
+    memory = entry_memory(dress)
+    assert memory is not None and "2023年5月2日" in memory.key_info
+    assert {"5", "月", "2"} <= set(tokenize("在5月2号我买了什么？")) & set(tokenize(" ".join(memory.key_info)))
+    assert memory.content == "刘琳：我今天买了一件蓝色的连衣裙，特别喜欢。"  # the text (and its embedding) unchanged
 
 
 def test_importance_heuristics() -> None:

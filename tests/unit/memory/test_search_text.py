@@ -45,7 +45,20 @@ def test_importance_weighs_in_at_seed_002_weights() -> None:
         fulltext_weight=0.5,
     )
     assert [s.id for s in scored] == ["high", "low"]
-    assert scored[0].score == pytest.approx(0.7 * 0.55 + 0.3 * 0.9)
+    assert scored[0].score == pytest.approx(0.55 * (0.7 + 0.3 * 0.9))
+
+
+def test_importance_scales_relevance_so_an_unrelated_important_memory_cannot_outrank_the_answer() -> None:
+    # LoCoMo's miss pattern: the answering turn (few importance signals) behind a long, signal-rich turn about
+    # something else. Added (0.7 x semantic + 0.3 x importance) the unrelated one won, 0.72 to 0.685.
+    scored = fuse(
+        [Candidate("answer", 0.85, 0.3), Candidate("unrelated", 0.60, 1.0)],
+        semantic_weight=0.7,
+        importance_weight=0.3,
+        fulltext_weight=0.5,
+    )
+    assert [s.id for s in scored] == ["answer", "unrelated"]
+    assert scored[0].score == pytest.approx(0.85 * (0.7 + 0.3 * 0.3))
 
 
 def test_fts_text_covers_every_text_field() -> None:
