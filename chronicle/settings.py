@@ -214,6 +214,11 @@ class Settings(BaseSettings):
     """Weight of importance in the memory search score (seed 002: 0.3); it scales relevance, see
     `chronicle/memory/search.py`."""
 
+    search_score: Literal["scaled", "additive"] = "scaled"
+    """How importance enters the search score: `scaled` (default) semantic x (0.7 + 0.3 x importance) — an
+    important but unrelated memory cannot outrank a relevant one (issue 24: LoCoMo hit@10 0.788 -> 0.831);
+    `additive` seed 002's 0.7 x semantic + 0.3 x importance to the letter."""
+
     overwrite_allowed_files: list[str] = Field(
         default_factory=lambda: ["MEMORY.md", "USER.md", "AGENTS.md", "TOOLS.md"]
     )

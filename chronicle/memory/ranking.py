@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from chronicle.memory.records import SearchHit, utc
+from chronicle.memory.search import ScoreRule, importance_term
 
 SUPERSEDED_PENALTY = 0.15
 """Subtracted from a superseded memory's score: about the gap between a good and a middling match."""
@@ -36,16 +37,16 @@ def decayed(importance: float, created: datetime | None, now: datetime, half_lif
 
 def rerank(
     hits: Sequence[H], *, now: datetime, importance_weight: float, half_life_days: float = 0.0,
-    demote_superseded: bool = True,
+    demote_superseded: bool = True, rule: ScoreRule = "scaled",
 ) -> list[H]:
     """`hits` with time-adjusted scores, best first (see the module docstring)."""
     out = []
     for hit in hits:
         score = hit.score
         if half_life_days > 0:
-            # The importance term of the score is `semantic * importance_weight * importance` (memory.search.fuse).
+            # Only the importance term of the score ages (`memory.search.importance_term`, the rule of `fuse`).
             lost = hit.importance - decayed(hit.importance, hit.created, now, half_life_days)
-            score -= hit.semantic * importance_weight * lost
+            score -= importance_term(hit.semantic, lost, importance_weight, rule)
         if demote_superseded and hit.superseded_by:
             score -= SUPERSEDED_PENALTY
         out.append(replace(hit, score=score))

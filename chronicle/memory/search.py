@@ -12,6 +12,8 @@ gets its exact cosine (vectors are unit length) and, if full text found it, its 
     semantic = (1 - f) * cosine + f * bm25 / max_bm25      (f = search_fulltext_weight, 0.5; max over this query)
     semantic = cosine                                       (dense mode, or full text matched nothing)
     score    = semantic * (search_semantic_weight + search_importance_weight * importance)   (seed 002: 0.7/0.3)
+    score    = search_semantic_weight * semantic + search_importance_weight * importance   (CHRONICLE_SEARCH_SCORE
+               = additive: seed 002's rule to the letter, for those who want it)
 
 Importance scales relevance rather than being added to it (seed 002 adds them): a memory of importance 1 keeps
 its whole relevance, one of importance 0 keeps 0.7 of it. Added, importance (spread 0.15-1.0, x 0.3) outweighed
@@ -48,6 +50,7 @@ import re
 import threading
 import unicodedata
 from dataclasses import dataclass
+from typing import Literal
 
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -133,20 +136,30 @@ def semantic_relevance(cosine: float, bm25: float | None, max_bm25: float, *, fu
     return (1.0 - fulltext_weight) * cosine + fulltext_weight * max(0.0, text)
 
 
+ScoreRule = Literal["scaled", "additive"]
+
+
+def importance_term(semantic: float, importance: float, weight: float, rule: ScoreRule) -> float:
+    """The importance part of a score: `score = semantic_weight x semantic + importance_term` under either rule
+    (the one place that says how importance enters; ageing in `memory.ranking` takes it back out)."""
+    return weight * importance * (semantic if rule == "scaled" else 1.0)
+
+
 def fuse(
     candidates: list[Candidate],
     *,
     semantic_weight: float,
     importance_weight: float,
     fulltext_weight: float,
+    rule: ScoreRule = "scaled",
 ) -> list[Scored]:
-    """Score candidates (semantic x (0.7 + 0.3 x importance), see the module docstring), best first; ties broken by
-    cosine then id."""
+    """Score candidates (semantic x (0.7 + 0.3 x importance), or seed 002's sum under `rule="additive"`; see the
+    module docstring), best first; ties broken by cosine then id."""
     max_bm25 = max((c.bm25 for c in candidates if c.bm25 is not None and math.isfinite(c.bm25)), default=0.0)
     scored = []
     for c in candidates:
         semantic = semantic_relevance(c.cosine, c.bm25, max_bm25, fulltext_weight=fulltext_weight)
-        score = semantic * (semantic_weight + importance_weight * c.importance)
+        score = semantic_weight * semantic + importance_term(semantic, c.importance, importance_weight, rule)
         scored.append(Scored(c.id, score, semantic, c.cosine, c.importance, c.bm25, c.fts_rank))
     scored.sort(key=lambda s: (-s.score, -s.cosine, s.id))
     return scored

@@ -22,7 +22,7 @@ from chronicle.storage.memory.indexes import ANN_NPROBES, ANN_REFINE_FACTOR
 from chronicle.storage.memory.schema import ROW_COLUMNS, SearchHit, StoredMemory
 from lancedb.query import MatchQuery
 
-from chronicle.memory.search import Candidate, QueryCost, Scored, fuse, tokenize
+from chronicle.memory.search import Candidate, QueryCost, Scored, ScoreRule, fuse, tokenize
 
 SearchMode = Literal["hybrid", "dense"]
 
@@ -73,6 +73,7 @@ class Weights:
     semantic: float
     importance: float
     fulltext: float
+    rule: ScoreRule = "scaled"
 
 
 RESCORE = 2
@@ -144,7 +145,7 @@ def ranked(
             for i, c in cos.items()
         ]
         return fuse(candidates, semantic_weight=weights.semantic, importance_weight=weights.importance,
-                    fulltext_weight=weights.fulltext)
+                    fulltext_weight=weights.fulltext, rule=weights.rule)
 
     estimated = scored(cosine)[: limit * RESCORE]
     marks.append(_now())

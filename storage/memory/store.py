@@ -336,6 +336,7 @@ class MemoryStore:
             self.settings.search_semantic_weight,
             self.settings.search_importance_weight,
             self.settings.search_fulltext_weight,
+            self.settings.search_score,
         )
         half_life = self.settings.memory_importance_half_life_days
         # A few more candidates than asked: demoting superseded rows (or ageing) lets the next ones move up.
@@ -345,7 +346,7 @@ class MemoryStore:
         )
         now = current_at if current_at is not None else datetime.now(UTC)
         return rerank(hits(scored, rows), now=now, importance_weight=weights.importance, half_life_days=half_life,
-                      demote_superseded=as_of is None)[:limit]
+                      demote_superseded=as_of is None, rule=weights.rule)[:limit]
 
     def _embed_query(self, query: str) -> np.ndarray:
         return query_vector(self.embedder, self._redacted(query))

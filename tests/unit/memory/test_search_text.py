@@ -61,5 +61,25 @@ def test_importance_scales_relevance_so_an_unrelated_important_memory_cannot_out
     assert scored[0].score == pytest.approx(0.85 * (0.7 + 0.3 * 0.3))
 
 
+def test_the_additive_rule_is_seed_002_to_the_letter_and_ages_its_own_term() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from chronicle.memory.ranking import rerank
+    from chronicle.memory.records import SearchHit
+
+    pair = [Candidate("answer", 0.85, 0.3), Candidate("unrelated", 0.60, 1.0)]
+    scored = fuse(pair, semantic_weight=0.7, importance_weight=0.3, fulltext_weight=0.5, rule="additive")
+    assert [s.id for s in scored] == ["unrelated", "answer"]  # the sum lets importance win, as the seed says
+    assert scored[0].score == pytest.approx(0.7 * 0.60 + 0.3 * 1.0)
+    # Ageing takes back exactly the importance term of the rule in use: half of it after one half-life.
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    hit = SearchHit(id="m", content="c", summary="s", target_file="MEMORY.md", tags=[], importance=1.0, key_info=[],
+                    source="", created=now - timedelta(days=30), updated=None, content_hash="h", language="en",
+                    source_entry_ids=[], flow_run_id=None, score=0.7 * 0.6 + 0.3, semantic=0.6, cosine=0.6)
+    for rule, term in (("additive", 0.3), ("scaled", 0.3 * 0.6)):
+        aged = rerank([hit], now=now, importance_weight=0.3, half_life_days=30, rule=rule)[0]
+        assert aged.score == pytest.approx(hit.score - term / 2)
+
+
 def test_fts_text_covers_every_text_field() -> None:
     assert fts_text("用户喜欢绿茶", "", "tea", "偏好") == "用户 喜欢 绿茶 tea 偏好"
