@@ -110,6 +110,7 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
     llm_weeks = sum(1 for _, _, (week_input, _) in todo if week_input.entries)
     # The offline engine and empty weeks take no LLM slot; tasks in other processes (Dask) take their own.
     in_process = _tasks_in_process()
+    wrap = quote if in_process else (lambda value: value)
     reserve = llm_weeks and not settings.offline_llm and in_process
     gate = reserve_llm(settings, min(workers, llm_weeks)) if reserve else nullcontext()
     # Tasks in other processes cannot see this process's leases: they claim their week themselves.
@@ -173,8 +174,9 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
                     continue
                 t0 = time.perf_counter()
                 # quote(): Prefect would otherwise walk every entry of every week's input twice per task run
-                # (looking for futures to wait on; there are none), ~a tenth of a week's worker CPU.
-                future = summarize_weeks_task.submit(quote(settings), quote(items), force, overwrite_edited, cards,
+                # (looking for futures to wait on; there are none), ~a tenth of a week's worker CPU. In threads
+                # only: the Dask runner ships the annotation as it is and the task got a tuple, not its settings.
+                future = summarize_weeks_task.submit(wrap(settings), wrap(items), force, overwrite_edited, cards,
                                                      threads)
                 info = [(p, w, len(prep[0].entries) if prep else 0) for p, w, prep, _ in items]
                 future.add_done_callback(lambda f, info=info, t0=t0: finished.put((f, info, t0)))
