@@ -127,3 +127,14 @@ def quoting_model(*, target_file: str = "MEMORY.md", width: int = 90, lines: int
         return "## 周报\n\n" + "\n".join(f"- {line[:width]}" for line in quoted[:lines]) + extra
 
     return reply
+
+
+def use_distill_engine(monkeypatch: Any, fake_llm: Any, engine: str, *, target_file: str) -> None:
+    """Embeddings from the fake server; with `engine == "llm"` the chat model too, quoting every note entry
+    back aimed at `target_file` (the offline engine needs no model)."""
+    monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
+    monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
+    if engine == "llm":
+        monkeypatch.setenv("LLM_URL", fake_llm.base_url)
+        monkeypatch.setenv("LLM_MODEL", "fake-distill")
+        fake_llm.responder = quoting_model(target_file=target_file)

@@ -40,14 +40,9 @@ def test_orders_are_stored_flagged_searchable_and_only_proposed(
     from chronicle.storage.memory.store import MemoryStore
 
     from chronicle.settings import Settings
-    from tests.security.canaries import quoting_model
+    from tests.security.canaries import use_distill_engine
 
-    monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
-    monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    if engine == "llm":
-        monkeypatch.setenv("LLM_URL", fake_llm.base_url)
-        monkeypatch.setenv("LLM_MODEL", "fake-distill")
-        fake_llm.responder = quoting_model(target_file="MEMORY.md")
+    use_distill_engine(monkeypatch, fake_llm, engine, target_file="MEMORY.md")
     notes = tmp_path / "in" / "memory"
     notes.mkdir(parents=True)
     lines = "\n".join(f"- {o}" for o in ORDERS)

@@ -190,14 +190,9 @@ def test_rephrased_orders_reach_no_knowledge_file_and_agents_md_only_by_approval
     from chronicle.flows.ingest_logs import ingest_logs
 
     from chronicle.settings import Settings
-    from tests.security.canaries import quoting_model
+    from tests.security.canaries import use_distill_engine
 
-    monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
-    monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    if engine == "llm":
-        monkeypatch.setenv("LLM_URL", fake_llm.base_url)
-        monkeypatch.setenv("LLM_MODEL", "fake-distill")
-        fake_llm.responder = quoting_model(target_file="AGENTS.md")
+    use_distill_engine(monkeypatch, fake_llm, engine, target_file="AGENTS.md")
     notes = tmp_path / "in" / "memory"
     notes.mkdir(parents=True)
     lines = "\n".join(f"- {r}" for r in REPHRASED)
