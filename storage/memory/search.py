@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from chronicle.storage.memory.arrow import sql_list, vectors
+from chronicle.storage.memory.arrow import sql_list, unpack_row, vectors
 from chronicle.storage.memory.indexes import ANN_NPROBES, ANN_REFINE_FACTOR
-from chronicle.storage.memory.schema import ROW_COLUMNS, SearchHit, StoredMemory
+from chronicle.storage.memory.schema import PACKED, ROW_COLUMNS, SearchHit, StoredMemory
 from lancedb.query import MatchQuery
 
 from chronicle.memory.search import Candidate, QueryCost, Scored, ScoreRule, fuse, tokenize
@@ -78,6 +78,9 @@ class Weights:
 
 RESCORE = 2
 """The best `RESCORE x limit` candidates by estimated score get their exact cosine before the final cut."""
+FULLTEXT_SHARE = 1.0
+"""The full-text leg's pool as a share of the dense leg's (`max(4 x limit, 40)`). bench/memory_e2e.py
+`--fulltext-shares` measures hit@k under several shares on one distilled store."""
 
 
 def ranked(
@@ -98,14 +101,15 @@ def ranked(
     rows, 12.2 ms CPU for 40 rows vs 3.7 (ids + vectors) + 7.0 (display columns of 20) (bench/search.py).
     """
     marks = [_now()]
-    pool = max(limit * 4, 40)  # candidates per leg; importance can promote rows below the top `limit`
+    pool = max(limit * 4, 40)  # dense candidates; importance can promote rows below the top `limit`
+    fts_pool = max(1, round(pool * FULLTEXT_SHARE))
     tokens = tokenize(query) if mode == "hybrid" else []
     # Full text needs no query vector: with a core to spare it runs on another thread while the model embeds
     # the query. On a saturated machine the hand-off only adds a wait for the scheduler (measured at load
     # average 11 on 2 cores, 100 k rows: p95 432 ms threaded vs 283 ms in line), so then it runs in line.
     fts_future = None
     if tokens and _core_to_spare():
-        fts_future = _search_pool().submit(_timed_fts, table, tokens, where, pool)
+        fts_future = _search_pool().submit(_timed_fts, table, tokens, where, fts_pool)
     qvec = embed_query(query)
     marks.append(_now())
     dense = dense_leg(table, qvec, where, pool, ann=ann)
@@ -115,7 +119,7 @@ def ranked(
         fts, fulltext = fts_future.result()
         waited = tuple(b - a for a, b in zip(marks[-1], _now(), strict=True))  # type: ignore[assignment]
     elif tokens:
-        fts, fulltext = _timed_fts(table, tokens, where, pool)
+        fts, fulltext = _timed_fts(table, tokens, where, fts_pool)
     marks.append(_now())
 
     dense_ids = dense.column("id").to_pylist()
@@ -258,9 +262,30 @@ def fts_query(table: Any, tokens: list[str], where: str | None, pool: int) -> An
 
 def take_rows(table: Any, row_ids: list[int]) -> dict[str, StoredMemory]:
     """Rows by their row ids from this version's legs: one positional read, no index lookup (~1.5 ms less than
-    by id). Empty when a concurrent compaction invalidated the row ids."""
+    by id), of the one `PACKED` column — LanceDB's take costs per column (at 1 M rows, 20 rows of the 22
+    display columns: ~11.6 ms CPU, of which ~6 ms for a single row), so one column instead of 22. Rows written
+    before schema 5 (packed null) are read from their columns. Empty when a concurrent compaction invalidated
+    the row ids (or the table has no `PACKED` column: the caller then reads by id)."""
     if not row_ids:
         return {}
+    try:
+        data = table.take_row_ids(row_ids).select([PACKED]).with_row_id().to_arrow()
+    except (OSError, ValueError, RuntimeError):
+        return {}
+    out, unpacked = {}, []
+    for addr, packed in zip(data.column("_rowid").to_pylist(), data.column(PACKED).to_pylist(), strict=True):
+        if packed:
+            row = StoredMemory.from_row(unpack_row(packed))
+            out[row.id] = row
+        else:
+            unpacked.append(addr)
+    if unpacked:
+        out.update(take_columns(table, unpacked))
+    return out
+
+
+def take_columns(table: Any, row_ids: list[int]) -> dict[str, StoredMemory]:
+    """`take_rows` from the display columns themselves (rows written before schema 5)."""
     try:
         data = table.take_row_ids(row_ids).select(ROW_COLUMNS).to_arrow()
     except (OSError, ValueError, RuntimeError):
