@@ -155,11 +155,12 @@ def ranked(
     marks.append(_now())
     # Exact cosines before the final cut, read only where missing: a dense candidate already has its exact one
     # when the leg searched without the ANN index; a full-text-only row (bounded) and the index's 8-bit
-    # estimates get theirs from their vectors (the vector column only: each column read costs).
+    # estimates get theirs from their vectors — read with the rows' packed display columns in the same take
+    # (one take less: with the ANN index every final row is among them).
     unsure = [s.id for s in estimated if ann or s.id not in dense_set]
-    exact = take_cosines(table, {row_ids[i]: i for i in unsure}, qvec)
+    exact, packed = take_rescored(table, {row_ids[i]: i for i in unsure}, qvec)
     if len(exact) < len(unsure):  # a compaction between the legs and the take moved rows: look them up by id
-        exact = cosines_by_id(table, unsure, qvec)
+        exact, packed = cosines_by_id(table, unsure, qvec), {}
     cosine.update(exact)
     marks.append(_now())
     keep = {s.id for s in estimated}
@@ -168,10 +169,14 @@ def ranked(
     best_text = [i for i, (_, rank) in bm25.items() if rank == 1]
     final = [s for s in scored({i: cosine[i] for i in [*keep, *best_text]}) if s.id in keep][:limit]
     marks.append(_now())
-    # The display columns for the final `limit` rows only (half the rows of the re-scored set).
-    rows = take_rows(table, [row_ids[s.id] for s in final])
-    if final and not rows:
-        rows = rows_by_id(table, [s.id for s in final])
+    # The final rows: unpacked from that take, the others (exact dense rows below `ann_min_rows`, rows written
+    # before schema 5) read now — by row id, by id where the row ids went stale.
+    rows = {s.id: StoredMemory.from_row(packed[s.id]) for s in final if s.id in packed}
+    rest = [s.id for s in final if s.id not in rows]
+    if rest:
+        rows.update(take_rows(table, [row_ids[i] for i in rest]))
+        if missing := [i for i in rest if i not in rows]:
+            rows.update(rows_by_id(table, missing))
     marks.append(_now())
     _costs(marks, fulltext, waited)
     return final, rows
@@ -299,22 +304,37 @@ def rows_by_id(table: Any, ids: list[str]) -> dict[str, StoredMemory]:
     return {row["id"]: StoredMemory.from_row(row) for row in data.to_pylist()}
 
 
-def take_cosines(table: Any, ids_at: dict[int, str], qvec: np.ndarray) -> dict[str, float]:
-    """Exact cosine with `qvec` of the rows at these row ids (keys; values: their ids), empty when they went stale.
-    Reads the vector column alone: the take returns rows in row-id order, matched by their `_rowid`, which
-    costs nothing, while the `id` column was a third of the read (40 rows: 1.8 vs 2.9 ms CPU)."""
+def take_rescored(
+    table: Any, ids_at: dict[int, str], qvec: np.ndarray
+) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+    """Exact cosine with `qvec` of the rows at these row ids (keys; values: their ids), and their packed rows
+    (unpacked; none for a row written before schema 5), in one take of the vector and `PACKED` columns; a
+    row id now holding another row (a compaction moved them) is left out, so the answer comes back short.
+    The take returns rows in row-id order, matched by their `_rowid`, which costs nothing (the `id` column was
+    a third of a 40-row vector read: 1.8 vs 2.9 ms CPU)."""
     if not ids_at:
-        return {}
+        return {}, {}
     try:
-        data = table.take_row_ids(list(ids_at)).select(["vector"]).with_row_id().to_arrow()
+        data = table.take_row_ids(list(ids_at)).select(["vector", PACKED]).with_row_id().to_arrow()
     except (OSError, ValueError, RuntimeError):
-        return {}
+        return {}, {}
     cos = (vectors(data) @ qvec).tolist() if data.num_rows else []
-    return {ids_at[r]: c for r, c in zip(data.column("_rowid").to_pylist(), cos, strict=True) if r in ids_at}
+    exact: dict[str, float] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    for addr, c, text in zip(data.column("_rowid").to_pylist(), cos, data.column(PACKED).to_pylist(), strict=True):
+        if (i := ids_at.get(addr)) is None:
+            continue
+        if text:
+            row = unpack_row(text)
+            if row["id"] != i:
+                continue
+            rows[i] = row
+        exact[i] = c
+    return exact, rows
 
 
 def cosines_by_id(table: Any, ids: list[str], qvec: np.ndarray) -> dict[str, float]:
-    """`take_cosines` by id (an index lookup)."""
+    """`take_rescored`'s cosines by id (an index lookup)."""
     data = table.search().where(f"id IN ({sql_list(ids)})").select(["id", "vector"]).limit(len(ids)).to_arrow()
     cos = (vectors(data) @ qvec).tolist() if data.num_rows else []
     return dict(zip(data.column("id").to_pylist(), cos, strict=True))
