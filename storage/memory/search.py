@@ -1,7 +1,7 @@
 """Hybrid search over the `memories` table: a dense leg and a full-text leg, fused by `chronicle.memory.search`.
 
-Both legs return up to `pool` candidates (ids, importance, scores) under the same prefilter; full rows are
-fetched for the final `limit` only (taking every column of ~80 candidates cost more than one extra read).
+Both legs return up to `pool` candidates (ids, importance, scores) under the same prefilter; the re-scored
+candidates' vectors and rows (the packed copy of their display columns, schema 5) come in one positional read.
 """
 
 from __future__ import annotations
@@ -79,10 +79,11 @@ class Weights:
 RESCORE = 2
 """The best `RESCORE x limit` candidates by estimated score get their exact cosine before the final cut."""
 FULLTEXT_SHARE = 0.5
-"""The full-text leg's pool as a share of the dense leg's (`max(4 x limit, 40)`): 40 rows for the store's 20.
-bench/memory_e2e.py `--fulltext-shares` (hit@k of the same distilled stores under several shares, load 7-9):
-0.5 kept every layout's hit@5 / hit@10 within one question of 1.0 (LoCoMo unscoped worst 0.736 / 0.831 both;
-MemoryBank scoped 0.850 / 0.980 both), 0.25 lost LoCoMo unscoped hit@10 (0.831 -> 0.818)."""
+"""The full-text leg's pool as a share of the dense leg's (`max(4 x limit, 40)`): a default search (limit 10, the
+store ranks 15) takes 60 dense and 30 full-text candidates (was 60). bench/memory_e2e.py `--fulltext-shares`
+(hit@k of the same distilled stores under several shares, load 7-9): 0.5 kept every layout's hit@5 / hit@10
+within one question of 1.0 (LoCoMo unscoped worst 0.736 / 0.831 both; MemoryBank scoped worst 0.850 / 0.980
+both), 0.25 lost LoCoMo unscoped hit@10 (0.831 -> 0.818)."""
 
 
 def ranked(
@@ -92,15 +93,15 @@ def ranked(
     """The best `limit` candidates scored, with their rows (rows deleted or moved meanwhile are missing).
 
     Per query: the full-text leg (on another thread, while the model embeds the query), the dense leg, one
-    fusion on estimated cosines, a positional read of the vectors of the top `RESCORE x limit` rows whose
-    cosine is not exact yet (id + vector only), the final ranking, then a positional read of the display
-    columns of the final `limit` rows. Estimated, because neither leg reads a vector: the dense leg's
+    fusion on estimated cosines, a positional read of the vectors and packed rows of the top `RESCORE x limit`
+    rows whose cosine is not exact yet, the final ranking, then (only for final rows that read did not bring)
+    a positional read of the packed rows. Estimated, because neither leg reads a vector: the dense leg's
     distances come from the ANN index's 8-bit codes once the table has one (exact below `ann_min_rows`, and
     then not read again), and a row only full text found is given the lowest cosine of the dense pool — an
     upper bound, since the dense leg would have returned it otherwise — so it is never ranked out before its
     exact cosine is known. Reading vectors inside the legs (LanceDB's `refine_factor`, or the vector column in
-    the full-text leg) cost ~3x the rest of the query at 100 k rows; reading every column of the re-scored
-    rows, 12.2 ms CPU for 40 rows vs 3.7 (ids + vectors) + 7.0 (display columns of 20) (bench/search.py).
+    the full-text leg) cost ~3x the rest of the query at 100 k rows; a LanceDB take costs per column (~0.25 ms
+    each at 1 M rows), hence one packed column for the 22 display ones (bench/search.py, docs/memory-search-scale.md).
     """
     marks = [_now()]
     pool = max(limit * 4, 40)  # dense candidates; importance can promote rows below the top `limit`
