@@ -104,6 +104,7 @@ def to_arrow(rows: list[PlannedRow], schema: pa.Schema) -> pa.Table:
 
 # The packed copy of a row's display columns (schema 5, `PACKED`): what `take_rows` reads instead of 22 columns.
 _TIMES = frozenset(("created", "updated", "superseded_at"))
+PACK_SLICE = 8_192
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 # Timestamps come back with the tzinfo Arrow gives them (`zoneinfo.ZoneInfo("UTC")` today), so an unpacked row
@@ -115,7 +116,9 @@ def packed_column(rows: pa.Table) -> pa.Array:
     """`PACKED` of each row of `rows` (which has the `ROW_COLUMNS` it stores), packed from the Arrow values
     themselves — exactly what a read of those columns returns, nulls included (a column the table lacks: null)."""
     names = [c for c in ROW_COLUMNS if c in rows.column_names]
-    return pa.array([pack_row(r) for r in rows.select(names).to_pylist()], pa.string())
+    # Slice by slice: the Python rows of a whole 1 M-row rewrite (reindex) would take gigabytes at once.
+    batches = rows.select(names).to_batches(max_chunksize=PACK_SLICE)
+    return pa.array([pack_row(r) for batch in batches for r in batch.to_pylist()], pa.string())
 
 
 def pack_row(row: dict[str, Any]) -> str:

@@ -106,3 +106,15 @@ def test_rows_written_before_the_packed_column_are_read_from_their_columns(setti
     assert take_columns(table, list(expected)) == {r.id: r for r in expected.values()}
     (hit,) = store.search("Berlin", limit=1)
     assert hit.content == first.content and hit.tags == ["home"] and hit.subject == "user"
+
+
+def test_packing_slice_by_slice_keeps_every_row_in_order(monkeypatch) -> None:
+    from chronicle.storage.memory import arrow
+
+    monkeypatch.setattr(arrow, "PACK_SLICE", 7)  # 20 rows: three slices, the last one short
+    rows = pa.table({
+        "id": [f"m{i}" for i in range(20)],
+        "created": pa.array([DAY2] * 19 + [None], pa.timestamp("us", tz="UTC")),
+        "tags": [[f"t{i}"] if i % 3 else [] for i in range(20)],
+    })
+    assert [arrow.unpack_row(p) for p in arrow.packed_column(rows).to_pylist()] == rows.to_pylist()
