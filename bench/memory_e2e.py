@@ -32,6 +32,8 @@ import os
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -93,7 +95,47 @@ def distill_corpus(settings: Any, folder: Path, first: date, last: date, name: s
     return entries, summary, seconds
 
 
-def measure(corpus_name: str, layout: str, samples: int, profile: bool, raw: bool) -> dict[str, Any]:
+@contextmanager
+def fulltext_share(share: float) -> Iterator[None]:
+    """Search with the full-text leg's pool at `share` of the dense leg's for the duration (bench-only knob)."""
+    from chronicle.storage.memory import search
+
+    before, search.FULLTEXT_SHARE = search.FULLTEXT_SHARE, share
+    try:
+        yield
+    finally:
+        search.FULLTEXT_SHARE = before
+
+
+def search_all(store: Any, questions: list, entry_to_turn: dict) -> tuple[Counter[str], int, list, int]:
+    """Every question searched unscoped and scoped: (hits per scope@k, other-subject hits, unscoped misses at 10,
+    questions with a subject)."""
+    from chronicle.memory.subjects import normalise_subject
+
+    hit: Counter[str] = Counter()
+    scoped_n, leaks = 0, 0
+    missed: list[dict[str, Any]] = []  # unscoped misses at 10, for reading what is lost (issue 24)
+    for subject, question, evidence in questions:
+        for scope in ("unscoped", "scoped"):
+            if scope == "scoped" and subject is None:
+                found = store.search(question, limit=10)  # a question naming nobody is searched unscoped
+            elif scope == "scoped":
+                found = store.search(question, limit=10, subject=subject)
+                leaks += sum(h.subject != normalise_subject(subject) for h in found)
+            else:
+                found = store.search(question, limit=10)
+            for k in (5, 10):
+                turns_found = {entry_to_turn.get(i) for h in found[:k] for i in h.source_entry_ids}
+                hit[f"{scope}@{k}"] += bool(evidence & turns_found)
+            if scope == "unscoped" and not evidence & turns_found:  # the top 10 (k's last value)
+                missed.append({"question": question, "evidence": sorted(evidence)})
+        scoped_n += subject is not None
+    return hit, leaks, missed, scoped_n
+
+
+def measure(
+    corpus_name: str, layout: str, samples: int, profile: bool, raw: bool, shares: tuple[float, ...] = ()
+) -> dict[str, Any]:
     """One corpus in one layout through ingest -> distill -> search (scoped and unscoped), in a fresh home."""
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,27 +159,16 @@ def measure(corpus_name: str, layout: str, samples: int, profile: bool, raw: boo
         entry_to_turn = {e.entry_id: where.get((Path(e.source_file).name, e.line_no or -1)) for e in entries}
         from chronicle.storage.memory.store import MemoryStore
 
-        from chronicle.memory.subjects import normalise_subject
 
         store = MemoryStore(settings)
-        hit: Counter[str] = Counter()
-        scoped_n, leaks = 0, 0
-        missed: list[dict[str, Any]] = []  # unscoped misses at 10, for reading what is lost (issue 24)
-        for subject, question, evidence in questions:
-            for scope in ("unscoped", "scoped"):
-                if scope == "scoped" and subject is None:
-                    found = store.search(question, limit=10)  # a question naming nobody is searched unscoped
-                elif scope == "scoped":
-                    found = store.search(question, limit=10, subject=subject)
-                    leaks += sum(h.subject != normalise_subject(subject) for h in found)
-                else:
-                    found = store.search(question, limit=10)
-                for k in (5, 10):
-                    turns_found = {entry_to_turn.get(i) for h in found[:k] for i in h.source_entry_ids}
-                    hit[f"{scope}@{k}"] += bool(evidence & turns_found)
-                if scope == "unscoped" and not evidence & turns_found:  # the top 10 (k's last value)
-                    missed.append({"question": question, "evidence": sorted(evidence)})
-            scoped_n += subject is not None
+        hit, leaks, missed, scoped_n = search_all(store, questions, entry_to_turn)
+        # The same questions again on the same store under other full-text pools (storage/memory/search.py
+        # FULLTEXT_SHARE): quality of a smaller pool without distilling again.
+        by_share = {}
+        for share in shares:
+            with fulltext_share(share):
+                other = search_all(store, questions, entry_to_turn)[0]
+            by_share[share] = {f"hit_{key.replace('@', '_at')}": v / len(questions) for key, v in other.items()}
         n = len(questions)
         lines = knowledge_lines(settings.workspace_dir)
         rows = store.count()
@@ -147,7 +178,7 @@ def measure(corpus_name: str, layout: str, samples: int, profile: bool, raw: boo
         "distill_rate": len(entries) / distill_s, "raw_rate": len(entries) / raw_s if raw_s else None,
         "knowledge_lines": sum(lines.values()), "knowledge_lines_per_100_turns": 100 * sum(lines.values()) / turns,
         "events": summary.as_dict().get("events"), "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
-        "missed_unscoped_at10": missed,
+        "missed_unscoped_at10": missed, "by_fulltext_share": by_share,
     }
     OUT.mkdir(exist_ok=True)  # per layout, so layouts can run in parallel processes and be combined (--combine)
     (OUT / f"memory_e2e_{corpus_name}_{layout}.json").write_text(json.dumps(out, indent=2, default=str))
@@ -155,6 +186,9 @@ def measure(corpus_name: str, layout: str, samples: int, profile: bool, raw: boo
           f"{distill_s:.1f}s; scoped hit@5/10 {out['hit_scoped_at5']:.3f}/{out['hit_scoped_at10']:.3f}, unscoped "
           f"{out['hit_unscoped_at5']:.3f}/{out['hit_unscoped_at10']:.3f} (n={n}, scoped {scoped_n}); other-subject "
           f"hits {leaks}; knowledge lines {out['knowledge_lines_per_100_turns']:.1f}/100 turns", flush=True)
+    for share, h in by_share.items():
+        print(f"  full-text pool share {share}: scoped hit@5/10 {h['hit_scoped_at5']:.3f}/{h['hit_scoped_at10']:.3f}, "
+              f"unscoped {h['hit_unscoped_at5']:.3f}/{h['hit_unscoped_at10']:.3f}", flush=True)
     return out
 
 
@@ -209,6 +243,9 @@ def main() -> None:
                         help="only report: combine the per-layout results of earlier runs (bench/out)")
     parser.add_argument("--samples", type=int, default=2, help="LoCoMo conversations")
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile of the distill")
+    parser.add_argument("--fulltext-shares", default="",
+                        help="comma-separated full-text pool shares (of the dense pool) to search again with, on the "
+                        "same distilled store (storage/memory/search.py FULLTEXT_SHARE)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -236,7 +273,8 @@ def main() -> None:
                 continue
             chosen = layouts.MEMORYBANK_LAYOUTS if name == "memorybank" else layouts.LOCOMO_LAYOUTS
             chosen = tuple(x for x in chosen if not args.layouts or x in args.layouts.split(","))
-            runs = [measure(name, layout, args.samples, args.profile, raw=n == 0 and not args.no_raw)
+            shares = tuple(float(x) for x in args.fulltext_shares.split(",") if x)
+            runs = [measure(name, layout, args.samples, args.profile, raw=n == 0 and not args.no_raw, shares=shares)
                     for n, layout in enumerate(chosen)]
             report(name, runs, args.samples)
 

@@ -80,7 +80,8 @@ def build_table(
     """
     import lancedb
     import pyarrow as pa
-    from chronicle.storage.memory.schema import TABLE, memory_schema
+    from chronicle.storage.memory.arrow import packed_column
+    from chronicle.storage.memory.schema import PACKED, TABLE, memory_schema
 
     from chronicle.memory.model import content_hash, detect_language
     from chronicle.memory.search import fts_text
@@ -136,7 +137,11 @@ def build_table(
             arrays["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim)
             for f in schema:  # a column the schema gained later (and this bench does not know): "" for text (issue 24:
                 # `superseded_by = ''` marks a current memory, which a null would not), else null
-                arrays.setdefault(f.name, pa.array([""] * m, f.type) if f.type == pa.string() else pa.nulls(m, f.type))
+                default = pa.array([""] * m, f.type) if f.type == pa.string() else pa.nulls(m, f.type)
+                if f.name != PACKED:
+                    arrays.setdefault(f.name, default)
+            if PACKED in schema.names:  # the display columns packed, as the store writes them (schema 5)
+                arrays[PACKED] = packed_column(pa.table(arrays))
             data = pa.table([arrays[f.name] for f in schema], schema=schema)
             yield from data.to_batches()
 

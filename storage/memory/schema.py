@@ -10,6 +10,10 @@ missing columns as nulls — a metadata-only commit, no row is rewritten):
   re-distil the notes (drop the table) to get them.
 - 4: `reads_as_order` (the injection screen read the text as an order to the assistant: stored flagged, shown
   with a marker by search, never in a knowledge file without approval). Upgraded rows read as False.
+- 5: `packed_row` (issue 27): a copy of the row's `ROW_COLUMNS` as one JSON string, written with the row
+  (`arrow.packed_column`). Search reads its final rows from it: LanceDB's take costs per column (~0.25 ms each
+  at 1 M rows), so one column instead of 22 cut a 20-row read from 13.0 to 2.2 ms CPU. Upgraded rows hold
+  null and are read from their columns (`chronicle memory reindex`, or any rewrite of a row, fills it).
 """
 
 from __future__ import annotations
@@ -20,15 +24,16 @@ from chronicle.memory.model import EventKind, MemoryEvent
 from chronicle.memory.records import SearchHit, StoredMemory, utc
 
 __all__ = [
-    "META_DIM", "META_MODEL", "META_VERSION", "ROW_COLUMNS", "SCHEMA_VERSION", "TABLE", "EventKind", "MemoryEvent",
-    "SearchHit", "StoredMemory", "memory_schema", "utc",
+    "META_DIM", "META_MODEL", "META_VERSION", "PACKED", "ROW_COLUMNS", "SCHEMA_VERSION", "TABLE", "EventKind",
+    "MemoryEvent", "SearchHit", "StoredMemory", "memory_schema", "utc",
 ]  # fmt: skip
 
 TABLE = "memories"
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 META_MODEL = "chronicle.embedding_model"
 META_DIM = "chronicle.embedding_dim"
 META_VERSION = "chronicle.schema_version"
+PACKED = "packed_row"
 
 
 def memory_schema(model_name: str, dim: int) -> pa.Schema:
@@ -68,6 +73,8 @@ def memory_schema(model_name: str, dim: int) -> pa.Schema:
             pa.field("superseded_at", pa.timestamp("us", tz="UTC")),
             # Schema 4: flagged by the injection screen (null in upgraded rows: not flagged).
             pa.field("reads_as_order", pa.bool_()),
+            # Schema 5: the display columns again, packed (what search reads; see the module docstring).
+            pa.field(PACKED, pa.string()),
         ],
         metadata={META_MODEL: model_name, META_DIM: str(dim), META_VERSION: SCHEMA_VERSION},
     )

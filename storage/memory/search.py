@@ -1,7 +1,7 @@
 """Hybrid search over the `memories` table: a dense leg and a full-text leg, fused by `chronicle.memory.search`.
 
-Both legs return up to `pool` candidates (ids, importance, scores) under the same prefilter; full rows are
-fetched for the final `limit` only (taking every column of ~80 candidates cost more than one extra read).
+Both legs return up to `pool` candidates (ids, importance, scores) under the same prefilter; the re-scored
+candidates' vectors and rows (the packed copy of their display columns, schema 5) come in one positional read.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from chronicle.storage.memory.arrow import sql_list, vectors
+from chronicle.storage.memory.arrow import sql_list, unpack_row, vectors
 from chronicle.storage.memory.indexes import ANN_NPROBES, ANN_REFINE_FACTOR
-from chronicle.storage.memory.schema import ROW_COLUMNS, SearchHit, StoredMemory
+from chronicle.storage.memory.schema import PACKED, ROW_COLUMNS, SearchHit, StoredMemory
 from lancedb.query import MatchQuery
 
 from chronicle.memory.search import Candidate, QueryCost, Scored, ScoreRule, fuse, tokenize
@@ -78,6 +78,12 @@ class Weights:
 
 RESCORE = 2
 """The best `RESCORE x limit` candidates by estimated score get their exact cosine before the final cut."""
+FULLTEXT_SHARE = 0.5
+"""The full-text leg's pool as a share of the dense leg's (`max(4 x limit, 40)`): a default search (limit 10, the
+store ranks 15) takes 60 dense and 30 full-text candidates (was 60). bench/memory_e2e.py `--fulltext-shares`
+(hit@k of the same distilled stores under several shares, load 7-9): 0.5 kept every layout's hit@5 / hit@10
+within one question of 1.0 (LoCoMo unscoped worst 0.736 / 0.831 both; MemoryBank scoped worst 0.850 / 0.980
+both), 0.25 lost LoCoMo unscoped hit@10 (0.831 -> 0.818)."""
 
 
 def ranked(
@@ -87,25 +93,26 @@ def ranked(
     """The best `limit` candidates scored, with their rows (rows deleted or moved meanwhile are missing).
 
     Per query: the full-text leg (on another thread, while the model embeds the query), the dense leg, one
-    fusion on estimated cosines, a positional read of the vectors of the top `RESCORE x limit` rows whose
-    cosine is not exact yet (id + vector only), the final ranking, then a positional read of the display
-    columns of the final `limit` rows. Estimated, because neither leg reads a vector: the dense leg's
+    fusion on estimated cosines, a positional read of the vectors and packed rows of the top `RESCORE x limit`
+    rows whose cosine is not exact yet, the final ranking, then (only for final rows that read did not bring)
+    a positional read of the packed rows. Estimated, because neither leg reads a vector: the dense leg's
     distances come from the ANN index's 8-bit codes once the table has one (exact below `ann_min_rows`, and
     then not read again), and a row only full text found is given the lowest cosine of the dense pool — an
     upper bound, since the dense leg would have returned it otherwise — so it is never ranked out before its
     exact cosine is known. Reading vectors inside the legs (LanceDB's `refine_factor`, or the vector column in
-    the full-text leg) cost ~3x the rest of the query at 100 k rows; reading every column of the re-scored
-    rows, 12.2 ms CPU for 40 rows vs 3.7 (ids + vectors) + 7.0 (display columns of 20) (bench/search.py).
+    the full-text leg) cost ~3x the rest of the query at 100 k rows; a LanceDB take costs per column (~0.25 ms
+    each at 1 M rows), hence one packed column for the 22 display ones (bench/search.py, docs/memory-search-scale.md).
     """
     marks = [_now()]
-    pool = max(limit * 4, 40)  # candidates per leg; importance can promote rows below the top `limit`
+    pool = max(limit * 4, 40)  # dense candidates; importance can promote rows below the top `limit`
+    fts_pool = max(1, round(pool * FULLTEXT_SHARE))
     tokens = tokenize(query) if mode == "hybrid" else []
     # Full text needs no query vector: with a core to spare it runs on another thread while the model embeds
     # the query. On a saturated machine the hand-off only adds a wait for the scheduler (measured at load
     # average 11 on 2 cores, 100 k rows: p95 432 ms threaded vs 283 ms in line), so then it runs in line.
     fts_future = None
     if tokens and _core_to_spare():
-        fts_future = _search_pool().submit(_timed_fts, table, tokens, where, pool)
+        fts_future = _search_pool().submit(_timed_fts, table, tokens, where, fts_pool)
     qvec = embed_query(query)
     marks.append(_now())
     dense = dense_leg(table, qvec, where, pool, ann=ann)
@@ -115,7 +122,7 @@ def ranked(
         fts, fulltext = fts_future.result()
         waited = tuple(b - a for a, b in zip(marks[-1], _now(), strict=True))  # type: ignore[assignment]
     elif tokens:
-        fts, fulltext = _timed_fts(table, tokens, where, pool)
+        fts, fulltext = _timed_fts(table, tokens, where, fts_pool)
     marks.append(_now())
 
     dense_ids = dense.column("id").to_pylist()
@@ -151,11 +158,12 @@ def ranked(
     marks.append(_now())
     # Exact cosines before the final cut, read only where missing: a dense candidate already has its exact one
     # when the leg searched without the ANN index; a full-text-only row (bounded) and the index's 8-bit
-    # estimates get theirs from their vectors (the vector column only: each column read costs).
+    # estimates get theirs from their vectors — read with the rows' packed display columns in the same take
+    # (one take less: with the ANN index every final row is among them).
     unsure = [s.id for s in estimated if ann or s.id not in dense_set]
-    exact = take_cosines(table, {row_ids[i]: i for i in unsure}, qvec)
+    exact, packed = take_rescored(table, {row_ids[i]: i for i in unsure}, qvec)
     if len(exact) < len(unsure):  # a compaction between the legs and the take moved rows: look them up by id
-        exact = cosines_by_id(table, unsure, qvec)
+        exact, packed = cosines_by_id(table, unsure, qvec), {}
     cosine.update(exact)
     marks.append(_now())
     keep = {s.id for s in estimated}
@@ -164,10 +172,14 @@ def ranked(
     best_text = [i for i, (_, rank) in bm25.items() if rank == 1]
     final = [s for s in scored({i: cosine[i] for i in [*keep, *best_text]}) if s.id in keep][:limit]
     marks.append(_now())
-    # The display columns for the final `limit` rows only (half the rows of the re-scored set).
-    rows = take_rows(table, [row_ids[s.id] for s in final])
-    if final and not rows:
-        rows = rows_by_id(table, [s.id for s in final])
+    # The final rows: unpacked from that take, the others (exact dense rows below `ann_min_rows`, rows written
+    # before schema 5) read now — by row id, by id where the row ids went stale.
+    rows = {s.id: StoredMemory.from_row(packed[s.id]) for s in final if s.id in packed}
+    rest = [s.id for s in final if s.id not in rows]
+    if rest:
+        rows.update(take_rows(table, [row_ids[i] for i in rest]))
+        if missing := [i for i in rest if i not in rows]:
+            rows.update(rows_by_id(table, missing))
     marks.append(_now())
     _costs(marks, fulltext, waited)
     return final, rows
@@ -258,9 +270,30 @@ def fts_query(table: Any, tokens: list[str], where: str | None, pool: int) -> An
 
 def take_rows(table: Any, row_ids: list[int]) -> dict[str, StoredMemory]:
     """Rows by their row ids from this version's legs: one positional read, no index lookup (~1.5 ms less than
-    by id). Empty when a concurrent compaction invalidated the row ids."""
+    by id), of the one `PACKED` column — LanceDB's take costs per column (at 1 M rows, 20 rows of the 22
+    display columns: 13.0 ms CPU, 6.9 ms for a single row; of the packed column: 2.2 ms). Rows written
+    before schema 5 (packed null) are read from their columns. Empty when a concurrent compaction invalidated
+    the row ids (or the table has no `PACKED` column: the caller then reads by id)."""
     if not row_ids:
         return {}
+    try:
+        data = table.take_row_ids(row_ids).select([PACKED]).with_row_id().to_arrow()
+    except (OSError, ValueError, RuntimeError):
+        return {}
+    out, unpacked = {}, []
+    for addr, packed in zip(data.column("_rowid").to_pylist(), data.column(PACKED).to_pylist(), strict=True):
+        if packed:
+            row = StoredMemory.from_row(unpack_row(packed))
+            out[row.id] = row
+        else:
+            unpacked.append(addr)
+    if unpacked:
+        out.update(take_columns(table, unpacked))
+    return out
+
+
+def take_columns(table: Any, row_ids: list[int]) -> dict[str, StoredMemory]:
+    """`take_rows` from the display columns themselves (rows written before schema 5)."""
     try:
         data = table.take_row_ids(row_ids).select(ROW_COLUMNS).to_arrow()
     except (OSError, ValueError, RuntimeError):
@@ -274,22 +307,37 @@ def rows_by_id(table: Any, ids: list[str]) -> dict[str, StoredMemory]:
     return {row["id"]: StoredMemory.from_row(row) for row in data.to_pylist()}
 
 
-def take_cosines(table: Any, ids_at: dict[int, str], qvec: np.ndarray) -> dict[str, float]:
-    """Exact cosine with `qvec` of the rows at these row ids (keys; values: their ids), empty when they went stale.
-    Reads the vector column alone: the take returns rows in row-id order, matched by their `_rowid`, which
-    costs nothing, while the `id` column was a third of the read (40 rows: 1.8 vs 2.9 ms CPU)."""
+def take_rescored(
+    table: Any, ids_at: dict[int, str], qvec: np.ndarray
+) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+    """Exact cosine with `qvec` of the rows at these row ids (keys; values: their ids), and their packed rows
+    (unpacked; none for a row written before schema 5), in one take of the vector and `PACKED` columns; a
+    row id now holding another row (a compaction moved them) is left out, so the answer comes back short.
+    The take returns rows in row-id order, matched by their `_rowid`, which costs nothing (the `id` column was
+    a third of a 40-row vector read: 1.8 vs 2.9 ms CPU)."""
     if not ids_at:
-        return {}
+        return {}, {}
     try:
-        data = table.take_row_ids(list(ids_at)).select(["vector"]).with_row_id().to_arrow()
+        data = table.take_row_ids(list(ids_at)).select(["vector", PACKED]).with_row_id().to_arrow()
     except (OSError, ValueError, RuntimeError):
-        return {}
+        return {}, {}
     cos = (vectors(data) @ qvec).tolist() if data.num_rows else []
-    return {ids_at[r]: c for r, c in zip(data.column("_rowid").to_pylist(), cos, strict=True) if r in ids_at}
+    exact: dict[str, float] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    for addr, c, text in zip(data.column("_rowid").to_pylist(), cos, data.column(PACKED).to_pylist(), strict=True):
+        if (i := ids_at.get(addr)) is None:
+            continue
+        if text:
+            row = unpack_row(text)
+            if row["id"] != i:
+                continue
+            rows[i] = row
+        exact[i] = c
+    return exact, rows
 
 
 def cosines_by_id(table: Any, ids: list[str], qvec: np.ndarray) -> dict[str, float]:
-    """`take_cosines` by id (an index lookup)."""
+    """`take_rescored`'s cosines by id (an index lookup)."""
     data = table.search().where(f"id IN ({sql_list(ids)})").select(["id", "vector"]).limit(len(ids)).to_arrow()
     cos = (vectors(data) @ qvec).tolist() if data.num_rows else []
     return dict(zip(data.column("id").to_pylist(), cos, strict=True))

@@ -41,8 +41,8 @@ from chronicle.storage.memory.arrow import (
     row_keys,
     sql_list,
     to_arrow,
-    vector_array,
     vectors,
+    with_vectors,
 )
 from chronicle.storage.memory.schema import (
     META_DIM,
@@ -300,7 +300,7 @@ class MemoryStore:
             schema = memory_schema(embedder.model_name, embedder.dim)
             keys = row_keys(rows).to_pylist()
             matrix = np.stack([done[k] for k in keys]) if keys else np.zeros((0, embedder.dim), np.float32)
-            data = rows.append_column("vector", vector_array(matrix, embedder.dim)).select(schema.names).cast(schema)
+            data = with_vectors(rows, matrix, schema)
             self._table = self._db.create_table(TABLE, data, schema=schema, mode="overwrite")
             self.embedder, self._mismatch = embedder, None
             self.ensure_indexes()

@@ -142,7 +142,8 @@ def test_clustered_rows_sit_at_the_drawn_cosine_from_their_centre() -> None:
 def test_row_reads_notice_row_ids_a_compaction_moved_and_fall_back_to_ids(home) -> None:
     """`ranked` reads by row id from its legs' version; a compaction in between moves rows. The vector read must
     then come back short (so `ranked` falls back to ids), and the by-id reads give the same cosines and rows."""
-    from chronicle.storage.memory.search import cosines_by_id, rows_by_id, take_cosines, take_rows
+    from chronicle.storage.memory.schema import StoredMemory
+    from chronicle.storage.memory.search import cosines_by_id, rows_by_id, take_rescored, take_rows
 
     embedder = HashEmbedder(dim=32)
     store = MemoryStore(Settings(home=home), embedder)
@@ -156,13 +157,19 @@ def test_row_reads_notice_row_ids_a_compaction_moved_and_fall_back_to_ids(home) 
     ids_at = dict(zip(data.column("_rowid").to_pylist(), data.column("id").to_pylist(), strict=True))
     qvec = embedder.embed(["garden"])[0]
     vecs = dict(zip(data.column("id").to_pylist(), data.column("vector").to_pylist(), strict=True))
-    exact = pytest.approx({i: float(np.dot(v, qvec)) for i, v in vecs.items()}, abs=1e-6)
-    assert take_cosines(table, ids_at, qvec) == exact
+    truth = {i: float(np.dot(v, qvec)) for i, v in vecs.items()}
+    exact = pytest.approx(truth, abs=1e-6)
+    cosines, packed = take_rescored(table, ids_at, qvec)
+    assert cosines == exact
+    # The same take brings the rows' packed display columns: equal to the rows read by id.
+    assert {i: StoredMemory.from_row(r) for i, r in packed.items()} == rows_by_id(table, list(ids_at.values()))
 
     table.optimize()  # compacts the fragments: the row ids above now point nowhere (or elsewhere)
     moved = store._readable()
-    stale = take_cosines(moved, ids_at, qvec)
-    assert len(stale) < len(ids_at) or stale != pytest.approx(take_cosines(table, ids_at, qvec), abs=1e-6)
+    stale, stale_rows = take_rescored(moved, ids_at, qvec)
+    assert len(stale) < len(ids_at)  # short: `ranked` falls back to ids
+    assert stale == pytest.approx({i: truth[i] for i in stale}, abs=1e-6)  # and never another row's cosine
+    assert set(stale_rows) == set(stale)
     fresh = cosines_by_id(moved, list(ids_at.values()), qvec)
     assert fresh == exact
     assert set(rows_by_id(moved, list(ids_at.values())[:5])) == set(list(ids_at.values())[:5])
