@@ -82,8 +82,21 @@ END_TO_END = (
 
 
 # The longest files, started first so that no worker is left alone with one of them at the end (the longest-
-# processing-time-first rule; xdist hands out units in collection order). Measured: minutes each on 2 cores.
-LONGEST_FIRST = ("tests/lake/test_multiworker.py", "tests/lake/test_dead_runs.py")
+# processing-time-first rule; xdist hands out units in collection order). Measured (`--durations`, 2 cores): 1–4
+# minutes each; the lake files count their pool's start-up.
+LONGEST_FIRST = ("tests/lake/test_multiworker.py", "tests/lake/test_dead_runs.py", "tests/ops/test_deploy_doc.py",
+                 "tests/reliability/test_kill_ingest.py", "tests/ops/test_refused_runs.py",
+                 "tests/reliability/test_kill_weekly.py", "tests/ops/test_worker_sigterm.py",
+                 "tests/reliability/test_kill_distill.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (pyproject's addopts): one worker more than the cores. Most of the end-to-end tests wait — on a
+    flow run's process start, a worker's poll, a 30 s heartbeat that must lapse before a dead run is Crashed —
+    and a third worker fills those waits: on 2 cores the suite took 18.9 min with 3 workers at load ~9 where 2
+    workers took 22.4 min at load ~5 (2026-12-02); a set of the waiting tests alone used 47 s of CPU in 203 s."""
+    return (os.cpu_count() or 1) + 1
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
