@@ -123,7 +123,7 @@ def sweep(data: Path, sizes: list[int], queries: int, shares: list[float], reduc
                 print(f"  probe {share:.0%} of partitions: recall@10 {recall:.3f}, {ms:.2f} ms CPU/query", flush=True)
 
 
-def patch(share: float) -> None:
+def patch(share: float, reduce: int) -> None:
     """Replace the store's dense leg, for unfiltered queries, by the numpy probe over a copy of the table's vectors
     loaded on the first query of each table version; `ranked` is told the cosines are exact (no re-read)."""
     import chronicle.storage.memory.search as search
@@ -131,13 +131,13 @@ def patch(share: float) -> None:
     from chronicle.storage.memory.arrow import vectors
 
     lance_leg, lance_ranked = search.dense_leg, search.ranked
-    built: dict[tuple[int, int], dict[str, Any]] = {}
+    built: dict[tuple[str, int], dict[str, Any]] = {}
 
     def build(table: Any) -> dict[str, Any]:
         t0 = time.perf_counter()
         data = table.search().select(["id", "importance", "vector"]).with_row_id(True)
         data = data.limit(table.count_rows()).to_arrow()
-        index = Partitioned(np.ascontiguousarray(vectors(data)), partitions_for(data.num_rows))
+        index = Partitioned(np.ascontiguousarray(vectors(data)), partitions_for(data.num_rows), reduce)
         print(f"[in-process index] {data.num_rows} rows, {len(index.centres)} partitions, built in "
               f"{time.perf_counter() - t0:.1f} s (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
         return {"index": index, "cols": data.select(["id", "importance", "_rowid"])}
@@ -145,7 +145,8 @@ def patch(share: float) -> None:
     def dense_leg(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool) -> pa.Table:
         if where is not None:
             return lance_leg(table, qvec, where, pool, ann=ann)
-        key = (id(table), table.version)
+        # Keyed by what it reads (the table's folder and version): the bench's two stores share one copy.
+        key = (table.uri, table.version)
         if key not in built:
             built[key] = build(table)
         at, sims = built[key]["index"].probe(qvec, share, pool)
@@ -170,14 +171,14 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--shares", default="0.1,0.2,0.3,0.4", help="sweep: shares of partitions probed")
     parser.add_argument("--share", type=float, default=0.4, help="bench: share of partitions probed")
-    parser.add_argument("--reduce", type=int, default=0, help="sweep: probe on this many principal components")
+    parser.add_argument("--reduce", type=int, default=0, help="probe on this many principal components")
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.mode == "sweep":
         sweep(args.data, sizes, args.queries, [float(s) for s in args.shares.split(",")], args.reduce)
         return
-    patch(args.share)
+    patch(args.share, args.reduce)
     from bench import search as bench_search
 
     sys.argv = ["bench.search", "--sizes", args.sizes, "--vectors", "clustered", "--queries", str(args.queries),
