@@ -23,6 +23,7 @@ from chronicle.storage.llm_log import write_calls
 from chronicle.settings import Settings
 from chronicle.weekly.engine import decide, engine_model, llm_week, offline_week, recheck
 from chronicle.weekly.faithfulness import describe
+from chronicle.weekly.grouping import MAX_WEEKS_PER_TASK
 from chronicle.weekly.model import StoredReport, WeekInput, WeekReport, make_week_input
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek, week_range
@@ -125,10 +126,12 @@ def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | 
     return WeekRun(row, report if saved == "generated" else None)
 
 
-COMMIT_EVERY = 16
-"""Offline weeks of a group stored per commit at least (more when more threads run at once). A write window
-(open, commit, checkpoint on close) costs ~30-60 ms of CPU, ten offline weeks' work: 4 weeks a window made the
-windows most of an offline backfill's cost (issue 20); 16 weeks of text are ~0.1 s to redo after a kill."""
+COMMIT_EVERY = MAX_WEEKS_PER_TASK
+"""Offline weeks of a group stored per commit at least (more when more threads run at once): a group's weeks in
+one window unless CHRONICLE_WEEKS_PER_TASK makes groups larger. A write window (open, commit, checkpoint on
+close) costs ~40-60 ms of CPU, ten offline weeks' work: 4 weeks a window made the windows most of an offline
+backfill's cost, and at 16 (3 windows for a 37-week group) they were still ~40 % of its worker CPU (issue 20);
+50 weeks of text are ~0.15 s to redo after a kill."""
 
 WeekItem = tuple[str, IsoWeek, Prepared | None, str | None]
 """A week of a group: (project, week, what the plan read, the fan-out that leased its cache key)."""
