@@ -125,14 +125,14 @@ def written_by(settings: Settings, weeks: Sequence[tuple[str, int]]) -> dict[tup
         return reports.writers_of(conn, list(weeks))
 
 
-SPREAD_MIN_OFFLINE_WEEKS = 256
-"""An offline-engine backfill (a few hundred ms a week on the lake) smaller than this is not spread. Measured
-(bench/scale, 2 cores at load 15-20): one worker writes ~4 offline weeks/s, and a child run starts 20-31 s
-after it is created (the worker's poll, a new process, Prefect's and Chronicle's imports) — a 120-week
-backfill is done before the child takes a week, and the child's start-up CPU (~8 s on the worker, ~4 s on the
-API server) slows the parent: spreading it took 0.52x the time of one worker. A child starting after ~100
-weeks is pure loss here; 256 leaves it the time to take a share. With an LLM every week costs seconds, and
-spreading two weeks already pays (docs/deploy.md, "Many workers")."""
+SPREAD_MIN_OFFLINE_WEEKS = 1500
+"""An offline-engine backfill smaller than this is not spread. Measured (bench/scale, 2 cores): a child run
+starts 16-31 s after it is created (the worker's poll, a new process, Prefect's and Chronicle's imports; load
+8-20), and one worker now writes ~36 offline weeks/s on the lake (312 weeks in ~9 s at load 11-16, since a
+group's weeks share one write window: ~5 weeks/s before). A 312-week backfill was done before its child left
+`Submitting`, and the spread run took 1.8x as long as one worker (the child's start-up CPU on the same cores):
+a child only pays when one worker needs clearly longer than that start-up, ~2 x 20 s of weeks. With an LLM
+every week costs seconds, and spreading two weeks already pays (docs/deploy.md, "Many workers")."""
 
 
 def worth_spreading(settings: Settings, weeks: int) -> bool:

@@ -23,7 +23,8 @@ from chronicle.storage.llm_log import write_calls
 from chronicle.settings import Settings
 from chronicle.weekly.engine import decide, engine_model, llm_week, offline_week, recheck
 from chronicle.weekly.faithfulness import describe
-from chronicle.weekly.model import StoredReport, WeekInput, WeekReport, make_week_input
+from chronicle.weekly.grouping import MAX_WEEKS_PER_TASK
+from chronicle.weekly.model import StoredReport, WeekInput, WeekReport, make_week_input, week_digest
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek, week_range
 
@@ -125,10 +126,12 @@ def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | 
     return WeekRun(row, report if saved == "generated" else None)
 
 
-COMMIT_EVERY = 16
-"""Offline weeks of a group stored per commit at least (more when more threads run at once). A write window
-(open, commit, checkpoint on close) costs ~30-60 ms of CPU, ten offline weeks' work: 4 weeks a window made the
-windows most of an offline backfill's cost (issue 20); 16 weeks of text are ~0.1 s to redo after a kill."""
+COMMIT_EVERY = MAX_WEEKS_PER_TASK
+"""Offline weeks of a group stored per commit at least (more when more threads run at once): a group's weeks in
+one window unless CHRONICLE_WEEKS_PER_TASK makes groups larger. A write window (open, commit, checkpoint on
+close) costs ~40-60 ms of CPU, ten offline weeks' work: 4 weeks a window made the windows most of an offline
+backfill's cost, and at 16 (3 windows for a 37-week group) they were still ~40 % of its worker CPU (issue 20);
+50 weeks of text are ~0.15 s to redo after a kill."""
 
 WeekItem = tuple[str, IsoWeek, Prepared | None, str | None]
 """A week of a group: (project, week, what the plan read, the fan-out that leased its cache key)."""
@@ -293,23 +296,27 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
     tz, model, redactor = settings.tz_for(project_id), engine_model(settings), redactor_for(settings)
     refreshes: list[tuple[int, dict, bool | None, list[dict] | None]] = []
     for week in week_range(first, last):
-        week_input = make_week_input(project_id, week, rows.get(week.number, []), running, tz, redactor)
-        running = week_input.stats["enrolled_total"]
+        week_rows, before = rows.get(week.number, []), running
+        # The digest decides; the entries are redacted only for a week that runs or whose kept text is re-checked.
+        digest = week_digest(week_rows, before, redactor)
+        running = digest.stats["enrolled_total"]
         kept = stored.get(week.number)
-        decision = decide(kept, week_input, model, force=force, overwrite_edited=overwrite_edited)
+        decision = decide(kept, digest, model, force=force, overwrite_edited=overwrite_edited)
         if not only_missing or decision.action == "generate" or kept is None:
-            plan.to_run.append((week, (week_input, kept)))
+            plan.to_run.append((week, (make_week_input(project_id, week, week_rows, before, tz, redactor, digest),
+                                       kept)))
             continue
         stale = decision.stale if decision.action == "skip-edited" else None
         needs_review = kept.needs_review
-        if kept.stats != week_input.stats or (stale is not None and stale != kept.stale):
+        if kept.stats != digest.stats or (stale is not None and stale != kept.stale):
             # New stats (e.g. a late enrolment earlier on) re-check the kept text; edits are not flagged.
-            reasons = None if kept.status == "edited" else recheck(kept, week_input)
+            reasons = None if kept.status == "edited" else recheck(
+                kept, make_week_input(project_id, week, week_rows, before, tz, redactor, digest))
             needs_review = bool(reasons) if reasons is not None else needs_review
-            refreshes.append((week.number, week_input.stats, stale, reasons))
+            refreshes.append((week.number, digest.stats, stale, reasons))
         plan.done.append(WeekOutcome(project_id, week.number,
                                      "cached" if decision.action == "cached" else "skipped-edited", kept.model,
-                                     len(week_input.entries), needs_review=needs_review, why=decision.why))
+                                     digest.entry_count, needs_review=needs_review, why=decision.why))
     if refreshes:
         for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
             with attempt as conn:

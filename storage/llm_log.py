@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from chronicle.storage.db import write
+from chronicle.storage.db import json_rows, write
 
 from chronicle.llm.records import LLMCallRecord
 from chronicle.settings import Settings
@@ -14,9 +14,11 @@ from chronicle.settings import Settings
 _COLUMNS = ("call_id", "started_at", "model", "endpoint", "purpose", "project_id", "week_number", "prompt_hash",
             "prompt", "response", "tokens_in", "tokens_out", "latency_ms", "status", "error", "http_status",
             "attempt", "flow_run_id")
-_INSERT = (f"INSERT INTO llm_calls ({', '.join(_COLUMNS)}) SELECT {', '.join('v.' + c for c in _COLUMNS)} "
-           "FROM (VALUES {values}) v(" + ", ".join(_COLUMNS) + ") WHERE NOT EXISTS "
-           "(SELECT 1 FROM llm_calls l WHERE l.call_id = v.call_id AND l.attempt = v.attempt)")
+_TYPES = {"started_at": "TIMESTAMP", "week_number": "INTEGER", "tokens_in": "INTEGER", "tokens_out": "INTEGER",
+          "latency_ms": "DOUBLE", "http_status": "INTEGER", "attempt": "INTEGER"}
+_INSERT = (f"INSERT INTO llm_calls ({', '.join(_COLUMNS)}) SELECT {', '.join('r.' + c for c in _COLUMNS)} "
+           "FROM {rows} WHERE NOT EXISTS "
+           "(SELECT 1 FROM llm_calls l WHERE l.call_id = r.call_id AND l.attempt = r.attempt)")
 
 CallRow = tuple[Any, ...]
 """One `llm_calls` row, in the table's column order (`call_row`)."""
@@ -42,8 +44,8 @@ def insert_calls(conn: Any, rows: Sequence[CallRow]) -> None:
     unique = list({(row[call_id], row[attempt]): row for row in rows}.values())
     if not unique:
         return
-    one = "(" + ", ".join("?" for _ in _COLUMNS) + ")"
-    conn.execute(_INSERT.format(values=", ".join(one for _ in unique)), [x for row in unique for x in row])
+    rows, params = json_rows(_COLUMNS, unique, _TYPES)  # one bound value for the batch (see `json_rows`)
+    conn.execute(_INSERT.format(rows=rows), params)
 
 
 def write_calls(settings: Settings, rows: Sequence[CallRow]) -> None:

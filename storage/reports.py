@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
+from chronicle.storage.db import json_rows
 
 from chronicle.weekly.model import StoredReport, WeekReport
 
@@ -112,16 +113,22 @@ _VERSION_COLS = ("report_id", "project_id", "week_number", "version", "status", 
 Item = tuple[WeekReport, bool, str, str | None]  # (report, overwrite_edited, reason, flow_run_id)
 
 
+# Types of the columns that are not VARCHAR, for `json_rows` (the JSON columns travel as their text, as before).
+_TYPES = {"week_number": "INTEGER", "iso_year": "INTEGER", "iso_week": "INTEGER", "start_date": "DATE",
+          "end_date": "DATE", "entry_count": "INTEGER", "stale": "BOOLEAN", "needs_review": "BOOLEAN",
+          "version": "INTEGER", "created_at": "TIMESTAMP", "updated_at": "TIMESTAMP", "w": "INTEGER"}
+
+
 def _keyed(conn: duckdb.DuckDBPyConnection, sql: str, keys: list[tuple[str, int]]) -> list[tuple]:
-    """Run `sql` (which joins `k(p, w)`) against a VALUES list of (project, week) keys."""
-    values = ", ".join("(?, ?)" for _ in keys)
-    return conn.execute(sql.format(keys=f"(VALUES {values}) k(p, w)"), [x for key in keys for x in key]).fetchall()
+    """Run `sql` (which joins `k(p, w)`) against the list of (project, week) keys."""
+    rows, params = json_rows(("p", "w"), keys, _TYPES)
+    return conn.execute(sql.format(keys=f"(SELECT r.p, r.w FROM {rows}) k"), params).fetchall()
 
 
 def _insert(conn: duckdb.DuckDBPyConnection, table: str, cols: tuple[str, ...], rows: list[tuple]) -> None:
-    one = "(" + ", ".join("?" for _ in cols) + ")"
-    conn.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES {', '.join(one for _ in rows)}",
-                 [x for row in rows for x in row])
+    source, params = json_rows(cols, rows, _TYPES)
+    conn.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join('r.' + c for c in cols)} FROM {source}",
+                 params)
 
 
 def writers_of(conn: duckdb.DuckDBPyConnection, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
@@ -182,11 +189,9 @@ def save_reports(conn: duckdb.DuckDBPyConnection, items: list[Item]) -> list[str
     if reports:
         # Replace the weeks' rows: delete + insert in the caller's transaction is one change on both
         # backends (the lake has no unique key to upsert on; `guard_keys` keeps two writers apart).
-        replaced = list(reports)
-        values = ", ".join("(?, ?)" for _ in replaced)
-        conn.execute(f"DELETE FROM weekly_reports WHERE EXISTS (SELECT 1 FROM (VALUES {values}) k(p, w) "
-                     "WHERE k.p = weekly_reports.project_id AND k.w = weekly_reports.week_number)",
-                     [x for key in replaced for x in key])
+        source, params = json_rows(("p", "w"), list(reports), _TYPES)
+        conn.execute(f"DELETE FROM weekly_reports WHERE EXISTS (SELECT 1 FROM {source} "
+                     "WHERE r.p = weekly_reports.project_id AND r.w = weekly_reports.week_number)", params)
         _insert(conn, "weekly_reports", _REPORT_COLS, list(reports.values()))
         _insert(conn, "weekly_report_versions", _VERSION_COLS, history)
     return outcomes

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
-import openai
-
 from chronicle.llm.errors import (
     LLMError,
     LLMUnavailableError,
@@ -153,6 +151,8 @@ def _emit(
 
 
 def _detail(exc: BaseException) -> str:
+    import openai  # not at module level: an offline run never loads the SDK (see `retry.classify`)
+
     if isinstance(exc, LLMError):
         return exc.message
     if isinstance(exc, openai.APIStatusError):

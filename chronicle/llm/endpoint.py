@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-import openai
 from pydantic import SecretStr
 
 from chronicle.llm.attempts import Answer, CallSpec, RetryPolicy, Service, run_with_retries
@@ -16,6 +15,9 @@ from chronicle.llm.errors import PermanentLLMError
 from chronicle.llm.records import CallLogger
 from chronicle.redaction.urls import mask_url_credentials, url_secrets
 from chronicle.settings import Settings
+
+if TYPE_CHECKING:
+    import openai
 
 T = TypeVar("T")
 
@@ -52,6 +54,10 @@ def openai_client(endpoint: str, api_key: str, timeout_s: float) -> openai.OpenA
     attempt is exactly one HTTP request and one `llm_calls` row, and backoff/Retry-After are ours. The
     SDK's own retries would multiply attempts and hide them from the log.
     """
+    # Imported when a client is built, not with the module: offline flow runs never build one, and the SDK
+    # is ~0.3 s of a fresh worker process's start-up.
+    import openai
+
     return openai.OpenAI(base_url=endpoint, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0)
 
 

@@ -10,9 +10,6 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Literal
 
-import httpx2
-import openai
-
 from chronicle.llm.errors import PermanentLLMError, TransientLLMError
 
 Kind = Literal["transient", "permanent"]
@@ -70,6 +67,11 @@ def classify_status(status: int) -> Kind:
 
 def classify(exc: BaseException) -> Kind:
     """Whether another attempt might succeed after `exc` (an openai, transport or parsing error)."""
+    # Imported here, not at module level: an offline flow run (a backfill child) never calls an endpoint,
+    # and the SDK is ~0.3 s of every fresh worker process's start-up.
+    import httpx2
+    import openai
+
     if isinstance(exc, TransientLLMError):
         return "transient"
     if isinstance(exc, PermanentLLMError):
@@ -87,6 +89,8 @@ def classify(exc: BaseException) -> Kind:
 
 def http_status_of(exc: BaseException) -> int | None:
     """The HTTP status behind `exc`, if a response was received."""
+    import openai  # not at module level: see `classify`
+
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code
     if isinstance(exc, openai.APIResponseValidationError):

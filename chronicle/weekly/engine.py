@@ -16,7 +16,7 @@ from typing import Any, Literal
 from chronicle.llm.call import LLMCall
 from chronicle.settings import Settings
 from chronicle.weekly.faithfulness import check_report, cited_ids
-from chronicle.weekly.model import EMPTY_MODEL, OFFLINE_MODEL, StoredReport, WeekInput, WeekReport
+from chronicle.weekly.model import EMPTY_MODEL, OFFLINE_MODEL, StoredReport, WeekDigest, WeekInput, WeekReport
 from chronicle.weekly.offline import EMPTY_SUMMARY, clean_length, language_of, offline_report
 from chronicle.weekly.prompt import (
     PROMPT_VERSION,
@@ -49,12 +49,12 @@ def engine_model(settings: Settings) -> str:
     return OFFLINE_MODEL if settings.offline_llm else settings.llm_model
 
 
-def target_model(week: WeekInput, engine_model: str) -> str:
+def target_model(week: WeekInput | WeekDigest, engine_model: str) -> str:
     """The model a fresh report would record: zero-entry weeks need none."""
-    return engine_model if week.entries else EMPTY_MODEL
+    return engine_model if week.entry_count else EMPTY_MODEL
 
 
-def decide(stored: StoredReport | None, week: WeekInput, engine_model: str, *, force: bool = False,
+def decide(stored: StoredReport | None, week: WeekInput | WeekDigest, engine_model: str, *, force: bool = False,
            overwrite_edited: bool = False) -> Decision:
     """The cache decision. The stored (input_hash, model, prompt_version) IS the cache key."""
     model = target_model(week, engine_model)

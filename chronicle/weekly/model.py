@@ -44,6 +44,22 @@ class WeekInput:
     def citation_map(self) -> dict[str, str]:
         return {e.short_id: e.entry_id for e in self.entries}
 
+    @property
+    def entry_count(self) -> int:
+        return len(self.entries)
+
+
+@dataclass(frozen=True)
+class WeekDigest:
+    """What the cache decision and a kept report's stats refresh need: the week's input hash, stats and size.
+
+    Without the redacted entries: a cached week of a rerun is never shown to anyone, and redacting and dating
+    every entry of every week was most of a cached backfill's planning (issue 20)."""
+
+    input_hash: str
+    stats: dict[str, Any]
+    entry_count: int
+
 
 def input_hash(rows: Sequence[Mapping[str, Any]]) -> str:
     """sha256 of the ordered (entry_id, content) pairs: a late or changed entry changes it."""
@@ -61,9 +77,20 @@ def _local(ts: datetime, tz: ZoneInfo) -> str:
     return aware.astimezone(tz).strftime("%m-%d %H:%M")
 
 
+def _shown_actor(row: Mapping[str, Any], redactor: Redactor) -> Any:
+    return redactor.redact(str(row["actor"])) if row.get("actor") else row.get("actor")
+
+
+def week_digest(rows: Sequence[Mapping[str, Any]], enrolled_before: int, redactor: Redactor) -> WeekDigest:
+    """The `WeekDigest` of raw_logs rows: the same hash and stats as `make_week_input` gives (the stats read
+    only the type and the redacted actor of each entry)."""
+    shown = [{"type": r["type"], "actor": _shown_actor(r, redactor)} for r in rows]
+    return WeekDigest(input_hash(rows), week_stats(shown, enrolled_before), len(rows))
+
+
 def make_week_input(
     project_id: str, week: IsoWeek, rows: Sequence[Mapping[str, Any]], enrolled_before: int, tz: ZoneInfo,
-    redactor: Redactor,
+    redactor: Redactor, digest: WeekDigest | None = None,
 ) -> WeekInput:
     """Build a `WeekInput` from raw_logs rows already ordered by (ts, entry_id).
 
@@ -72,18 +99,20 @@ def make_week_input(
 
     Content and actor are redacted first with `redactor` (the caller's settings: built-in patterns plus
     `redact_extra_patterns`), like the notes before distillation: no secret or personal identifier reaches
-    a prompt, a report or its stats. `input_hash` stays that of the rows as stored.
+    a prompt, a report or its stats. `input_hash` stays that of the rows as stored. `digest`, the rows'
+    `week_digest` when the caller has it, saves computing the hash and stats again.
     """
     split = split_secret_markers(redactor, ((i, r.get("source_file"), r.get("line_no"), str(r["content"]))
                                             for i, r in enumerate(rows)))
-    shown = [{**r, "content": split.get(i) or redactor.redact(str(r["content"])),
-              "actor": redactor.redact(str(r["actor"])) if r.get("actor") else r.get("actor")}
+    shown = [{**r, "content": split.get(i) or redactor.redact(str(r["content"])), "actor": _shown_actor(r, redactor)}
              for i, r in enumerate(rows)]
     entries = tuple(
         WeekEntry(f"E{i}", str(r["entry_id"]), _local(r["ts"], tz), r["actor"], str(r["type"]), r["content"])
         for i, r in enumerate(shown, start=1)
     )
-    return WeekInput(project_id, week, entries, week_stats(shown, enrolled_before), input_hash(rows))
+    if digest is None:
+        digest = WeekDigest(input_hash(rows), week_stats(shown, enrolled_before), len(rows))
+    return WeekInput(project_id, week, entries, digest.stats, digest.input_hash)
 
 
 @dataclass(frozen=True)

@@ -4,30 +4,19 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import struct
 from pathlib import Path
 
 import duckdb
-import pytest
 from chronicle.cli.main import app
 from typer.testing import CliRunner
 
-from tests.conftest import SAMPLE_MAP
 from tests.lake.helpers import WAIT_FOR_GO, child_env, finish, start_together
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "analysts.md"
 KEYS = {"enrolled": "enrolled", "enrolled_total": "enrolled_total", "ae": "ae", "sae": "sae",
         "deviations": "deviation", "queries": "query", "decisions": "decision", "messages": "message",
         "entries": "entries"}
-
-
-@pytest.fixture()
-def trial(home: Path, ingested_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This test's home: a copy of the sample ingested once per session through the real flow."""
-    monkeypatch.setenv("CHRONICLE_COLUMN_MAP", json.dumps(SAMPLE_MAP))
-    shutil.copytree(ingested_home, home, dirs_exist_ok=True)
-    return home / "chronicle.duckdb"
 
 
 def _query(db: Path, sql: str, params: list | None = None) -> list[dict]:

@@ -53,6 +53,7 @@ def _task_runs(flow_run_id: str, name: str) -> list[Any]:
 def test_offline_backfill_of_the_sample_matches_ground_truth_then_caches(trial: Path, truth: dict,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.services.weekly import COMMIT_EVERY
     from chronicle.storage.report_writer import ReportWriter
 
     windows = []  # the report write windows (the real writes, counted)
@@ -89,9 +90,9 @@ def test_offline_backfill_of_the_sample_matches_ground_truth_then_caches(trial: 
     assert artifacts["backfill-all-progress"].data == 100.0
     groups = len(_task_runs(run_id, "summarize-"))
     assert 0 < groups <= len(rows) // 4
-    # Offline weeks are stored 16 at a time per group (services/weekly.py COMMIT_EVERY), not a write window per
-    # handful of weeks (issue 20: 4 before, when the windows were most of an offline backfill's cost).
-    assert sum(windows) == len(rows) and len(windows) <= groups + len(rows) // 16, windows
+    # Offline weeks are stored a group at a time (services/weekly.py COMMIT_EVERY), not a write window per
+    # handful of weeks (issue 20: 4 a window, then 16, when the windows were most of an offline backfill's cost).
+    assert sum(windows) == len(rows) and len(windows) <= groups + len(rows) // COMMIT_EVERY, windows
 
     again = backfill_weeks(project_id="all")
     assert {r.outcome for r in again} == {"cached"} and len(again) == len(rows)

@@ -152,3 +152,26 @@ def test_trailing_json_extras_are_split_validated_and_compared() -> None:
     bad = llm_week(week_input(ZH_WEEK), Script("要点 [E2]\n```json\n{\"mood\": 1}\n```"), model="m", max_chars=500,
                    context_tokens=6000)
     assert "_rejected" in bad.llm_stats and not bad.needs_review
+
+
+def test_the_digest_a_plan_decides_on_is_the_week_inputs_hash_stats_and_size() -> None:
+    """A cached week is decided on its digest (no entry redacted); it must be exactly what the full input gives,
+    secrets in actors included (the stats count redacted actors)."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from chronicle.redaction.redactor import Redactor
+    from chronicle.weekly.model import make_week_input, week_digest
+    from chronicle.weeks import IsoWeek
+
+    redactor = Redactor.build()
+    rows = [{"entry_id": f"id{i}", "ts": datetime(2026, 1, 26, 1 + i), "type": t, "content": c,
+             "actor": ("CRC-王敏", "13912345678", None, "")[i % 4]} for i, (t, c) in enumerate(ZH_WEEK)]
+    full = make_week_input("XH201", IsoWeek.parse("2026-W05"), rows, 7, ZoneInfo("Asia/Shanghai"), redactor)
+    digest = week_digest(rows, 7, redactor)
+    assert (digest.input_hash, digest.stats, digest.entry_count) == (full.input_hash, full.stats, full.entry_count)
+    assert "13912345678" not in json.dumps(digest.stats, ensure_ascii=False)
+    assert week_digest([], 7, redactor).entry_count == 0
+    for stored in (None, StoredReport("r", "generated", OFFLINE_MODEL, PROMPT_VERSION, full.input_hash, False, 1,
+                                      "x", full.stats)):
+        assert decide(stored, digest, OFFLINE_MODEL) == decide(stored, full, OFFLINE_MODEL)
