@@ -29,11 +29,12 @@ WORKERS = (1, 2, 8, 32)
 
 @dataclass(frozen=True)
 class Costs:
-    worker_cpu_ms: float = 34.4
-    """Worker CPU per generated week (bench/backfill, 0 ms latency, grouped task runs, 2026-12-02; includes
-    the in-process stub LLM server's HTTP handling, so an upper bound for the offline engine)."""
-    server_cpu_ms: float = 3.7
-    """Prefect API server CPU per generated week (bench/backfill, same run)."""
+    worker_cpu_ms: float = 20.2
+    """Worker CPU per generated week (bench/backfill, 0 ms latency, grouped task runs, 2026-12-02 round 3: mean
+    of 18.2 and 22.1 ms; includes the in-process stub LLM server's HTTP handling, so an upper bound for the
+    offline engine, whose whole flow took 7.1-10.7 ms per week in bench/offline)."""
+    server_cpu_ms: float = 4.1
+    """Prefect API server CPU per generated week (bench/backfill, same runs: 3.4 and 4.7 ms)."""
     commit_ms: float = 1.5
     """Serialised commit time per week: a group's window divided by its weeks (estimate: 8 report write
     windows for 156 weeks in bench/backfill; not timed apart)."""
