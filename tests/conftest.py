@@ -121,6 +121,47 @@ def prefect_api() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+        flush_prefect_queues()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_llm_limit(request: pytest.FixtureRequest) -> None:
+    """Every test that runs flows starts with no `llm` concurrency limit on the session's API (the first LLM
+    reservation creates it at the test's CHRONICLE_LLM_CONCURRENCY).
+
+    A test that kills a process holding `llm` slots (the kill points, a stopped run) leaves its lease behind. A
+    deployed `prefect server start` revokes an expired lease (its repossessor service); the session's test server
+    is Prefect's ephemeral one, which does not run that service, so the slot stayed taken for the rest of the
+    session and a later test with one slot waited for it forever (seen once with three xdist workers: a distill
+    run stuck in `reserve_llm` until the 600 s timeout)."""
+    if "prefect_api" not in request.fixturenames:
+        return
+    request.getfixturevalue("prefect_api")
+    from contextlib import suppress
+
+    from chronicle.services.llm_gate import LIMIT_NAME
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client, suppress(ObjectNotFound):
+        client.delete_global_concurrency_limit_by_name(LIMIT_NAME)
+
+
+def flush_prefect_queues(timeout: float = 60) -> None:
+    """Send what this process queued for Prefect APIs (logs, events), waiting at most `timeout` seconds.
+
+    Prefect's queue services keep one instance per API URL for the life of the process, and the harness drains
+    them all at its exit with no timeout. A test that pointed this process at another server (the lake's Prefect
+    on PostgreSQL, tests/lake) leaves an instance bound to that server, which is torn down first at the session's
+    end: the harness's drain then waits for it forever (seen once: every test done, the suite stuck in the
+    session's teardown). So a fixture that switches servers flushes before its server stops, and the session
+    flushes once more here, bounded; an instance drained here is stopped and forgotten, so the harness's own
+    drain finds nothing left to wait for."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=timeout)
+    EventsWorker.drain_all(timeout=timeout)
 
 
 @pytest.fixture()

@@ -274,6 +274,7 @@ def pool(prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: 
     from chronicle.flows.ingest_logs import ingest_logs
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
+    from tests.conftest import flush_prefect_queues
     from tests.fakellm import FakeLLMServer
     from tests.lake import servers
     from tests.lake.helpers import REPO
@@ -324,7 +325,10 @@ def pool(prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: 
         except servers.ServerError as exc:
             pytest.fail(str(exc))
         with temporary_settings({PREFECT_API_URL: server.api_url}):
-            yield Pool(settings, with_entries, llm, workers, server.api_url, held, gate)
+            try:
+                yield Pool(settings, with_entries, llm, workers, server.api_url, held, gate)
+            finally:
+                flush_prefect_queues()  # while this server is up: see its docstring
 
 
 def _children(client, run_id) -> list:
