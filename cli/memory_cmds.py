@@ -97,10 +97,11 @@ def _rows(items: list[Any]) -> list[dict[str, Any]]:
 
 def demo_distill(settings: Settings) -> None:
     """Distill every ingested daily note of the notes project, then run a Chinese and an English search."""
-    from chronicle.services.distill import note_span
     from chronicle.services.memory import search_memories
+    from chronicle.storage.db import read
+    from chronicle.storage.memory.events import note_date_range
 
-    span = note_span(settings, settings.notes_project)
+    span = read(settings, note_date_range, settings.notes_project)  # (first, last) note day, None without notes
     if span is None:
         console.print("no daily notes ingested; nothing to distill")
         return

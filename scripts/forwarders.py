@@ -22,7 +22,9 @@ LAYERS = ("cli", "deployments", "flows", "tasks", "services", "storage", "chroni
 
 _TASK = ("the @task that gives the flow a named, observable step (UI, states, concurrency) over a Prefect-free use "
          "case the CLI also calls; tasks/distill.py is another branch's today")
-_OWNED = "another branch rewrites this module today; fold it into `chronicle.storage.db.read` after the merge"
+_OWNED = ("a distill step a task names; left as a use case for now (issue 25 closing note): folding it into "
+          "`chronicle.storage.db.read` changes its window (read-write today)")
+_SETTINGS = "the core operation with what it needs taken from Settings (workspace, backups kept, daily cap)"
 _STORE = "the use case's name for a MemoryStore operation (flows would otherwise build the store themselves)"
 ALLOWED: dict[str, str] = {
     # tasks/: the decorator on a use case. Putting @task on the service itself would make services import
@@ -40,11 +42,9 @@ ALLOWED: dict[str, str] = {
     "chronicle.tasks.distill.record_run": _TASK,
     # services/ reads in modules other branches are changing now (issues 22, 24)
     "chronicle.services.distill.load_window": _OWNED,
-    "chronicle.services.distill.note_span": _OWNED,
     "chronicle.services.distill.cached_chunks": _OWNED,
-    "chronicle.services.param_checks.known_projects": _OWNED,
-    "chronicle.services.distill.clean_knowledge_workspace": _OWNED,
-    "chronicle.services.distill.write_knowledge": _OWNED,
+    "chronicle.services.distill.clean_knowledge_workspace": _SETTINGS,
+    "chronicle.services.distill.write_knowledge": _SETTINGS,
     "chronicle.services.distill.store_batches": _STORE,
     "chronicle.services.distill.memory_count": _STORE,
     "chronicle.services.memory.list_memories": _STORE,

@@ -46,12 +46,6 @@ def clean_knowledge_workspace(settings: Settings) -> list[str]:
     return clean_workspace(settings.workspace_dir)
 
 
-def note_span(settings: Settings, project: str | None = None) -> tuple[date, date] | None:
-    """(first, last) local date of the ingested daily notes (of `project`, if given); None without notes."""
-    with connect(settings, read_only=True) as conn:
-        return sql.note_date_range(conn, project)
-
-
 def cached_chunks(settings: Settings, hashes: list[str], prompt_version: str, model: str) -> set[str]:
     """Which chunk hashes were already distilled with this prompt version and model."""
     with connect(settings) as conn:

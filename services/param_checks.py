@@ -13,7 +13,7 @@ from datetime import date
 from pathlib import Path
 
 from chronicle.storage import queries
-from chronicle.storage.db import connect
+from chronicle.storage.db import read
 
 from chronicle.param_checks import (
     ParameterError,
@@ -28,7 +28,7 @@ from chronicle.settings import Settings
 from chronicle.weeks import IsoWeek
 
 __all__ = ["ParameterError", "WeekScope", "backfill_scope", "distill_window", "existing_project", "ingest_paths",
-           "known_projects", "one_week", "weekly_scope"]
+           "one_week", "weekly_scope"]
 
 
 @dataclass(frozen=True)
@@ -45,15 +45,9 @@ class WeekScope:
         return f"{who or 'no project'} {weeks}"
 
 
-def known_projects(settings: Settings) -> list[str]:
-    """Projects with at least one entry in raw_logs."""
-    with connect(settings, read_only=True) as conn:
-        return queries.projects(conn)
-
-
 def existing_project(settings: Settings, project_id: str, name: str = "project_id") -> str:
     """`project_id` if it has entries, else a ParameterError listing the projects that do."""
-    return check_project(project_id, known_projects(settings), name)
+    return check_project(project_id, read(settings, queries.projects), name)
 
 
 def backfill_scope(settings: Settings, project_id: str, start_week: str | None, end_week: str | None, *,
@@ -62,7 +56,7 @@ def backfill_scope(settings: Settings, project_id: str, start_week: str | None, 
     project against the database."""
     start, end = parse_week(start_week, names[1]), parse_week(end_week, names[2])
     check_range(start, end, names[1], names[2])
-    known = known_projects(settings)
+    known = read(settings, queries.projects)
     if project_id.strip().lower() == "all":
         return WeekScope(known, start, end)
     return WeekScope([check_project(project_id, known, names[0])], start, end)
@@ -71,7 +65,7 @@ def backfill_scope(settings: Settings, project_id: str, start_week: str | None, 
 def weekly_scope(settings: Settings, week: str | None, name: str = "week") -> WeekScope:
     """Every project, one week (None = each project's last completed week)."""
     iso = parse_week(week, name)
-    return WeekScope(known_projects(settings), iso, iso)
+    return WeekScope(read(settings, queries.projects), iso, iso)
 
 
 def one_week(settings: Settings, project_id: str, week: str, *,
@@ -79,7 +73,7 @@ def one_week(settings: Settings, project_id: str, week: str, *,
     iso = parse_week(week, names[1])
     if iso is None:
         raise ParameterError(f"{names[1]} is empty: write an ISO week, e.g. 2026-W05")
-    return check_project(project_id, known_projects(settings), names[0]), iso
+    return check_project(project_id, read(settings, queries.projects), names[0]), iso
 
 
 def ingest_paths(paths: Sequence[str], name: str = "paths") -> list[str]:
@@ -98,4 +92,4 @@ def distill_window(settings: Settings, days: int | None, until: str | date | Non
     day = parse_day(until, names[1])
     if project is None or not project.strip():
         return (days or None), day, None
-    return (days or None), day, check_project(project, known_projects(settings), names[2])
+    return (days or None), day, check_project(project, read(settings, queries.projects), names[2])
