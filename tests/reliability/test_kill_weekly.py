@@ -65,7 +65,10 @@ def test_kill_during_backfill_then_rerun(home: Path, tmp_path: Path, sample_dir:
         return folder
 
     clean = fresh("clean")
-    duration, marked_at = run_marked(cmd, child_env(clean, api), tmp_path)
+    # Groups of 8 weeks (the default sizes 56 offline weeks as two groups, each one write window, so a kill
+    # would rarely land between two commits): the kill points then fall inside and between seven windows.
+    env = lambda home: child_env(home, api, CHRONICLE_WEEKS_PER_TASK="8")  # noqa: E731
+    duration, marked_at = run_marked(cmd, env(clean), tmp_path)
     expected, expected_versions = reports(clean / "chronicle.duckdb"), versions(clean / "chronicle.duckdb")
     # Kill points are drawn from the flow body up to the last report write of the undisturbed run.
     with duckdb.connect(str(clean / "chronicle.duckdb"), read_only=True) as conn:
@@ -81,7 +84,7 @@ def test_kill_during_backfill_then_rerun(home: Path, tmp_path: Path, sample_dir:
     killed = partial = 0
     pace = Pace(duration)
     for i, point in enumerate(spread_points(seed=20261201, n=N_KILLS, start=window[0], end=window[1])):
-        hit, name = pace.kill(cmd, tmp_path, point, lambda name: child_env(fresh(name), api), f"killed{i}")
+        hit, name = pace.kill(cmd, tmp_path, point, lambda name: env(fresh(name)), f"killed{i}")
         killed += hit
         folder = tmp_path / name
         db = folder / "chronicle.duckdb"
