@@ -56,6 +56,7 @@ _DDL = (f"CREATE TABLE IF NOT EXISTS {TABLE} (key VARCHAR PRIMARY KEY, owner VAR
         "claimed_at TIMESTAMPTZ NOT NULL, expires_at TIMESTAMPTZ NOT NULL, prev_end TIMESTAMPTZ)",
         # Tables made before `prev_end` (when the previous holder's claim ended) existed.
         f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS prev_end TIMESTAMPTZ")
+_DDL_LOCK = 0x43687243  # the advisory lock key serialising that DDL on the catalog's PostgreSQL ("ChrC")
 _ready: set[tuple[str, str]] = set()
 _ready_lock = threading.Lock()
 
@@ -135,8 +136,11 @@ def _coord(settings: Settings) -> Iterator[Coordinator]:
             where = (settings.catalog or "", str(os.getpid()))
             with _ready_lock:
                 if where not in _ready:
-                    for ddl in _DDL:
-                        coord.execute(ddl)
+                    # PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against itself: two processes
+                    # creating the table at once can both pass the check, and the second fails on the
+                    # catalog's unique index (`pg_type_typname_nsp_index`). A transaction-scoped advisory
+                    # lock makes the creators take turns; the later one then finds the table.
+                    coord.execute(f"SELECT pg_advisory_xact_lock({_DDL_LOCK}); " + "; ".join(_DDL))
                     _ready.add(where)
         yield coord
 

@@ -70,6 +70,31 @@ print(outcome, flush=True)
 """
 
 
+# Everything but the first claim is done before READY, so the racers' first statements on a fresh catalog —
+# creating the claims table — start within milliseconds of each other.
+FIRST_CLAIMS = """
+import sys, time
+from pathlib import Path
+from chronicle.settings import Settings
+from chronicle.storage import claims, lake
+s = Settings()
+lake.session(s)
+print("READY", flush=True)
+while not Path(sys.argv[1]).exists():
+    time.sleep(0.001)
+print("WON" if claims.claim(s, sys.argv[2], claims.new_owner(), ttl_s=120) else "LOST", flush=True)
+"""
+
+
+def test_first_claims_on_a_fresh_catalog_create_its_table_once(lake_env: dict[str, str], tmp_path: Path) -> None:
+    """PostgreSQL's CREATE TABLE IF NOT EXISTS fails one of two processes creating a table at once (a unique
+    index of its catalog); the first claims of many workers on a new lake must all get an answer."""
+    n = 8
+    envs = [child_env(tmp_path / "home", lake_env) for _ in range(n)]
+    procs = start_together(FIRST_CLAIMS, [[f"week:P:{i}"] for i in range(n)], envs, tmp_path / "go", tmp_path)
+    assert sorted(o.strip() for o in finish(procs)) == ["WON"] * n
+
+
 def test_processes_race_for_one_key(backend: tuple[str, dict[str, str]], home: Path, tmp_path: Path) -> None:
     envs = [child_env(tmp_path / "home", backend[1]) for _ in range(N_PROCS)]  # embedded: one shared file
     procs = start_together(RACE, [[] for _ in range(N_PROCS)], envs, tmp_path / "go", tmp_path, stdin=True)

@@ -38,6 +38,18 @@ print({MARK!r}, flush=True)
 distill_memory(days=int(sys.argv[1]), until=date.fromisoformat(sys.argv[2]))
 """
 
+# The same run, which SIGKILLs itself as the ledger's transaction is about to begin: the memories are stored and
+# the knowledge files written, the ledger is not. Random kill points land in that window only by luck (it is a
+# few milliseconds of a several-second run); this one lands there every time.
+DISTILL_DIES_BEFORE_LEDGER_DRIVER = f"""
+import os, signal, sys
+from datetime import date
+import chronicle.services.distill as use_cases
+from chronicle.flows.distill_memory import distill_memory
+use_cases.record_run = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
+print({MARK!r}, flush=True)
+distill_memory(days=int(sys.argv[1]), until=date.fromisoformat(sys.argv[2]))
+"""
 
 # Write a growing MEMORY.md through the real knowledge-file writer, one memory per write (no Prefect).
 KNOWLEDGE_DRIVER = f"""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
+import subprocess
 from collections import Counter
 from datetime import date
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 from tests.fakellm import FakeLLMServer
 from tests.reliability.killer import python_cmd
 from tests.reliability.procs import (
+    DISTILL_DIES_BEFORE_LEDGER_DRIVER,
     DISTILL_DRIVER,
     KNOWLEDGE_DRIVER,
     Pace,
@@ -120,15 +123,10 @@ def test_kill_during_distill_then_rerun(home: Path, tmp_path: Path, sample_dir: 
     kinds = Counter(e[1] for e in events)
     assert kinds["ADD"] == len(rows) == len({h for _, h in rows})
 
-    killed, stages = 0, set()
-    pace = Pace(duration)
-    for i, point in enumerate(spread_points(seed=20261202, n=N_KILLS, start=window[0], end=window[1])):
-        hit, name = pace.kill(cmd, tmp_path, point, lambda name: child_env(fresh(name), api, **emb), f"killed{i}")
-        killed += hit
-        home_i = tmp_path / name
-        where = f"kill at {point:.2f}s (flow body {window[0]:.2f}..{window[1]:.2f}s)"
-        # Straight after the kill: each knowledge file is its state before or after the run's write, never a
-        # prefix or a mix; the store holds only memories of the undisturbed run, each once.
+    def killed_then_rerun(home_i: Path, where: str) -> tuple[bool, bool]:
+        """Straight after the kill: each knowledge file is its state before or after the run's write, never a
+        prefix or a mix; the store holds only memories of the undisturbed run, each once. After a rerun:
+        everything as after the undisturbed run. Returns (memories stored, ledger recorded) at the kill."""
         files = knowledge(home_i / "workspace")
         for name, data in files.items():
             assert_well_formed(name, data, where)
@@ -137,7 +135,6 @@ def test_kill_during_distill_then_rerun(home: Path, tmp_path: Path, sample_dir: 
         now_rows, (now_chunks, _) = store_rows(home_i), ledger(home_i)
         assert set(now_rows) <= set(rows) and len({h for _, h in now_rows}) == len(now_rows), where
         assert set(now_chunks) <= set(chunks), where
-        stages.add((bool(now_rows), sum(files[n] == after[n] for n in files), bool(now_chunks)))
 
         monkeypatch.setenv("CHRONICLE_HOME", str(home_i))
         summary = distill_memory(days=DAYS, until=UNTIL)
@@ -153,11 +150,23 @@ def test_kill_during_distill_then_rerun(home: Path, tmp_path: Path, sample_dir: 
         assert final_kinds["REJECT"] == kinds["REJECT"], where
         assert sum(final_kinds.values()) == sum(kinds.values()), f"{where}: {final_kinds} vs {kinds}"
         assert summary.store_rows == len(rows)
+        return bool(now_rows), bool(now_chunks)
+
+    killed, pace = 0, Pace(duration)
+    for i, point in enumerate(spread_points(seed=20261202, n=N_KILLS, start=window[0], end=window[1])):
+        hit, name = pace.kill(cmd, tmp_path, point, lambda name: child_env(fresh(name), api, **emb), f"killed{i}")
+        killed += hit
+        killed_then_rerun(tmp_path / name, f"kill at {point:.2f}s (flow body {window[0]:.2f}..{window[1]:.2f}s)")
     # Timings are noisy on a shared machine: a kill run may finish before its point.
     assert killed >= N_KILLS - 2, f"only {killed} of {N_KILLS} runs were still working when killed {window}"
-    # At least one kill fell between the store writes and the ledger commit: the window a rerun must repair.
-    assert any(stored and not recorded for stored, _, recorded in stages), \
-        f"no kill landed between the store and the ledger: {stages} {window}"
+
+    # The window a rerun must repair, every time: killed after the store writes, before the ledger's commit.
+    dying = [*python_cmd(DISTILL_DIES_BEFORE_LEDGER_DRIVER), str(DAYS), UNTIL.isoformat()]
+    env = child_env(fresh("before-ledger"), api, **emb)
+    ran = subprocess.run(dying, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == -signal.SIGKILL, f"no death at the ledger ({ran.returncode}): {ran.stderr[-2000:]}"
+    stored, recorded = killed_then_rerun(tmp_path / "before-ledger", "killed before the ledger")
+    assert stored and not recorded, (stored, recorded)
 
 
 def _state(seed: str, k: int) -> bytes:
