@@ -52,16 +52,29 @@ def _state(db: Path) -> tuple[list[tuple], int, int]:
     return rows, dupes, files
 
 
+def rerun(home: Path, logs: Path, csv_map: str, batch: int) -> None:
+    """The rerun after a kill, in this process: the child's code, `batch` files per write window."""
+    from chronicle.services.ingest import FileIngestor
+
+    from chronicle.ingest.detect import discover
+    from chronicle.settings import Settings
+
+    files, _ = discover([logs])
+    ingestor = FileIngestor(Settings(home=home, column_map=json.loads(csv_map)))
+    for i in range(0, len(files), batch):
+        ingestor.ingest_many(files[i:i + batch])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("script", [INGEST, INGEST_BATCHES], ids=["file-by-file", "batches"])
 def test_kill_during_ingest_then_rerun(tmp_path: Path, sample_dir: Path, script: str) -> None:
     logs = tmp_path / "logs"
     shutil.copytree(sample_dir / "logs", logs)
-    # Grow the files so each run spends most of its time writing, not starting up.
+    # Grow the files (x4) so that a run writes for a few seconds: room for eight kill points.
     for f in sorted(logs.rglob("*.jsonl")):
         text = f.read_text()
         lines = [json.loads(x) for x in text.splitlines()]
-        extra = [dict(x, content=f"{x['content']} #{k}") for k in range(1, 6) for x in lines]
+        extra = [dict(x, content=f"{x['content']} #{k}") for k in range(1, 4) for x in lines]
         f.write_text(text + "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in extra))
     csv_map = json.dumps({"study": "project_id", "time": "ts", "user": "actor", "event": "type", "text": "content"})
     base_env = {**os.environ, "CHRONICLE_COLUMN_MAP": csv_map}
@@ -78,7 +91,7 @@ def test_kill_during_ingest_then_rerun(tmp_path: Path, sample_dir: Path, script:
     for i, point in enumerate(spread_points(seed=20261130, n=8, start=0.05, end=max(0.1, duration * 0.9))):
         hit, name = pace.kill(cmd, tmp_path, point, fresh, f"killed{i}")
         killed += hit
-        run_marked(cmd, fresh(name), tmp_path)
+        rerun(tmp_path / name, logs, csv_map, batch=3 if script is INGEST_BATCHES else 1)
         rows, dupes, files = _state(tmp_path / name / "chronicle.duckdb")
         assert dupes == 0, f"kill at {point:.2f}s"
         assert files == n_files, f"kill at {point:.2f}s"
