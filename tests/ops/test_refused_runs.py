@@ -61,9 +61,12 @@ def test_typos_give_failed_runs_that_name_the_problem(home: Path, tmp_path: Path
 
     started: dict[str, tuple[str, str]] = {}  # run id -> (case, expected message)
     with serving(tmp_path, proc_env):
-        for case, (params, says) in REFUSED.items():
-            started[str(run_deployment(BACKFILL, parameters=params, timeout=0).id)] = (f"{case} (API)", says)
-            for validate in (True, False) if case == "week 60" else (True,):  # the case, both ways
+        # Each case through one path, alternating (every run is a fresh flow process: ~4 s of CPU each); the
+        # issue's own case through all three. The messages themselves are unit-tested (tests/unit).
+        for i, (case, (params, says)) in enumerate(REFUSED.items()):
+            if case == "week 60" or i % 2 == 0:
+                started[str(run_deployment(BACKFILL, parameters=params, timeout=0).id)] = (f"{case} (API)", says)
+            for validate in (True, False) if case == "week 60" else (True,) if i % 2 else ():
                 run_id = _ui_form_run(api_url, BACKFILL, params, validate)
                 started[run_id] = (f"{case} (UI form, validate={validate})", says)
         weekly = run_deployment(WEEKLY, parameters={"week": "2025-W53"}, timeout=0)
