@@ -75,12 +75,22 @@ def stop_on_signals() -> None:
     outside a flow run) ends the process by itself. No signal mask is touched, so processes the command starts
     (the background Prefect server) keep their own signals. Called first thing in a `chronicle` process that
     runs a command (and in a warm runner's child); never in a test process, whose Ctrl-C stays pytest's.
+
+    An inherited *ignored* SIGINT or SIGTERM is undone: a shell without job control (a script, `ssh host 'cmd &'`,
+    a CI step) starts its background commands with SIGINT ignored, Python keeps it ignored, and a SIGINT then
+    did nothing at all — no handler, so no byte for the thread either (a test run started with `&`: a stuck
+    backfill still running 30 s after SIGINT). Through the warm runner the caller relays SIGINT and SIGTERM
+    whatever it inherited, so a command stops on them either way. An ignored SIGHUP (`nohup`) is kept.
     """
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         return
     grace = stop_grace_s()
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C's own handler, as Python installs it
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     reader, writer = socket.socketpair()
     writer.setblocking(False)
     signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)

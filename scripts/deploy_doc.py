@@ -8,7 +8,8 @@
 The text of each command is the document's; only these are changed, and each is listed here on purpose:
 - long-running commands (`prefect server start`, `chronicle serve`, `prefect worker start`) are started in the
   background and waited for until they say they are ready (their own log line; a server also until /api/health
-  answers), then stopped at the end;
+  answers), then stopped at the end; a worker with SIGINT at its default, as a terminal or systemd starts it
+  (this script's `&` would make it ignore SIGINT, and Prefect's worker then ignores SIGTERM: docs/operating.md);
 - the document's example host paths (`/srv/chronicle`, `/srv/exports`, `/home/me/...`) point into WORKDIR, and
   the example ports 4300 (section 1) and 4200 (section 6) to a free port;
 - `make install && . .venv/bin/activate` is skipped when `chronicle` is already on PATH (CI installs first);
@@ -51,6 +52,9 @@ BACKGROUND = {
     "prefect worker start": "started!",
 }
 """Long-running commands -> the line each prints once ready."""
+DEFAULT_SIGINT = ("python -S -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                  "os.execvp(sys.argv[1], sys.argv[1:])'")
+"""Runs its arguments with SIGINT at its default (exec: the same process), for `prefect worker start`."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,8 @@ def script(cmds: list[Command], work: Path, *, part: str = "local", lake: LocalL
         lines.append(f"echo '>>> [{n}] {cmd.text.replace(chr(39), '')}'")
         started = next((ready for prefix, ready in BACKGROUND.items() if text.startswith(prefix)), None)
         if started:
-            lines += [f"setsid {text} > logs/{n}.log 2>&1 & PIDS+=($!)", f"wait_for logs/{n}.log '{started}' $!"]
+            launch = f"setsid {DEFAULT_SIGINT}" if text.startswith("prefect worker start") else "setsid"
+            lines += [f"{launch} {text} > logs/{n}.log 2>&1 & PIDS+=($!)", f"wait_for logs/{n}.log '{started}' $!"]
             if (port_arg := re.search(r"--port\s+(\d+)", text)) and text.startswith("prefect server start"):
                 # The banner comes before the database migrations: ready is when the API answers.
                 lines.append(f"wait_http http://127.0.0.1:{port_arg.group(1)}/api/health {timeout}")

@@ -1,7 +1,8 @@
 """Issue 22: SIGTERM and Ctrl-C stop any command within seconds — in its own process and in the warm runner's
 child — even when its work is stuck (here: an LLM endpoint that accepts and never answers, with a 600 s
 timeout). Before, the command caught SIGTERM and kept waiting for its task threads (`timeout 120 chronicle
-backfill --all` still running eight minutes later)."""
+backfill --all` still running eight minutes later). And a command that inherited SIGINT ignored (started with
+`&` by a script: a shell without job control does that) did not stop on SIGINT at all."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -54,6 +56,16 @@ def llm_limit_freed() -> Iterator[None]:
         client.delete_global_concurrency_limit_by_name("llm")
 
 
+# The command's inherited SIGINT, set explicitly so that the test does not depend on how pytest itself was started:
+# a terminal's foreground command has it at its default; a shell without job control (a script's `cmd &`, a CI
+# step, a test run started with `&`) starts its background commands with SIGINT ignored, and Python keeps that.
+_WITH_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.{}); os.execv(sys.argv[1], sys.argv[1:])"
+
+
+def _started_with_sigint(disposition: str, cmd: list[str]) -> list[str]:
+    return [sys.executable, "-S", "-c", _WITH_SIGINT.format(disposition), *cmd]  # exec: the same pid
+
+
 def _stop_within(proc: subprocess.Popen, sig: int, seconds: float) -> float:
     started = time.monotonic()
     proc.send_signal(sig)
@@ -69,8 +81,10 @@ def _stop_within(proc: subprocess.Popen, sig: int, seconds: float) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_stuck_backfill_stops_within_seconds(sig: int, proc_env: dict[str, str], tmp_path: Path,
+@pytest.mark.parametrize(("sig", "sigint"), [(signal.SIGTERM, "SIG_DFL"), (signal.SIGINT, "SIG_DFL"),
+                                           (signal.SIGINT, "SIG_IGN")],
+                         ids=["SIGTERM", "SIGINT", "SIGINT-inherited-ignored"])
+def test_a_stuck_backfill_stops_within_seconds(sig: int, sigint: str, proc_env: dict[str, str], tmp_path: Path,
                                                silent_llm: tuple[str, threading.Event],
                                                llm_limit_freed: None) -> None:
     url, asked = silent_llm
@@ -79,8 +93,8 @@ def test_a_stuck_backfill_stops_within_seconds(sig: int, proc_env: dict[str, str
            "CHRONICLE_STOP_GRACE_S": "3"}
     assert subprocess.run([CHRONICLE, "ingest", str(tmp_path / "logs")], env=env, capture_output=True,
                           timeout=300).returncode == 0
-    proc = subprocess.Popen([CHRONICLE, "backfill", "--project", "ALPHA"], env=env, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(_started_with_sigint(sigint, [CHRONICLE, "backfill", "--project", "ALPHA"]), env=env,
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert asked.wait(300), "the backfill never called the LLM"
         took = _stop_within(proc, sig, 30)
