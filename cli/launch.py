@@ -97,16 +97,26 @@ def stop_on_signals() -> None:
     if signal.getsignal(signal.SIGHUP) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGHUP, _hang_up)
 
+    # The wakeup socket carries every signal that has a Python handler (a SIGALRM of a library's timeout, too):
+    # only these are requests to stop.
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+    def next_stop() -> int | None:
+        while byte := reader.recv(1):
+            if byte[0] in stops:
+                return byte[0]
+        return None  # the socket closed: the process is ending
+
     def wait() -> None:
-        first = reader.recv(1)
-        if not first:
+        first = next_stop()
+        if first is None:
             return
-        timer = threading.Timer(grace, os._exit, args=(128 + first[0],))
+        timer = threading.Timer(grace, os._exit, args=(128 + first,))
         timer.daemon = True
         timer.start()
-        second = reader.recv(1)
-        if second:
-            os._exit(128 + second[0])
+        second = next_stop()
+        if second is not None:
+            os._exit(128 + second)
 
     stop_on_signals.keep = (reader, writer)  # type: ignore[attr-defined]  # the sockets live as long as the process
     threading.Thread(target=wait, name="chronicle-stop", daemon=True).start()

@@ -131,3 +131,30 @@ def test_the_warm_runners_child_stops_with_its_caller(tmp_path: Path, silent_llm
             assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE, "the child kept working"
     finally:
         subprocess.run([CHRONICLE, "server", "stop"], env=env, cwd=tmp_path, capture_output=True, timeout=120)
+
+
+# A process that stops on signals as a `chronicle` command does, with a handler for a signal that is not a stop
+# request (as a library's SIGALRM timeout would be): that signal must not start the stop's grace.
+_OTHER_SIGNAL = """
+import signal, sys, threading, time
+from chronicle.cli.launch import stop_on_signals
+stop_on_signals()
+seen = threading.Event()
+signal.signal(signal.SIGUSR1, lambda *_: seen.set())
+print("READY", flush=True)
+seen.wait()
+time.sleep(1.5)  # three times the grace: a stop would have ended the process by now
+print("STILL HERE", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_signal_that_is_not_a_stop_request_does_not_end_the_command(proc_env: dict[str, str]) -> None:
+    env = {**proc_env, "CHRONICLE_STOP_GRACE_S": "0.5"}
+    with subprocess.Popen([sys.executable, "-c", _OTHER_SIGNAL], env=env, stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout.readline().strip() == "READY"
+        proc.send_signal(signal.SIGUSR1)
+        assert proc.stdout.readline().strip() == "STILL HERE", f"ended with {proc.wait()}"
+        proc.send_signal(signal.SIGTERM)  # a stop request: no Python handler here, so it ends the process itself
+        assert proc.wait(timeout=30) == -signal.SIGTERM
