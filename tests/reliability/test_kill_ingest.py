@@ -66,10 +66,12 @@ def rerun(home: Path, logs: Path, csv_map: str, batch: int) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", [INGEST, INGEST_BATCHES], ids=["file-by-file", "batches"])
-def test_kill_during_ingest_then_rerun(tmp_path: Path, sample_dir: Path, script: str) -> None:
+# File by file: one project's 15 files (JSONL and the CSV), each its own write window; in batches: all 28.
+@pytest.mark.parametrize(("script", "folder"), [(INGEST, "logs/XH305"), (INGEST_BATCHES, "logs")],
+                         ids=["file-by-file", "batches"])
+def test_kill_during_ingest_then_rerun(tmp_path: Path, sample_dir: Path, script: str, folder: str) -> None:
     logs = tmp_path / "logs"
-    shutil.copytree(sample_dir / "logs", logs)
+    shutil.copytree(sample_dir / folder, logs)
     # Grow the files (x4) so that a run writes for a few seconds: room for eight kill points.
     for f in sorted(logs.rglob("*.jsonl")):
         text = f.read_text()
