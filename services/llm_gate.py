@@ -23,8 +23,11 @@ If the Prefect API refuses (no server, old server, no permission), a process-loc
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
@@ -46,22 +49,83 @@ LIMIT_NAME = "llm"
 log = logging.getLogger("chronicle.llm")
 
 _local_lock = threading.Lock()
-_local_semaphores: dict[int, threading.BoundedSemaphore] = {}
 _current: ContextVar[LLMGate | None] = ContextVar("chronicle_llm_gate", default=None)
+_turn: ContextVar[tuple[float, int] | None] = ContextVar("chronicle_llm_turn", default=None)
+
+
+@contextmanager
+def llm_turn(turn: tuple[float, int]) -> Iterator[None]:
+    """Calls made inside the block wait for a slot in `turn` order (lowest first), not in arrival order.
+
+    A backfill's group task passes (when the group started, the week's place in it): the weeks of the
+    older group get the slots first, so it ends while the next group still has weeks waiting and the slots
+    never drain at a hand-over. In arrival order the two groups in flight finished together (their weeks
+    all queued at once) and every slot went idle while the next task run started (issue 20).
+    """
+    token = _turn.set(turn)
+    try:
+        yield
+    finally:
+        _turn.reset(token)
+
+
+class _Slots:
+    """A counting semaphore whose waiters get a freed slot lowest turn first (FIFO among calls without one:
+    their turn is when they arrived). A release hands the slot straight to the next waiter."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self._free = slots
+        self._lock = threading.Lock()
+        self._waiting: list[tuple[tuple[float, int], int, threading.Event]] = []
+        self._order = itertools.count()
+
+    def acquire(self, turn: tuple[float, int] | None) -> None:
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                return
+            handed = threading.Event()
+            heapq.heappush(self._waiting, (turn or (time.monotonic(), 0), next(self._order), handed))
+        try:
+            handed.wait()
+        except BaseException:
+            with self._lock:  # interrupted: give back a slot handed meanwhile, or leave the queue
+                if not handed.is_set():
+                    self._waiting = [w for w in self._waiting if w[2] is not handed]
+                    heapq.heapify(self._waiting)
+            if handed.is_set():
+                self.release()
+            raise
+
+    def release(self) -> None:
+        with self._lock:
+            if self._waiting:
+                heapq.heappop(self._waiting)[2].set()
+                return
+            if self._free >= self.slots:
+                raise ValueError("LLM slot released more times than acquired")
+            self._free += 1
+
+
+_local_slots: dict[int, _Slots] = {}
 
 
 class LLMGate:
     """The slots one fan-out holds; `slot()` bounds its in-flight calls to them."""
 
-    def __init__(self, slots: int, source: str, semaphore: threading.BoundedSemaphore | None = None) -> None:
+    def __init__(self, slots: int, source: str, semaphore: _Slots | None = None) -> None:
         self.slots = slots
         self.source = source  # "prefect" | "local"
-        self._semaphore = semaphore or threading.BoundedSemaphore(slots)
+        self._semaphore = semaphore or _Slots(slots)
 
     @contextmanager
     def slot(self) -> Iterator[None]:
-        with self._semaphore:
+        self._semaphore.acquire(_turn.get())
+        try:
             yield
+        finally:
+            self._semaphore.release()
 
 
 def ensure_llm_limit(slots: int) -> bool:
@@ -82,8 +146,7 @@ def ensure_llm_limit(slots: int) -> bool:
 
 def _local_gate(settings: Settings) -> LLMGate:
     with _local_lock:
-        semaphore = _local_semaphores.setdefault(
-            settings.llm_concurrency, threading.BoundedSemaphore(settings.llm_concurrency))
+        semaphore = _local_slots.setdefault(settings.llm_concurrency, _Slots(settings.llm_concurrency))
     return LLMGate(settings.llm_concurrency, "local", semaphore)
 
 

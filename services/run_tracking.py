@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from chronicle.services import flow_heartbeat
 from chronicle.services.lineage import LINEAGE_HOOKS
 from chronicle.services.run_history import reap, this_process
 from chronicle.storage import pipeline_runs as runs
@@ -23,6 +24,7 @@ from chronicle.redaction.redactor import Redactor, redact_value
 from chronicle.settings import Settings, load_settings
 
 _NOTES: dict[str, list[str]] = {}
+flow_heartbeat.install()  # every flow imports this module (RUN_HOOKS): its runs end when their bodies do
 
 
 class RunCounts(dict[str, Any]):
