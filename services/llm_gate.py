@@ -163,18 +163,29 @@ def reserve_llm(settings: Settings, wanted: int) -> Iterator[LLMGate]:
             _current.reset(token)
 
 
+QUICK_TRY_S = 0.75
+"""The first request for a share is given this long (it takes 20-300 ms), then asked again at once. The API
+answers 503 when its SQLite file is busy (seen in ~half of the back-to-back backfills of bench/backfill), and
+Prefect's client retries a 503 only 2 s (2 ** attempt, jittered) later: that wait was a fifth of a 10 s
+backfill's overhead (issue 20). A share granted after the timeout is released by Prefect's own service."""
+
+
 def _acquire(settings: Settings, n: int, stack: ExitStack) -> LLMGate:
     from prefect.concurrency.sync import concurrency
 
     if not ensure_llm_limit(settings.llm_concurrency):
         return _local_gate(settings)
+    quick = True
     while True:
         try:
             # Short waits for a big share, an unbounded one for a single slot: never starve, never hog.
-            stack.enter_context(concurrency(LIMIT_NAME, occupy=n, strict=True,
-                                            timeout_seconds=None if n == 1 else 5.0))
+            wait = QUICK_TRY_S if quick else None if n == 1 else 5.0
+            stack.enter_context(concurrency(LIMIT_NAME, occupy=n, strict=True, timeout_seconds=wait))
             return LLMGate(n, "prefect")
         except TimeoutError:
+            if quick:  # the same share again at once (a 503 is retried by the client only 2 s later)
+                quick = False
+                continue
             n = max(1, n // 2)
         except Exception as exc:
             log.warning("could not take '%s' slots from the Prefect API (%s: %s); using a process-local limit",
