@@ -77,6 +77,7 @@ class _Slots:
         self.slots = slots
         self._free = slots
         self._lock = threading.Lock()
+        self._queued = threading.Condition(self._lock)  # for `wait_for_waiters`
         self._waiting: list[tuple[tuple[float, int], int, threading.Event]] = []
         self._order = itertools.count()
 
@@ -87,6 +88,7 @@ class _Slots:
                 return
             handed = threading.Event()
             heapq.heappush(self._waiting, (turn or (time.monotonic(), 0), next(self._order), handed))
+            self._queued.notify_all()
         try:
             handed.wait()
         except BaseException:
@@ -97,6 +99,11 @@ class _Slots:
             if handed.is_set():
                 self.release()
             raise
+
+    def wait_for_waiters(self, n: int, timeout_s: float) -> bool:
+        """Wait until `n` callers are queued for a slot (a test's synchronisation point)."""
+        with self._queued:
+            return self._queued.wait_for(lambda: len(self._waiting) >= n, timeout_s)
 
     def release(self) -> None:
         with self._lock:
