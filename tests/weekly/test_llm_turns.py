@@ -60,10 +60,9 @@ def test_a_slow_first_reservation_is_asked_again_for_the_same_share(monkeypatch:
 
 
 def test_flow_runs_leave_the_heartbeat_thread_to_stop_by_itself() -> None:
-    import chronicle.services.run_tracking  # noqa: F401  (installs it, as every flow module does)
     import prefect.flow_engine
-    from chronicle.services import flow_heartbeat
+    from chronicle.services.run_tracking import unjoined_heartbeats  # importing it installs it, as every flow does
 
     patched = prefect.flow_engine._send_heartbeats
     assert getattr(patched, "_chronicle_unjoined", False)
-    assert flow_heartbeat.install() and prefect.flow_engine._send_heartbeats is patched  # idempotent
+    assert unjoined_heartbeats() and prefect.flow_engine._send_heartbeats is patched  # idempotent
