@@ -18,6 +18,7 @@ from chronicle.tasks.analytics import publish_charts
 from chronicle.tasks.fan_out.weeks import run_label
 from chronicle.tasks.fan_out.workers import backfill_fan_out
 from prefect import flow, get_run_logger
+from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
 from prefect.states import Completed
 
@@ -68,15 +69,28 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
                                   only_missing=only_missing) for p in scope.projects]
             # The charts read raw-log stats only (no report), so they are drawn while the weeks are written
             # instead of after the last one: off the critical path of the run (0.6 s of a 156-week backfill).
-            charts = publish_charts.submit(settings, scope.projects)
-            rows = backfill_fan_out(settings, plans, key=f"backfill-{run_label(project_id)}",
-                                    title=flow_run.name or "backfill", force=force, overwrite_edited=overwrite_edited,
-                                    max_workers=max_workers, counts=run)
+            # Started once the first weeks' task runs are submitted, not before: their artifact (inline PNGs)
+            # is a long write on the API's SQLite file, and the `llm` reservation written beside it got a 503,
+            # which Prefect's client retries only 2 s later (issue 20).
+            charts: list[PrefectFuture[list[str]]] = []
+
+            def start_charts() -> None:
+                if not charts:
+                    charts.append(publish_charts.submit(settings, scope.projects))
+
+            try:
+                rows = backfill_fan_out(settings, plans, key=f"backfill-{run_label(project_id)}",
+                                        title=flow_run.name or "backfill", force=force,
+                                        overwrite_edited=overwrite_edited, max_workers=max_workers, counts=run,
+                                        on_start=start_charts)
+            finally:
+                start_charts()  # a fan-out that failed before its first task run still publishes the charts
             where = scope.describe() if scope.projects else "any project (nothing ingested yet)"
             run.message = run_message(rows, where)
             get_run_logger().info("backfill %s: %s", project_id, run.message)
     except ParameterError as exc:
         return refused(exc)
-    charts.result()
+    for chart in charts:
+        chart.result()
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
     return Completed(message=run.message, data=rows)  # the UI shows the message on the run page

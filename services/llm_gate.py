@@ -23,8 +23,11 @@ If the Prefect API refuses (no server, old server, no permission), a process-loc
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
@@ -46,22 +49,90 @@ LIMIT_NAME = "llm"
 log = logging.getLogger("chronicle.llm")
 
 _local_lock = threading.Lock()
-_local_semaphores: dict[int, threading.BoundedSemaphore] = {}
 _current: ContextVar[LLMGate | None] = ContextVar("chronicle_llm_gate", default=None)
+_turn: ContextVar[tuple[float, int] | None] = ContextVar("chronicle_llm_turn", default=None)
+
+
+@contextmanager
+def llm_turn(turn: tuple[float, int]) -> Iterator[None]:
+    """Calls made inside the block wait for a slot in `turn` order (lowest first), not in arrival order.
+
+    A backfill's group task passes (when the group started, the week's place in it): the weeks of the
+    older group get the slots first, so it ends while the next group still has weeks waiting and the slots
+    never drain at a hand-over. In arrival order the two groups in flight finished together (their weeks
+    all queued at once) and every slot went idle while the next task run started (issue 20).
+    """
+    token = _turn.set(turn)
+    try:
+        yield
+    finally:
+        _turn.reset(token)
+
+
+class _Slots:
+    """A counting semaphore whose waiters get a freed slot lowest turn first (FIFO among calls without one:
+    their turn is when they arrived). A release hands the slot straight to the next waiter."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self._free = slots
+        self._lock = threading.Lock()
+        self._queued = threading.Condition(self._lock)  # for `wait_for_waiters`
+        self._waiting: list[tuple[tuple[float, int], int, threading.Event]] = []
+        self._order = itertools.count()
+
+    def acquire(self, turn: tuple[float, int] | None) -> None:
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                return
+            handed = threading.Event()
+            heapq.heappush(self._waiting, (turn or (time.monotonic(), 0), next(self._order), handed))
+            self._queued.notify_all()
+        try:
+            handed.wait()
+        except BaseException:
+            with self._lock:  # interrupted: give back a slot handed meanwhile, or leave the queue
+                if not handed.is_set():
+                    self._waiting = [w for w in self._waiting if w[2] is not handed]
+                    heapq.heapify(self._waiting)
+            if handed.is_set():
+                self.release()
+            raise
+
+    def wait_for_waiters(self, n: int, timeout_s: float) -> bool:
+        """Wait until `n` callers are queued for a slot (a test's synchronisation point)."""
+        with self._queued:
+            return self._queued.wait_for(lambda: len(self._waiting) >= n, timeout_s)
+
+    def release(self) -> None:
+        with self._lock:
+            if self._waiting:
+                heapq.heappop(self._waiting)[2].set()
+                return
+            if self._free >= self.slots:
+                raise ValueError("LLM slot released more times than acquired")
+            self._free += 1
+
+
+_local_slots: dict[int, _Slots] = {}
 
 
 class LLMGate:
     """The slots one fan-out holds; `slot()` bounds its in-flight calls to them."""
 
-    def __init__(self, slots: int, source: str, semaphore: threading.BoundedSemaphore | None = None) -> None:
+    def __init__(self, slots: int, source: str, semaphore: _Slots | None = None) -> None:
         self.slots = slots
         self.source = source  # "prefect" | "local"
-        self._semaphore = semaphore or threading.BoundedSemaphore(slots)
+        self._semaphore = semaphore or _Slots(slots)
 
     @contextmanager
     def slot(self) -> Iterator[None]:
-        with self._semaphore:
+        self._semaphore.acquire(_turn.get())
+        try:
             yield
+        finally:
+            self._semaphore.release()
 
 
 def ensure_llm_limit(slots: int) -> bool:
@@ -82,8 +153,7 @@ def ensure_llm_limit(slots: int) -> bool:
 
 def _local_gate(settings: Settings) -> LLMGate:
     with _local_lock:
-        semaphore = _local_semaphores.setdefault(
-            settings.llm_concurrency, threading.BoundedSemaphore(settings.llm_concurrency))
+        semaphore = _local_slots.setdefault(settings.llm_concurrency, _Slots(settings.llm_concurrency))
     return LLMGate(settings.llm_concurrency, "local", semaphore)
 
 
@@ -100,18 +170,29 @@ def reserve_llm(settings: Settings, wanted: int) -> Iterator[LLMGate]:
             _current.reset(token)
 
 
+QUICK_TRY_S = 0.75
+"""The first request for a share is given this long (it takes 20-300 ms), then asked again at once. The API
+answers 503 when its SQLite file is busy (seen in ~half of the back-to-back backfills of bench/backfill), and
+Prefect's client retries a 503 only 2 s (2 ** attempt, jittered) later: that wait was a fifth of a 10 s
+backfill's overhead (issue 20). A share granted after the timeout is released by Prefect's own service."""
+
+
 def _acquire(settings: Settings, n: int, stack: ExitStack) -> LLMGate:
     from prefect.concurrency.sync import concurrency
 
     if not ensure_llm_limit(settings.llm_concurrency):
         return _local_gate(settings)
+    quick = True
     while True:
         try:
             # Short waits for a big share, an unbounded one for a single slot: never starve, never hog.
-            stack.enter_context(concurrency(LIMIT_NAME, occupy=n, strict=True,
-                                            timeout_seconds=None if n == 1 else 5.0))
+            wait = QUICK_TRY_S if quick else None if n == 1 else 5.0
+            stack.enter_context(concurrency(LIMIT_NAME, occupy=n, strict=True, timeout_seconds=wait))
             return LLMGate(n, "prefect")
         except TimeoutError:
+            if quick:  # the same share again at once (a 503 is retried by the client only 2 s later)
+                quick = False
+                continue
             n = max(1, n // 2)
         except Exception as exc:
             log.warning("could not take '%s' slots from the Prefect API (%s: %s); using a process-local limit",

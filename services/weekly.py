@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 from chronicle.services import week_claims
-from chronicle.services.llm_gate import held_calls, llm_call, redactor_for
+from chronicle.services.llm_gate import held_calls, llm_call, llm_turn, redactor_for
 from chronicle.storage import claims, report_writer, reports, week_inputs
 from chronicle.storage.db import connect, transactions
 from chronicle.storage.llm_log import write_calls
@@ -170,8 +170,13 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
     model = engine_model(settings)
     out: list[WeekRun | Exception | None] = [None] * len(items)
     pending: list[_Pending | None] = [None] * len(items)
+    started = time.monotonic()  # this group's turn at the LLM slots: an older group's weeks go first
 
     def one(i: int) -> None:
+        with llm_turn((started, i)):
+            _one(i)
+
+    def _one(i: int) -> None:
         project_id, week, prepared, owner = items[i]
         t0 = time.perf_counter()
         try:

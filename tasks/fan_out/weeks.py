@@ -94,13 +94,15 @@ Work = tuple[str, IsoWeek, Prepared]
 
 def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrite_edited: bool,
               max_workers: int | None, planned_at: datetime, on_done: Callable[[WeekOutcome], None] | None = None,
-              take: Callable[[list[Work]], list[Work]] | None = None) -> list[WeekOutcome]:
+              take: Callable[[list[Work]], list[Work]] | None = None,
+              on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
     """Run weeks as concurrent tasks (at most `max_workers` in flight), in order; one outcome row per week run.
 
     The weeks to write are leased first (their cache keys, services/week_claims.py), in one round trip.
     `take(weeks)`, when given (a spread backfill), is asked for the next `max_workers` weeks whenever this
     run has none left in hand, and returns those this run gets; the others are skipped without a task or
-    a row (another run has them). `planned_at`: when the weeks' inputs were read.
+    a row (another run has them). `planned_at`: when the weeks' inputs were read. `on_start()`, when given, is
+    called once the first task runs are submitted (the LLM slots held), or when there is nothing to submit.
     """
     todo = deque(work)
     rows: list[WeekOutcome] = []
@@ -151,6 +153,12 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
         # The message lands in the outcome artifact, pipeline_runs and the CLI: redacted like all shown.
         return replace(row, message=redactor_for(settings).redact(row.message or ""))
 
+    def notify() -> None:
+        nonlocal on_start
+        if on_start is not None:
+            call, on_start = on_start, None
+            call()
+
     with gate, leasing as leases:
         while todo or in_hand or in_flight:
             while in_flight < groups_in_flight and (in_hand or todo):
@@ -183,6 +191,7 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
                 in_flight += 1
             if not in_flight:
                 continue
+            notify()
             future, info, t0 = finished.get()
             in_flight -= 1
             try:
@@ -191,6 +200,7 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
                 results = [exc] * len(info)
             for (project_id, week, n), result in zip(info, results, strict=True):
                 done(failed_row(project_id, week, n, result, t0) if isinstance(result, BaseException) else result)
+    notify()
     artifacts.drain()  # the per-week Markdown artifacts are published in the background
     return rows
 
@@ -219,13 +229,14 @@ def publish_outcome(rows: list[WeekOutcome], *, key: str | None, title: str, cou
 
 
 def fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, title: str, force: bool,
-            overwrite_edited: bool, max_workers: int | None, counts: dict[str, Any]) -> list[WeekOutcome]:
+            overwrite_edited: bool, max_workers: int | None, counts: dict[str, Any],
+            on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
     """Run the planned weeks as concurrent tasks (at most `max_workers` in flight), publish the
-    outcome table, and raise `WeeksFailedError` if any week failed."""
+    outcome table, and raise `WeeksFailedError` if any week failed. `on_start`: as in `run_weeks`."""
     rows = [row for plan in plans for row in plan.done]
     work = [(plan.project_id, week, prepared) for plan in plans for week, prepared in plan.to_run]
     progress = Progress(key, len(rows) + len(work), len(rows))
     rows += run_weeks(settings, work, force=force, overwrite_edited=overwrite_edited, max_workers=max_workers,
                       planned_at=min((plan.planned_at for plan in plans), default=datetime.now(UTC)),
-                      on_done=lambda _row: progress.step())
+                      on_done=lambda _row: progress.step(), on_start=on_start)
     return publish_outcome(rows, key=key, title=title, counts=counts)

@@ -131,8 +131,10 @@ def shard(settings: Settings, batch: str, weeks: spread.Weeks, participant: int,
 
 
 def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, title: str, force: bool,
-                     overwrite_edited: bool, max_workers: int | None, counts: dict[str, Any]) -> list[WeekOutcome]:
-    """`fan_out`, or with `backfill_spread` set (lake topology) the same spread over child runs."""
+                     overwrite_edited: bool, max_workers: int | None, counts: dict[str, Any],
+                     on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
+    """`fan_out`, or with `backfill_spread` set (lake topology) the same spread over child runs. `on_start()` (once):
+    when the first weeks' task runs are submitted (`run_weeks`), or before a spread run starts its children."""
     work = [(plan.project_id, week, prepared) for plan in plans for week, prepared in plan.to_run]
     children = settings.backfill_spread
     if children and not settings.lake:
@@ -141,7 +143,9 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
         children = 0
     if children < 1 or not spread.worth_spreading(settings, len(work)):
         return fan_out(settings, plans, key=key, title=title, force=force, overwrite_edited=overwrite_edited,
-                       max_workers=max_workers, counts=counts)
+                       max_workers=max_workers, counts=counts, on_start=on_start)
+    if on_start is not None:
+        on_start()
     batch = current_flow_run_id()
     t0 = time.monotonic()
     try:
@@ -159,7 +163,7 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
     t_started = time.monotonic()
     if not started:
         return fan_out(settings, plans, key=key, title=title, force=force, overwrite_edited=overwrite_edited,
-                       max_workers=max_workers, counts=counts)
+                       max_workers=max_workers, counts=counts)  # on_start was called above
     rows = [row for plan in plans for row in plan.done]
     planned_at = min(plan.planned_at for plan in plans)
     progress = Progress(key, len(rows) + len(work), len(rows), count=lambda: spread.done_count(settings, batch))

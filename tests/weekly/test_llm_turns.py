@@ -1,0 +1,68 @@
+"""The LLM gate's slots go to the oldest group's weeks first, and a slow first reservation is asked again at
+once (issue 20: bench/backfill at 500 ms, concurrency 8); flows end without joining Prefect's heartbeat."""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+
+def test_a_freed_slot_goes_to_the_lowest_turn_not_the_first_to_arrive() -> None:
+    from chronicle.services.llm_gate import _Slots
+
+    slots = _Slots(1)
+    slots.acquire(None)  # the one slot, held
+    got: list[str] = []
+    turns = {"late group": (2.0, 0), "early group, 2nd week": (1.0, 1), "early group, 1st week": (1.0, 0)}
+    threads = []
+    for i, (name, turn) in enumerate(turns.items(), start=1):
+        def take(name: str = name, turn: tuple[float, int] = turn) -> None:
+            slots.acquire(turn)
+            got.append(name)
+            slots.release()
+        threads.append(threading.Thread(target=take))
+        threads[-1].start()
+        assert slots.wait_for_waiters(i, timeout_s=30)  # queued in this order: late group first
+    slots.release()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert got == ["early group, 1st week", "early group, 2nd week", "late group"]
+    slots.acquire(None)  # every slot came back
+    with pytest.raises(ValueError):
+        slots.release()
+        slots.release()
+
+
+def test_a_slow_first_reservation_is_asked_again_for_the_same_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    import chronicle.services.llm_gate as gate
+    import prefect.concurrency.sync
+
+    from chronicle.settings import Settings
+
+    asked: list[tuple[int, float | None]] = []
+
+    @contextmanager
+    def concurrency(name: str, occupy: int, strict: bool, timeout_seconds: float | None) -> Any:
+        asked.append((occupy, timeout_seconds))
+        if len(asked) == 1:  # the API answered 503 and the client waits 2 s before asking again
+            raise TimeoutError
+        yield
+
+    monkeypatch.setattr(prefect.concurrency.sync, "concurrency", concurrency)
+    monkeypatch.setattr(gate, "ensure_llm_limit", lambda slots: True)
+    monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "8")
+    with gate.reserve_llm(Settings(), 8) as held:
+        assert (held.source, held.slots) == ("prefect", 8)
+    assert asked == [(8, gate.QUICK_TRY_S), (8, 5.0)]
+
+
+def test_flow_runs_leave_the_heartbeat_thread_to_stop_by_itself() -> None:
+    import prefect.flow_engine
+    from chronicle.services.run_tracking import unjoined_heartbeats  # importing it installs it, as every flow does
+
+    patched = prefect.flow_engine._send_heartbeats
+    assert getattr(patched, "_chronicle_unjoined", False)
+    assert unjoined_heartbeats() and prefect.flow_engine._send_heartbeats is patched  # idempotent
