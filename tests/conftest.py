@@ -62,6 +62,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
             shared = any(nodeid.startswith(folder) for folder in SHARED_SERVERS)
             return nodeid.split("::", 1)[0] if shared else nodeid
 
+    # LoadScopeScheduling would put the units with the most tests first (`--loadscope-reorder`, on by default):
+    # a lake file of nine short tests before one of two long ones. Collection order is LONGEST_FIRST's.
+    config.option.loadscopereorder = False
     return ServerGroups(config, log)
 
 
@@ -82,12 +85,13 @@ END_TO_END = (
 
 
 # The longest files, started first so that no worker is left alone with one of them at the end (the longest-
-# processing-time-first rule; xdist hands out units in collection order). Measured (`--durations`, 2 cores): 1–4
-# minutes each; the lake files count their pool's start-up.
-LONGEST_FIRST = ("tests/lake/test_multiworker.py", "tests/lake/test_dead_runs.py", "tests/ops/test_deploy_doc.py",
-                 "tests/reliability/test_kill_ingest.py", "tests/ops/test_refused_runs.py",
-                 "tests/reliability/test_kill_weekly.py", "tests/ops/test_worker_sigterm.py",
-                 "tests/reliability/test_kill_distill.py")
+# processing-time-first rule; the scheduler hook above hands out units in collection order). Measured
+# (`--durations`, 2 cores, 2026-12-02): 45 s to 3 minutes each; the lake files count their pools' start-up.
+LONGEST_FIRST = ("tests/lake/test_dead_runs.py", "tests/ops/test_deploy_doc.py", "tests/lake/test_multiworker.py",
+                 "tests/reliability/test_kill_ingest.py", "tests/reliability/test_kill_distill.py",
+                 "tests/lake/test_concurrent_backfills.py", "tests/ops/test_worker_sigterm.py",
+                 "tests/ops/test_refused_runs.py", "tests/ops/test_stop.py", "tests/ops/test_automations.py",
+                 "tests/reliability/test_kill_weekly.py", "tests/lake/test_backends.py")
 
 
 @pytest.hookimpl(optionalhook=True)
