@@ -117,16 +117,32 @@ def running() -> ServerState | None:
     return state if state and _alive(state) and healthy(state.url) else None
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", DEFAULT_PORT))
-            return DEFAULT_PORT
-        except OSError:
-            pass
+def _free_port(preferred: int | None = DEFAULT_PORT) -> int:
+    if preferred:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", preferred))
+                return preferred
+            except OSError:
+                pass
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether the server started as `pid` (or a process it started) is the one listening on `port`."""
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return False
+    for proc in tree:
+        with contextlib.suppress(psutil.Error):
+            if any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+                   for c in proc.net_connections("tcp")):
+                return True
+    return False
 
 
 def _log_tail(lines: int = 15) -> str:
@@ -137,9 +153,24 @@ def _log_tail(lines: int = 15) -> str:
 
 
 def start(timeout: float = START_TIMEOUT_S) -> ServerState:
-    """Start the background server (detached: it outlives this command) and wait until its API answers."""
+    """Start the background server (detached: it outlives this command) and wait until its API answers.
+
+    A port seen free can be taken before the server binds it — by another home's background server starting
+    at the same moment, both having seen 4200 free. An answer on the port proves nothing then: the server
+    counts as started only when its own process listens there; if it lost the port, it is started again on
+    another free one."""
     state_dir().mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    try:
+        return _start_on(_free_port(), timeout)
+    except _PortTaken:
+        return _start_on(_free_port(preferred=None), timeout)
+
+
+class _PortTaken(Exception):
+    """Another process took the port between the probe and the server's bind."""
+
+
+def _start_on(port: int, timeout: float) -> ServerState:
     url = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -152,11 +183,15 @@ def start(timeout: float = START_TIMEOUT_S) -> ServerState:
     _state_file().write_text(json.dumps(asdict(state)))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        answers = healthy(url, timeout=1.0)
+        if answers and _listens(proc.pid, port):
+            return state
+        if answers:  # another process has the port: ours can never bind it
+            stop()
+            raise _PortTaken(port)
         if proc.poll() is not None:
             raise ApiUnavailable(f"the local Prefect server exited with status {proc.returncode} while starting; "
                                  f"its log ({log_file()}) ends with:\n{_log_tail()}")
-        if healthy(url, timeout=1.0):
-            return state
         time.sleep(0.2)
     stop()
     raise ApiUnavailable(f"the local Prefect server did not answer within {timeout:.0f}s; see {log_file()}")

@@ -125,3 +125,27 @@ def test_a_configured_api_wins_and_an_unreachable_one_is_one_line(tmp_path: Path
         "the Prefect API at http://127.0.0.1:9/api (PREFECT_API_URL) does not answer; start that server, or unset "
         "PREFECT_API_URL to let Chronicle run its own local one"], down.stderr
     assert time.monotonic() - started < 120
+
+
+@pytest.mark.slow
+def test_two_homes_starting_their_servers_at_once_get_one_each(tmp_path: Path) -> None:
+    """Two homes' background servers started at the same moment both see port 4200 free; the one that loses the
+    bind must not take the other's server (an answer on the port) for its own: each home ends with its own."""
+    homes = [tmp_path / "one", tmp_path / "two"]
+    envs = [{**_env(home), "CHRONICLE_WARM": "0"} for home in homes]
+    try:
+        procs = [subprocess.Popen([CHRONICLE, "server", "start"], env=env, cwd=home.parent, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for env, home in zip(envs, homes, strict=True)]
+        for proc in procs:
+            _, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err
+        states = [_state(home, "server.json") for home in homes]
+        assert states[0]["url"] != states[1]["url"], states
+        for state in states:
+            port = int(state["url"].rsplit(":", 1)[1].split("/")[0])
+            tree = [psutil.Process(state["pid"]), *psutil.Process(state["pid"]).children(recursive=True)]
+            assert any(c.status == psutil.CONN_LISTEN and c.laddr.port == port
+                       for p in tree for c in p.net_connections("tcp")), f"{state} does not serve its own url"
+    finally:
+        for env, home in zip(envs, homes, strict=True):
+            _run(env, home.parent, "server", "stop")
