@@ -51,10 +51,12 @@ def http_sink() -> Iterator[Sink]:
                 body = json.loads(raw or b"null")
             except ValueError:
                 body = raw.decode("utf-8", "replace")
+            # Kept before the answer: a sender that got its 200 may be read back by the test at once (a flow's
+            # lineage hook posts, the flow returns, the test looks).
+            sink.add(self.path, body)
             self.send_response(200)
             self.send_header("Content-Length", "0")
             self.end_headers()
-            sink.add(self.path, body)
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -116,6 +116,9 @@ def test_outage_fails_clearly_keeps_whole_weeks_and_resumes(llm_home: FakeLLMSer
     from chronicle.weekly.outcome import WeeksFailedError
 
     monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "3")
+    # The fixture's 0.5 s timeout is for timeout faults, which this test does not inject: on a loaded machine an
+    # answered call could reach its client after 0.5 s, be abandoned and count as answered with no week stored.
+    monkeypatch.setenv("CHRONICLE_LLM_TIMEOUT_S", "30")
     answered = 15
     llm_home.enqueue(*[Reply() for _ in range(answered)])  # the endpoint answers 15 calls, then is down
     llm_home.set_faults(rate=1.0, kinds=("500", "503", "429"), seed=3, retry_after=0.0)
