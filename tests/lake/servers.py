@@ -279,14 +279,14 @@ class Worker:
 # How a worker is started by a terminal, systemd or docker compose: with SIGINT at its default. Prefect's worker
 # stops on SIGTERM by sending itself SIGINT, so with SIGINT ignored — what a shell without job control gives its
 # background commands, e.g. a test run started with `cmd &` — a SIGTERM does nothing (docs/operating.md).
-_DEFAULT_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-                   "os.execv(sys.argv[1], sys.argv[1:])")
+_WITH_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.{}); os.execv(sys.argv[1], sys.argv[1:])"
 STOP_WAIT_S = 10.0
 
 
-def with_default_sigint(cmd: list[str]) -> list[str]:
-    """`cmd` started with SIGINT at its default whatever this process inherited (exec: the same pid)."""
-    return [sys.executable, "-S", "-c", _DEFAULT_SIGINT, *cmd]
+def with_sigint(cmd: list[str], disposition: str = "SIG_DFL") -> list[str]:
+    """`cmd` started with SIGINT set to `disposition` (`SIG_DFL`, `SIG_IGN`) whatever this process inherited
+    (exec: the same pid)."""
+    return [sys.executable, "-S", "-c", _WITH_SIGINT.format(disposition), *cmd]
 
 
 def start_worker(name: str, folder: Path, env: dict[str, str], pool: str = "chronicle-process",
@@ -302,7 +302,7 @@ def start_worker(name: str, folder: Path, env: dict[str, str], pool: str = "chro
     env = {**env, "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "1",
            "PREFECT_LOGGING_LEVEL": env.get("PREFECT_LOGGING_LEVEL", "INFO")}
     with log.open("w") as out:
-        proc = subprocess.Popen(with_default_sigint(cmd), env=env, cwd=folder, stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(with_sigint(cmd), env=env, cwd=folder, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)  # its own process group: kill() takes its runs too
     worker = Worker(name, folder, proc, log)
     _wait_for(lambda: "started!" in worker.text(), proc, f"worker {name}", "did not start", log, pause=0.1)

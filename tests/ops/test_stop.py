@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from tests.deployments.conftest import CHRONICLE, write_jsonl
+from tests.lake.servers import with_sigint
 
 
 @pytest.fixture()
@@ -56,16 +57,6 @@ def llm_limit_freed() -> Iterator[None]:
         client.delete_global_concurrency_limit_by_name("llm")
 
 
-# The command's inherited SIGINT, set explicitly so that the test does not depend on how pytest itself was started:
-# a terminal's foreground command has it at its default; a shell without job control (a script's `cmd &`, a CI
-# step, a test run started with `&`) starts its background commands with SIGINT ignored, and Python keeps that.
-_WITH_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.{}); os.execv(sys.argv[1], sys.argv[1:])"
-
-
-def _started_with_sigint(disposition: str, cmd: list[str]) -> list[str]:
-    return [sys.executable, "-S", "-c", _WITH_SIGINT.format(disposition), *cmd]  # exec: the same pid
-
-
 def _stop_within(proc: subprocess.Popen, sig: int, seconds: float) -> float:
     started = time.monotonic()
     proc.send_signal(sig)
@@ -80,6 +71,9 @@ def _stop_within(proc: subprocess.Popen, sig: int, seconds: float) -> float:
     return time.monotonic() - started
 
 
+# The command's inherited SIGINT, set explicitly so that the test does not depend on how pytest itself was started:
+# a terminal's foreground command has it at its default; a shell without job control (a script's `cmd &`, a CI
+# step, a test run started with `&`) starts its background commands with SIGINT ignored, and Python keeps that.
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "sigint"), [(signal.SIGTERM, "SIG_DFL"), (signal.SIGINT, "SIG_DFL"),
                                            (signal.SIGINT, "SIG_IGN")],
@@ -93,7 +87,7 @@ def test_a_stuck_backfill_stops_within_seconds(sig: int, sigint: str, proc_env: 
            "CHRONICLE_STOP_GRACE_S": "3"}
     assert subprocess.run([CHRONICLE, "ingest", str(tmp_path / "logs")], env=env, capture_output=True,
                           timeout=300).returncode == 0
-    proc = subprocess.Popen(_started_with_sigint(sigint, [CHRONICLE, "backfill", "--project", "ALPHA"]), env=env,
+    proc = subprocess.Popen(with_sigint([CHRONICLE, "backfill", "--project", "ALPHA"], sigint), env=env,
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert asked.wait(300), "the backfill never called the LLM"
