@@ -153,6 +153,8 @@ from chronicle.flows.backfill_weeks import backfill_weeks
 from chronicle.flows.ingest_logs import ingest_logs
 ingest_logs([sys.argv[2]])
 print("BACKFILL", flush=True)
+while not Path(sys.argv[3]).exists():  # both backfills start together, when the test says so
+    time.sleep(0.002)
 backfill_weeks()
 print("DONE", flush=True)
 """
@@ -207,20 +209,27 @@ def test_two_workers_one_killed_then_rerun_while_an_analyst_reads(home: Path, la
         Path(env["CHRONICLE_HOME"]).mkdir()
     _rows(lake_settings, "SELECT 1")  # the catalog exists before the analyst attaches
     analyst = Analyst(shell_attach_sql(lake_settings), tmp_path, shell_env(lake_env))
-    a, b = start_together(WORKER, [[str(inputs)], [str(inputs)]], envs, tmp_path / "go", tmp_path)
-    assert b.stdout is not None
-    assert b.stdout.readline().strip() == "BACKFILL", b.stderr.read() if b.stderr else ""
-    # Kill worker b in the middle of its backfill: once a report lands after b started backfilling.
-    seen = _rows(lake_settings, "SELECT count(*) FROM weekly_report_versions")[0][0]
+    go_backfill = tmp_path / "go-backfill"
+    args = [str(inputs), str(go_backfill)]
+    a, b = start_together(WORKER, [args, args], envs, tmp_path / "go", tmp_path)
+    for proc in (a, b):  # both ingested (at once); neither has begun its backfill
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "BACKFILL", proc.stderr.read() if proc.stderr else ""
+    # Without this second start line, a could write every week while b still waits for a's ingest claims:
+    # b then has nothing left to write, no report lands after it starts, and there is no "middle" to kill in.
+    assert _rows(lake_settings, "SELECT count(*) FROM weekly_report_versions") == [(0,)]
+    go_backfill.write_text("go")
+    # Kill worker b in the middle of its backfill: once the first report lands (b cannot have finished: its
+    # flow ends after every week is written, then records its run).
     deadline = time.monotonic() + 120
-    while _rows(lake_settings, "SELECT count(*) FROM weekly_report_versions")[0][0] == seen:
-        assert time.monotonic() < deadline, "no report was written"
+    while _rows(lake_settings, "SELECT count(*) FROM weekly_report_versions")[0][0] == 0:
+        assert time.monotonic() < deadline and b.poll() is None, "no report was written, or b ended"
         time.sleep(0.02)
     os.kill(b.pid, signal.SIGKILL)
     assert b.wait(timeout=60) == -signal.SIGKILL
     out_a, err_a = a.communicate(timeout=300)
     assert a.returncode == 0 and out_a.strip().endswith("DONE"), err_a[-3000:]
-    rerun = subprocess.run([sys.executable, "-c", WORKER, str(tmp_path / "go"), str(inputs)], env=envs[1],
+    rerun = subprocess.run([sys.executable, "-c", WORKER, str(tmp_path / "go"), *args], env=envs[1],
                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     lines, err = analyst.finish()
