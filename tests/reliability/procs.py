@@ -29,6 +29,30 @@ print({MARK!r}, flush=True)
 backfill_weeks(project_id=sys.argv[1])
 """
 
+# Backfill like WEEKLY_DRIVER, dying by its own SIGKILL at the n-th report write window (argv[2]): "inside"
+# (argv[3]) once the window's reports are written but before its commit, "after" right after the commit.
+# Random kill points land between two windows only by luck; these land there every time.
+WEEKLY_DIES_AT_WRITE_DRIVER = f"""
+import os, signal, sys
+import chronicle.storage.report_writer as writer
+from chronicle.flows.backfill_weeks import backfill_weeks
+n, inside, windows = int(sys.argv[2]), sys.argv[3] == "inside", [0]
+save_reports, write = writer.save_reports, writer.ReportWriter._write
+def dying_save(conn, rows):
+    windows[0] += 1
+    out = save_reports(conn, rows)
+    if inside and windows[0] == n:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return out
+def dying_write(self, tickets):
+    write(self, tickets)
+    if not inside and windows[0] == n:
+        os.kill(os.getpid(), signal.SIGKILL)
+writer.save_reports, writer.ReportWriter._write = dying_save, dying_write
+print({MARK!r}, flush=True)
+backfill_weeks(project_id=sys.argv[1])
+"""
+
 # Distill the notes of (until - days, until].
 DISTILL_DRIVER = f"""
 import sys

@@ -4,16 +4,25 @@ no week lost, none duplicated, every row equal to an undisturbed run's."""
 from __future__ import annotations
 
 import shutil
+import signal
+import subprocess
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from tests.reliability.killer import python_cmd
-from tests.reliability.procs import WEEKLY_DRIVER, Pace, child_env, run_marked, spread_points
+from tests.reliability.procs import (
+    WEEKLY_DIES_AT_WRITE_DRIVER,
+    WEEKLY_DRIVER,
+    Pace,
+    child_env,
+    run_marked,
+    spread_points,
+)
 
 PROJECT = "XH201"
-N_KILLS = 6
+N_KILLS = 4  # random points; two more kills land between write windows on purpose (below)
 REPORT_COLS = "week_number, summary, stats, citations, model, prompt_version, input_hash, entry_count, status, " \
               "needs_review, version"
 
@@ -81,26 +90,39 @@ def test_kill_during_backfill_then_rerun(home: Path, tmp_path: Path, sample_dir:
     assert sorted(expected) == weeks and len(weeks) == 56  # every week, including any without entries
     assert [(w, v) for w, v, _, _ in expected_versions] == [(w, 1) for w in weeks]
 
-    killed = partial = 0
-    pace = Pace(duration)
-    for i, point in enumerate(spread_points(seed=20261201, n=N_KILLS, start=window[0], end=window[1])):
-        hit, name = pace.kill(cmd, tmp_path, point, lambda name: env(fresh(name)), f"killed{i}")
-        killed += hit
-        folder = tmp_path / name
+    def killed_then_rerun(folder: Path, label: str) -> int:
+        """Check the state a kill left and that a rerun repairs it; the number of weeks the kill left stored."""
         db = folder / "chronicle.duckdb"
         # Straight after the kill: every stored week is whole and final; the others are simply missing.
         after_kill = reports(db)
-        partial += 0 < len(after_kill) < len(weeks)
-        assert {w: expected[w] for w in after_kill} == after_kill, f"kill at {point:.2f}s: a report differs"
+        assert {w: expected[w] for w in after_kill} == after_kill, f"{label}: a report differs"
         assert versions(db) == [v for v in expected_versions if v[0] in after_kill], \
-            f"kill at {point:.2f}s: versions disagree with the reports"
+            f"{label}: versions disagree with the reports"
 
         use_home(monkeypatch, folder)
         rows = backfill_weeks(project_id=PROJECT)
         ran = {r.week_number for r in rows if r.outcome in ("generated", "empty")}
-        assert ran == set(weeks) - set(after_kill), f"kill at {point:.2f}s: the rerun redid stored weeks"
-        assert reports(db) == expected, f"kill at {point:.2f}s"
-        assert versions(db) == expected_versions, f"kill at {point:.2f}s: lost or duplicated versions"
+        assert ran == set(weeks) - set(after_kill), f"{label}: the rerun redid stored weeks"
+        assert reports(db) == expected, label
+        assert versions(db) == expected_versions, f"{label}: lost or duplicated versions"
+        return len(after_kill)
+
+    killed = 0
+    pace = Pace(duration)
+    for i, point in enumerate(spread_points(seed=20261201, n=N_KILLS, start=window[0], end=window[1])):
+        hit, name = pace.kill(cmd, tmp_path, point, lambda name: env(fresh(name)), f"killed{i}")
+        killed += hit
+        killed_then_rerun(tmp_path / name, f"kill at {point:.2f}s")
     # Timings are noisy on a shared machine: a kill run may finish before its point, or not have started writing.
     assert killed >= N_KILLS - 2, f"only {killed} of {N_KILLS} runs were still working when killed {window}"
-    assert partial >= 2, f"only {partial} kills landed between the first and the last week {window}"
+
+    # Between two write windows, every time: after the first window's commit, and inside the third one
+    # (its reports written, its commit not reached).
+    for n, where in ((1, "after"), (3, "inside")):
+        name = f"dies-{where}-{n}"
+        dying = [*python_cmd(WEEKLY_DIES_AT_WRITE_DRIVER), PROJECT, str(n), where]
+        ran = subprocess.run(dying, env=env(fresh(name)), cwd=tmp_path, capture_output=True, text=True,
+                             timeout=300)
+        assert ran.returncode == -signal.SIGKILL, f"{name}: no death ({ran.returncode}): {ran.stderr[-2000:]}"
+        stored = killed_then_rerun(tmp_path / name, name)
+        assert 0 < stored < len(weeks), f"{name}: {stored} of {len(weeks)} weeks stored when it died"
