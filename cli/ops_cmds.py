@@ -146,6 +146,10 @@ def register(app: typer.Typer) -> None:
             console.print("lake topology: analysts attach the live lake, no snapshot needed "
                           "(`duckdb -cmd \"$(chronicle sql --print-attach)\"`)")
             return
+        if info.compacted is not None:
+            c = info.compacted
+            console.print(f"compacted the database first: {c.extra_row_groups} surplus row groups, "
+                          f"{c.bytes_before / 1e6:.1f} -> {c.bytes_after / 1e6:.1f} MB in {c.seconds:.2f}s")
         console.print(f"snapshot {info.path} ({info.tables} tables, {info.bytes / 1e6:.1f} MB) in {info.seconds:.2f}s")
         console.print(f"query it while flows run:  duckdb -readonly {info.path}")
 

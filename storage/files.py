@@ -27,7 +27,9 @@ log = logging.getLogger("chronicle.storage")
 _thread_lock = threading.RLock()
 # Files keep DuckDB 1.4's storage format, so analysts' `duckdb` CLI releases (1.4/1.5 on PyPI today)
 # can open them; the Python package writes a newer format by default that those CLIs refuse.
-_CONFIG = {"storage_compatibility_version": "v1.4.0"}
+STORAGE_VERSION = "v1.4.0"
+"""The format of every file we write (the pipeline database, its compact copies, the lake's sessions)."""
+_CONFIG = {"storage_compatibility_version": STORAGE_VERSION}
 
 
 class DatabaseBusyError(RuntimeError):

@@ -23,6 +23,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import duckdb
+from chronicle.storage.files import STORAGE_VERSION
 
 from chronicle.settings import Settings
 
@@ -31,7 +32,7 @@ log = logging.getLogger("chronicle.storage.lake")
 LAKE = "chronicle"  # the lake's catalog name inside DuckDB sessions (ours and the analysts')
 COORD = "chronicle_pg"  # the catalog database attached as plain PostgreSQL (claims, see storage/claims.py)
 EXTENSIONS = ("ducklake", "postgres_scanner", "httpfs")
-_CONFIG = {"storage_compatibility_version": "v1.4.0"}
+_CONFIG = {"storage_compatibility_version": STORAGE_VERSION}
 CONFLICT_ATTEMPTS = 12
 """Times a unit of work (or a coordination statement) is re-run after losing to a concurrent commit."""
 

@@ -13,6 +13,9 @@ CHECKPOINT has moved the write-ahead log into the main file; the copy goes to a 
 the snapshot and is swapped in with `os.replace`. A session that has the old snapshot open keeps
 reading the old file (POSIX keeps the unlinked inode alive); its next connection sees the new one.
 
+Before the copy, the main file is compacted when short write windows have fragmented it
+(storage/compaction.py): the same window, so a flow's end costs one hold of the database either way.
+
 Only the embedded file needs this. In the lake topology analysts attach the live lake itself
 (`chronicle sql --print-attach`): DuckLake readers never block writers and read committed snapshots,
 so `publish_snapshot` does nothing there and returns None.
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+from chronicle.storage.compaction import Compaction, compact_if_fragmented
 from chronicle.storage.db import connect
 
 from chronicle.settings import Settings
@@ -40,12 +44,14 @@ SNAPSHOT_NAME = "chronicle.snapshot.duckdb"
 
 @dataclass(frozen=True)
 class SnapshotInfo:
-    """Where a snapshot was published, how big it is and how long the copy held the database."""
+    """Where a snapshot was published, how big it is, how long the copy held the database, and the
+    compaction of the database done first, if it was due (storage/compaction.py)."""
 
     path: Path
     bytes: int
     tables: int
     seconds: float
+    compacted: Compaction | None = None
 
 
 def snapshot_path(settings: Settings) -> Path:
@@ -77,6 +83,7 @@ def publish_snapshot(settings: Settings) -> SnapshotInfo | None:
             held_from = time.monotonic()
             # CHECKPOINT folds the WAL into the main file, so the file alone is the whole database.
             conn.execute("CHECKPOINT")
+            compacted = compact_if_fragmented(conn, settings.db_path)  # conn is on the old file after it
             shutil.copyfile(settings.db_path, tmp)
             held = time.monotonic() - held_from
             tables = _check_copy(tmp)
@@ -84,7 +91,7 @@ def publish_snapshot(settings: Settings) -> SnapshotInfo | None:
             os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
-    info = SnapshotInfo(target, target.stat().st_size, tables, time.monotonic() - started)
+    info = SnapshotInfo(target, target.stat().st_size, tables, time.monotonic() - started, compacted)
     log.info("published read snapshot %s (%d tables, %.1f MB; database held %.2fs)", target, tables,
              info.bytes / 1e6, held)
     return info
