@@ -67,6 +67,30 @@ def synthetic_entries(project: str = "BENCH", weeks: int = 156, first: str = "20
     return out
 
 
+def offline_reports(entries: list[Entry], project: str = "BENCH") -> list[Any]:
+    """The offline engine's report of every week of `entries` (one project), in week order: real report rows."""
+    from collections import defaultdict
+
+    from chronicle.services.llm_gate import redactor_for
+
+    from chronicle.settings import Settings
+    from chronicle.weekly.engine import offline_week
+    from chronicle.weekly.model import make_week_input
+
+    settings = Settings()
+    by_week: dict[int, list[dict]] = defaultdict(list)
+    for e in sorted(entries, key=lambda e: (e.ts, e.entry_id)):
+        by_week[e.iso_year * 100 + e.iso_week].append(
+            {"entry_id": e.entry_id, "ts": e.ts, "actor": e.actor, "type": e.type, "content": e.content})
+    out, running = [], 0
+    for number in sorted(by_week):
+        week_input = make_week_input(project, IsoWeek.from_number(number), by_week[number], running,
+                                     settings.tz_for(project), redactor_for(settings))
+        running = week_input.stats["enrolled_total"]
+        out.append(offline_week(week_input, settings.report_max_chars))
+    return out
+
+
 def write_result(name: str, *, ours: float, baseline: float, unit: str, goal: str, met: bool, measure: str,
                  baseline_name: str, extra: dict[str, Any] | None = None) -> None:
     """Print the final RESULT line and write bench/out/<name>.json (the shared format of bench/_util.py)."""

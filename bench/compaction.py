@@ -22,34 +22,9 @@ import time
 from pathlib import Path
 
 from bench._util import LoadSampler
-from bench._weekly_util import bench_env, synthetic_entries, write_result
+from bench._weekly_util import bench_env, offline_reports, synthetic_entries, write_result
 
 WEEKS_PER_WINDOW = 16
-
-
-def _reports() -> list:
-    """16 offline reports of one synthetic project (their text, stats and citations are the real shape)."""
-    from collections import defaultdict
-
-    from chronicle.services.llm_gate import redactor_for
-
-    from chronicle.settings import Settings
-    from chronicle.weekly.engine import offline_week
-    from chronicle.weekly.model import make_week_input
-    from chronicle.weeks import IsoWeek
-
-    settings = Settings()
-    by_week: dict[int, list[dict]] = defaultdict(list)
-    for e in sorted(synthetic_entries("BENCH", WEEKS_PER_WINDOW), key=lambda e: (e.ts, e.entry_id)):
-        by_week[e.iso_year * 100 + e.iso_week].append(
-            {"entry_id": e.entry_id, "ts": e.ts, "actor": e.actor, "type": e.type, "content": e.content})
-    out, running = [], 0
-    for number in sorted(by_week)[:WEEKS_PER_WINDOW]:
-        week_input = make_week_input("BENCH", IsoWeek.from_number(number), by_week[number], running,
-                                     settings.tz_for("BENCH"), redactor_for(settings))
-        running = week_input.stats["enrolled_total"]
-        out.append(offline_week(week_input, settings.report_max_chars))
-    return out
 
 
 def main() -> None:
@@ -68,7 +43,7 @@ def main() -> None:
     from chronicle.settings import Settings
 
     homes = {"compacted": Settings(home=root / "compacted"), "plain": Settings(home=root / "plain")}
-    template = _reports()
+    template = offline_reports(synthetic_entries("BENCH", WEEKS_PER_WINDOW))
     times: dict[str, list[float]] = {name: [] for name in homes}
     compactions: list[float] = []
     with LoadSampler() as load:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench._weekly_util import bench_env, synthetic_entries, write_result
+from bench._weekly_util import bench_env, offline_reports, synthetic_entries, write_result
 
 PROJECT = "BENCH"
 
@@ -34,33 +34,16 @@ def _timings(*fns: Callable[[], object], runs: int) -> list[list[float]]:
 
 
 def _write_reports(weeks: int) -> None:
-    from collections import defaultdict
-
-    from chronicle.services.llm_gate import redactor_for
     from chronicle.storage import reports
     from chronicle.storage.db import transaction
     from chronicle.storage.raw_logs import insert_entries
 
     from chronicle.settings import Settings
-    from chronicle.weekly.engine import offline_week
-    from chronicle.weekly.model import make_week_input
-    from chronicle.weeks import IsoWeek
 
-    settings = Settings()
     entries = synthetic_entries(PROJECT, weeks)
-    by_week: dict[int, list[dict]] = defaultdict(list)
-    for e in sorted(entries, key=lambda e: (e.ts, e.entry_id)):
-        by_week[e.iso_year * 100 + e.iso_week].append(
-            {"entry_id": e.entry_id, "ts": e.ts, "actor": e.actor, "type": e.type, "content": e.content})
-    with transaction(settings) as conn:
+    with transaction(Settings()) as conn:
         insert_entries(conn, entries)
-        running, items = 0, []
-        for number in sorted(by_week):
-            week_input = make_week_input(PROJECT, IsoWeek.from_number(number), by_week[number], running,
-                                         settings.tz_for(PROJECT), redactor_for(settings))
-            running = week_input.stats["enrolled_total"]
-            items.append((offline_week(week_input, settings.report_max_chars), False, "bench", None))
-        reports.save_reports(conn, items)
+        reports.save_reports(conn, [(r, False, "bench", None) for r in offline_reports(entries, PROJECT)])
 
 
 def main() -> None:

@@ -39,13 +39,16 @@ def start_together(script: str, args_per_child: list[list[str]], envs: list[dict
     return procs
 
 
-# Prepended to child scripts: wait for the go-file, polling (the children wait, not the test).
+# Prepended to child scripts: wait for the go-file, polling (the children wait, not the test). A script can
+# wait for another file of the test's with `wait_for(path)`.
 WAIT_FOR_GO = """
 import sys, time
 from pathlib import Path
+def wait_for(path):
+    while not Path(path).exists():
+        time.sleep(0.002)
 print("READY", flush=True)
-while not Path(sys.argv[1]).exists():
-    time.sleep(0.002)
+wait_for(sys.argv[1])
 """
 
 

@@ -153,8 +153,7 @@ from chronicle.flows.backfill_weeks import backfill_weeks
 from chronicle.flows.ingest_logs import ingest_logs
 ingest_logs([sys.argv[2]])
 print("BACKFILL", flush=True)
-while not Path(sys.argv[3]).exists():  # both backfills start together, when the test says so
-    time.sleep(0.002)
+wait_for(sys.argv[3])  # both backfills start together, when the test says so
 backfill_weeks()
 print("DONE", flush=True)
 """

@@ -4,7 +4,6 @@ at any point leaves a whole database."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.lake.helpers import REPO
+from tests.lake.helpers import child_env
 
 INSERT = ("INSERT INTO ingest_files (path, format, size, mtime_ns, parsed_bytes, parsed_lines, prefix_sha256, "
           "entries, rejects) SELECT 'f-' || ? || '-' || range, 'jsonl', range, 1, 1, 1, md5(range::VARCHAR), 1, 0 "
@@ -85,11 +84,12 @@ def test_fragmented_file_is_compacted_at_the_snapshot_with_everything_kept(setti
 
 
 def test_a_file_with_little_fragmentation_is_left_alone(settings) -> None:
+    from chronicle.storage.compaction import _tmp_path
     from chronicle.storage.snapshot import publish_snapshot
 
     write_windows(settings, 0, 10)
     inode = settings.db_path.stat().st_ino
-    stale = settings.db_path.with_name(settings.db_path.name + ".compact.tmp")
+    stale = _tmp_path(settings.db_path)
     stale.write_bytes(b"left by a killed compaction")
 
     info = publish_snapshot(settings)
@@ -122,9 +122,8 @@ def test_a_killed_compaction_leaves_a_whole_database(settings, where: str) -> No
 
     write_windows(settings, 0, MIN_EXTRA_ROW_GROUPS + 16)
     before = catalog(settings.db_path)
-    env = {**os.environ, "CHRONICLE_HOME": str(settings.home),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    ran = subprocess.run([sys.executable, "-c", DIES, where], env=env, capture_output=True, text=True, timeout=120)
+    ran = subprocess.run([sys.executable, "-c", DIES, where], env=child_env(settings.home), capture_output=True,
+                         text=True, timeout=120)
     assert ran.returncode == -signal.SIGKILL, ran.stderr[-2000:]
 
     assert catalog(settings.db_path) == before  # the old file (before) or the checked copy (after)
