@@ -1,4 +1,4 @@
-"""Run every benchmark and rewrite the figures table in README.md between the bench markers.
+"""Run every benchmark and rewrite the figures table in bench/README.md between the bench markers.
 
 `make bench` (or `python -m bench.run_all [--only ingest,search] [--repeat 3]`). Each bench writes
 `bench/out/<name>.json` (and `<name>-*.json` for further measures); a bench that fails is reported as such in
@@ -25,7 +25,7 @@ from pathlib import Path
 from bench._util import BUSY_SHARE, OUT, LoadSampler, machine
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+README = ROOT / "bench" / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 BENCHES = ["ingest", "backfill", "offline", "context", "search", "embed", "locomo", "embedders", "memory_e2e",
            "redaction", "cli", "scale", "faithfulness", "compaction"]
@@ -45,7 +45,7 @@ def _fmt(value: float, unit: str) -> str:
 def _load(r: dict) -> str:
     if "others_cpu_share" not in r or r["others_cpu_share"] is None:
         return "not recorded"
-    text = f"load {r['load_avg_1m']:.1f}, others {100 * r['others_cpu_share']:.0f}% CPU"
+    text = f"load {r['load_avg_1m']:.1f}, others {100 * r['others_cpu_share']:.0f}% CPU, {r.get('measured', '')}"
     return f"**busy**: {text}" if r.get("busy") else text
 
 
@@ -124,7 +124,7 @@ def merged_table(results: list[dict]) -> str:
 def rewrite_readme(body: str) -> None:
     text = README.read_text()
     if START not in text or END not in text:
-        raise SystemExit(f"README.md has no {START} ... {END} markers")
+        raise SystemExit(f"{README} has no {START} ... {END} markers")
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
     README.write_text(f"{head}{START}\n{body}\n{END}{tail}")
@@ -146,7 +146,7 @@ def run_bench(name: str, repeat: int) -> bool:
         load = sampler.record()
         ok = ok and proc.returncode == 0
         for f in _files(name):
-            data = {**json.loads(f.read_text()), **load, "run": i + 1}
+            data = {**json.loads(f.read_text()), **load, "run": i + 1, "measured": time.strftime("%Y-%m-%d")}
             (RUNS_DIR / f"{f.stem}.{i + 1}.json").write_text(json.dumps(data, indent=2, default=str))
             by_stem.setdefault(f.stem, []).append(data)
             f.unlink()
@@ -172,7 +172,7 @@ def main() -> None:
             if not run_bench(name, min(args.repeat, RUNS.get(name, args.repeat))):
                 failed.append(name)
     rewrite_readme(merged_table(collect(BENCHES)))
-    print("README.md figures updated" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    print("bench/README.md figures updated" + (f"; failed: {', '.join(failed)}" if failed else ""))
     if failed:
         raise SystemExit(1)
 

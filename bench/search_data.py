@@ -153,7 +153,7 @@ def realistic_text(rng: random.Random, real: RealSet, centre: int) -> str:
 
 
 def describe(real: RealSet) -> dict[str, Any]:
-    """What the clustered set was drawn from (bench output, docs/memory-search-scale.md)."""
+    """What the clustered set was drawn from (bench output, docs/design/memory-search-scale.md)."""
     q = np.percentile(real.cosines, [5, 25, 50, 75, 95]).round(3).tolist()
     return {"centres": len(real.centres), "calibration_pairs": len(real.cosines),
             "cos_to_centre_p5_p25_p50_p75_p95": q, "vocabulary": len(real.words), "queries": len(real.queries)}

@@ -5,7 +5,7 @@ asks what a numpy index held in the process would save: the table's vectors load
 partitioning (spherical, on a sample) stored partition by partition, and per query a probe of the nearest
 partitions' vectors — exact cosines, so `ranked` needs no re-read of them.
 
-Two modes (docs/memory-search-scale.md, "The in-process dense index: measured, not wired in"):
+Two modes (docs/design/memory-search-scale.md, "The in-process dense index: measured, not wired in"):
 - `sweep`: recall@10 against the exact scan and CPU per query of the numpy probe alone, over the share of
   partitions probed, on the kept tables' vectors (`--data`, bench/search.py) and real questions;
 - `bench`: `python -m bench.search` with the store's dense leg replaced by that probe for unfiltered queries
