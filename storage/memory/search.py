@@ -101,7 +101,8 @@ def ranked(
     upper bound, since the dense leg would have returned it otherwise — so it is never ranked out before its
     exact cosine is known. Reading vectors inside the legs (LanceDB's `refine_factor`, or the vector column in
     the full-text leg) cost ~3x the rest of the query at 100 k rows; a LanceDB take costs per column (~0.25 ms
-    each at 1 M rows), hence one packed column for the 22 display ones (bench/search.py, docs/design/memory-search-scale.md).
+    each at 1 M rows), hence one packed column for the 22 display ones (bench/search.py,
+    docs/design/memory-search-scale.md).
     """
     marks = [_now()]
     pool = max(limit * 4, 40)  # dense candidates; importance can promote rows below the top `limit`
