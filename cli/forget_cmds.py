@@ -29,12 +29,14 @@ def register(memory: typer.Typer) -> None:
         from chronicle.services.forget import Selector, SelectorError
         from chronicle.services.forget import forget as forget_memories
 
+        from chronicle.param_checks import ActionNeeded
+
         settings = read_settings(home)
         try:
             result = forget_memories(settings, Selector(memory_id, about, match), reason=(reason or "dry run")
                                      if dry_run else reason, by=by, dry_run=dry_run)
-        except SelectorError as exc:
-            fail(str(exc), code=2)
+        except (SelectorError, ActionNeeded) as exc:
+            fail(str(exc), code=2 if isinstance(exc, SelectorError) else 1)
         if fmt is not Format.table:
             emit([{"id": m.id, "about": m.subject, "file": m.target_file, "memory": m.content}
                   for m in result.memories], fmt)

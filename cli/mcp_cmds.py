@@ -7,7 +7,7 @@ import ipaddress
 from pathlib import Path
 
 import typer
-from chronicle.cli.common import console, fail, read_settings
+from chronicle.cli.common import console, fail, read_settings, settings_from_options
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 
@@ -28,9 +28,7 @@ def skill_text(app: typer.Typer) -> str:
     from chronicle.cli.mcp_server import build_server
     from chronicle.cli.skill import ToolDoc, render_skill
 
-    from chronicle.settings import Settings
-
-    tools = asyncio.run(build_server(Settings()).list_tools())
+    tools = asyncio.run(build_server(settings_from_options(None)).list_tools())
     return render_skill(app, [ToolDoc(t.name, t.description or "") for t in tools])
 
 
