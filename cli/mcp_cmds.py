@@ -47,7 +47,8 @@ def register(app: typer.Typer) -> None:
 
         server = build_server(read_settings(home))
         if http:
-            server.run("streamable-http", host=host, port=port)
+            # Plain JSON answers, no SSE stream per call: every tool answers once, with no progress to stream.
+            server.run("streamable-http", host=host, port=port, json_response=True)
         else:
             server.run("stdio")
 
