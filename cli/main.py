@@ -126,6 +126,9 @@ def _register_subcommands() -> None:
 
     for module in (demo, report_cmds, memory_cmds, ops_cmds, analyst_cmds, status_cmds, review_cmds):
         module.register(app)
+    from chronicle.cli import mcp_cmds
+
+    mcp_cmds.register(app)
 
 
 _register_subcommands()

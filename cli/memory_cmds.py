@@ -7,7 +7,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 import typer
-from chronicle.cli import proposal_cmds
+from chronicle.cli import forget_cmds, proposal_cmds
 from chronicle.cli.common import check, console, err, fail, progress_bar, read_settings, run_flow, settings_from_options
 from chronicle.cli.output import Format, emit, format_option
 
@@ -200,4 +200,5 @@ def register(app: typer.Typer) -> None:
         console.print(f"re-embedded {n} memories")
 
     proposal_cmds.register(memory)
+    forget_cmds.register(memory)
     app.add_typer(memory, name="memory")

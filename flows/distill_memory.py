@@ -116,6 +116,7 @@ def distill_memory(days: DistillDays = 0, until: UntilDate = "", project: NotesP
         records, quarantine, events, proposed = [], [], [], []
         seen: set[str] = set()  # content hashes this run's events account for (ledger reconciliation)
         outcomes = _distill(settings, todo, run_id)
+        outcomes = t.drop_forgotten(settings, outcomes)  # `chronicle memory forget|edit`: never back
         # One store call for every chunk: their memories are embedded in one batch (3x faster than per chunk);
         # the store still plans and commits them chunk by chunk, in order.
         storing = [(c, o) for c, o in zip(todo, outcomes, strict=True) if o.status == "ok" and o.memories]

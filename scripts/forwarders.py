@@ -40,6 +40,7 @@ ALLOWED: dict[str, str] = {
     "chronicle.tasks.distill.memory_count": _TASK,
     "chronicle.tasks.distill.write_knowledge": _TASK,
     "chronicle.tasks.distill.record_run": _TASK,
+    "chronicle.tasks.distill.drop_forgotten": _TASK,
     # services/ reads in modules other branches are changing now (issues 22, 24)
     "chronicle.services.distill.load_window": _OWNED,
     "chronicle.services.distill.cached_chunks": _OWNED,

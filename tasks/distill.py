@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date, datetime
 
 from chronicle.services import distill as uc
-from chronicle.services import ledger, proposals
+from chronicle.services import forget, ledger, proposals
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -41,6 +41,11 @@ def cached_chunks(settings: Settings, hashes: list[str], prompt_version: str, mo
 @task(name="distill-chunk", task_run_name="distill {chunk.key}", cache_policy=NO_CACHE)
 def distill_chunk(settings: Settings, chunk: Chunk, flow_run_id: str) -> ChunkOutcome:
     return uc.distill_chunk(settings, chunk, flow_run_id)
+
+
+@task(name="drop-forgotten", cache_policy=NO_CACHE)
+def drop_forgotten(settings: Settings, outcomes: list[ChunkOutcome]) -> list[ChunkOutcome]:
+    return forget.drop_forgotten(settings, outcomes)
 
 
 @task(name="store-memories-batch", task_run_name="store {label}", cache_policy=NO_CACHE)

@@ -98,9 +98,11 @@ def ledgered_hashes(conn: duckdb.DuckDBPyConnection, hashes: Iterable[str]) -> s
 
 
 def added_memory_ids(conn: duckdb.DuckDBPyConnection) -> set[str]:
-    """Ids of every memory an ADD event accounts for."""
-    rows = conn.execute("SELECT DISTINCT memory_id FROM memory_events WHERE event = 'ADD' "
-                        "AND memory_id IS NOT NULL").fetchall()
+    """Ids of every memory an ADD event accounts for (and no FORGET event took out of the store)."""
+    # A forgotten memory's ADD still stands in the ledger; its row is gone from the store on purpose.
+    rows = conn.execute("SELECT DISTINCT memory_id FROM memory_events WHERE event = 'ADD' AND memory_id IS NOT NULL "
+                        "AND memory_id NOT IN (SELECT memory_id FROM memory_events WHERE event = 'FORGET' "
+                        "AND memory_id IS NOT NULL)").fetchall()
     return {r[0] for r in rows}
 
 

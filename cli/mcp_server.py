@@ -1,0 +1,134 @@
+"""Chronicle's MCP server (the official `mcp` SDK's `MCPServer`): read tools over the memory and the chronicle, and
+one write tool that only files a pending proposal.
+
+Every tool's answer passes the redaction gate (`services.assistant.redacted_tree`: each string, keys included) on
+its way out, error messages too — whatever the store or a report holds, an assistant never receives a secret the
+redactor knows. No tool writes a knowledge file, the memory store or a report: `propose_memory` records a proposal a
+human decides with `chronicle memory approve|reject`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import date
+from typing import Any
+
+from chronicle.services.assistant import ProposalRefused, propose, redacted_tree
+from chronicle.services.llm_gate import redactor_for
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+from chronicle.settings import Settings
+
+INSTRUCTIONS = (
+    "Chronicle keeps a distilled memory of daily notes and a weekly chronicle of project logs. Search the memory "
+    "(about a person, as of a day, by tag or importance), list it, read a project's chronicle context or one week's "
+    "report. To remember something, call propose_memory: it files a proposal a human approves; nothing you send "
+    "is written to a knowledge file or the memory directly. Secrets in answers are shown as [REDACTED:kind]."
+)
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+PROPOSE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_HIDDEN = {"fts_text", "merged_hashes", "absorbed", "source_entry_ids", "flow_run_id", "key_info"}
+
+
+def _day(value: str | None, name: str) -> date | None:
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ToolError(f"{name} must be YYYY-MM-DD") from None
+
+
+def _rows(items: list[Any]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in asdict(i).items() if k not in _HIDDEN} for i in items]
+
+
+def build_server(settings: Settings) -> MCPServer:
+    """The server with its tools, bound to one home's settings."""
+    server = MCPServer(name="chronicle", instructions=INSTRUCTIONS)
+    redactor = redactor_for(settings)
+
+    def out(value: Any) -> dict[str, Any]:
+        # JSON first (dates, numpy floats), then every string through the gate.
+        return redacted_tree(json.loads(json.dumps(value, default=str, ensure_ascii=False)), redactor)
+
+    def refuse(exc: Exception) -> ToolError:
+        return ToolError(str(redactor.redact(str(exc))))
+
+    @server.tool(annotations=READ)
+    def search_memories(query: str, tags: list[str] | None = None, min_importance: float | None = None,
+                        file: str | None = None, about: str | None = None, as_of: str | None = None,
+                        limit: int = 10) -> dict[str, Any]:
+        """Search the distilled memory (semantic + full text). tags: any of; min_importance 0..1; file: a knowledge
+        file such as USER.md; about: only memories about this person; as_of: YYYY-MM-DD, what was current then."""
+        from chronicle.services.memory import search_memories as search
+
+        from chronicle.param_checks import ActionNeeded
+
+        try:
+            hits = search(settings, query, tags=tags or None, min_importance=min_importance, target_file=file,
+                          limit=max(1, min(limit, 100)), about=about, as_of=_day(as_of, "as_of"))
+        except ActionNeeded as exc:
+            raise refuse(exc) from None
+        return out({"query": query, "hits": _rows(hits)})
+
+    @server.tool(annotations=READ)
+    def list_memories(limit: int = 50, tags: list[str] | None = None, file: str | None = None) -> dict[str, Any]:
+        """Memories, newest first (optionally only some tags, or one knowledge file)."""
+        from chronicle.services.memory import list_memories as newest
+
+        return out({"memories": _rows(newest(settings, limit=max(1, min(limit, 500)), tags=tags or None,
+                                             target_file=file))})
+
+    @server.tool(annotations=READ)
+    def memory_tags() -> dict[str, Any]:
+        """Tags with the number of memories carrying each."""
+        from chronicle.services.memory import tag_counts
+
+        return out({"tags": tag_counts(settings)})
+
+    @server.tool(annotations=READ)
+    def chronicle_context(project: str) -> dict[str, Any]:
+        """The project's chronicle as context: one line per week, oldest first (`=== 项目编年史 ===` block)."""
+        from chronicle.services.history import build_history_context
+
+        return out({"project": project, "context": build_history_context(settings, project)})
+
+    @server.tool(annotations=READ)
+    def weekly_report(project: str, week: str) -> dict[str, Any]:
+        """One week's report of a project; week as an ISO week, e.g. 2026-W05."""
+        from chronicle.storage.db import read
+        from chronicle.storage.reports import get_report
+
+        from chronicle.param_checks import ParameterError, parse_week
+
+        try:
+            iso = parse_week(week, "week")
+        except ParameterError as exc:
+            raise refuse(exc) from None
+        row = read(settings, get_report, project, iso.number) if iso else None
+        if row is None:
+            raise ToolError(f"no report for {project} {week}")
+        keep = ("project_id", "start_date", "end_date", "status", "summary", "stats", "needs_review", "stale",
+                "version", "model", "updated_at")
+        return out({"week": str(iso), **{k: row.get(k) for k in keep}})
+
+    @server.tool(annotations=PROPOSE)
+    def propose_memory(content: str, target_file: str = "MEMORY.md", reason: str = "", importance: float = 0.5,
+                       tags: list[str] | None = None) -> dict[str, Any]:
+        """Propose a memory for a knowledge file. It is only filed as a PENDING proposal: a human approves it
+        (`chronicle memory approve ID`) or rejects it; nothing is written to a knowledge file or the memory now."""
+        try:
+            done = propose(settings, content, target_file, reason=reason, importance=importance, tags=tags)
+        except ProposalRefused as exc:
+            raise refuse(exc) from None
+        p = done.proposal
+        return out({"proposal_id": p.proposal_id, "status": p.status,
+                    "new": done.new, "target_file": p.target_file, "content": p.content,
+                    "suspected_injection": p.suspected_injection,
+                    "next": f"a human decides: chronicle memory approve {p.proposal_id} | reject {p.proposal_id}"})
+
+    return server

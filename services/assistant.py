@@ -1,0 +1,75 @@
+"""What an assistant may do through Chronicle's MCP server besides reading: propose a memory — a pending proposal
+a human approves or rejects (`chronicle memory approve|reject`). Nothing an assistant sends writes a knowledge
+file or the memory store. And what it receives: every string redacted (`redacted_tree`), whatever tool built it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from chronicle.services.llm_gate import redactor_for
+from chronicle.storage import proposals as sql
+from chronicle.storage.db import read, write
+
+from chronicle.distill.injection import looks_like_injection, matched_phrase
+from chronicle.distill.proposals import Proposal, make_proposal
+from chronicle.memory.model import Memory
+from chronicle.redaction.redactor import Redactor
+from chronicle.settings import KNOWLEDGE_FILES, Settings
+
+ASSISTANT_SOURCE = "assistant (MCP)"
+
+
+class ProposalRefused(ValueError):
+    """A proposal an assistant may not make (unknown file, empty text); the message says which rule."""
+
+
+@dataclass(frozen=True)
+class Proposed:
+    proposal: Proposal
+    new: bool
+    """False when the same text for the same file was proposed before (its status stands: a rejected text stays
+    rejected)."""
+
+
+def propose(settings: Settings, content: str, target_file: str, *, reason: str = "", importance: float = 0.5,
+            tags: list[str] | None = None, action: str = "append") -> Proposed:
+    """A pending proposal from an assistant: redacted, screened for orders to the model, never written anywhere but
+    `memory_proposals`."""
+    if target_file not in KNOWLEDGE_FILES:
+        raise ProposalRefused(f"target_file must be one of {', '.join(KNOWLEDGE_FILES)}")
+    if action not in ("append", "overwrite"):
+        raise ProposalRefused("action must be append or overwrite")
+    text = " ".join(content.split())
+    if not text:
+        raise ProposalRefused("content is empty")
+    redactor = redactor_for(settings)
+    memory = Memory(content=redactor.redact(text), summary=redactor.redact(text[:120]), target_file=target_file,
+                    importance=min(1.0, max(0.0, float(importance))), tags=[redactor.redact(t) for t in tags or []],
+                    action=action, source=ASSISTANT_SOURCE)
+    suspect = looks_like_injection(memory.content)
+    why = redactor.redact(" ".join(reason.split())) or "no reason given"
+    today = datetime.now(settings.tz_for(settings.notes_project)).date()
+    proposal = make_proposal(
+        memory, day=today, source=ASSISTANT_SOURCE, memory_id=None, flow_run_id=None, suspected_injection=suspect,
+        reason=f"proposed by an assistant over MCP: {why}" + (
+            f"; suspected injection: {matched_phrase(memory.content)}" if suspect else ""),
+    )
+    new = write(settings, lambda conn: sql.record_proposals(conn, [proposal]))
+    # Proposed before: the stored row and its status (a rejected text stays rejected).
+    stored = proposal if new else read(settings, sql.find_proposal, proposal.proposal_id)[0]
+    return Proposed(stored, bool(new))
+
+
+def redacted_tree(value: Any, redactor: Redactor) -> Any:
+    """`value` (JSON-like: dicts, lists, scalars) with every string redacted, keys included."""
+    if isinstance(value, str):
+        return str(redactor.redact(value))
+    if isinstance(value, Mapping):
+        return {redacted_tree(str(k), redactor): redacted_tree(v, redactor) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [redacted_tree(v, redactor) for v in value]
+    return value
