@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def mcp(http: bool = typer.Option(False, "--http", help="Streamable HTTP instead of stdio."),
             host: str = typer.Option("127.0.0.1", "--host", help="Loopback address to bind (--http)."),
-            port: int = typer.Option(8765, "--port", min=1, max=65535, help="Port (--http)."),
+            port: int = typer.Option(8766, "--port", min=1, max=65535, help="Port (--http)."),
             home: str | None = HomeOpt) -> None:
         """Serve memory search, list, tags, chronicle context and weekly reports to assistants over MCP (read-only;
         one tool files pending proposals). Answers are redacted. stdio by default; --http on loopback at /mcp."""
