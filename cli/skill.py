@@ -48,7 +48,7 @@ superseded ones only with `--as-of`. Secrets are stored and shown as `[REDACTED:
 
 ## 🔌 MCP server
 
-`chronicle mcp` (stdio) or `chronicle mcp --http --port 8765` (streamable HTTP on 127.0.0.1, path `/mcp`).
+`chronicle mcp` (stdio) or `chronicle mcp --http --port 8766` (streamable HTTP on 127.0.0.1, path `/mcp`).
 Tools:
 
 {tools}
