@@ -25,7 +25,7 @@ from prefect.states import Completed
 from chronicle.param_checks import ParameterError, name_part, week_label
 from chronicle.params import Force, OnlyMissing, OptionalIsoWeekStr, ProjectSelector, Workers
 from chronicle.settings import load_settings
-from chronicle.weekly.outcome import WeekOutcome, run_message
+from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, run_message
 
 
 def backfill_run_name() -> str:
@@ -66,7 +66,7 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
         with tracked_run(settings, "backfill-weeks", params) as run:
             scope = backfill_scope(settings, project_id, start_week, end_week)
             plans = [plan_project(settings, p, scope.start, scope.end, force=force, overwrite_edited=overwrite_edited,
-                                  only_missing=only_missing) for p in scope.projects]
+                                  only_missing=only_missing, to_last_entry=True) for p in scope.projects]
             # The charts read raw-log stats only (no report), so they are drawn while the weeks are written
             # instead of after the last one: off the critical path of the run (0.6 s of a 156-week backfill).
             # Started once the first weeks' task runs are submitted, not before: their artifact (inline PNGs)
@@ -90,6 +90,8 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
             get_run_logger().info("backfill %s: %s", project_id, run.message)
     except ParameterError as exc:
         return refused(exc)
+    except WeeksFailedError as exc:
+        return refused(exc, said="partly failed")
     for chart in charts:
         chart.result()
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write

@@ -17,7 +17,7 @@ from prefect.states import Completed
 from chronicle.param_checks import ParameterError, week_label
 from chronicle.params import Force, OptionalIsoWeekStr
 from chronicle.settings import load_settings
-from chronicle.weekly.outcome import WeekOutcome, run_message
+from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, run_message
 from chronicle.weeks import last_completed_week
 
 
@@ -62,6 +62,8 @@ def weekly_chronicle(week: OptionalIsoWeekStr = "", force: Force = False) -> lis
             get_run_logger().info("weekly chronicle: %s", run.message)
     except ParameterError as exc:
         return refused(exc)
+    except WeeksFailedError as exc:
+        return refused(exc, said="partly failed")
     publish_charts(settings, scope.projects)
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
     return Completed(message=run.message, data=rows)

@@ -114,14 +114,15 @@ def record_unfinished(flow: Any, run: Any, state: Any) -> None:
           guard=[f"pipeline_run:{run.id}"])
 
 
-def refused(exc: Exception) -> Any:
-    """The state a flow returns for parameters it refuses (`ParameterError`): Failed, with the one-line reason
-    as its message and no traceback in the run's logs (the value was wrong, not the code). A Python caller
-    of the flow still gets the exception raised."""
+def refused(exc: Exception, *, said: str = "refused") -> Any:
+    """The state a flow returns for parameters it refuses (`ParameterError`) or for an expected partial failure
+    (`said="partly failed"`: some weeks failed, every other one stored): Failed, with the one-line reason as its
+    message and on its Logs tab, and no traceback there (the value or the model was wrong, not the code). A
+    Python caller of the flow still gets the exception raised."""
     from prefect import get_run_logger
     from prefect.states import Failed
 
-    get_run_logger().error("refused: %s", exc)
+    get_run_logger().error("%s: %s", said, exc)
     return Failed(message=_error(exc), data=exc)
 
 

@@ -35,7 +35,7 @@ from chronicle.progress import report
 from chronicle.settings import Settings
 from chronicle.weekly.engine import engine_model
 from chronicle.weekly.grouping import grouping
-from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, failed, outcome_counts
+from chronicle.weekly.outcome import GroupFailedError, WeekOutcome, WeeksFailedError, failed, outcome_counts
 from chronicle.weekly.report_md import outcome_markdown
 from chronicle.weeks import IsoWeek
 
@@ -196,6 +196,8 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
             in_flight -= 1
             try:
                 results = future.result()
+            except GroupFailedError as exc:  # some weeks failed: the task run is Failed, the others' rows stand
+                results = exc.results
             except Exception as exc:  # the group's task itself failed: every week of it failed
                 results = [exc] * len(info)
             for (project_id, week, n), result in zip(info, results, strict=True):
