@@ -18,7 +18,7 @@ from chronicle.deployments import local_api
 class _SlowHealth(BaseHTTPRequestHandler):
     delay_s = 4.0
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         time.sleep(self.delay_s)  # longer than the quick health check's 2 s
         self.send_response(200)
         self.end_headers()
