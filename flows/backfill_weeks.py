@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from chronicle.services.alerts import BACKFILL_HOOKS
 from chronicle.services.param_checks import backfill_scope
-from chronicle.services.run_tracking import refused, tracked_run
+from chronicle.services.run_tracking import publish_after, refused, tracked_run
 from chronicle.services.weekly import plan_project
-from chronicle.storage.snapshot import publish_snapshot
 from chronicle.tasks.analytics import publish_charts
 from chronicle.tasks.fan_out.weeks import run_label
 from chronicle.tasks.fan_out.workers import backfill_fan_out
@@ -94,5 +93,5 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
         return refused(exc, said="partly failed")
     for chart in charts:
         chart.result()
-    publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
-    return Completed(message=run.message, data=rows)  # the UI shows the message on the run page
+    # Analysts query the snapshot, never the file flows write; the UI shows the message on the run page.
+    return Completed(message=publish_after(settings, run.message), data=rows)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from chronicle.services.param_checks import weekly_scope
-from chronicle.services.run_tracking import RUN_HOOKS, refused, tracked_run
+from chronicle.services.run_tracking import RUN_HOOKS, publish_after, refused, tracked_run
 from chronicle.services.weekly import plan_project
-from chronicle.storage.snapshot import publish_snapshot
 from chronicle.tasks.analytics import publish_charts
 from chronicle.tasks.fan_out.weeks import fan_out
 from prefect import flow, get_run_logger
@@ -65,5 +64,5 @@ def weekly_chronicle(week: OptionalIsoWeekStr = "", force: Force = False) -> lis
     except WeeksFailedError as exc:
         return refused(exc, said="partly failed")
     publish_charts(settings, scope.projects)
-    publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
-    return Completed(message=run.message, data=rows)
+    # Analysts query the snapshot, never the file flows write.
+    return Completed(message=publish_after(settings, run.message), data=rows)

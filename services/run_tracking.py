@@ -18,6 +18,7 @@ from chronicle.services.lineage import LINEAGE_HOOKS
 from chronicle.services.run_history import reap, this_process
 from chronicle.storage import pipeline_runs as runs
 from chronicle.storage.db import tag_commits, write
+from chronicle.storage.snapshot import publish_snapshot
 from prefect.runtime import flow_run
 
 from chronicle.redaction.redactor import Redactor, redact_value
@@ -124,6 +125,24 @@ def refused(exc: Exception, *, said: str = "refused") -> Any:
 
     get_run_logger().error("%s: %s", said, exc)
     return Failed(message=_error(exc), data=exc)
+
+
+def publish_after(settings: Settings, message: str | None) -> str | None:
+    """Publish the analysts' read snapshot once a run's rows are stored; the run's final message.
+
+    The snapshot is a copy of what is stored: a copy that cannot be written (a full disk) does not undo the
+    run, and a run recorded COMPLETED must not exit with a traceback. The run stays Completed, its message and
+    Logs tab say the snapshot is behind, and the next run (or `chronicle snapshot`) publishes it."""
+    from prefect import get_run_logger
+
+    try:
+        publish_snapshot(settings)
+        return message
+    except OSError as exc:
+        note = (f"the read snapshot was not published ({type(exc).__name__}: {exc}); everything is stored, "
+                "the next run publishes it")
+        get_run_logger().warning("%s", note)
+        return f"{message}; {note}" if message else note
 
 
 RUN_HOOKS: dict[str, Any] = {**LINEAGE_HOOKS,
