@@ -25,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -259,3 +260,31 @@ def stop(timeout: float = 30.0) -> ServerState | None:
             os.killpg(state.pid, signal.SIGKILL)
     _state_file().unlink(missing_ok=True)
     return state
+
+
+WATCH_EVERY_S = 2.0
+STOP_GRACE_S = 15.0
+
+
+def watch(url: str, every_s: float = WATCH_EVERY_S) -> threading.Thread:
+    """End this process (a `chronicle serve`) when the background server at `url` is gone: stopped, killed or
+    replaced. Served against a dead address, deployments turn "Not Ready", runs go Late with nobody to raise an
+    alert, and Prefect's own shutdown (Ctrl-C) hangs on the dead API. The process is interrupted like Ctrl-C,
+    and ended outright if that has not stopped it `STOP_GRACE_S` later."""
+
+    def loop() -> None:
+        while True:
+            time.sleep(every_s)
+            state = read_state()
+            if state is not None and state.url == url and _alive(state):
+                continue
+            sys.stderr.write(f"the background Prefect server at {url} is gone (stopped or killed): serving stops; "
+                             "`chronicle serve` starts it again\n")
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(STOP_GRACE_S)
+            os._exit(1)
+
+    thread = threading.Thread(target=loop, name="chronicle-server-watch", daemon=True)
+    thread.start()
+    return thread
