@@ -143,3 +143,43 @@ def test_overwrite_edited_replaces_only_the_edits_that_existed_when_the_run_plan
     assert outcomes == ["skipped-edited", "generated", "skipped-edited"]
     kept = dict(db_rows("SELECT week_number, summary FROM weekly_reports WHERE status = 'edited'"))
     assert kept == {202528: "运行中保存的修订。", 202530: "人工修订 v2。"}
+
+
+def test_a_retried_run_shows_only_its_own_attempts_artifacts(trial: Path, online: FakeLLMServer,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+    from prefect.flow_engine import run_flow
+    from prefect.states import AwaitingRetry
+
+    monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "1")
+    params = {"project_id": "XH201", "start_week": "2025-W29", "end_week": "2025-W31"}
+
+    def flaky(request: dict[str, Any]) -> str:
+        if week_of_request(request) == 202530:
+            raise RuntimeError("model crashed on this prompt")
+        return cite_first(request)
+
+    def artifacts(run_id: UUID) -> list[Any]:
+        with _client() as client:
+            return client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
+                any_=[run_id])))
+
+    online.responder = flaky
+    with _client() as client:
+        run = client.create_flow_run(backfill_weeks, parameters=params)
+    assert run_flow(backfill_weeks, flow_run=run, parameters=params, return_type="state").is_failed()
+    first = {a.id for a in artifacts(run.id)}
+    assert first
+    # The UI's Retry: the same flow run, put back to AwaitingRetry and run again; this time every week works.
+    online.responder = cite_first
+    with _client() as client:
+        client.set_flow_run_state(run.id, AwaitingRetry(), force=True)
+        run = client.read_flow_run(run.id)
+    state = run_flow(backfill_weeks, flow_run=run, parameters=params, return_type="state")
+    assert state.is_completed(), state
+    mine = artifacts(run.id)
+    assert not first & {a.id for a in mine}
+    summaries = [a for a in mine if a.key and a.key.endswith("-summary")]
+    assert len(summaries) == 1 and "FAILED" not in str(summaries[0].data)
+    assert [r.outcome for r in state.result()] == ["cached", "generated", "cached"]
