@@ -63,6 +63,8 @@ def register(app: typer.Typer) -> None:
             os.environ["PREFECT_API_URL"] = api.url  # the served runs are subprocesses: they read the environment
             err.print(f"serving against the Prefect API at {api.url} ({api.source}); "
                       f"UI: {api.url.removesuffix('/api')}")
+        if api.source == "background":
+            local_api.watch(api.url)  # never left serving a dead address
         with temporary_settings(updates={PREFECT_API_URL: api.url} if api.url else {}):
             serve_all(settings, limit=limit)
 

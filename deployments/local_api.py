@@ -25,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -35,6 +36,7 @@ import psutil
 from filelock import FileLock
 
 DEFAULT_PORT = 4200
+LEASE_STORAGE = "prefect.server.concurrency.lease_storage.filesystem"
 START_TIMEOUT_S = 180.0
 
 
@@ -174,6 +176,10 @@ def _start_on(port: int, timeout: float) -> ServerState:
     url = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # Concurrency leases on disk (under PREFECT_HOME), not in the server's memory: a server killed while runs hold
+    # `llm` slots finds their leases again when it restarts, and its repossessor frees the expired ones. In
+    # memory they were lost and the slots stayed taken for ever.
+    env.setdefault("PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE", LEASE_STORAGE)
     env["PREFECT_UI_API_URL"] = url
     with log_file().open("ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
@@ -216,8 +222,28 @@ def ensure(start_timeout: float = START_TIMEOUT_S) -> Api:
         return Api(state.url, "background")
     state_dir().mkdir(parents=True, exist_ok=True)
     with FileLock(str(state_dir() / "server.lock"), timeout=start_timeout + 30):
-        state = running() or start(start_timeout)
+        state = read_state()
+        if state is not None and _alive(state):
+            # One server per home: a live server slow to answer (a busy machine, a long migration) is waited
+            # for, never replaced by a second one on the same database, beyond `chronicle server stop`.
+            if not _answers_within(state.url, start_timeout):
+                raise ApiUnavailable(f"the background Prefect server (pid {state.pid}, {state.url}) is running but "
+                                     f"did not answer within {start_timeout:.0f}s; see {log_file()}, or stop it "
+                                     "with `chronicle server stop`")
+        else:
+            state = start(start_timeout)
     return Api(state.url, "background")
+
+
+def _answers_within(url: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if healthy(url, timeout=max(1.0, min(10.0, left))):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
 
 
 def stop(timeout: float = 30.0) -> ServerState | None:
@@ -234,3 +260,31 @@ def stop(timeout: float = 30.0) -> ServerState | None:
             os.killpg(state.pid, signal.SIGKILL)
     _state_file().unlink(missing_ok=True)
     return state
+
+
+WATCH_EVERY_S = 2.0
+STOP_GRACE_S = 15.0
+
+
+def watch(url: str, every_s: float = WATCH_EVERY_S) -> threading.Thread:
+    """End this process (a `chronicle serve`) when the background server at `url` is gone: stopped, killed or
+    replaced. Served against a dead address, deployments turn "Not Ready", runs go Late with nobody to raise an
+    alert, and Prefect's own shutdown (Ctrl-C) hangs on the dead API. The process is interrupted like Ctrl-C,
+    and ended outright if that has not stopped it `STOP_GRACE_S` later."""
+
+    def loop() -> None:
+        while True:
+            time.sleep(every_s)
+            state = read_state()
+            if state is not None and state.url == url and _alive(state):
+                continue
+            sys.stderr.write(f"the background Prefect server at {url} is gone (stopped or killed): serving stops; "
+                             "`chronicle serve` starts it again\n")
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(STOP_GRACE_S)
+            os._exit(1)
+
+    thread = threading.Thread(target=loop, name="chronicle-server-watch", daemon=True)
+    thread.start()
+    return thread

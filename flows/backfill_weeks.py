@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from chronicle.services.alerts import BACKFILL_HOOKS
 from chronicle.services.param_checks import backfill_scope
-from chronicle.services.run_tracking import refused, tracked_run
+from chronicle.services.run_tracking import publish_after, refused, tracked_run
 from chronicle.services.weekly import plan_project
-from chronicle.storage.snapshot import publish_snapshot
 from chronicle.tasks.analytics import publish_charts
 from chronicle.tasks.fan_out.weeks import run_label
 from chronicle.tasks.fan_out.workers import backfill_fan_out
@@ -25,7 +24,7 @@ from prefect.states import Completed
 from chronicle.param_checks import ParameterError, name_part, week_label
 from chronicle.params import Force, OnlyMissing, OptionalIsoWeekStr, ProjectSelector, Workers
 from chronicle.settings import load_settings
-from chronicle.weekly.outcome import WeekOutcome, run_message
+from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, run_message
 
 
 def backfill_run_name() -> str:
@@ -66,7 +65,7 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
         with tracked_run(settings, "backfill-weeks", params) as run:
             scope = backfill_scope(settings, project_id, start_week, end_week)
             plans = [plan_project(settings, p, scope.start, scope.end, force=force, overwrite_edited=overwrite_edited,
-                                  only_missing=only_missing) for p in scope.projects]
+                                  only_missing=only_missing, to_last_entry=True) for p in scope.projects]
             # The charts read raw-log stats only (no report), so they are drawn while the weeks are written
             # instead of after the last one: off the critical path of the run (0.6 s of a 156-week backfill).
             # Started once the first weeks' task runs are submitted, not before: their artifact (inline PNGs)
@@ -90,7 +89,9 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
             get_run_logger().info("backfill %s: %s", project_id, run.message)
     except ParameterError as exc:
         return refused(exc)
+    except WeeksFailedError as exc:
+        return refused(exc, said="partly failed")
     for chart in charts:
         chart.result()
-    publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
-    return Completed(message=run.message, data=rows)  # the UI shows the message on the run page
+    # Analysts query the snapshot, never the file flows write; the UI shows the message on the run page.
+    return Completed(message=publish_after(settings, run.message), data=rows)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from chronicle.services.param_checks import ingest_paths
-from chronicle.services.run_tracking import RUN_HOOKS, refused, run_notes, tracked_run
-from chronicle.storage.snapshot import publish_snapshot
+from chronicle.services.run_tracking import RUN_HOOKS, publish_after, refused, run_notes, tracked_run
 from chronicle.tasks.ingest import discover_files, file_size, ingest_batch, shown_path
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
@@ -80,5 +79,5 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRe
                                      description="What the last ingest read and refused")
     except ParameterError as exc:
         return refused(exc)
-    publish_snapshot(settings)  # analysts query the snapshot, never the file flows write (docs/deploy.md)
-    return Completed(message=counts.message, data=summary)  # the UI shows the message on the run page
+    # Analysts query the snapshot, never the file flows write (docs/deploy.md); the UI shows the message.
+    return Completed(message=publish_after(settings, counts.message), data=summary)

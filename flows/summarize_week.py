@@ -13,7 +13,7 @@ from prefect.states import Completed
 from chronicle.param_checks import ParameterError, name_part, week_label
 from chronicle.params import Force, IsoWeekStr, ProjectId
 from chronicle.settings import load_settings
-from chronicle.weekly.outcome import WeekOutcome, run_message
+from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, run_message
 
 
 def summarize_run_name() -> str:
@@ -52,4 +52,6 @@ def summarize_week(project_id: ProjectId, week: IsoWeekStr, force: Force = False
             run.message = run_message(rows, f"{project} {iso}")
     except ParameterError as exc:
         return refused(exc)
+    except WeeksFailedError as exc:
+        return refused(exc, said="partly failed")
     return Completed(message=run.message, data=rows[0])

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from chronicle.services.param_checks import weekly_scope
-from chronicle.services.run_tracking import RUN_HOOKS, refused, tracked_run
+from chronicle.services.run_tracking import RUN_HOOKS, publish_after, refused, tracked_run
 from chronicle.services.weekly import plan_project
-from chronicle.storage.snapshot import publish_snapshot
 from chronicle.tasks.analytics import publish_charts
 from chronicle.tasks.fan_out.weeks import fan_out
 from prefect import flow, get_run_logger
@@ -17,7 +16,7 @@ from prefect.states import Completed
 from chronicle.param_checks import ParameterError, week_label
 from chronicle.params import Force, OptionalIsoWeekStr
 from chronicle.settings import load_settings
-from chronicle.weekly.outcome import WeekOutcome, run_message
+from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, run_message
 from chronicle.weeks import last_completed_week
 
 
@@ -62,6 +61,8 @@ def weekly_chronicle(week: OptionalIsoWeekStr = "", force: Force = False) -> lis
             get_run_logger().info("weekly chronicle: %s", run.message)
     except ParameterError as exc:
         return refused(exc)
+    except WeeksFailedError as exc:
+        return refused(exc, said="partly failed")
     publish_charts(settings, scope.projects)
-    publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
-    return Completed(message=run.message, data=rows)
+    # Analysts query the snapshot, never the file flows write.
+    return Completed(message=publish_after(settings, run.message), data=rows)

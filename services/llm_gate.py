@@ -177,27 +177,66 @@ Prefect's client retries a 503 only 2 s (2 ** attempt, jittered) later: that wai
 backfill's overhead (issue 20). A share granted after the timeout is released by Prefect's own service."""
 
 
+LEASE_S = 60.0
+"""How long a reservation's lease lasts unrenewed (Prefect's shortest; its holder renews it while it runs): the
+slots of a run killed with -9 come back this long after its death (plus the repossessor's 15 s loop), not after
+Prefect's default five minutes."""
+
 def _acquire(settings: Settings, n: int, stack: ExitStack) -> LLMGate:
     from prefect.concurrency.sync import concurrency
 
     if not ensure_llm_limit(settings.llm_concurrency):
         return _local_gate(settings)
-    quick = True
+    quick, said = True, False
     while True:
         try:
-            # Short waits for a big share, an unbounded one for a single slot: never starve, never hog.
+            # Short waits for a big share, an unbounded one for a single slot: never starve, never hog, and never
+            # wait in silence (a timed-out request the server grants late holds its slot until its lease ends).
             wait = QUICK_TRY_S if quick else None if n == 1 else 5.0
-            stack.enter_context(concurrency(LIMIT_NAME, occupy=n, strict=True, timeout_seconds=wait))
+            if wait is None and not said:
+                _say(_waiting(n))
+                said = True
+            stack.enter_context(concurrency(LIMIT_NAME, occupy=n, strict=True, timeout_seconds=wait,
+                                            lease_duration=LEASE_S))
+            if said:
+                _say(f"got {n} '{LIMIT_NAME}' slot(s); going on")
             return LLMGate(n, "prefect")
         except TimeoutError:
             if quick:  # the same share again at once (a 503 is retried by the client only 2 s later)
                 quick = False
                 continue
+            if not said:
+                _say(_waiting(n))
+                said = True
             n = max(1, n // 2)
         except Exception as exc:
             log.warning("could not take '%s' slots from the Prefect API (%s: %s); using a process-local limit",
                         LIMIT_NAME, type(exc).__name__, exc)
             return _local_gate(settings)
+
+
+def _waiting(n: int) -> str:
+    """What a waiting reservation waits for: the limit, who holds it, and when a dead holder's slots return."""
+    from prefect.client.orchestration import get_client
+
+    held = ""
+    with suppress(Exception), get_client(sync_client=True) as client:
+        limit = client.read_global_concurrency_limit_by_name(LIMIT_NAME)
+        held = f" ({limit.active_slots} of {limit.limit} held by other runs)"
+    return (f"waiting for {n} slot(s) of the Prefect concurrency limit '{LIMIT_NAME}'{held}: LLM calls of other "
+            f"backfills or distills run now; slots of a run that was killed come back within {LEASE_S + 15:.0f} s "
+            "of its death (`prefect gcl inspect llm` shows the limit)")
+
+
+def _say(message: str) -> None:
+    """On the run's Logs tab and the console when inside a run, else in the log."""
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        get_run_logger().warning("%s", message)
+    except MissingContextError:
+        log.warning("%s", message)
 
 
 @contextmanager

@@ -18,6 +18,7 @@ from chronicle.services.lineage import LINEAGE_HOOKS
 from chronicle.services.run_history import reap, this_process
 from chronicle.storage import pipeline_runs as runs
 from chronicle.storage.db import tag_commits, write
+from chronicle.storage.snapshot import publish_snapshot
 from prefect.runtime import flow_run
 
 from chronicle.redaction.redactor import Redactor, redact_value
@@ -114,15 +115,34 @@ def record_unfinished(flow: Any, run: Any, state: Any) -> None:
           guard=[f"pipeline_run:{run.id}"])
 
 
-def refused(exc: Exception) -> Any:
-    """The state a flow returns for parameters it refuses (`ParameterError`): Failed, with the one-line reason
-    as its message and no traceback in the run's logs (the value was wrong, not the code). A Python caller
-    of the flow still gets the exception raised."""
+def refused(exc: Exception, *, said: str = "refused") -> Any:
+    """The state a flow returns for parameters it refuses (`ParameterError`) or for an expected partial failure
+    (`said="partly failed"`: some weeks failed, every other one stored): Failed, with the one-line reason as its
+    message and on its Logs tab, and no traceback there (the value or the model was wrong, not the code). A
+    Python caller of the flow still gets the exception raised."""
     from prefect import get_run_logger
     from prefect.states import Failed
 
-    get_run_logger().error("refused: %s", exc)
+    get_run_logger().error("%s: %s", said, exc)
     return Failed(message=_error(exc), data=exc)
+
+
+def publish_after(settings: Settings, message: str | None) -> str | None:
+    """Publish the analysts' read snapshot once a run's rows are stored; the run's final message.
+
+    The snapshot is a copy of what is stored: a copy that cannot be written (a full disk) does not undo the
+    run, and a run recorded COMPLETED must not exit with a traceback. The run stays Completed, its message and
+    Logs tab say the snapshot is behind, and the next run (or `chronicle snapshot`) publishes it."""
+    from prefect import get_run_logger
+
+    try:
+        publish_snapshot(settings)
+        return message
+    except OSError as exc:
+        note = (f"the read snapshot was not published ({type(exc).__name__}: {exc}); everything is stored, "
+                "the next run publishes it")
+        get_run_logger().warning("%s", note)
+        return f"{message}; {note}" if message else note
 
 
 RUN_HOOKS: dict[str, Any] = {**LINEAGE_HOOKS,

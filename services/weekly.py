@@ -19,6 +19,8 @@ from chronicle.services.llm_gate import held_calls, llm_call, llm_turn, redactor
 from chronicle.storage import claims, report_writer, reports, week_inputs
 from chronicle.storage.db import connect, transactions
 from chronicle.storage.llm_log import write_calls
+from chronicle.storage.report_writer import Queued
+from chronicle.storage.reports import ReportWrite
 
 from chronicle.settings import Settings
 from chronicle.weekly.engine import decide, engine_model, llm_week, offline_week, recheck
@@ -77,7 +79,7 @@ def run_week(settings: Settings, project_id: str, week: IsoWeek, run_id: str, *,
         _refresh(settings, week_input, stored, decision.stale if decision.action == "skip-edited" else None)
         outcome = "cached" if decision.action == "cached" else "skipped-edited"
         row = WeekOutcome(project_id, week.number, outcome, stored.model, n, needs_review=stored.needs_review,
-                          why=decision.why)
+                          reasons=tuple(describe(r) for r in stored.review_reasons), why=decision.why)
         return WeekRun(row.timed(time.perf_counter() - t0), None)
 
     key = week_claims.week_claim_key(week_input, model)
@@ -117,13 +119,18 @@ def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | 
     # if the week fails before that commit, held_calls writes them on the way out.
     with held_calls(settings) as held:
         report = _write_text(settings, week_input, stored, model, run_id)
-        saved = report_writer.writer_for(settings).save(report, overwrite_edited=overwrite_edited, reason=why,
-                                                  flow_run_id=run_id, lease=lease, calls=held.take())
+        write = ReportWrite(report, overwrite_edited, why, run_id, edit_seen(stored))
+        saved = report_writer.writer_for(settings).save(write, lease=lease, calls=held.take())
         held.done()
     row = WeekOutcome(project_id, week.number, saved, report.model, len(week_input.entries),
                       llm_calls=report.llm_calls, needs_review=report.needs_review,
                       reasons=tuple(describe(r) for r in report.review_reasons), why=why)
     return WeekRun(row, report if saved == "generated" else None)
+
+
+def edit_seen(stored: StoredReport | None) -> int | None:
+    """The version of the human edit a run planned over, the only one `overwrite_edited` may replace."""
+    return stored.version if stored is not None and stored.status == "edited" else None
 
 
 COMMIT_EVERY = MAX_WEEKS_PER_TASK
@@ -199,7 +206,8 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
             except BaseException:
                 leases.release([key])
                 raise
-            pending[i] = _Pending(week_input, report, decision.why, (leases, key), calls, time.perf_counter() - t0)
+            pending[i] = _Pending(week_input, report, decision.why, (leases, key), calls, time.perf_counter() - t0,
+                                  edit_seen(stored))
         except Exception as exc:
             out[i] = exc
 
@@ -207,7 +215,8 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
         todo = [(i, p) for i in indices if (p := pending[i]) is not None]
         t_save = time.perf_counter()
         saved = report_writer.writer_for(settings).save_many(
-            [(p.report, overwrite_edited, p.why, run_id, p.lease, p.calls) for _, p in todo])
+            [Queued(ReportWrite(p.report, overwrite_edited, p.why, run_id, p.edit_seen), p.lease, p.calls)
+             for _, p in todo])
         share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
         for (i, p), result in zip(todo, saved, strict=True):
             if isinstance(result, BaseException):
@@ -259,6 +268,7 @@ class _Pending(NamedTuple):
     lease: tuple[claims.Leases, str]
     calls: list
     seconds: float
+    edit_seen: int | None
 
 
 @dataclass
@@ -277,11 +287,15 @@ class ProjectPlan:
 
 
 def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = None, end: IsoWeek | None = None, *,
-                 force: bool = False, overwrite_edited: bool = False, only_missing: bool = True) -> ProjectPlan:
+                 force: bool = False, overwrite_edited: bool = False, only_missing: bool = True,
+                 to_last_entry: bool = False) -> ProjectPlan:
     """Read a project's weeks in ONE window and decide each; kept reports get their stats refreshed.
 
     The range is clamped to start no earlier than the project's first entry (there is no gap to fill
     before a project began); without bounds it is the project's first..last week with entries.
+    `to_last_entry` (a range, i.e. a backfill): it also ends no later than the last entry — an end week far
+    ahead (a typo such as 2030-W01) must not pad the chronicle with empty pages up to this week. A single week
+    asked for by name (the Monday job) still gets its empty page.
     """
     plan = ProjectPlan(project_id)
     with connect(settings) as conn:
@@ -293,6 +307,8 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
         # an older release (a note named 9999-01-01.md) must not make the plan ~415,000 weeks long.
         latest = IsoWeek.of((datetime.now(UTC) + timedelta(days=2)).astimezone(settings.tz_for(project_id)).date())
         last = min(end or IsoWeek.from_number(span[1]), latest)
+        if to_last_entry:
+            last = min(last, IsoWeek.from_number(span[1]))
         if last < first:
             return plan
         rows = week_inputs.week_rows(conn, project_id, first.number, last.number)
@@ -312,16 +328,19 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
                                        kept)))
             continue
         stale = decision.stale if decision.action == "skip-edited" else None
-        needs_review = kept.needs_review
+        needs_review, reasons = kept.needs_review, None
         if kept.stats != digest.stats or (stale is not None and stale != kept.stale):
             # New stats (e.g. a late enrolment earlier on) re-check the kept text; edits are not flagged.
             reasons = None if kept.status == "edited" else recheck(
                 kept, make_week_input(project_id, week, week_rows, before, tz, redactor, digest))
             needs_review = bool(reasons) if reasons is not None else needs_review
             refreshes.append((week.number, digest.stats, stale, reasons))
+        shown = reasons if reasons is not None else kept.review_reasons
         plan.done.append(WeekOutcome(project_id, week.number,
                                      "cached" if decision.action == "cached" else "skipped-edited", kept.model,
-                                     digest.entry_count, needs_review=needs_review, why=decision.why))
+                                     digest.entry_count, needs_review=needs_review,
+                                     reasons=tuple(describe(r) for r in shown) if needs_review else (),
+                                     why=decision.why))
     if refreshes:
         for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
             with attempt as conn:

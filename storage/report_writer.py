@@ -6,20 +6,26 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from chronicle.storage import claims
 from chronicle.storage.db import transactions
 from chronicle.storage.llm_log import CallRow, insert_calls
-from chronicle.storage.reports import guard_keys, save_reports
+from chronicle.storage.reports import ReportWrite, guard_keys, save_reports
 
-from chronicle.weekly.model import WeekReport
+
+class Queued(NamedTuple):
+    """A report to store, the week's claim that ends with its commit, and the LLM attempts that wrote it."""
+
+    write: ReportWrite
+    lease: tuple[claims.Leases, str] | None = None
+    calls: Sequence[CallRow] = ()
 
 
 class _Ticket:
     __slots__ = ("args", "calls", "done", "error", "lease", "outcome")
 
-    def __init__(self, args: tuple[Any, ...], lease: tuple[claims.Leases, str] | None = None,
+    def __init__(self, args: ReportWrite, lease: tuple[claims.Leases, str] | None = None,
                  calls: Sequence[CallRow] = ()) -> None:
         self.args = args
         self.lease = lease
@@ -44,24 +50,22 @@ class ReportWriter:
         self._queue: list[_Ticket] = []
         self._writing = False
 
-    def save(self, report: WeekReport, *, overwrite_edited: bool, reason: str, flow_run_id: str | None,
-             lease: tuple[claims.Leases, str] | None = None, calls: Sequence[CallRow] = ()) -> str:
+    def save(self, write: ReportWrite, *, lease: tuple[claims.Leases, str] | None = None,
+             calls: Sequence[CallRow] = ()) -> str:
         """Store the report (group-committed) with the `llm_calls` rows of the attempts that wrote it (`calls`,
         same transaction); `lease` (the week's claim) ends with it: in the same transaction on the embedded
         file, right after the commit in the lake (claims live in PostgreSQL)."""
-        (outcome,) = self.save_many([(report, overwrite_edited, reason, flow_run_id, lease, calls)])
+        (outcome,) = self.save_many([Queued(write, lease, calls)])
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
 
-    def save_many(self, items: Sequence[tuple[WeekReport, bool, str, str | None, tuple[claims.Leases, str] | None,
-                                              Sequence[CallRow]]]) -> list[str | BaseException]:
-        """Store a group of reports (report, overwrite_edited, reason, flow_run_id, lease, calls) in one window,
-        with whatever other callers queued meanwhile; one outcome per item, or the error of that item (the
-        group is retried row by row when its commit fails, as in `save`)."""
+    def save_many(self, items: Sequence[Queued]) -> list[str | BaseException]:
+        """Store a group of reports in one window, with whatever other callers queued meanwhile; one outcome per
+        item, or the error of that item (the group is retried row by row when its commit fails, as in `save`)."""
         if not items:
             return []
-        tickets = [_Ticket((r, o, why, run), lease, calls) for r, o, why, run, lease, calls in items]
+        tickets = [_Ticket(q.write, q.lease, q.calls) for q in items]
         with self._cond:
             self._queue.extend(tickets)
             while self._writing and not all(t.done for t in tickets):
@@ -88,7 +92,7 @@ class ReportWriter:
         return out
 
     def _write(self, tickets: list[_Ticket]) -> None:
-        guard = guard_keys(t.args[0].project_id for t in tickets)
+        guard = guard_keys(t.args.report.project_id for t in tickets)
         leases: dict[claims.Leases, list[str]] = {}
         if not self.settings.lake:  # the claims live in this file: end them in the same commit
             for t in tickets:

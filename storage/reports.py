@@ -11,7 +11,7 @@ import json
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 from chronicle.storage.db import json_rows
@@ -110,7 +110,21 @@ _REPORT_COLS = ("id", "project_id", "week_number", "iso_year", "iso_week", "star
 _VERSION_COLS = ("report_id", "project_id", "week_number", "version", "status", "summary", "stats", "citations",
                  "needs_review", "review_reasons", "model", "prompt_version", "input_hash", "author", "reason",
                  "flow_run_id", "created_at")
-Item = tuple[WeekReport, bool, str, str | None]  # (report, overwrite_edited, reason, flow_run_id)
+
+
+class ReportWrite(NamedTuple):
+    """A freshly written report to store as its week's new version."""
+
+    report: WeekReport
+    overwrite_edited: bool
+    reason: str
+    flow_run_id: str | None
+    edit_seen: int | None = None
+    """The version of the human edit the run planned over (None: it saw none). `overwrite_edited` replaces that
+    edit only: an edit saved while the run was writing is newer than anything the operator agreed to lose."""
+
+
+Item = ReportWrite
 
 
 # Types of the columns that are not VARCHAR, for `json_rows` (the JSON columns travel as their text, as before).
@@ -149,15 +163,18 @@ def guard_keys(project_ids: Iterable[str]) -> list[str]:
 def save_reports(conn: duckdb.DuckDBPyConnection, items: list[Item]) -> list[str]:
     """Store freshly written reports as their weeks' new versions; one outcome per item, in order.
 
-    A week holding a human edit (and no overwrite asked) is `skipped-edited`: the edit stays, marked
-    stale if the inputs it was written against have changed since. One statement per table for the
-    whole batch: a row-by-row upsert costs ~4 ms, the batch about that in all.
+    A week holding a human edit is `skipped-edited` unless the write may overwrite that very edit (`edit_seen`):
+    the edit stays, marked stale if the inputs it was written against have changed since. One statement per
+    table for the whole batch: a row-by-row upsert costs ~4 ms, the batch about that in all.
     """
-    keys = list(dict.fromkeys((r.project_id, r.week.number) for r, *_ in items))
-    stored = _keyed(conn, "SELECT r.project_id, r.week_number, r.id, r.status, r.input_hash, r.created_at "
-                          "FROM weekly_reports r JOIN {keys} ON r.project_id = k.p AND r.week_number = k.w", keys)
-    current = {(p, w): (i, st, h) for p, w, i, st, h, _c in stored}
-    created = {(p, w): c for p, w, _i, _s, _h, c in stored}  # a replaced row keeps its creation time
+    writes = [ReportWrite(*item) for item in items]
+    keys = list(dict.fromkeys((w.report.project_id, w.report.week.number) for w in writes))
+    stored = _keyed(conn, "SELECT r.project_id, r.week_number, r.id, r.status, r.input_hash, r.created_at, "
+                          "r.version FROM weekly_reports r JOIN {keys} ON r.project_id = k.p AND r.week_number = k.w",
+                    keys)
+    current = {(p, w): (i, st, h) for p, w, i, st, h, _c, _v in stored}
+    created = {(p, w): c for p, w, _i, _s, _h, c, _v in stored}  # a replaced row keeps its creation time
+    edits = {(p, w): v for p, w, _i, st, _h, _c, v in stored if st == "edited"}
     versions = {(p, w): v for p, w, v in _keyed(
         conn, "SELECT v.project_id, v.week_number, max(v.version) FROM weekly_report_versions v "
               "JOIN {keys} ON v.project_id = k.p AND v.week_number = k.w GROUP BY ALL", keys)}
@@ -165,10 +182,10 @@ def save_reports(conn: duckdb.DuckDBPyConnection, items: list[Item]) -> list[str
     outcomes: list[str] = []
     reports: dict[tuple[str, int], tuple] = {}  # the last write of a week in this batch wins
     history: list[tuple] = []
-    for report, overwrite_edited, reason, flow_run_id in items:
+    for report, overwrite_edited, reason, flow_run_id, edit_seen in writes:
         key, w = (report.project_id, report.week.number), report.week
         report_id, status, old_hash = current.get(key, (None, None, None))
-        if status == "edited" and not overwrite_edited:
+        if status == "edited" and not (overwrite_edited and edits.get(key) == edit_seen):
             conn.execute("UPDATE weekly_reports SET stale = ?, stats = ?, updated_at = ? WHERE id = ?",
                          [old_hash != report.input_hash, _js(report.stats), now, report_id])
             outcomes.append("skipped-edited")

@@ -1,4 +1,4 @@
-"""Weekly-report tasks: one week as a Prefect task, and its report as a Markdown artifact.
+"""Weekly-report tasks: a group of weeks as a Prefect task, and a report as a Markdown artifact.
 
 No `retries=` here: the only network is the LLM, and `ChatClient` (behind `chronicle.services.llm_gate`) is the
 one retry layer (exponential backoff + jitter, Retry-After); stacking Prefect retries would multiply
@@ -13,16 +13,18 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
+from chronicle.services.llm_gate import redactor_for
 from chronicle.services.run_tracking import current_flow_run_id
-from chronicle.services.weekly import Prepared, WeekItem, run_week, run_week_group
-from prefect import task
+from chronicle.services.weekly import WeekItem, run_week_group
+from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Failed
 
 from chronicle.names import bounded_label, bounded_name
 from chronicle.settings import Settings
 from chronicle.weekly.model import WeekReport
-from chronicle.weekly.outcome import WeekOutcome
+from chronicle.weekly.outcome import GroupFailedError, WeekOutcome
 from chronicle.weekly.report_md import report_markdown
 from chronicle.weeks import IsoWeek
 
@@ -78,24 +80,6 @@ def publish_report(report: WeekReport) -> None:
                      description=f"Weekly report {report.project_id} {report.week} ({report.model})")
 
 
-def summarize_task_name(parameters: dict[str, Any]) -> str:
-    """`summarize-XH201-202605`, the project part bounded (a 300-character id makes no 300-character name)."""
-    return f"summarize-{bounded_label(str(parameters['project_id']), limit=60)}-{parameters['week_number']}"
-
-
-@task(name="week-report", task_run_name=summarize_task_name, cache_policy=NO_CACHE)
-def summarize_week_task(settings: Settings, project_id: str, week_number: int, force: bool = False,
-                        overwrite_edited: bool = False, prepared: Prepared | None = None,
-                        lease_owner: str | None = None) -> WeekOutcome:
-    # DuckDB is the cache (input hash + model + prompt version), so Prefect's result cache stays off.
-    week = IsoWeek.from_number(week_number)
-    run = run_week(settings, project_id, week, current_flow_run_id(), force=force,
-                   overwrite_edited=overwrite_edited, prepared=prepared, lease_owner=lease_owner)
-    if run.report is not None:
-        publish_report(run.report)
-    return run.outcome
-
-
 def group_task_name(parameters: dict[str, Any]) -> str:
     """`summarize-XH201-202605..202618 (14 weeks)`: what a group task run wrote, readable in the UI."""
     items = parameters.get("items") or []
@@ -110,11 +94,15 @@ def group_task_name(parameters: dict[str, Any]) -> str:
 @task(name="summarize-weeks", task_run_name=group_task_name, cache_policy=NO_CACHE)
 def summarize_weeks_task(settings: Settings, items: list[WeekItem], force: bool = False,
                          overwrite_edited: bool = False, cards: bool = False,
-                         threads: int = 1) -> list[WeekOutcome | Exception]:
+                         threads: int = 1) -> Any:
     """A group of weeks in one task run, their new reports stored in one window; one outcome (or the
     week's error) per week, in order. `cards`: also publish each new report as a Markdown artifact (a run
     of a few weeks; a long backfill shows its weeks in the run's one outcome table instead). `threads`:
-    weeks of the group in flight at once (LLM latency overlaps)."""
+    weeks of the group in flight at once (LLM latency overlaps).
+
+    A group in which weeks failed ends Failed (not green in the UI), its message saying which; the outcomes
+    travel in its `GroupFailedError`, so the fan-out still gets every week's row. A returned state, not a
+    raise: an expected partial failure gets no traceback in the run's logs."""
     runs = run_week_group(settings, items, current_flow_run_id(), force=force, overwrite_edited=overwrite_edited,
                           threads=threads)
     out: list[WeekOutcome | Exception] = []
@@ -125,4 +113,9 @@ def summarize_weeks_task(settings: Settings, items: list[WeekItem], force: bool 
         if cards and run.report is not None:
             publish_report(run.report)
         out.append(run.outcome)
-    return out
+    errors = [r for r in out if isinstance(r, Exception)]
+    if not errors:
+        return out
+    error = GroupFailedError(out, redactor_for(settings).redact(f"{type(errors[0]).__name__}: {errors[0]}"))
+    get_run_logger().error("%s", error)
+    return Failed(message=str(error)[:1000], data=error)

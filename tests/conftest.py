@@ -82,6 +82,8 @@ END_TO_END = (
     "tests/ops/test_run_history.py",  # served runs and their history
     "tests/unit/memory/test_dedup_pairs.py",  # a measurement: every labelled pair through two real models (~1 min)
     "tests/assistant/test_mcp_server.py",  # `chronicle mcp` child processes (stdio, HTTP) driven by the MCP client
+    "tests/ops/test_llm_slots_recover.py",  # the background server killed and restarted, a lease left to expire
+    "tests/ops/test_serve_follows_server.py",  # `chronicle serve` against a background server that is stopped
 )
 
 

@@ -74,9 +74,20 @@ def run_message(rows: Sequence[WeekOutcome], scope: str) -> str:
     counts = outcome_counts(rows)
     done = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
     if set(counts) <= {"cached", "skipped-edited"}:
-        return (f"nothing to do: all {len(rows)} week(s) of {scope} already have current reports ({done}); "
+        said = (f"nothing to do: all {len(rows)} week(s) of {scope} already have current reports ({done}); "
                 "force regenerates them")
-    return f"{len(rows)} week(s) of {scope}: {done}"
+    else:
+        said = f"{len(rows)} week(s) of {scope}: {done}"
+    return said + review_note(rows)
+
+
+def review_note(rows: Iterable[WeekOutcome]) -> str:
+    """`; 47 week(s) need review (...)`, or nothing: a run whose reports wait for a human must not read as
+    a plain success, in its state message as in its summary."""
+    flagged = sum(1 for r in rows if r.needs_review and r.outcome != "failed")
+    if not flagged:
+        return ""
+    return f"; {flagged} week(s) need review (`chronicle review` lists them)"
 
 
 class WeeksFailedError(RuntimeError):
@@ -91,3 +102,15 @@ class WeeksFailedError(RuntimeError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.rows,))
+
+
+class GroupFailedError(RuntimeError):
+    """Weeks of one group task failed; `results` holds every week's outcome (or its error), in order."""
+
+    def __init__(self, results: Sequence[Any], first: str = "") -> None:
+        bad = sum(1 for r in results if isinstance(r, BaseException))
+        super().__init__(f"{bad} of {len(results)} week(s) of this group failed (first: {first or '?'})")
+        self.results, self.first = list(results), first
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.results, self.first))

@@ -7,7 +7,7 @@ from typing import Any
 
 from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.model import WeekReport
-from chronicle.weekly.outcome import WeekOutcome, outcome_counts
+from chronicle.weekly.outcome import WeekOutcome, outcome_counts, review_note
 
 _COUNTS = ("entries", "enrolled", "enrolled_total", "ae", "sae", "deviations", "queries", "decisions", "messages")
 
@@ -39,12 +39,15 @@ def outcome_markdown(title: str, rows: Sequence[WeekOutcome], notes: Sequence[st
     """Summary of a fan-out by outcome, with the failed and flagged weeks spelled out, then `notes`
     (things an operator must see that would drown among the log lines, e.g. a wait for the database)."""
     counts = outcome_counts(rows)
-    lines = [f"# {title}", "", ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no weeks", ""]
+    head = (", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no weeks") + review_note(rows)
+    lines = [f"# {title}", "", head, ""]
     for row in rows:
         if row.outcome == "failed":
             lines.append(f"- FAILED {row.project} {row.week}: {row.message or ''}")
         elif row.needs_review:
-            lines.append(f"- needs review {row.project} {row.week}: {'; '.join(row.reasons)}")
+            # A kept report flagged by an earlier run has its reasons in the store, not always in this row.
+            why = "; ".join(row.reasons) or "flagged when it was written (`chronicle report show` has the reasons)"
+            lines.append(f"- needs review {row.project} {row.week} ({row.outcome}): {why}")
     if notes:
         lines += ["", "## Notes", "", *(f"- {note}" for note in notes)]
     return "\n".join(lines) + "\n"

@@ -26,7 +26,7 @@ from uuid import UUID
 from chronicle.services import week_dibs as spread
 from chronicle.services.run_tracking import current_flow_run_id
 from chronicle.services.weekly import ProjectPlan, plan_project
-from chronicle.tasks.fan_out.weeks import Progress, Work, fan_out, publish_outcome, run_weeks
+from chronicle.tasks.fan_out.weeks import Progress, Work, fan_out, own_artifacts, publish_outcome, run_weeks
 
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import WeekOutcome
@@ -135,6 +135,7 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
                      on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
     """`fan_out`, or with `backfill_spread` set (lake topology) the same spread over child runs. `on_start()` (once):
     when the first weeks' task runs are submitted (`run_weeks`), or before a spread run starts its children."""
+    own_artifacts()
     work = [(plan.project_id, week, prepared) for plan in plans for week, prepared in plan.to_run]
     children = settings.backfill_spread
     if children and not settings.lake:

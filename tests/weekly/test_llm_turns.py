@@ -45,7 +45,8 @@ def test_a_slow_first_reservation_is_asked_again_for_the_same_share(monkeypatch:
     asked: list[tuple[int, float | None]] = []
 
     @contextmanager
-    def concurrency(name: str, occupy: int, strict: bool, timeout_seconds: float | None) -> Any:
+    def concurrency(name: str, occupy: int, strict: bool, timeout_seconds: float | None, lease_duration: float) -> Any:
+        assert lease_duration == gate.LEASE_S
         asked.append((occupy, timeout_seconds))
         if len(asked) == 1:  # the API answered 503 and the client waits 2 s before asking again
             raise TimeoutError
