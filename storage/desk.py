@@ -120,8 +120,8 @@ def recent_failures(conn: duckdb.DuckDBPyConnection, username: str, remote: str,
 # --- audit -----------------------------------------------------------------------------------
 def insert_audit(conn: duckdb.DuckDBPyConnection, row: AuditRow) -> None:
     conn.execute(
-        """INSERT INTO desk_audit (id, happened_at, actor, action, outcome, project_id, week_number, version, detail, remote)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        """INSERT INTO desk_audit (id, happened_at, actor, action, outcome, project_id, week_number, version, detail,
+                                   remote) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         [str(uuid.uuid4()), row.at, row.actor, row.action, row.outcome, row.project_id, row.week_number,
          row.version, json.dumps(row.detail, ensure_ascii=False, sort_keys=True, default=str), row.remote])
 

@@ -1,0 +1,39 @@
+"""Desk back-end fixtures: the sample trial (ingested once per session) with a few weeks written, and accounts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chronicle.settings import Settings
+from chronicle.weeks import IsoWeek
+from tests.weekly.conftest import ingested_db, trial  # noqa: F401  (the shared sample fixtures)
+
+PROJECT = "XH201"
+WEEKS = ("2025-W29", "2025-W30", "2025-W31")
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture(autouse=True)
+def _prefect(prefect_api: None) -> None:
+    """The sample is ingested through the real flow once per session (needs the session's Prefect API)."""
+
+
+@pytest.fixture
+def written(trial: Path) -> Settings:  # noqa: F811
+    """The trial's home with XH201 2025-W29..W31 written by the offline engine (no flow run needed)."""
+    from chronicle.services.weekly import run_week
+
+    settings = Settings()
+    for week in WEEKS:
+        run_week(settings, PROJECT, IsoWeek.parse(week), "test-run")
+    return settings
+
+
+@pytest.fixture
+def reviewer(written: Settings) -> str:
+    from chronicle.services.accounts import add_user
+
+    add_user(written, "ana", "Dr. Ana Li", PASSWORD, {PROJECT: "reviewer"})
+    return "ana"
