@@ -334,6 +334,11 @@ def register(app: typer.Typer) -> None:
         from chronicle.services.history import ask_chronicle
 
         answer = ask_chronicle(settings, project, question)
+        if answer.engine == "offline-stats":
+            console.print(f"[bold]from the counted stats[/]: {escape(answer.text)}")
+            for w in answer.weeks:
+                console.print(f"\\[Week {w['week']}] ({escape(w['terms'][0])}): {escape(w['text'])}", soft_wrap=True)
+            return
         if answer.engine != "offline":
             console.print(f"[dim]answered by {escape(answer.engine)} from the chronicle[/]")
             console.print(escape(answer.text), soft_wrap=True)
