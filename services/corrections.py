@@ -55,8 +55,8 @@ def clean_text(text: str | None, max_chars: int) -> str:
     """The correction as it will be stored (line ends normalised, outer blank space removed), or InvalidEdit."""
     text = (text or "").replace("\r\n", "\n").replace("\r", "\n").strip()
     if not text:
-        raise InvalidEdit("the corrected text is empty: an edit replaces the report's text, write the corrected "
-                          "report")
+        raise InvalidEdit("the corrected text is empty: nothing stored (an edit replaces the report's text; write "
+                          "the corrected report)")
     if len(text) > max_chars:
         raise InvalidEdit(f"the corrected text is {len(text)} characters long; a report is at most {max_chars} "
                           "(CHRONICLE_EDIT_MAX_CHARS)")
