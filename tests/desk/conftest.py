@@ -1,4 +1,5 @@
-"""Desk back-end fixtures: the sample trial (ingested once per session) with a few weeks written, and accounts."""
+"""Desk back-end fixtures: the sample trial (ingested once per session through the real flow, so tests using
+`written` start the session's Prefect API) with a few weeks written, and accounts."""
 
 from __future__ import annotations
 
@@ -13,11 +14,6 @@ from tests.weekly.conftest import ingested_db, trial  # noqa: F401  (the shared 
 PROJECT = "XH201"
 WEEKS = ("2025-W29", "2025-W30", "2025-W31")
 PASSWORD = "correct horse battery"
-
-
-@pytest.fixture(autouse=True)
-def _prefect(prefect_api: None) -> None:
-    """The sample is ingested through the real flow once per session (needs the session's Prefect API)."""
 
 
 @pytest.fixture
