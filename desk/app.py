@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from chronicle.desk import actions, pages
@@ -11,12 +12,23 @@ from fastapi import FastAPI
 from starlette.exceptions import HTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from chronicle.settings import Settings
 
 STATIC = Path(__file__).parent / "static"
+
+
+def cjk_font() -> Path | None:
+    """Noto Sans CJK SC as packaged by mplfonts (a dependency already, for the charts): served to browsers on
+    machines without a CJK font of their own, so the desk needs no font download from the internet."""
+    spec = importlib.util.find_spec("mplfonts")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        found = Path(folder) / "fonts" / "NotoSansCJKsc-Regular.otf"
+        if found.is_file():
+            return found
+    return None
 
 
 def create_app(settings: Settings, *, https_only: bool = False) -> FastAPI:
@@ -31,6 +43,15 @@ def create_app(settings: Settings, *, https_only: bool = False) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.include_router(actions.router)
     app.include_router(pages.router)
+
+    font = cjk_font()
+
+    @app.get("/font/cjk.otf", include_in_schema=False)
+    def _font() -> Response:
+        if font is None:
+            return Response(status_code=404)
+        # 16 MB: cached by the browser for a week instead of the desk's default no-store.
+        return FileResponse(font, media_type="font/otf", headers={"Cache-Control": "public, max-age=604800"})
 
     @app.exception_handler(LoginRequired)
     def _login(request: Request, exc: LoginRequired) -> Response:

@@ -154,8 +154,12 @@ class Citation:
 @dataclass(frozen=True)
 class Sentence:
     text: str
+    """As read: citations (shown as links), Markdown emphasis, heading and bullet marks taken out."""
     citations: list[Citation]
     reasons: list[str]
+    heading: bool = False
+    bullet: bool = False
+    """The first sentence of a list item (a new item begins here)."""
 
 
 @dataclass(frozen=True)
@@ -193,19 +197,32 @@ class WeekPage:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-_SENTENCE_END = re.compile(r"(?<=[。；;！？!?])|(?<=\.)\s+|\n")
+_SENTENCE_END = re.compile(r"(?<=[。；;！？!?])|(?<=\.)\s+")
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)、])\s+")
+_HEADING = re.compile(r"^\s*#{1,6}\s+")
 
 
-def split_sentences(summary: str) -> list[str]:
-    """The report cut at sentence ends and lines, citations kept with the sentence they follow."""
-    parts = [p for p in _SENTENCE_END.split(summary) if p and p.strip()]
-    out: list[str] = []
-    for part in parts:
-        if out and not strip_citations(part).strip():  # "……住院。[E5]": the citation belongs to the sentence before
-            out[-1] += part
-        else:
-            out.append(part.strip())
+def split_sentences(summary: str) -> list[tuple[str, bool, bool]]:
+    """(sentence, is a heading, begins a list item) of the report, line by line; citations written after a
+    sentence's full stop ("……住院。[E5]") stay with that sentence."""
+    out: list[tuple[str, bool, bool]] = []
+    for line in summary.splitlines():
+        if not line.strip():
+            continue
+        heading, bullet = bool(_HEADING.match(line)), bool(_BULLET.match(line))
+        line = _BULLET.sub("", _HEADING.sub("", line))
+        first = True
+        for part in (p for p in _SENTENCE_END.split(line) if p and p.strip()):
+            if not first and not strip_citations(part).strip():
+                out[-1] = (out[-1][0] + part, out[-1][1], out[-1][2])
+                continue
+            out.append((part.strip(), heading, bullet and first))
+            first = False
     return out
+
+
+def _shown(text: str) -> str:
+    return " ".join(strip_citations(text).replace("**", "").split())
 
 
 def _squash(text: str) -> str:
@@ -216,7 +233,7 @@ def _sentences(summary: str, citations: dict[str, str], reasons: list[dict[str, 
                                                                                                 list[str]]:
     placed: set[int] = set()
     out = []
-    for text in split_sentences(summary):
+    for text, heading, bullet in split_sentences(summary):
         key = _squash(text)
         mine = []
         for i, r in enumerate(reasons):
@@ -224,7 +241,8 @@ def _sentences(summary: str, citations: dict[str, str], reasons: list[dict[str, 
             if said and key and (said in key or key in said):
                 mine.append(describe(r))
                 placed.add(i)
-        out.append(Sentence(text, [Citation(s, citations.get(s)) for s in cited_ids(text)], mine))
+        out.append(Sentence(_shown(text), [Citation(s, citations.get(s)) for s in cited_ids(text)], mine, heading,
+                            bullet))
     return out, [describe(r) for i, r in enumerate(reasons) if i not in placed]
 
 

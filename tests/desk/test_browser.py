@@ -107,6 +107,9 @@ def browser(tmp_path: Path) -> Iterator[Any]:
 def _shot(driver: Any, name: str) -> None:
     if os.environ.get("DESK_SCREENSHOTS") == "1":
         IMG.mkdir(parents=True, exist_ok=True)
+        # Every face loaded (the packaged CJK font arrives after the first paint) and the page from its top.
+        driver.execute_async_script("const done = arguments[0]; document.fonts.ready.then(() => done(true));")
+        driver.execute_script("window.scrollTo(0, 0);")
         driver.save_screenshot(str(IMG / f"desk-{name}.png"))
 
 
