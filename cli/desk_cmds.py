@@ -49,10 +49,7 @@ def register(app: typer.Typer) -> None:
         if ctx.invoked_subcommand is None:
             serve_desk(home, host, port, allow_remote, https_only)
 
-    try:
-        from chronicle.cli import desk_user_cmds
-    except ImportError:  # the account commands live in their own module
-        desk_user_cmds = None
-    if desk_user_cmds is not None:
-        desk_user_cmds.register(desk)
+    from chronicle.cli import desk_user_cmds  # the account commands, in their own module
+
+    desk_user_cmds.register(desk)
     app.add_typer(desk, name="desk")

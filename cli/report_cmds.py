@@ -369,7 +369,7 @@ def register(app: typer.Typer) -> None:
         if answer.engine == "offline-stats":
             console.print(f"[bold]from the counted stats[/]: {escape(answer.text)}")
             for w in answer.weeks:
-                console.print(f"\\[Week {w['week']}] ({escape(w['terms'][0])}): {escape(w['text'])}", soft_wrap=True)
+                print_text(f"[Week {w['week']}] ({w['terms'][0]}): {w['text']}")
             return
         if answer.engine != "offline":
             console.print(f"[dim]answered by {escape(answer.engine)} from the chronicle[/]")
