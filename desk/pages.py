@@ -18,21 +18,11 @@ PAGE_SIZE = 40
 @router.get("/", response_class=HTMLResponse)
 def projects(request: Request, state: str | None = None, page: int = 1) -> HTMLResponse:
     who = account(request)
-    settings = settings_of(request)
-    if state is not None and state not in desk_views.STATES:
+    if state not in desk_views.STATES:
         state = None
-    visible = desk_views.visible(settings, who.can_read)
-    if state is None:  # paging before reading keeps the grid's query to one page of projects
-        pages = max(1, -(-len(visible) // PAGE_SIZE))
-        page = min(max(page, 1), pages)
-        grids = desk_views.project_grids(settings, visible[(page - 1) * PAGE_SIZE: page * PAGE_SIZE])
-    else:
-        grids = desk_views.project_grids(settings, visible, state)
-        pages = max(1, -(-len(grids) // PAGE_SIZE))
-        page = min(max(page, 1), pages)
-        grids = grids[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
-    return render(request, "projects.html", who=who, grids=grids, states=desk_views.STATES, state=state,
-                  page=page, pages=pages, total=len(visible))
+    found = desk_views.grid_page(settings_of(request), who.can_read, state=state, page=page, size=PAGE_SIZE)
+    return render(request, "projects.html", who=who, grids=found.grids, states=desk_views.STATES, state=state,
+                  page=found.page, pages=found.pages, total=found.visible)
 
 
 @router.get("/p/{project_id}", response_class=HTMLResponse)

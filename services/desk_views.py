@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -66,18 +67,45 @@ def cell_state(row: desk_views.GridRow, failed_after: dict[tuple[str, int], date
     return "generated" if row.flow_run_id is not None and row.flow_run_id == latest_run else "cached-current"
 
 
-def _grid_rows(conn: Any, project_ids: list[str]) -> tuple[list[desk_views.GridRow], list[Any], str | None]:
-    return (desk_views.grid_rows(conn, project_ids), desk_views.failed_weeks(conn), desk_views.latest_weekly_run(conn))
+@dataclass(frozen=True)
+class GridPage:
+    grids: list[ProjectGrid]
+    page: int
+    pages: int
+    visible: int
+    """Projects the person may see, in all."""
 
 
-def visible(settings: Settings, can_read: Any) -> list[str]:
+def visible(settings: Settings, can_read: Callable[[str], bool]) -> list[str]:
     """The projects `can_read(project_id)` allows, sorted."""
     return [p for p in read(settings, desk_views.all_projects) if can_read(p)]
 
 
-def project_grids(settings: Settings, project_ids: list[str], state: str | None = None) -> list[ProjectGrid]:
-    """The week grid of `project_ids`; with `state`, only projects having at least one week in that state."""
-    rows, failed, latest = read(settings, _grid_rows, project_ids)
+def _grid_read(conn: Any, can_read: Callable[[str], bool], state: str | None, page: int,
+               size: int) -> tuple[list[str], list[str], list[desk_views.GridRow], list[Any], str | None]:
+    """One window: the visible projects, and the grid rows of one page of them (of all of them when filtering by
+    state: which projects have such a week is known only from their rows)."""
+    shown = [p for p in desk_views.all_projects(conn) if can_read(p)]
+    wanted = shown if state else shown[(page - 1) * size: page * size]
+    return (shown, wanted, desk_views.grid_rows(conn, wanted), desk_views.failed_weeks(conn),
+            desk_views.latest_weekly_run(conn))
+
+
+def grid_page(settings: Settings, can_read: Callable[[str], bool], *, state: str | None = None, page: int = 1,
+              size: int = 40) -> GridPage:
+    """One page of the week grid of the projects `can_read` allows; with `state`, only projects having at least
+    one week in that state."""
+    shown, wanted, rows, failed, latest = read(settings, _grid_read, can_read, state, max(page, 1), size)
+    grids = _grids(wanted, rows, failed, latest)
+    if state is not None:
+        grids = [g for g in grids if g.counts.get(state)]
+    pages = max(1, -(-(len(grids) if state else len(shown)) // size))
+    page = min(max(page, 1), pages)
+    return GridPage(grids[(page - 1) * size: page * size] if state else grids, page, pages, len(shown))
+
+
+def _grids(project_ids: list[str], rows: list[desk_views.GridRow], failed: list[Any],
+           latest: str | None) -> list[ProjectGrid]:
     failed_after: dict[tuple[str, int], datetime] = {}
     for started, project, week in failed:
         key = (project, week)
@@ -91,8 +119,7 @@ def project_grids(settings: Settings, project_ids: list[str], state: str | None 
             Cell(row.week_number, str(week), s, row.entries))
         per = counts.setdefault(row.project_id, dict.fromkeys(STATES, 0))
         per[s] += 1
-    out = [ProjectGrid(p, sorted(grids[p].items()), counts[p]) for p in project_ids if p in grids]
-    return [g for g in out if state is None or g.counts.get(state)]
+    return [ProjectGrid(p, sorted(grids[p].items()), counts[p]) for p in project_ids if p in grids]
 
 
 # --- the chronicle ---------------------------------------------------------------------------------------------------
