@@ -93,9 +93,10 @@ def failed_weeks(conn: duckdb.DuckDBPyConnection) -> list[tuple[datetime, str, i
 
 def latest_weekly_run(conn: duckdb.DuckDBPyConnection) -> str | None:
     """The most recent run that wrote weekly reports: its reports are `generated`, older ones `cached-current`."""
+    # Version rows are written once (a report row's updated_at also moves when it is marked stale or reviewed).
     rows = conn.execute(
-        """SELECT flow_run_id FROM weekly_reports WHERE flow_run_id IS NOT NULL AND status = 'generated'
-           ORDER BY updated_at DESC LIMIT 1""").fetchall()
+        """SELECT flow_run_id FROM weekly_report_versions WHERE flow_run_id IS NOT NULL AND status = 'generated'
+           ORDER BY created_at DESC LIMIT 1""").fetchall()
     return rows[0][0] if rows else None
 
 

@@ -33,3 +33,14 @@ def reviewer(written: Settings) -> str:
 
     add_user(written, "ana", "Dr. Ana Li", PASSWORD, {PROJECT: "reviewer"})
     return "ana"
+
+
+@pytest.fixture
+def people(written: Settings) -> Settings:
+    """The written sample weeks with three accounts: a reviewer and a reader of XH201, a reviewer of XH305."""
+    from chronicle.services.accounts import add_user
+
+    add_user(written, "ana", "Dr. Ana Li", PASSWORD, {PROJECT: "reviewer"})
+    add_user(written, "rita", "Rita Reader", PASSWORD, {PROJECT: "reader"})
+    add_user(written, "otto", "Otto Other", PASSWORD, {"XH305": "reviewer"})
+    return written

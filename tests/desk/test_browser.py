@@ -4,7 +4,8 @@ guard flags it): log in, find the flagged SAE week from the grid, follow a citat
 text with a reason and see the new version, the diff and the history, sign with the password asked again; a
 reader cannot change anything; another project's reviewer cannot see the project.
 
-DESK_SCREENSHOTS=1 rewrites docs/img/desk-*.png from this run (not a CHRONICLE_ name: tests/conftest.py clears those)."""
+DESK_SCREENSHOTS=1 rewrites docs/img/desk-*.png from this run (not a CHRONICLE_ name: tests/conftest.py clears
+those)."""
 
 from __future__ import annotations
 
@@ -67,7 +68,6 @@ def sample_desk(trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPa
 def desk_url(sample_desk: Settings) -> Iterator[str]:
     """The desk served by uvicorn on a free loopback port, in this process (a thread), until the test ends."""
     import uvicorn
-
     from chronicle.desk.app import create_app
 
     with socket.socket() as s:

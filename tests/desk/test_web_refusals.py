@@ -17,18 +17,9 @@ PAGES = ["/", "/queue", f"/p/{PROJECT}", f"/p/{PROJECT}/w/{WEEK}", f"/p/{PROJECT
          f"/p/{PROJECT}/w/{WEEK}/correct", f"/p/{PROJECT}/w/{WEEK}/sign"]
 
 
-@pytest.fixture
-def people(written: Settings) -> Settings:
-    from chronicle.services.accounts import add_user
-
-    add_user(written, "ana", "Dr. Ana Li", PASSWORD, {PROJECT: "reviewer"})
-    add_user(written, "rita", "Rita Reader", PASSWORD, {PROJECT: "reader"})
-    add_user(written, "otto", "Otto Other", PASSWORD, {"XH305": "reviewer"})
-    return written
-
-
 def _versions(settings: Settings) -> list[int]:
     from chronicle.services.desk_views import history
+
     from chronicle.weeks import IsoWeek
 
     return [v.version for v in history(settings, PROJECT, IsoWeek.parse(WEEK)).versions]
@@ -104,6 +95,7 @@ def test_a_reader_cannot_change_anything(people: Settings) -> None:
     assert r.status_code == 403
     assert _versions(people) == [1]
     from chronicle.services.reports import signatures
+
     from chronicle.weeks import IsoWeek
 
     assert signatures(people, PROJECT, IsoWeek.parse(WEEK)) == []
@@ -127,6 +119,7 @@ def test_another_projects_reviewer_cannot_see_the_project(people: Settings) -> N
 
 def test_a_stale_base_version_is_refused_with_the_diff(people: Settings) -> None:
     from chronicle.services.reports import edit_report
+
     from chronicle.weeks import IsoWeek
 
     c = login(client(people), "ana", PASSWORD)
@@ -167,6 +160,7 @@ def test_a_signed_version_is_never_changed_and_its_signature_not_carried_over(pe
                                                            "base_version": "1", "action": "save"})
     assert again.status_code == 409  # an edit made on the signed (old) version is refused
     from chronicle.services.desk_views import history
+
     from chronicle.weeks import IsoWeek
 
     v1 = history(people, PROJECT, IsoWeek.parse(WEEK), 1, 2).versions[0]

@@ -27,3 +27,4 @@ def login(c: TestClient, username: str, password: str) -> TestClient:
     r = c.post("/login", data={"csrf": csrf(c), "username": username, "password": password})
     assert r.status_code == 303 and r.headers["location"] == "/", r.text[:500]
     return c
+
