@@ -318,14 +318,11 @@ class Settings(BaseSettings):
     Env CHRONICLE_EDIT_MAX_CHARS."""
 
     desk_port: int = Field(default=8765, ge=1, le=65535)
-    """The port `chronicle desk` serves on (its own, beside Prefect's 4200). Env CHRONICLE_DESK_PORT."""
-
+    """The port `chronicle desk` serves on. Env CHRONICLE_DESK_PORT."""
     desk_idle_timeout_s: int = Field(default=1800, ge=30)
-    """A desk session unused this many seconds asks for the password again. Env CHRONICLE_DESK_IDLE_TIMEOUT_S."""
-
+    """A desk session unused this long (s) asks for the password again. Env CHRONICLE_DESK_IDLE_TIMEOUT_S."""
     desk_prefect_ui_url: str | None = None
-    """Prefect UI base (e.g. http://127.0.0.1:4200) for the desk's links to the run that wrote a week; unset:
-    PREFECT_UI_URL, else no link. Env CHRONICLE_DESK_PREFECT_UI_URL."""
+    """Prefect UI for the desk's run links (unset: PREFECT_UI_URL). Env CHRONICLE_DESK_PREFECT_UI_URL."""
 
     @classmethod
     def settings_customise_sources(
