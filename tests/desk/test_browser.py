@@ -193,3 +193,40 @@ def test_review_a_flagged_sae_week_in_the_browser(desk_url: str, browser: Any) -
     assert not driver.find_elements(By.ID, "project-XH201") and driver.find_elements(By.ID, "project-XH305")
     driver.get(f"{desk_url}/p/XH201/w/{SAE_WEEK}")
     assert "no such project" in driver.find_element(By.ID, "error").text
+
+
+def test_chronicle_desk_starts_in_one_command_and_prints_where(tmp_path: Path, people: Settings) -> None:
+    """`chronicle desk --port P`, a real process: the address on its first line, the login page with the headers,
+    a week page with its link to the Prefect run that wrote it when the UI is known; SIGINT ends it."""
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    from tests.desk.web import client, login
+    from tests.lake.helpers import child_env
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = "import sys; from chronicle.cli.main import app; sys.argv[0] = 'chronicle'; app()"
+    proc = subprocess.Popen([sys.executable, "-c", script, "desk", "--port", str(port)], cwd=tmp_path,
+                            env=child_env(people.home.resolve()), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert f"http://127.0.0.1:{port}/" in first, (first, proc.stderr.read() if proc.poll() is not None else "")
+        for _ in range(1200):  # the line comes before uvicorn binds: wait for the port to answer
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0 or proc.poll() is not None:
+                    break
+            threading.Event().wait(0.05)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=30) as page:
+            assert page.status == 200 and page.headers["X-Frame-Options"] == "DENY"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+    linked = people.model_copy(update={"desk_prefect_ui_url": "http://prefect.test:4200/"})
+    week = login(client(linked), "rita", PASSWORD).get("/p/XH201/w/2025-W30").text
+    assert 'href="http://prefect.test:4200/runs/flow-run/test-run"' in week
