@@ -6,6 +6,8 @@ from __future__ import annotations
 from chronicle.desk.charts import trend_charts
 from chronicle.desk.web import account, iso_week, readable, render, run_link, settings_of
 from chronicle.services import desk_views
+from chronicle.storage import desk_views as storage_views
+from chronicle.storage.db import read
 from fastapi import APIRouter, HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -40,9 +42,12 @@ def week_page(request: Request, project_id: str, week: str) -> HTMLResponse:
     who = account(request)
     readable(who, project_id)
     settings = settings_of(request)
-    page = desk_views.week_page(settings, project_id, iso_week(week))
-    if page is None:
-        raise HTTPException(404, f"{project_id} {iso_week(week)} has no report yet")
+    iso = iso_week(week)
+    page = desk_views.week_page(settings, project_id, iso)
+    if page is None:  # a missing, empty or failed week is reachable from the grid too: say what to do
+        entries = read(settings, storage_views.week_entry_count, project_id, iso.number)
+        return render(request, "no_report.html", status_code=404, who=who, project_id=project_id, week=str(iso),
+                      entries=entries)
     return render(request, "week.html", who=who, p=page, run_url=run_link(settings, page.flow_run_id),
                   can_review=who.can_review(project_id))
 

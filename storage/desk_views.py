@@ -141,6 +141,11 @@ def entries_by_id(conn: duckdb.DuckDBPyConnection, project_id: str, week_number:
     return [EntryRow(*r) for r in rows]
 
 
+def week_entry_count(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) -> int:
+    return conn.execute("SELECT count(*) FROM raw_logs WHERE project_id = ? AND week_number = ?",
+                        [project_id, week_number]).fetchall()[0][0]
+
+
 @dataclass(frozen=True)
 class QueueRow:
     project_id: str

@@ -56,6 +56,9 @@ def test_the_grid_shows_each_weeks_state(people: Settings) -> None:
         "2025-W31": "stale", "2025-W32": "failed", "2025-W33": "missing"}
     assert len(states) >= 50  # every week of the trial is reachable from the grid
     assert all(f'href="/p/{PROJECT}/w/{w}"' in c.get("/").text for w in states)
+    missing = c.get(f"/p/{PROJECT}/w/2025-W33")
+    assert missing.status_code == 404 and "No report for this week yet" in missing.text
+    assert f"chronicle backfill --project {PROJECT} --from 2025-W33 --to 2025-W33" in missing.text
     assert 'id="project-XH201"' in c.get("/?state=signed").text
     assert 'id="project-XH201"' not in c.get("/?state=accepted").text
 
