@@ -12,6 +12,8 @@ from chronicle.settings import Settings
 from chronicle.weeks import IsoWeek
 from tests.desk.conftest import PASSWORD, PROJECT
 from tests.desk.web import client, csrf, login
+from tests.fakellm import FakeLLMServer
+from tests.weekly.conftest import online  # noqa: F401  (the fake endpoint fixture)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -123,3 +125,16 @@ def test_history_diffs_any_two_versions_and_the_queue(people: Settings) -> None:
     empty_reason = c.post(f"/p/{PROJECT}/w/2025-W29/correct", data={
         "csrf": token, "text": "本周按计划推进。", "reason": " ", "base_version": "3", "action": "save"})
     assert empty_reason.status_code == 422 and "reason is required" in empty_reason.text
+
+
+def test_a_week_the_last_run_failed_is_failed_on_the_grid_until_a_report_lands(
+        people: Settings, online: FakeLLMServer) -> None:  # noqa: F811
+    from chronicle.flows.backfill_weeks import backfill_weeks
+
+    online.set_faults(rate=1.0, kinds=("500",))  # the endpoint is down for this run
+    backfill_weeks(project_id=PROJECT, start_week="2025-W33", end_week="2025-W33", return_state=True)
+    c = login(client(people), "rita", PASSWORD)
+    assert _cell_states(c.get("/").text)["2025-W33"] == "failed"
+    online.set_faults(rate=0.0, kinds=("500",))
+    backfill_weeks(project_id=PROJECT, start_week="2025-W33", end_week="2025-W33")
+    assert _cell_states(c.get("/").text)["2025-W33"] in ("generated", "flagged")  # a report landed
