@@ -152,8 +152,14 @@ class SearchResult:
 
 def chronicle(settings: Settings, project_id: str) -> list[ChronicleEntry]:
     return [ChronicleEntry(r.week_number, str(IsoWeek.from_number(r.week_number)),
-                           " ".join(strip_citations(r.summary).split()), r.status, r.needs_review, r.stale, r.stats)
+                           plain(r.summary), r.status, r.needs_review, r.stale, r.stats)
             for r in read(settings, desk_views.chronicle, project_id)]
+
+
+def plain(summary: str) -> str:
+    """A report as running text: no citations, Markdown emphasis, heading or bullet marks."""
+    lines = (_BULLET.sub("", _HEADING.sub("", line)) for line in strip_citations(summary).splitlines())
+    return " ".join(" ".join(line.replace("**", "") for line in lines if line.strip()).split())
 
 
 def search(weeks: list[ChronicleEntry], question: str, limit: int = 20) -> SearchResult:

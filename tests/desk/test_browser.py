@@ -134,6 +134,16 @@ def test_review_a_flagged_sae_week_in_the_browser(desk_url: str, browser: Any) -
     _shot(driver, "login")
     _login(driver, desk_url, "ana")
     _shot(driver, "grid")
+    driver.find_element(By.LINK_TEXT, "XH201").click()  # the chronicle: a stats question answered from the stats
+    driver.find_element(By.ID, "q").send_keys("哪几周发生了 SAE？")
+    driver.find_element(By.CSS_SELECTOR, "#search button").click()
+    results = driver.find_element(By.ID, "results").text
+    assert "counted in the stats" in results and SAE_WEEK in results and "sae = 1" in results
+    _shot(driver, "chronicle")
+    driver.find_element(By.ID, "nav-queue").click()
+    assert SAE_WEEK in driver.find_element(By.ID, "queue").text
+    _shot(driver, "queue")
+    driver.get(desk_url + "/")
     Select(driver.find_element(By.ID, "state")).select_by_value("flagged")  # desk.js submits the filter
     flagged = driver.find_element(By.CSS_SELECTOR, "#project-XH201 a.cell.flagged")
     assert flagged.get_attribute("data-week") == SAE_WEEK
