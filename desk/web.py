@@ -59,7 +59,11 @@ def iso_week(text: str) -> IsoWeek:
 
 
 def run_link(settings: Settings, flow_run_id: str | None) -> str | None:
+    """The Prefect UI page of a run: the desk's setting, else Prefect's UI URL, else its API URL's server."""
     base = settings.desk_prefect_ui_url or os.environ.get("PREFECT_UI_URL")
+    api = os.environ.get("PREFECT_API_URL", "").rstrip("/")
+    if not base and api.endswith("/api"):
+        base = api.removesuffix("/api")
     return f"{base.rstrip('/')}/runs/flow-run/{flow_run_id}" if base and flow_run_id else None
 
 
