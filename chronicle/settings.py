@@ -313,7 +313,7 @@ class Settings(BaseSettings):
     desk_login_window_s: int = Field(default=900, ge=1)
     """The throttling window in seconds (a success resets the count). Env CHRONICLE_DESK_LOGIN_WINDOW_S."""
 
-    edit_max_chars: int = Field(default=100_000, ge=1000)
+    edit_max_chars: int = Field(default=20_000, ge=1000)
     """Longest correction `chronicle report edit` and the desk accept (a report is a page, not a book).
     Env CHRONICLE_EDIT_MAX_CHARS."""
 
