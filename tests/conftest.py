@@ -81,6 +81,7 @@ END_TO_END = (
     "tests/ops/test_refused_runs.py",  # the UI's form, submitted through the API, served runs
     "tests/ops/test_run_history.py",  # served runs and their history
     "tests/unit/memory/test_dedup_pairs.py",  # a measurement: every labelled pair through two real models (~1 min)
+    "tests/desk/test_concurrent_saves.py",  # corrections saved by several processes, and during a backfill
     "tests/desk/test_browser.py",  # Chromium driven by Selenium against the desk served by uvicorn
 )
 
