@@ -32,13 +32,15 @@ def _versions(settings: Settings, week: IsoWeek = WEEK) -> list[tuple]:
                             [PROJECT, week.number]).fetchall()
 
 
-@pytest.mark.parametrize("claimed", [0, 2, 7])
-def test_the_guard_judges_a_correction_before_and_when_it_is_stored(written: Settings, claimed: int) -> None:
+def test_the_guard_judges_a_correction_before_and_when_it_is_stored(written: Settings) -> None:
     from chronicle.services.reports import edit_report, preview_edit
 
     base = _row(written)
     enrolled = base["stats"]["enrolled"]
-    claimed += enrolled + 1  # never the week's real count
+    for other in (0, 2, 7):  # the "入组 5 人" in a week with another count, whatever the numbers
+        claimed = enrolled + 1 + other
+        reasons = preview_edit(written, PROJECT, WEEK, f"本周新入组 {claimed} 人 [E9]。").reasons
+        assert [(r["kind"], r["claimed"], r["actual"]) for r in reasons] == [("count_mismatch", claimed, enrolled)]
     text = f"人工修正：本周入组 {claimed} 人 [E9]。"
     preview = preview_edit(written, PROJECT, WEEK, text)
     assert [(r["kind"], r["claimed"], r["actual"]) for r in preview.reasons] == [("count_mismatch", claimed, enrolled)]
@@ -102,7 +104,7 @@ def test_an_edit_against_an_old_version_is_refused_with_the_diff_and_nothing_wri
     assert trail == [("a", "edit", "ok"), ("b", "edit", "refused:version-conflict")]
 
 
-@pytest.mark.parametrize(("text", "reason", "author", "words"), [
+BAD = [
     ("正文\x00二进制", "r", "a", "NUL byte"),
     ("正文\x1b[31m红色", "r", "a", "U+001B"),
     ("批准\u202e否决", "r", "a", "U+202E"),
@@ -112,14 +114,16 @@ def test_an_edit_against_an_old_version_is_refused_with_the_diff_and_nothing_wri
     ("正文", "  ", "a", "the reason is required"),
     ("正文", "r", "", "the author is required"),
     ("正文", "r\x00", "a", "the reason contains"),
-])
-def test_a_bad_correction_is_refused_and_nothing_is_stored(written: Settings, monkeypatch: pytest.MonkeyPatch,
-                                                           text: str, reason: str, author: str, words: str) -> None:
+]
+
+
+def test_a_bad_correction_is_refused_and_nothing_is_stored(written: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     from chronicle.services.reports import InvalidEdit, edit_report
 
     monkeypatch.setenv("CHRONICLE_EDIT_MAX_CHARS", "1000")
-    with pytest.raises(InvalidEdit, match=re.escape(words)):
-        edit_report(Settings(), PROJECT, WEEK, text, author=author, reason=reason, base_version=1)
+    for text, reason, author, words in BAD:
+        with pytest.raises(InvalidEdit, match=re.escape(words)):
+            edit_report(Settings(), PROJECT, WEEK, text, author=author, reason=reason, base_version=1)
     assert len(_versions(written)) == 1
 
 
