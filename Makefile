@@ -9,9 +9,17 @@ export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install demo test test-quick lint bench ui clean
+.PHONY: install browser demo test test-quick lint bench ui clean
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed browser
+
+# The desk's browser tests drive the distribution's Chromium with Selenium (tests/desk/test_browser.py).
+# Installed when missing and we may (root, apt); otherwise the command to run is printed and those tests skip.
+browser:
+	@command -v chromedriver >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	  else echo "for the desk's browser tests: sudo apt-get install chromium chromium-driver"; fi; }
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

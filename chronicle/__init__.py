@@ -5,14 +5,14 @@ scoring, the LLM clients. Imports no other layer and none of Prefect, DuckDB or 
 # --- a checkout: chronicle.cli, chronicle.flows, ... are the folders beside this one ------------------------------
 # An installed wheel holds them inside this package (setuptools package-dir, pyproject.toml). Run from the
 # repository (tests, CI, `python -m`, an editable install), cwd's `chronicle/` is this folder and the layers
-# are its siblings: a finder maps exactly those six names, nothing else of the repository.
+# are its siblings: a finder maps exactly those seven names, nothing else of the repository.
 def _map_checkout_layers() -> None:
     import importlib.util
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    layers = ("cli", "deployments", "flows", "tasks", "services", "storage")
+    layers = ("cli", "desk", "deployments", "flows", "tasks", "services", "storage")
     if (Path(__file__).resolve().parent / "flows").exists() or not (root / "pyproject.toml").is_file():
         return  # installed from a wheel: the layers are real subpackages
 

@@ -304,6 +304,26 @@ class Settings(BaseSettings):
     a "needs review" marker, so a model reading the history knows not to trust them blindly) or `omit` (left
     out until `chronicle review accept` or `chronicle report edit`). Env CHRONICLE_CONTEXT_FLAGGED_WEEKS."""
 
+    # --- desk (review desk: accounts, sign-off, corrections) ---
+    desk_login_max_failures: int = Field(default=5, ge=1)
+    """Refused sign-ins of one account from one address within `desk_login_window_s` before further attempts are
+    refused without checking the password (throttling; counted in the database, so every desk process shares it).
+    Env CHRONICLE_DESK_LOGIN_MAX_FAILURES."""
+
+    desk_login_window_s: int = Field(default=900, ge=1)
+    """The throttling window in seconds (a success resets the count). Env CHRONICLE_DESK_LOGIN_WINDOW_S."""
+
+    edit_max_chars: int = Field(default=20_000, ge=1000)
+    """Longest correction `chronicle report edit` and the desk accept (a report is a page, not a book).
+    Env CHRONICLE_EDIT_MAX_CHARS."""
+
+    desk_port: int = Field(default=8765, ge=1, le=65535)
+    """The port `chronicle desk` serves on. Env CHRONICLE_DESK_PORT."""
+    desk_idle_timeout_s: int = Field(default=1800, ge=30)
+    """A desk session unused this long (s) asks for the password again. Env CHRONICLE_DESK_IDLE_TIMEOUT_S."""
+    desk_prefect_ui_url: str | None = None
+    """Prefect UI for the desk's run links (unset: PREFECT_UI_URL). Env CHRONICLE_DESK_PREFECT_UI_URL."""
+
     @classmethod
     def settings_customise_sources(
         cls,

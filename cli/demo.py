@@ -73,6 +73,9 @@ def run_demo(home: str | None, seed: int) -> Settings:
     if server:  # the runs of this demo are in its UI; the server outlives the command on purpose (reused)
         console.print(f"Prefect UI: {server.ui} (background server, reused by later commands; "
                       "`chronicle server stop` stops it)")
+    home = f" --home {settings.home}" if home else ""
+    console.print(f"review desk: chronicle desk user add me --name \"Your Name\" --role '*=reviewer'{home}, then "
+                  f"chronicle desk{home} and open http://127.0.0.1:{settings.desk_port}/ (docs/desk.md)")
     console.print(f"finished in {time.perf_counter() - started:.1f}s")
     return settings
 

@@ -122,9 +122,18 @@ def print_week_table(rows: list[dict]) -> None:
 
 def _register_subcommands() -> None:
     # Each capability registers its commands from its own module, keeping this file small.
-    from chronicle.cli import analyst_cmds, demo, memory_cmds, ops_cmds, report_cmds, review_cmds, status_cmds
+    from chronicle.cli import (
+        analyst_cmds,
+        demo,
+        desk_cmds,
+        memory_cmds,
+        ops_cmds,
+        report_cmds,
+        review_cmds,
+        status_cmds,
+    )
 
-    for module in (demo, report_cmds, memory_cmds, ops_cmds, analyst_cmds, status_cmds, review_cmds):
+    for module in (demo, report_cmds, memory_cmds, ops_cmds, analyst_cmds, status_cmds, review_cmds, desk_cmds):
         module.register(app)
     from chronicle.cli import mcp_cmds
 

@@ -80,3 +80,14 @@ def emit(rows: Sequence[Mapping[str, Any]], fmt: Format | str = Format.table, *,
     for row in rows:
         table.add_row(*(Text(_cell(row.get(c))) for c in cols))
     _table_console().print(table)
+
+
+def print_text(text: str, *, soft_wrap: bool | None = True, target: Console | None = None) -> None:
+    """Print stored text (a report, a chronicle) as it is: no markup, no highlighting.
+
+    Rich's default highlighter runs a dozen regular expressions over the whole string, and some backtrack on long
+    runs without spaces or punctuation: a 10,000-character unpunctuated correction took seconds, a long one minutes.
+    As plain `Text` the cost is linear in the length.
+    """
+    (target or console).print(Text(text), soft_wrap=soft_wrap, highlight=False)
+

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from chronicle.cli.common import (
     run_flow,
     settings_from_options,
 )
-from chronicle.cli.output import Format, emit, format_option
+from chronicle.cli.output import Format, emit, format_option, print_text
 from rich.markup import escape
 
 from chronicle.settings import Settings
@@ -104,7 +102,7 @@ def show_report(settings: Settings, project: str, week: IsoWeek) -> None:
         console.print(f"[yellow]stale: the week's entries changed since this text was written "
                       f"({row['entry_count']} then, {len(view.current.entries)} now)[/]")
     console.print()
-    console.print(escape(row["summary"]), soft_wrap=True)
+    print_text(row["summary"])
     console.print()
     console.print(escape(stats_table(row["stats"])))
     if row["citations"]:
@@ -113,29 +111,57 @@ def show_report(settings: Settings, project: str, week: IsoWeek) -> None:
         console.print(f"LLM stats (not used as counts): {escape(str(row['llm_stats']))}")
 
 
-def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | None, reason: str | None,
-                author: str | None) -> None:
+def _edit_author(settings: Settings, project: str, account: str | None, author: str | None) -> str:
+    """Who the correction is by: a desk account (enabled, reviewer of the project) or a name given explicitly —
+    never the shell user silently (the history is an audit trail)."""
+    if bool(account) == bool(author):
+        fail("say who corrects the report: --as ACCOUNT (a desk account) or --author NAME (one of them)", code=2)
+    if author:
+        return author
+    from chronicle.services.accounts import get_account
+
+    found = get_account(settings, account or "")
+    if found is None or found.disabled:
+        fail(f"--as {account}: no enabled desk account of that name (chronicle desk user add)", code=2)
+    if not found.can_review(project):
+        fail(f"--as {account}: not a reviewer of {project} (chronicle desk user grant)", code=2)
+    return found.username
+
+
+def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | None, reason: str, author: str,
+                base_version: int | None) -> None:
     from chronicle.services import reports
+
+    from chronicle.weekly.faithfulness import describe
 
     try:
         view = reports.view_report(settings, project, week)
     except reports.NoReportError:
         err.print(f"[red]no report for {project} {week}[/]; generate it before correcting it")
         raise typer.Exit(1) from None
-    current = view.row["summary"]
+    current, base = view.row["summary"], base_version or view.row["version"]
     text = _edit_file_text(file) if file else click.edit(current, extension=".md")
-    if text is not None and not text.strip():
-        # An empty edit would blank the week and pin the blank as the truth: refused, never stored.
-        fail(f"{'--file ' + str(file) if file else 'the edited text'} is empty: nothing stored (an edit replaces "
-             "the report's text; write the corrected report)", code=2)
-    if text is None or text.strip() == current.strip():
+    if text is not None and base == view.row["version"] and text.strip() == current.strip():
+        text = None
+    if text is None:
         console.print("no change; nothing stored")
         return
-    result = reports.edit_report(settings, project, week, text, reason=reason,
-                                 author=author or os.environ.get("USER") or getpass.getuser())
+    try:
+        result = reports.edit_report(settings, project, week, text, reason=reason, author=author,
+                                     base_version=base, remote="cli")
+    except reports.InvalidEdit as exc:
+        fail(f"{'--file ' + str(file) + ': ' if file else ''}{exc}", code=2)
+    except reports.VersionConflict as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        print_text("\n".join(exc.diff_lines), target=err)
+        raise typer.Exit(1) from None
     if result.redacted:
         console.print(f"[yellow]redacted in the edit: {result.redacted}[/]")
     console.print(f"stored version {result.version} of {project} {week} (edited; regeneration will keep it)")
+    for line in (describe(r) for r in result.reasons):
+        print_text(f"needs review: {line}")
+    if result.needs_review:
+        console.print("[yellow]the week awaits review: a sign-off clears it (chronicle review accept)[/]")
     if result.unknown_citations:
         console.print(f"[yellow]note: {', '.join(result.unknown_citations)} are not entries of this week; "
                       "kept as text only[/]")
@@ -167,7 +193,7 @@ def print_history(settings: Settings, project: str, week: IsoWeek, full: bool, f
          title=f"{project} {week}")
     for r in rows if full else []:
         console.rule(f"version {r['version']}")
-        console.print(escape(r["summary"]))
+        print_text(r["summary"])
 
 
 def print_context_excerpt(context: str, head: int = 12, tail: int = 3) -> None:
@@ -176,7 +202,7 @@ def print_context_excerpt(context: str, head: int = 12, tail: int = 3) -> None:
     if len(lines) > head + tail + 1:
         lines = [*lines[:head], f"... {len(lines) - head - tail} more lines ...", *lines[-tail:]]
     for line in lines:
-        console.print(escape(line))
+        print_text(line, soft_wrap=None)
 
 
 def print_run_summary(rows: list[WeekOutcome], seconds: float) -> None:
@@ -230,12 +256,18 @@ def register(app: typer.Typer) -> None:
     def edit(project: str = ProjectOpt, week: str = WeekOpt,
              file: Path | None = typer.Option(None, "--file", "-f", exists=True, dir_okay=False,
                                               help="New text from this file instead of $EDITOR."),
-             reason: str | None = typer.Option(None, "--reason", help="Why (kept in the history)."),
-             author: str | None = typer.Option(None, "--author", help="Who (default $USER)."),
+             reason: str = typer.Option(..., "--reason", help="Why (required; kept in the history and the audit)."),
+             account: str | None = typer.Option(None, "--as", help="The desk account making the correction."),
+             author: str | None = typer.Option(None, "--author", help="Who, when not a desk account."),
+             base_version: int | None = typer.Option(None, "--base-version", min=1,
+                                                     help="Refuse unless the week is still at this version "
+                                                          "(default: the version read when the edit starts)."),
              home: str | None = HomeOpt) -> None:
-        """Correct a report; the edit becomes the truth and survives regeneration."""
+        """Correct a report; the edit becomes the truth and survives regeneration (a sign-off clears a flag)."""
         settings = read_settings(home)
-        edit_report(settings, known_project(settings, project), _parse_week(week), file, reason, author)
+        project = known_project(settings, project)
+        who = _edit_author(settings, project, account, author)
+        edit_report(settings, project, _parse_week(week), file, reason, who, base_version)
 
     @report.command("history")
     def history(project: str = ProjectOpt, week: str = WeekOpt,
@@ -323,7 +355,7 @@ def register(app: typer.Typer) -> None:
         from chronicle.services.history import build_history_context
 
         # soft_wrap: the block is meant to be piped into a prompt, so no hard line breaks are added.
-        console.print(escape(build_history_context(settings, project, max_tokens)), soft_wrap=True)
+        print_text(build_history_context(settings, project, max_tokens))
 
     @app.command()
     def ask(question: str = typer.Argument(..., help="The question, in any language."),
@@ -334,9 +366,14 @@ def register(app: typer.Typer) -> None:
         from chronicle.services.history import ask_chronicle
 
         answer = ask_chronicle(settings, project, question)
+        if answer.engine == "offline-stats":
+            console.print(f"[bold]from the counted stats[/]: {escape(answer.text)}")
+            for w in answer.weeks:
+                print_text(f"[Week {w['week']}] ({w['terms'][0]}): {w['text']}")
+            return
         if answer.engine != "offline":
             console.print(f"[dim]answered by {escape(answer.engine)} from the chronicle[/]")
-            console.print(escape(answer.text), soft_wrap=True)
+            print_text(answer.text)
             return
         console.print("[bold]offline[/]: no LLM endpoint configured (LLM_URL), so no answer is written; "
                       "these chronicle weeks match the question's terms:")

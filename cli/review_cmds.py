@@ -4,17 +4,42 @@ from __future__ import annotations
 
 import getpass
 import os
+import sys
 
 import typer
 from chronicle.cli.common import console, err, known_project, read_settings
 from chronicle.cli.output import Format, emit, format_option
 from rich.markup import escape
 
+from chronicle.settings import Settings
 from chronicle.weeks import IsoWeek
 
 
 def _reviewer(by: str | None) -> str:
     return by or os.environ.get("USER") or getpass.getuser()  # as `report edit` names its author
+
+
+def _sign_accept(settings: Settings, project: str, week: IsoWeek, account: str, note: str | None,
+                 password_stdin: bool) -> None:
+    from chronicle.services.accounts import LoginRefused
+    from chronicle.services.reports import NoReportError, SignRefused, VersionConflict, sign_report, view_report
+
+    try:
+        view = view_report(settings, project, week)
+    except NoReportError:
+        view = None
+    if view is None or not view.row["needs_review"]:
+        err.print(f"[red]{project} {week} is not awaiting review[/]")
+        raise typer.Exit(1)
+    password = sys.stdin.readline().rstrip("\r\n") if password_stdin else getpass.getpass(f"password of {account}: ")
+    try:
+        sig = sign_report(settings, project, week, version=view.row["version"], account=account, password=password,
+                          meaning="reviewed", remote="cli", note=note)
+    except (LoginRefused, SignRefused, VersionConflict) as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(1) from None
+    console.print(f"accepted {project} {week} version {sig.version}: signed by {escape(sig.printed_name)} "
+                  f"({sig.signer}) at {sig.signed_at:%Y-%m-%d %H:%M:%S} UTC, meaning {sig.meaning}")
 
 
 def register(app: typer.Typer) -> None:
@@ -51,17 +76,28 @@ def register(app: typer.Typer) -> None:
     def accept_cmd(project: str = typer.Option(..., "--project", "-p"),
                    week: str = typer.Option(..., "--week", "-w", help="ISO week, e.g. 2026-W05."),
                    note: str | None = typer.Option(None, "--note", help="Why the flagged text is right."),
-                   by: str | None = typer.Option(None, "--by", help="Reviewer (default: $USER)."),
+                   by: str | None = typer.Option(None, "--by", help="Reviewer, without a signature (default: $USER)."),
+                   account: str | None = typer.Option(None, "--as", help="Sign as this desk account (meaning "
+                                                      "\"reviewed\"), its password asked again."),
+                   password_stdin: bool = typer.Option(False, "--password-stdin",
+                                                       help="With --as: the password from standard input."),
                    home: str | None = typer.Option(None, "--home")) -> None:
-        """Accept a flagged week as it stands (a correction goes through `chronicle report edit` instead)."""
-        from chronicle.services.review import accept
+        """Accept a flagged week as it stands (a correction goes through `chronicle report edit` instead).
 
+        With --as ACCOUNT the acceptance is a signature (printed name, UTC time, meaning "reviewed") bound to the
+        current version's text, as on the desk; without it, the shell user's acceptance is recorded (audited)."""
         try:
             iso = IsoWeek.parse(week)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
         settings = read_settings(home)
-        version = accept(settings, known_project(settings, project), iso, reviewer=_reviewer(by), note=note)
+        project = known_project(settings, project)
+        if account:
+            _sign_accept(settings, project, iso, account, note, password_stdin)
+            return
+        from chronicle.services.review import accept
+
+        version = accept(settings, project, iso, reviewer=_reviewer(by), note=note)
         if version is None:
             err.print(f"[red]{project} {iso} is not awaiting review[/]")
             raise typer.Exit(1)

@@ -24,7 +24,7 @@ from chronicle.weekly.engine import chunk_lines, engine_model
 from chronicle.weekly.faithfulness import strip_citations
 from chronicle.weekly.offline import offline_rollup
 from chronicle.weekly.prompt import ask_messages, rollup_messages
-from chronicle.weekly.search import rank_weeks
+from chronicle.weekly.search import rank_weeks, stats_question, weeks_with
 from chronicle.weekly.tokens import estimate_tokens, is_chinese
 
 
@@ -142,6 +142,12 @@ def ask_chronicle(settings: Settings, project_id: str, question: str, *, limit: 
         with connect(settings) as conn:
             rows = reports.chronicle_rows(conn, project_id)
         texts = {n: one_line(s) for n, s, _ in rows}
+        field = stats_question(question)
+        if field is not None:  # "哪几周发生了 SAE？": the counted stats answer it, every such week, not the prose
+            counted = weeks_with(field, [(n, json.loads(st) if isinstance(st, str) else st) for n, _, st in rows])
+            return HistoryAnswer("offline-stats", f"{len(counted)} week(s) with {field} > 0",
+                                 [{"week": n, "score": c, "terms": [f"{field}={c}"], "text": texts[n]}
+                                  for n, c in counted])
         ranked = rank_weeks(question, list(texts.items()), limit=limit)
         weeks = [{"week": n, "score": score, "terms": terms, "text": texts[n]} for n, score, terms in ranked]
         return HistoryAnswer("offline", "", weeks)

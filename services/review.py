@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chronicle.storage import reports, review
+from chronicle.services.audit import audit_row
+from chronicle.storage import desk, reports, review
 from chronicle.storage.db import connect, transactions
 
 from chronicle.settings import Settings
@@ -42,10 +43,17 @@ def flagged_weeks(settings: Settings, project_id: str | None = None) -> list[Fla
                         r["model"], r["version"], list(r["review_reasons"])) for r in rows]
 
 
-def accept(settings: Settings, project_id: str, week: IsoWeek, *, reviewer: str, note: str | None = None) -> int | None:
-    """Accept a flagged week as it stands; the accepted version, or None when it was not flagged."""
+def accept(settings: Settings, project_id: str, week: IsoWeek, *, reviewer: str, note: str | None = None,
+           remote: str = "cli") -> int | None:
+    """Accept a flagged week as it stands, without a signature (the CLI without a desk account); the accepted
+    version, or None when it was not flagged. An audit row either way. With a desk account, accepting is a
+    signature of meaning "reviewed" instead (services.reports.sign_report)."""
     version = None
     for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
         with attempt as conn:
             version = review.accept_review(conn, project_id, week.number, reviewer=reviewer, note=note)
+            desk.insert_audit(conn, audit_row(actor=reviewer, action="accept",
+                                              outcome="ok" if version is not None else "refused:not-flagged",
+                                              project_id=project_id, week_number=week.number, version=version,
+                                              detail={"note": note, "signed": False}, remote=remote))
     return version

@@ -221,23 +221,47 @@ def _next_version(conn: duckdb.DuckDBPyConnection, project_id: str, week_number:
     ).fetchall()[0][0]
 
 
+class StaleBase(Exception):
+    """An edit made against a version that is no longer the week's current one (nothing was written)."""
+
+    def __init__(self, base_version: int, base_text: str, current_version: int, current_text: str) -> None:
+        super().__init__(f"version {base_version} is no longer current (now {current_version})")
+        self.base_version, self.base_text = base_version, base_text
+        self.current_version, self.current_text = current_version, current_text
+
+
 def save_edit(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int, summary: str, *,
               citations: dict[str, str], input_hash: str, stats: dict[str, Any], author: str,
-              reason: str | None) -> int:
-    """Store a human correction as the week's new version (the truth from now on); returns its number."""
+              reason: str, base_version: int, review_reasons: list[dict[str, Any]],
+              flagged_reason: dict[str, Any] | None = None) -> int:
+    """Store a human correction as the week's new version (the truth from now on); returns its number.
+
+    Written only when the week's current version is still `base_version` (else StaleBase, nothing written):
+    whatever changed meanwhile (another edit, a regeneration) is never overwritten unseen. Earlier versions
+    are never touched — a new row is added. The edit is flagged when the guard found `review_reasons` in it,
+    and stays flagged (with `flagged_reason`) when the version it replaces was: only a sign-off clears a flag.
+    """
     current = get_report(conn, project_id, week_number)
     if current is None:
         raise LookupError(f"no report for {project_id} week {week_number}; generate it first")
+    if current["version"] != base_version:
+        base = conn.execute("SELECT summary FROM weekly_report_versions WHERE project_id = ? AND week_number = ? "
+                            "AND version = ?", [project_id, week_number, base_version]).fetchall()
+        raise StaleBase(base_version, base[0][0] if base else "", current["version"], current["summary"])
+    reasons = list(review_reasons)
+    if current["needs_review"] and not reasons and flagged_reason is not None:
+        reasons.append(flagged_reason)
     now, version = _now(), _next_version(conn, project_id, week_number)
-    stats_js, cites_js = _js(stats), _js(citations)
+    stats_js, cites_js, reasons_js = _js(stats), _js(citations), _js(reasons)
     conn.execute(
         """UPDATE weekly_reports SET summary = ?, stats = ?, citations = ?, status = 'edited', stale = false,
-               needs_review = false, review_reasons = '[]', input_hash = ?, version = ?, updated_at = ? WHERE id = ?""",
-        [summary, stats_js, cites_js, input_hash, version, now, current["id"]],
+               needs_review = ?, review_reasons = ?, input_hash = ?, version = ?, updated_at = ? WHERE id = ?""",
+        [summary, stats_js, cites_js, bool(reasons), reasons_js, input_hash, version, now, current["id"]],
     )
     _insert(conn, "weekly_report_versions", _VERSION_COLS, [(
-        current["id"], project_id, week_number, version, "edited", summary, stats_js, cites_js, False, "[]",
-        current["model"], current["prompt_version"], input_hash, author, reason, current["flow_run_id"], now)])
+        current["id"], project_id, week_number, version, "edited", summary, stats_js, cites_js, bool(reasons),
+        reasons_js, current["model"], current["prompt_version"], input_hash, author, reason, current["flow_run_id"],
+        now)])
     return version
 
 

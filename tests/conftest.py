@@ -84,6 +84,8 @@ END_TO_END = (
     "tests/assistant/test_mcp_server.py",  # `chronicle mcp` child processes (stdio, HTTP) driven by the MCP client
     "tests/ops/test_llm_slots_recover.py",  # the background server killed and restarted, a lease left to expire
     "tests/ops/test_serve_follows_server.py",  # `chronicle serve` against a background server that is stopped
+    "tests/desk/test_concurrent_saves.py",  # corrections saved by several processes, and during a backfill
+    "tests/desk/test_browser.py",  # Chromium driven by Selenium against the desk served by uvicorn
 )
 
 

@@ -1,6 +1,6 @@
 """The dependency rule as a test: import-linter contracts (pyproject.toml) plus what a linter cannot see.
 
-Layers point down only (cli -> deployments -> flows -> tasks -> services -> storage -> chronicle core);
+Layers point down only (cli -> desk -> deployments -> flows -> tasks -> services -> storage -> chronicle core);
 the core imports neither Prefect nor DuckDB nor LanceDB; only storage touches the databases; flows are
 independent; `@task` / `@flow` and artifacts live in tasks/ and flows/ only.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LAYERS = ("cli", "deployments", "flows", "tasks", "services", "storage", "chronicle")
+LAYERS = ("cli", "desk", "deployments", "flows", "tasks", "services", "storage", "chronicle")
 LINT = str(Path(sys.executable).parent / "lint-imports")
 
 

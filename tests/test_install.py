@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LAYERS = ("cli", "deployments", "flows", "tasks", "services", "storage")
+LAYERS = ("cli", "desk", "deployments", "flows", "tasks", "services", "storage")
 pytestmark = pytest.mark.slow
 
 
@@ -43,6 +43,9 @@ def test_the_wheel_installs_only_chronicle_at_the_top(tmp_path: Path) -> None:
                 for layer in LAYERS for p in (REPO / layer).rglob("*.py") if "__pycache__" not in p.parts}
     assert not expected - names, f"modules missing from the wheel (pyproject packages): {sorted(expected - names)}"
     assert any(n.startswith("chronicle/storage/migrations/") and n.endswith(".sql") for n in names)
+    # The desk's pages and assets travel in the package (it works offline: no CDN).
+    assert {"chronicle/desk/templates/week.html", "chronicle/desk/static/desk.css",
+            "chronicle/desk/static/desk.js"} <= names
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300, env=env)

@@ -138,7 +138,9 @@ def count_claims(text: str) -> list[dict[str, Any]]:
         bare = strip_citations(segment)
         if not _MAY_CLAIM.search(bare):
             continue
-        seen: set[tuple[int, int]] = set()
+        # Characters already part of a claim (a mask, not a list of spans: a long correction stating hundreds of
+        # counts made the overlap test quadratic).
+        covered = bytearray(len(bare))
         low = bare.lower()
         present = {f for f, words in _FIELD_WORDS.items() if any(w in low for w in words)}
         for fields, fixed in ((_COMPILED, None), (_COMPILED_ZERO, 0)):
@@ -146,9 +148,10 @@ def count_claims(text: str) -> list[dict[str, Any]]:
                 if field not in present:
                     continue
                 for match in pattern.finditer(bare):
-                    if any(a < match.end() and match.start() < b for a, b in seen):
+                    start, end = match.span()
+                    if any(covered[start:end]):
                         continue  # one phrase, one claim: "累计入组 15 人" is not also "入组 15 人"
-                    seen.add(match.span())
+                    covered[start:end] = b"\x01" * (end - start)
                     value = fixed if fixed is not None else parse_number(match.group(1))
                     if value >= 0:
                         claims.append({"field": field, "value": value, "text": match.group(0).strip(),

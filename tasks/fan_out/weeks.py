@@ -221,7 +221,9 @@ def publish_outcome(rows: list[WeekOutcome], *, key: str | None, title: str, cou
     rows.sort(key=lambda r: (r.project, r.week_number))
     outcomes = outcome_counts(rows)
     counts.update(weeks=len(rows), outcomes=outcomes, llm_calls=sum(r.llm_calls for r in rows),
-                  needs_review=sum(1 for r in rows if r.needs_review))
+                  needs_review=sum(1 for r in rows if r.needs_review),
+                  # kept with the run row: the desk's grid shows these weeks as failed until a report lands
+                  failed_weeks=[[r.project, r.week_number] for r in rows if r.outcome == "failed"])
     create_table_artifact(table=[table(r) for r in rows], key=key, description=f"{title}: outcome per week")
     create_markdown_artifact(markdown=outcome_markdown(title, rows, run_notes()), key=f"{key}-summary" if key else None,
                              description=f"{title}: failures and weeks needing review")

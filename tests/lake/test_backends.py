@@ -93,12 +93,13 @@ def test_reports_versions_and_edits_are_truth(backend, sample_dir: Path, tmp_pat
     weeks = [IsoWeek.from_number(n) for n in (202519, 202520, 202521)]
     assert [run_week(backend, "XH201", w, "run-1").outcome.outcome for w in weeks] == ["generated"] * 3
     assert [run_week(backend, "XH201", w, "run-2").outcome.outcome for w in weeks] == ["cached"] * 3
-    week_input, _ = read_week(backend, "XH201", weeks[1])
+    week_input, stored = read_week(backend, "XH201", weeks[1])
     for attempt in transactions(backend, guard=reports.guard_keys(["XH201"])):
         with attempt as conn:
             version = reports.save_edit(conn, "XH201", weeks[1].number, "人工更正：本周入组 2 人。",
                                         citations={}, input_hash=week_input.input_hash, stats=week_input.stats,
-                                        author="qa", reason="corrected")
+                                        author="qa", reason="corrected", base_version=stored.version,
+                                        review_reasons=[])
     assert version == 2
     forced = run_week(backend, "XH201", weeks[1], "run-3", force=True)
     assert forced.outcome.outcome == "skipped-edited"

@@ -281,10 +281,11 @@ def test_rollups_and_ask_go_through_the_endpoint_and_rollups_are_rebuilt_only_on
     assert build_history_context(Settings(), "XH201", max_tokens=3000) == context and online.calls() == rollups
 
     week = IsoWeek.parse("2025-W20")
-    current, _ = read_week(Settings(), "XH201", week)
+    current, stored = read_week(Settings(), "XH201", week)
     with transaction(Settings()) as conn:
         reports.save_edit(conn, "XH201", week.number, "人工修正的周报", citations={}, input_hash=current.input_hash,
-                          stats=current.stats, author="t", reason=None)
+                          stats=current.stats, author="t", reason="fix", base_version=stored.version,
+                          review_reasons=[])
     build_history_context(Settings(), "XH201", max_tokens=3000)
     assert online.calls() == rollups + 1  # only the period covering the edited week
 

@@ -111,11 +111,12 @@ def test_an_edit_survives_regeneration_and_is_the_chronicle(trial: Path) -> None
 
     backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W23")
     week = IsoWeek.parse("2025-W22")
-    current, _ = read_week(Settings(), "XH201", week)
+    current, stored = read_week(Settings(), "XH201", week)
     with transaction(Settings()) as conn:
         reports.save_edit(conn, "XH201", week.number, "人工修正：本周 PI 会议确认入组节奏 [E2]。",
-                          citations={"E2": current.citation_map["E2"]},
-                          input_hash=current.input_hash, stats=current.stats, author="dr-li", reason="typo")
+                          citations={"E2": current.citation_map["E2"]}, input_hash=current.input_hash,
+                          stats=current.stats, author="dr-li", reason="typo", base_version=stored.version,
+                          review_reasons=[])
 
     rows = backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W23", force=True)
     outcome = {r.week: r.outcome for r in rows}
@@ -174,10 +175,11 @@ def test_a_late_entry_regenerates_exactly_its_week_and_marks_an_edit_stale(home:
     from chronicle.weeks import IsoWeek
 
     week = IsoWeek.parse("2025-W31")
-    current, _ = read_week(Settings(), "XH201", week)
+    current, stored = read_week(Settings(), "XH201", week)
     with transaction(Settings()) as conn:
         reports.save_edit(conn, "XH201", week.number, "人工周报", citations={}, input_hash=current.input_hash,
-                          stats=current.stats, author="a", reason=None)
+                          stats=current.stats, author="a", reason="fix", base_version=stored.version,
+                          review_reasons=[])
     late["ts"], late["content"] = "2025-07-30T10:00:00+08:00", "补录：XH201-02-001 C2D1 访视顺利"
     with (logs / "XH201" / "2025-07.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(late, ensure_ascii=False) + "\n")

@@ -23,11 +23,11 @@ def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(console, "_width", 200)
 
 
-def _cli(*args: str) -> str:
+def _cli(*args: str, code: int = 0) -> str:
     from chronicle.cli.main import app
 
     result = runner.invoke(app, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == code, result.output
     return result.output
 
 
@@ -49,7 +49,14 @@ def test_backfill_show_edit_history_context_ask(trial: Path, tmp_path: Path, mon
     editor.write_text("import sys\nopen(sys.argv[1], 'a', encoding='utf-8').write('\\n另：监查已完成。')\n")
     monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
     monkeypatch.setenv("USER", "crc-wang")
-    assert "stored version 3" in _cli("report", "edit", "--project", "XH201", "--week", "2025-W30")
+    # Who and why are said explicitly (the shell user is never taken silently); the guard reads the new text:
+    # the added sentence cites no entry, so the week awaits a sign-off.
+    _cli("report", "edit", "--project", "XH201", "--week", "2025-W30", "--reason", "监查补充", code=2)
+    out = _cli("report", "edit", "--project", "XH201", "--week", "2025-W30", "--reason", "监查补充",
+               "--author", "crc-wang")
+    assert "stored version 3" in out and "needs review: uncited: “另：监查已完成。”" in out
+    assert "accepted XH201 2025-W30 version 3" in _cli("review", "accept", "-p", "XH201", "-w", "2025-W30",
+                                                          "--by", "dr-li")
 
     history = _cli("report", "history", "--project", "XH201", "--week", "2025-W30")
     for expected in ("generated", "edited", "dr-li", "补充偏离说明", "crc-wang"):

@@ -1,0 +1,113 @@
+"""Sessions, CSRF and security headers of the desk.
+
+Sessions are Starlette's signed cookie (itsdangerous), HttpOnly and SameSite=Strict, with an idle timeout kept
+inside the signed payload; the signing secret is generated once and kept private in the home folder, so a
+restart keeps people signed in and two desk processes on one home accept each other's cookies. Every POST
+carries the session's CSRF token (compared in constant time). Headers forbid framing, inline script and
+sniffing, and send no referrer (a week's URL names a project).
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import time
+from pathlib import Path
+
+from starlette.datastructures import FormData
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+
+from chronicle.settings import Settings
+
+SECRET_FILE = "desk_secret"
+COOKIE = "chronicle_desk"
+HEADERS = {
+    # No inline script or style at all; images only from the desk itself, so a link or image in a log line never
+    # loads anything remote.
+    "Content-Security-Policy": "default-src 'self'; img-src 'self'; style-src 'self'; script-src 'self'; "
+                               "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+class CsrfRefused(Exception):
+    """A state-changing request without the session's CSRF token."""
+
+
+class LoginRequired(Exception):
+    """No live session: the visitor is sent to the login page."""
+
+
+def session_secret(settings: Settings) -> str:
+    """The home's signing secret, created on first use readable by its owner only."""
+    home = settings.home.expanduser().resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / SECRET_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return _read_secret(path)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(secrets.token_urlsafe(48))
+    return _read_secret(path)
+
+
+def _read_secret(path: Path) -> str:
+    for _ in range(50):  # another process created it a moment ago and may still be writing
+        text = path.read_text(encoding="utf-8").strip()
+        if text:
+            return text
+        time.sleep(0.02)
+    raise RuntimeError(f"{path} is empty: delete it to make a new desk secret")
+
+
+def csrf_token(request: Request) -> str:
+    token = request.session.get("csrf")
+    if not token:
+        token = request.session["csrf"] = secrets.token_urlsafe(32)
+    return token
+
+
+def check_csrf(request: Request, form: FormData) -> None:
+    expected = request.session.get("csrf")
+    given = form.get("csrf")
+    if not expected or not isinstance(given, str) or not hmac.compare_digest(expected, given):
+        raise CsrfRefused()
+
+
+def signed_in(request: Request, idle_timeout_s: int) -> str | None:
+    """The signed-in username, or None; a session idle longer than the timeout is ended."""
+    user = request.session.get("user")
+    seen = request.session.get("seen", 0)
+    now = int(time.time())
+    if user and now - int(seen) > idle_timeout_s:
+        request.session.clear()
+        return None
+    if user:
+        request.session["seen"] = now
+    return user
+
+
+def start_session(request: Request, username: str) -> None:
+    """A fresh session for a successful login (a new CSRF token: nothing from before the login carries over)."""
+    request.session.clear()
+    request.session.update(user=username, seen=int(time.time()), csrf=secrets.token_urlsafe(32))
+
+
+class SecurityHeaders(BaseHTTPMiddleware):
+    async def dispatch(self, request: Request, call_next) -> Response:  # type: ignore[no-untyped-def]
+        response = await call_next(request)
+        for name, value in HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"

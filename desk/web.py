@@ -1,0 +1,73 @@
+"""What every desk page shares: the signed-in account, project visibility (404 for a project you cannot see,
+so its existence is not disclosed), the week in the URL, and rendering a template with the CSRF token."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from chronicle.desk.security import LoginRequired, csrf_token, signed_in
+from chronicle.services.accounts import Account, get_account
+from fastapi import HTTPException
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from chronicle.settings import Settings
+from chronicle.weeks import IsoWeek
+
+TEMPLATES = Path(__file__).parent / "templates"
+# Autoescape everything: log text, report text and reasons are data, never markup.
+ENV = Environment(loader=FileSystemLoader(TEMPLATES),
+                  autoescape=select_autoescape(default=True, default_for_string=True))
+
+
+def settings_of(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def account(request: Request) -> Account:
+    """The signed-in, enabled account; LoginRequired otherwise."""
+    settings = settings_of(request)
+    username = signed_in(request, settings.desk_idle_timeout_s)
+    found = get_account(settings, username) if username else None
+    if found is None or found.disabled:
+        request.session.clear()
+        raise LoginRequired()
+    return found
+
+
+def readable(who: Account, project_id: str) -> str:
+    if not who.can_read(project_id):
+        raise HTTPException(404, "no such project")
+    return project_id
+
+
+def reviewable(who: Account, project_id: str) -> str:
+    readable(who, project_id)
+    if not who.can_review(project_id):
+        raise HTTPException(403, "your role on this project is reader: you cannot change anything")
+    return project_id
+
+
+def iso_week(text: str) -> IsoWeek:
+    try:
+        return IsoWeek.parse(text)
+    except ValueError:
+        raise HTTPException(404, "no such week") from None
+
+
+def run_link(settings: Settings, flow_run_id: str | None) -> str | None:
+    """The Prefect UI page of a run: the desk's setting, else Prefect's UI URL, else its API URL's server."""
+    base = settings.desk_prefect_ui_url or os.environ.get("PREFECT_UI_URL")
+    api = os.environ.get("PREFECT_API_URL", "").rstrip("/")
+    if not base and api.endswith("/api"):
+        base = api.removesuffix("/api")
+    return f"{base.rstrip('/')}/runs/flow-run/{flow_run_id}" if base and flow_run_id else None
+
+
+def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    who = context.pop("who", None)
+    html = ENV.get_template(name).render(request=request, csrf=csrf_token(request), who=who, **context)
+    return HTMLResponse(html, status_code=status_code)

@@ -1,0 +1,217 @@
+"""Desk accounts: who may read, review or administer which project, and signing in (argon2, throttled, audited).
+
+Passwords are hashed with pwdlib's recommended argon2 hasher; the hash is checked outside any database window
+(argon2 is slow on purpose) and the attempt is written after. Throttling counts the failed attempts of one account
+from one address in the database, so every desk process (and every host of a lake deployment) sees the same count.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import cache
+
+from chronicle.services.audit import audit_row, now_utc
+from chronicle.storage import desk
+from chronicle.storage.db import read, write
+from pwdlib import PasswordHash
+
+from chronicle.settings import Settings
+
+ROLES = ("reader", "reviewer", "admin")
+ALL_PROJECTS = "*"
+_RANK = {role: i for i, role in enumerate(ROLES, start=1)}
+_USERNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+MIN_PASSWORD = 8
+
+
+class AccountError(ValueError):
+    """A refused account change (bad name, unknown account, duplicate, weak password, unknown role)."""
+
+
+class LoginRefused(Exception):
+    """A refused sign-in. `reason`: wrong-password | unknown-user | disabled | throttled (the audit trail keeps it;
+    what a visitor is shown should not tell an unknown name from a wrong password)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("sign-in refused: too many failed attempts, try again later" if reason == "throttled"
+                         else "sign-in refused: wrong username or password, or the account is disabled")
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Account:
+    username: str
+    printed_name: str
+    disabled: bool
+    roles: dict[str, str] = field(default_factory=dict)
+    """project id or "*" -> reader | reviewer | admin."""
+
+    def role_for(self, project_id: str) -> str | None:
+        """The strongest role on `project_id` (its own or the "*" one); None for a disabled account."""
+        if self.disabled:
+            return None
+        found = [r for r in (self.roles.get(project_id), self.roles.get(ALL_PROJECTS)) if r in _RANK]
+        return max(found, key=_RANK.__getitem__) if found else None
+
+    def can_read(self, project_id: str) -> bool:
+        return self.role_for(project_id) is not None
+
+    def can_review(self, project_id: str) -> bool:
+        return self.role_for(project_id) in ("reviewer", "admin")
+
+    def visible_projects(self, all_projects: list[str]) -> list[str]:
+        return [p for p in all_projects if self.can_read(p)]
+
+
+@cache
+def _hasher() -> PasswordHash:
+    return PasswordHash.recommended()
+
+
+@cache
+def _dummy_hash() -> str:
+    # Checked against for unknown names, so a refusal takes as long whether or not the account exists.
+    return _hasher().hash("chronicle-no-such-account")
+
+
+def _account(row: desk.AccountRow | None) -> Account | None:
+    return None if row is None else Account(row.username, row.printed_name, row.disabled, dict(row.roles))
+
+
+def get_account(settings: Settings, username: str) -> Account | None:
+    return _account(read(settings, desk.get_account, username))
+
+
+def _check_text(value: str, what: str) -> str:
+    value = (value or "").strip()
+    if not value:
+        raise AccountError(f"{what} is empty")
+    if any(unicodedata.category(ch).startswith("C") for ch in value):
+        raise AccountError(f"{what} contains control characters")
+    return value
+
+
+def _check_password(password: str) -> str:
+    if len(password or "") < MIN_PASSWORD:
+        raise AccountError(f"the password is shorter than {MIN_PASSWORD} characters")
+    if "\x00" in password:
+        raise AccountError("the password contains a NUL byte")
+    return password
+
+
+def _check_roles(roles: dict[str, str]) -> dict[str, str]:
+    for project, role in roles.items():
+        if role not in _RANK:
+            raise AccountError(f"unknown role {role!r} for {project!r}: use one of {', '.join(ROLES)}")
+        _check_text(project, "the project id")
+    return roles
+
+
+def add_user(settings: Settings, username: str, printed_name: str, password: str,
+             roles: dict[str, str] | None = None, *, actor: str = "cli", remote: str | None = "cli") -> Account:
+    """Create an account; AccountError when the name is taken or anything is invalid. Audited."""
+    if not _USERNAME.fullmatch(username or ""):
+        raise AccountError(f"username {username!r}: letters, digits and . _ @ - only (at most 64), "
+                           "starting with a letter or digit")
+    printed = _check_text(printed_name, "the printed name")
+    roles = _check_roles(dict(roles or {}))
+    hashed = _hasher().hash(_check_password(password))
+
+    def create(conn) -> None:  # type: ignore[no-untyped-def]
+        if desk.get_account(conn, username) is not None:
+            raise AccountError(f"account {username!r} exists already (use `desk user passwd` or `desk user grant`)")
+        now = now_utc()
+        desk.insert_account(conn, username, printed, hashed, now)
+        for project, role in roles.items():
+            desk.set_role(conn, username, project, role, now)
+        desk.insert_audit(conn, audit_row(actor=actor, action="user-add", detail={"username": username,
+                                                                                  "roles": roles}, remote=remote))
+
+    write(settings, create, guard=desk.account_guard(username))
+    return Account(username, printed, False, roles)
+
+
+def _change(settings: Settings, username: str, action: str, detail: dict[str, object], *, actor: str,
+            remote: str | None, password_hash: str | None = None, disabled: bool | None = None,
+            role: tuple[str, str | None] | None = None) -> Account:
+    def change(conn) -> Account:  # type: ignore[no-untyped-def]
+        if desk.get_account(conn, username) is None:
+            raise AccountError(f"no account {username!r}")
+        now = now_utc()
+        if password_hash is not None or disabled is not None:
+            desk.update_account(conn, username, now, password_hash=password_hash, disabled=disabled)
+        if role is not None:
+            desk.set_role(conn, username, role[0], role[1], now)
+        desk.insert_audit(conn, audit_row(actor=actor, action=action, detail={"username": username, **detail},
+                                          remote=remote))
+        return _account(desk.get_account(conn, username))  # type: ignore[return-value]
+
+    return write(settings, change, guard=desk.account_guard(username))
+
+
+def set_password(settings: Settings, username: str, password: str, *, actor: str = "cli",
+                 remote: str | None = "cli") -> Account:
+    hashed = _hasher().hash(_check_password(password))
+    return _change(settings, username, "user-passwd", {}, actor=actor, remote=remote, password_hash=hashed)
+
+
+def disable_user(settings: Settings, username: str, *, disabled: bool = True, actor: str = "cli",
+                 remote: str | None = "cli") -> Account:
+    """Disable (or re-enable) an account: a disabled account cannot sign in or sign; its past rows stay."""
+    return _change(settings, username, "user-disable" if disabled else "user-enable", {}, actor=actor,
+                   remote=remote, disabled=disabled)
+
+
+def grant(settings: Settings, username: str, project_id: str, role: str | None, *, actor: str = "cli",
+          remote: str | None = "cli") -> Account:
+    """Give `role` on `project_id` ("*" = every project), replacing the one held there; None revokes it."""
+    if role is not None:
+        _check_roles({project_id: role})
+    return _change(settings, username, "grant", {"project_id": project_id, "role": role}, actor=actor,
+                   remote=remote, role=(_check_text(project_id, "the project id"), role))
+
+
+def _refuse(settings: Settings, username: str, remote: str, reason: str, action: str, *,
+            attempt: bool = True) -> LoginRefused:
+    def log(conn) -> None:  # type: ignore[no-untyped-def]
+        if attempt:
+            desk.record_attempt(conn, username, remote, False, now_utc())
+        desk.insert_audit(conn, audit_row(actor=username, action=action, outcome=f"refused:{reason}",
+                                          remote=remote))
+
+    write(settings, log)
+    return LoginRefused(reason)
+
+
+def authenticate(settings: Settings, username: str, password: str, *, remote: str,
+                 action: str = "login") -> Account:
+    """The account, when the password is right and the account enabled and not throttled; else LoginRefused.
+
+    Every attempt is an audit row (`action`: login, or reauth when a signature asks for the password again).
+    """
+    username = (username or "").strip()
+    since = now_utc() - timedelta(seconds=settings.desk_login_window_s)
+
+    def look(conn) -> tuple[desk.AccountRow | None, int]:  # type: ignore[no-untyped-def]
+        return desk.get_account(conn, username), desk.recent_failures(conn, username, remote, since)
+
+    row, failures = read(settings, look)
+    if failures >= settings.desk_login_max_failures:
+        raise _refuse(settings, username, remote, "throttled", action, attempt=False)
+    ok = _hasher().verify(password or "", row.password_hash if row else _dummy_hash())
+    if row is None:
+        raise _refuse(settings, username, remote, "unknown-user", action)
+    if not ok:
+        raise _refuse(settings, username, remote, "wrong-password", action)
+    if row.disabled:
+        raise _refuse(settings, username, remote, "disabled", action)
+
+    def log(conn) -> None:  # type: ignore[no-untyped-def]
+        desk.record_attempt(conn, username, remote, True, now_utc())
+        desk.insert_audit(conn, audit_row(actor=username, action=action, remote=remote))
+
+    write(settings, log)
+    return _account(row)  # type: ignore[return-value]

@@ -1,0 +1,174 @@
+"""SQL of the review desk: accounts and roles, the audit trail, signatures, sign-in attempts.
+
+`desk_audit`, `report_signatures` and `desk_login_attempts` are only ever inserted into: this module has no
+statement that updates or deletes them, and tests/storage/test_desk_append_only.py checks that no statement in
+the package does. Every function takes an open connection; the caller holds the transaction (and, in the lake,
+the `guard_keys` claim that stands in for the primary keys DuckLake lacks).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+
+@dataclass(frozen=True)
+class AccountRow:
+    username: str
+    printed_name: str
+    password_hash: str
+    disabled: bool
+    roles: dict[str, str]
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One audit row: who did what, when (UTC), with which outcome, on which week/version, from where."""
+
+    at: datetime
+    actor: str
+    action: str
+    outcome: str
+    project_id: str | None
+    week_number: int | None
+    version: int | None
+    detail: dict[str, Any]
+    remote: str | None
+
+
+@dataclass(frozen=True)
+class SignatureRow:
+    project_id: str
+    week_number: int
+    version: int
+    content_hash: str
+    signer: str
+    printed_name: str
+    meaning: str
+    signed_at: datetime
+
+
+def account_guard(username: str) -> list[str]:
+    """Claim key for creating or changing one account (the lake has no primary key to refuse a duplicate)."""
+    return [f"desk-account:{username}"]
+
+
+# --- accounts --------------------------------------------------------------------------------
+def get_account(conn: duckdb.DuckDBPyConnection, username: str) -> AccountRow | None:
+    rows = conn.execute("SELECT printed_name, password_hash, disabled FROM desk_accounts WHERE username = ?",
+                        [username]).fetchall()
+    if not rows:
+        return None
+    roles = dict(conn.execute("SELECT project_id, role FROM desk_roles WHERE username = ? ORDER BY project_id",
+                              [username]).fetchall())
+    printed, hashed, disabled = rows[0]
+    return AccountRow(username, printed, hashed, bool(disabled), roles)
+
+
+def list_accounts(conn: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT username FROM desk_accounts ORDER BY username").fetchall()]
+
+
+def insert_account(conn: duckdb.DuckDBPyConnection, username: str, printed_name: str, password_hash: str,
+                   now: datetime) -> None:
+    conn.execute("INSERT INTO desk_accounts (username, printed_name, password_hash, disabled, created_at, updated_at)"
+                 " VALUES (?, ?, ?, false, ?, ?)", [username, printed_name, password_hash, now, now])
+
+
+def update_account(conn: duckdb.DuckDBPyConnection, username: str, now: datetime, *,
+                   password_hash: str | None = None, disabled: bool | None = None) -> None:
+    sets, args = ["updated_at = ?"], [now]
+    if password_hash is not None:
+        sets.append("password_hash = ?")
+        args.append(password_hash)
+    if disabled is not None:
+        sets.append("disabled = ?")
+        args.append(disabled)
+    conn.execute(f"UPDATE desk_accounts SET {', '.join(sets)} WHERE username = ?", [*args, username])
+
+
+def set_role(conn: duckdb.DuckDBPyConnection, username: str, project_id: str, role: str | None,
+             now: datetime) -> None:
+    """Give `username` `role` on `project_id` (replacing the one it had there); None takes it away."""
+    conn.execute("DELETE FROM desk_roles WHERE username = ? AND project_id = ?", [username, project_id])
+    if role is not None:
+        conn.execute("INSERT INTO desk_roles (username, project_id, role, granted_at) VALUES (?, ?, ?, ?)",
+                     [username, project_id, role, now])
+
+
+# --- sign-in attempts ------------------------------------------------------------------------
+def record_attempt(conn: duckdb.DuckDBPyConnection, username: str, remote: str, ok: bool, now: datetime) -> None:
+    conn.execute("INSERT INTO desk_login_attempts (username, remote, tried_at, ok) VALUES (?, ?, ?, ?)",
+                 [username, remote, now, ok])
+
+
+def recent_failures(conn: duckdb.DuckDBPyConnection, username: str, remote: str, since: datetime) -> int:
+    """Failed attempts of `username` from `remote` after `since` and after its last success from there."""
+    return conn.execute(
+        """SELECT count(*) FROM desk_login_attempts
+           WHERE username = ? AND remote = ? AND NOT ok AND tried_at >= ?
+             AND tried_at > coalesce((SELECT max(tried_at) FROM desk_login_attempts
+                                WHERE username = ? AND remote = ? AND ok), TIMESTAMP '1970-01-01')""",
+        [username, remote, since, username, remote]).fetchall()[0][0]
+
+
+# --- audit -----------------------------------------------------------------------------------
+def insert_audit(conn: duckdb.DuckDBPyConnection, row: AuditRow) -> None:
+    conn.execute(
+        """INSERT INTO desk_audit (id, happened_at, actor, action, outcome, project_id, week_number, version, detail,
+                                   remote) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [str(uuid.uuid4()), row.at, row.actor, row.action, row.outcome, row.project_id, row.week_number,
+         row.version, json.dumps(row.detail, ensure_ascii=False, sort_keys=True, default=str), row.remote])
+
+
+def audit_rows(conn: duckdb.DuckDBPyConnection, project_id: str | None,
+               week_number: int | None = None) -> list[AuditRow]:
+    """Audit rows, oldest first: of a project (and week), or every row when `project_id` is None."""
+    rows = conn.execute(
+        """SELECT happened_at, actor, action, outcome, project_id, week_number, version, detail, remote FROM desk_audit
+           WHERE (? IS NULL OR project_id = ?) AND (? IS NULL OR week_number = ?) ORDER BY happened_at, id""",
+        [project_id, project_id, week_number, week_number]).fetchall()
+    return [AuditRow(*r[:7], json.loads(r[7]) if isinstance(r[7], str) else (r[7] or {}), r[8]) for r in rows]
+
+
+# --- signatures ------------------------------------------------------------------------------
+def insert_signature(conn: duckdb.DuckDBPyConnection, sig: SignatureRow) -> None:
+    conn.execute(
+        """INSERT INTO report_signatures (id, project_id, week_number, version, content_hash, signer, printed_name,
+                                          meaning, signed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [str(uuid.uuid4()), sig.project_id, sig.week_number, sig.version, sig.content_hash, sig.signer,
+         sig.printed_name, sig.meaning, sig.signed_at])
+
+
+def signature_rows(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) -> list[SignatureRow]:
+    rows = conn.execute(
+        """SELECT project_id, week_number, version, content_hash, signer, printed_name, meaning, signed_at
+           FROM report_signatures WHERE project_id = ? AND week_number = ? ORDER BY signed_at, id""",
+        [project_id, week_number]).fetchall()
+    return [SignatureRow(*r) for r in rows]
+
+
+def version_text(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int, version: int) -> str | None:
+    """The exact text of one stored version of a week (what a signature is bound to)."""
+    rows = conn.execute("SELECT summary FROM weekly_report_versions WHERE project_id = ? AND week_number = ? "
+                        "AND version = ?", [project_id, week_number, version]).fetchall()
+    return rows[0][0] if rows else None
+
+
+def clear_review(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int, version: int, *,
+                 reviewer: str, note: str | None, now: datetime) -> bool:
+    """Clear the review flag of the week's current report if it still is `version`; whether it was that version."""
+    found = conn.execute("SELECT 1 FROM weekly_reports WHERE project_id = ? AND week_number = ? AND version = ?",
+                         [project_id, week_number, version]).fetchall()
+    if not found:
+        return False
+    conn.execute(
+        """UPDATE weekly_reports SET needs_review = false, reviewed_by = ?, reviewed_at = ?, reviewed_version = ?,
+               review_note = ? WHERE project_id = ? AND week_number = ? AND version = ?""",
+        [reviewer, now, version, note, project_id, week_number, version])
+    return True

@@ -1,0 +1,140 @@
+"""The desk's read pages over HTTP on the real sample weeks: the grid's states, the week page's citations read by
+id (only the cited entries), escaping, the chronicle's stats answers and negation-aware search (also offline
+`chronicle ask`), history diffs between any two versions, the review queue."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from chronicle.settings import Settings
+from chronicle.weeks import IsoWeek
+from tests.desk.conftest import PASSWORD, PROJECT
+from tests.desk.web import client, csrf, login
+from tests.fakellm import FakeLLMServer
+from tests.weekly.conftest import online  # noqa: F401  (the fake endpoint fixture)
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def _cell_states(html: str) -> dict[str, str]:
+    return dict(re.findall(r'data-week="([0-9W-]+)" data-state="([a-z-]+)"', html))
+
+
+def _edit(settings: Settings, week: str, change: tuple[str, str] | None = None, text: str | None = None) -> int:
+    from chronicle.services.desk_views import week_page
+    from chronicle.services.reports import edit_report
+
+    page = week_page(settings, PROJECT, IsoWeek.parse(week))
+    new = text if text is not None else page.summary.replace(*change)
+    return edit_report(settings, PROJECT, IsoWeek.parse(week), new, author="ana", reason="test",
+                       base_version=page.version).version
+
+
+def test_the_grid_shows_each_weeks_state(people: Settings) -> None:
+    from chronicle.services.reports import sign_report
+    from chronicle.services.weekly import run_week
+    from chronicle.storage import reports
+    from chronicle.storage.db import connect, transaction
+
+    run_week(people, PROJECT, IsoWeek.parse("2025-W28"), "older-run")
+    run_week(people, PROJECT, IsoWeek.parse("2025-W27"), "newest-run")  # W29..W31 were written by an earlier run
+    _edit(people, "2025-W28", ("本周记录", "本周共记录"))  # a clean correction: edited, not flagged
+    _edit(people, "2025-W29", text="本周入组 5 人，无其他事件。")  # the guard questions it: flagged
+    sign_report(people, PROJECT, IsoWeek.parse("2025-W30"), version=1, account="ana", password=PASSWORD,
+                meaning="reviewed", remote="test")
+    with transaction(people) as conn:
+        reports.mark_stale(conn, PROJECT, 202531)
+    with connect(people) as conn:  # a run that failed a week with entries and no report
+        conn.execute("""INSERT INTO pipeline_runs (flow_run_id, flow_name, started_at, state, counts)
+                        VALUES ('failed-run', 'backfill-weeks', now()::TIMESTAMP, 'FAILED',
+                                '{"failed_weeks": [["XH201", 202532]]}')""")
+    c = login(client(people), "ana", PASSWORD)
+    states = _cell_states(c.get("/").text)
+    assert {w: states[w] for w in ("2025-W27", "2025-W28", "2025-W29", "2025-W30", "2025-W31", "2025-W32",
+                                   "2025-W33")} == {
+        "2025-W27": "generated", "2025-W28": "edited", "2025-W29": "flagged", "2025-W30": "signed",
+        "2025-W31": "stale", "2025-W32": "failed", "2025-W33": "missing"}
+    assert len(states) >= 50  # every week of the trial is reachable from the grid
+    assert all(f'href="/p/{PROJECT}/w/{w}"' in c.get("/").text for w in states)
+    missing = c.get(f"/p/{PROJECT}/w/2025-W33")
+    assert missing.status_code == 404 and "No report for this week yet" in missing.text
+    assert f"chronicle backfill --project {PROJECT} --from 2025-W33 --to 2025-W33" in missing.text
+    assert 'id="project-XH201"' in c.get("/?state=signed").text
+    assert 'id="project-XH201"' not in c.get("/?state=accepted").text
+
+
+def test_a_weeks_citations_are_its_cited_entries_only(people: Settings) -> None:
+    from chronicle.services.desk_views import week_page
+    from chronicle.storage.db import connect
+
+    page = week_page(people, PROJECT, IsoWeek.parse("2025-W30"))
+    cited = {c.entry_id for s in page.sentences for c in s.citations if c.entry_id}
+    assert cited and {e.entry_id for e in page.entries} == cited
+    with connect(people, read_only=True) as conn:
+        week_ids = {r[0] for r in conn.execute("SELECT entry_id FROM raw_logs WHERE project_id = ? AND "
+                                               "week_number = 202530", [PROJECT]).fetchall()}
+    html = login(client(people), "rita", PASSWORD).get(f"/p/{PROJECT}/w/2025-W30").text
+    for entry in cited:
+        assert f'href="#entry-{entry}"' in html and f'id="entry-{entry}"' in html
+    assert not [e for e in week_ids - cited if e in html]  # the week's other entries are not on the page
+
+
+def test_text_is_escaped_and_remote_content_never_loads(people: Settings) -> None:
+    c = login(client(people), "ana", PASSWORD)
+    evil = '本周按计划推进。<script>alert(1)</script><img src="http://example.invalid/x.png"> [x](http://e.invalid)'
+    _edit(people, "2025-W31", text=evil)
+    for url in (f"/p/{PROJECT}/w/2025-W31", f"/p/{PROJECT}", f"/p/{PROJECT}/w/2025-W31/history"):
+        html = c.get(url).text
+        assert "<script>alert" not in html and "<img src=\"http" not in html, url
+        assert "&lt;script&gt;" in html or "&lt;img" in html, url
+
+
+def test_stats_questions_and_negation(people: Settings) -> None:
+    from chronicle.services.history import ask_chronicle
+
+    c = login(client(people), "rita", PASSWORD)
+    answer = c.get(f"/p/{PROJECT}", params={"q": "哪几周发生了 SAE？"}).text
+    found = re.findall(r'<li><a href="/p/XH201/w/([0-9W-]+)">', answer)
+    assert "counted in the stats" in answer and found == ["2025-W30"]  # the written week with an SAE
+    offline = ask_chronicle(people, PROJECT, "哪几周发生了 SAE？")
+    assert offline.engine == "offline-stats" and [w["week"] for w in offline.weeks] == [202530]
+    text = c.get(f"/p/{PROJECT}", params={"q": "SAE 住院"}).text
+    hits = re.findall(r'<li><a href="/p/XH201/w/([0-9W-]+)">', text)
+    assert hits and hits[0] == "2025-W30"
+    for week in hits:
+        body = c.get(f"/p/{PROJECT}/w/{week}").text
+        assert "【SAE】" in body or "SAE 1" in body or "住院" in body, week
+
+
+def test_history_diffs_any_two_versions_and_the_queue(people: Settings) -> None:
+    _edit(people, "2025-W29", ("本周记录", "本周一共记录"))
+    _edit(people, "2025-W29", text="本周入组 5 人，无其他事件。")
+    c = login(client(people), "ana", PASSWORD)
+    h = c.get(f"/p/{PROJECT}/w/2025-W29/history", params={"a": 1, "b": 3}).text
+    assert "--- version 1" in h and "+++ version 3" in h and "本周入组 5 人" in h
+    assert h.count('class="v-') == 3 and "ana" in h and "test" in h
+    queue = c.get("/queue").text
+    assert "2025-W29" in queue and "入组 5 人" in queue and f"/p/{PROJECT}/w/2025-W29/sign" in queue
+    assert f"/p/{PROJECT}/w/2025-W29/sign" not in login(client(people), "rita", PASSWORD).get("/queue").text
+    token = csrf(c, f"/p/{PROJECT}/w/2025-W29/correct")
+    preview = c.post(f"/p/{PROJECT}/w/2025-W29/correct", data={
+        "csrf": token, "text": "本周入组 7 人。", "reason": "r", "base_version": "3", "action": "preview"})
+    assert preview.status_code == 200 and "enrolled" in preview.text and 'id="preview-diff"' in preview.text
+    empty_reason = c.post(f"/p/{PROJECT}/w/2025-W29/correct", data={
+        "csrf": token, "text": "本周按计划推进。", "reason": " ", "base_version": "3", "action": "save"})
+    assert empty_reason.status_code == 422 and "reason is required" in empty_reason.text
+
+
+def test_a_week_the_last_run_failed_is_failed_on_the_grid_until_a_report_lands(
+        people: Settings, online: FakeLLMServer) -> None:  # noqa: F811
+    from chronicle.flows.backfill_weeks import backfill_weeks
+
+    online.set_faults(rate=1.0, kinds=("500",))  # the endpoint is down for this run
+    backfill_weeks(project_id=PROJECT, start_week="2025-W33", end_week="2025-W33", return_state=True)
+    c = login(client(people), "rita", PASSWORD)
+    assert _cell_states(c.get("/").text)["2025-W33"] == "failed"
+    online.set_faults(rate=0.0, kinds=("500",))
+    backfill_weeks(project_id=PROJECT, start_week="2025-W33", end_week="2025-W33")
+    assert _cell_states(c.get("/").text)["2025-W33"] in ("generated", "flagged")  # a report landed
