@@ -17,9 +17,26 @@ COMPRESSED_SUFFIXES = {".jsonl", ".ndjson", ".csv", ".json"}
 """Log formats also read gzip-compressed (`app.jsonl.gz`): decompressed whole, re-read whole when changed."""
 
 
+ROTATED = re.compile(r"(?:\.\d{1,4}|-\d{8}(?:\d{2})?|[.-]\d{4}-\d{2}-\d{2})$")
+"""What log rotation appends to a name: `.1` (numbered), `-20260302` or `.2026-03-02` (dateext)."""
+
+
+def log_name(path: Path) -> Path:
+    """The name a rotated or compressed log had as a log: `app.jsonl.1.gz` -> `app.jsonl` (`.gz` kept apart)."""
+    name = path.name[:-3] if path.name.lower().endswith(".gz") else path.name
+    unrotated = ROTATED.sub("", name)
+    if unrotated != name and Path(unrotated).suffix.lower() in COMPRESSED_SUFFIXES:
+        name = unrotated
+    return path.with_name(name)
+
+
 def gzipped(path: Path) -> bool:
-    """`x.jsonl.gz` and friends: a compressed log, read through gzip."""
-    return path.suffix.lower() == ".gz" and Path(path.stem).suffix.lower() in COMPRESSED_SUFFIXES
+    """`x.jsonl.gz` (and the rotated `x.jsonl.1.gz`): a compressed log, read through gzip."""
+    return path.suffix.lower() == ".gz" and log_name(path).suffix.lower() in COMPRESSED_SUFFIXES
+
+
+def _suffix(path: Path) -> str:
+    return log_name(path).suffix.lower()
 
 
 def _head(path: Path, size: int = 65536) -> bytes:
@@ -35,7 +52,7 @@ def _head(path: Path, size: int = 65536) -> bytes:
 
 def detect_format(path: Path) -> str:
     """`note`, `jsonl`, `csv`, `locomo`, or `unsupported` (a `.gz` log by the name inside: `a.jsonl.gz` is jsonl)."""
-    suffix = Path(path.stem).suffix.lower() if gzipped(path) else path.suffix.lower()
+    suffix = _suffix(path)
     if suffix == ".md":
         return "note" if NOTE_NAME.match(path.name) else "unsupported"
     if suffix in {".jsonl", ".ndjson"}:
@@ -72,7 +89,7 @@ def note_date(path: Path) -> date:
 
 
 def _log_named(path: Path) -> bool:
-    return path.suffix.lower() in SUPPORTED_SUFFIXES or gzipped(path)
+    return _suffix(path) in SUPPORTED_SUFFIXES or gzipped(path)
 
 
 def discover(paths: list[Path]) -> tuple[list[Path], list[Path]]:
