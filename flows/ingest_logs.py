@@ -6,6 +6,7 @@ from typing import Any
 
 from chronicle.services.param_checks import ingest_paths
 from chronicle.services.run_tracking import RUN_HOOKS, refused, run_notes, tracked_run
+from chronicle.storage.files import DatabaseBusyError
 from chronicle.storage.snapshot import publish_snapshot
 from chronicle.tasks.ingest import discover_files, file_size, ingest_batch, shown_path
 from prefect import flow, get_run_logger
@@ -102,7 +103,7 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRe
                         summary.entries_added, sum(summary.rejects.values()))
             create_markdown_artifact(markdown=_summary_markdown(summary, run_notes()), key="ingest-summary",
                                      description="What the last ingest read and refused")
-    except ParameterError as exc:
+    except (ParameterError, DatabaseBusyError) as exc:  # one line (the holder and what to do), no traceback
         return refused(exc)
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write (docs/deploy.md)
     return Completed(message=counts.message, data=summary)  # the UI shows the message on the run page

@@ -81,6 +81,7 @@ END_TO_END = (
     "tests/ops/test_refused_runs.py",  # the UI's form, submitted through the API, served runs
     "tests/ops/test_run_history.py",  # served runs and their history
     "tests/unit/memory/test_dedup_pairs.py",  # a measurement: every labelled pair through two real models (~1 min)
+    "tests/integration/test_ingest_unreadable.py",  # drops to an unprivileged user in a child process
 )
 
 
