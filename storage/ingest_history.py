@@ -147,10 +147,12 @@ def finish_batch(conn: duckdb.DuckDBPyConnection, changes: BatchChanges, now: da
     weeks = sorted(set(changes.stale_weeks))
     changes.stale_weeks = weeks
     if weeks:
-        conn.register("stale_weeks", pa.table({"project_id": [p for p, _ in weeks], "week_number": [w for _, w in weeks]}))
+        conn.register("stale_weeks", pa.table({"project_id": [p for p, _ in weeks],
+                                               "week_number": [w for _, w in weeks]}))
         try:
             conn.execute("""UPDATE weekly_reports SET stale = true, updated_at = ? FROM stale_weeks s
-                            WHERE weekly_reports.project_id = s.project_id AND weekly_reports.week_number = s.week_number""",
+                            WHERE weekly_reports.project_id = s.project_id
+                              AND weekly_reports.week_number = s.week_number""",
                          [now])
         finally:
             _drop(conn, "stale_weeks")
@@ -163,7 +165,8 @@ def taken_ids(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> set[str]
     _ids(conn, "maybe_taken", paths)
     try:
         rows = conn.execute("""SELECT id FROM maybe_taken WHERE id IN (SELECT file_id FROM ingest_files)
-                               OR id IN (SELECT DISTINCT file_id FROM raw_logs WHERE file_id IN (SELECT id FROM maybe_taken))""").fetchall()
+                               OR id IN (SELECT DISTINCT file_id FROM raw_logs
+                                         WHERE file_id IN (SELECT id FROM maybe_taken))""").fetchall()
     finally:
         _drop(conn, "maybe_taken")
     return {r[0] for r in rows}
@@ -178,7 +181,8 @@ def known_heads(conn: duckdb.DuckDBPyConnection, heads: Sequence[tuple[int, str]
     try:
         cur = conn.execute("""SELECT f.* FROM ingest_files f JOIN wanted_heads w USING (head_len, head_sha256)
                               WHERE f.file_id IS NOT NULL
-                              QUALIFY row_number() OVER (PARTITION BY f.file_id ORDER BY f.parsed_bytes DESC, f.path) = 1""")
+                              QUALIFY row_number() OVER (PARTITION BY f.file_id
+                                                         ORDER BY f.parsed_bytes DESC, f.path) = 1""")
         names = [d[0] for d in cur.description]
         rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     finally:

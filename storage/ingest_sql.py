@@ -338,8 +338,9 @@ def store_lines(
     """Lines of a `batch_table` into `raw_logs` and `rejects`; returns refused lines by file and reason.
 
     `source_file` is the path a line was read from, `file_id` the identity of the content it belongs to (entry
-    ids, and the rows of a file, go by the identity). Entry ids already stored for the identities in `resumed` are skipped (anti-join; the
-    other files have just had every row removed by the caller, or never had any), as are stored rejects:
+    ids, and the rows of a file, go by the identity). Entry ids already stored for the identities in `resumed`
+    are skipped (anti-join; the other files have just had every row moved aside by the caller, or never had
+    any), as are stored rejects:
     re-reads are idempotent. When every line was stored, pass 2 has nothing to judge and is not run. The
     caller's transaction makes the whole batch one change.
     """
