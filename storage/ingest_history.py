@@ -18,8 +18,8 @@ import pyarrow as pa
 _COLUMNS = ("entry_id, project_id, source, source_file, line_no, byte_offset, ts, local_date, iso_year, iso_week, "
             "week_number, actor, type, content, metadata, ingested_at, file_id, content_key")
 
-CONTENT_KEY_SQL = """md5(concat_ws(chr(31), {p}project_id, epoch_us({p}ts)::VARCHAR, coalesce({p}actor, ''), {p}type,
-    {p}content, coalesce({sid}, '')))"""
+CONTENT_KEY_SQL = """(md5_number(concat_ws(chr(31), {p}project_id, epoch_us({p}ts)::VARCHAR, coalesce({p}actor, ''),
+    {p}type, {p}content, coalesce({sid}, ''))) >> 1)::HUGEINT"""
 """An entry's identity whichever file it came from (format with `p` = column prefix, `sid` = the source's id)."""
 
 
@@ -100,8 +100,9 @@ def drop_duplicates(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str], no
     params = {"now": now, "ids": list(file_ids)}
     if len(file_ids) == 1 and not conn.execute(f"SELECT EXISTS (SELECT 1 FROM raw_logs WHERE NOT ({mine}))",
                                                params).fetchall()[0][0]:
-        conn.execute("CREATE OR REPLACE TEMP TABLE dups AS SELECT '' AS entry_id, '' AS file_id, '' AS content_key, "
-                     "'' AS of_id WHERE false")  # one file into an empty store: nothing to repeat
+        # One file into an empty store: nothing it could repeat.
+        conn.execute("CREATE OR REPLACE TEMP TABLE dups AS SELECT '' AS entry_id, '' AS file_id, "
+                     "NULL::HUGEINT AS content_key, '' AS of_id WHERE false")
         return
     conn.execute(f"""CREATE OR REPLACE TEMP TABLE dups AS
 WITH n AS (SELECT entry_id, file_id, content_key FROM raw_logs WHERE {mine}),

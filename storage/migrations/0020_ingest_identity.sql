@@ -5,11 +5,11 @@
 -- `content_key`: what one entry is, whichever file it came from (project, time, actor, type, content and
 -- the source's own id): the same entries arriving from two files are stored once.
 ALTER TABLE raw_logs ADD COLUMN file_id VARCHAR;
-ALTER TABLE raw_logs ADD COLUMN content_key VARCHAR;
+ALTER TABLE raw_logs ADD COLUMN content_key HUGEINT;  -- md5 as a number: half the bytes of its hex
 UPDATE raw_logs SET file_id = source_file,
-    content_key = md5(concat_ws(chr(31), project_id, epoch_us(ts)::VARCHAR, coalesce(actor, ''), type, content,
-                                coalesce(json_extract_string(metadata, '$.id'),
-                                         json_extract_string(metadata, '$.event_id'), '')));
+    content_key = (md5_number(concat_ws(chr(31), project_id, epoch_us(ts)::VARCHAR, coalesce(actor, ''), type, content,
+                                        coalesce(json_extract_string(metadata, '$.id'),
+                                                 json_extract_string(metadata, '$.event_id'), ''))) >> 1)::HUGEINT;
 
 -- Per path: the identity it held when last read, and that identity's head (the bytes that recognise it).
 ALTER TABLE ingest_files ADD COLUMN file_id VARCHAR;
@@ -38,7 +38,7 @@ CREATE TABLE raw_logs_superseded (
     metadata      JSON,
     ingested_at   TIMESTAMP NOT NULL,
     file_id       VARCHAR,
-    content_key   VARCHAR,
+    content_key   HUGEINT,
     superseded_at TIMESTAMP NOT NULL,
     superseded_by VARCHAR,              -- the flow run that took the row out
     reason        VARCHAR NOT NULL      -- rewritten | replaced
