@@ -104,6 +104,11 @@ ReRead = Annotated[
     bool,
     UiHelp("Re-read every file whole, even one that looks unchanged (same size, mtime, head and tail)."),
 ]
+Replace = Annotated[
+    bool,
+    UiHelp("Replace the rows read from these files before: they are superseded (kept, marked) and the files "
+           "read again whole. A rewrite is otherwise never allowed to remove rows silently."),
+]
 
 SourcePaths = Annotated[
     list[str],

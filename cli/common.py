@@ -95,6 +95,7 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
     """Call a flow in this process with the command's settings (flows read them when they start), against
     the configured Prefect API or Chronicle's background server (`chronicle.deployments.local_api`)."""
     from chronicle.deployments import local_api
+    from chronicle.storage.files import DatabaseBusyError
 
     from chronicle.param_checks import ActionNeeded, ParameterError
 
@@ -113,6 +114,8 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
         except ParameterError as exc:
             fail(str(exc), code=2)
         except ActionNeeded as exc:
+            fail(str(exc))
+        except DatabaseBusyError as exc:  # one line naming the holder and what to do, never a traceback
             fail(str(exc))
         except Exception as exc:
             if api.url and not local_api.healthy(api.url):

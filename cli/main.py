@@ -59,6 +59,9 @@ def ingest(paths: list[Path] = typer.Argument(..., help="Files or folders (recur
            project: str | None = typer.Option(None, "--project", "-p", help="Project for entries without one."),
            force: bool = typer.Option(False, "--force", help="Re-read every file whole, even one that looks "
                                                              "unchanged (size, mtime, head and tail)."),
+           replace: bool = typer.Option(False, "--replace", help="Replace the rows read from these files before "
+                                        "(kept as superseded) with what they hold now; says how many and which "
+                                        "weeks."),
            home: str | None = HomeOpt) -> None:
     """Ingest logs into DuckDB: incremental, idempotent; bad input goes to `rejects`.
 
@@ -71,8 +74,12 @@ def ingest(paths: list[Path] = typer.Argument(..., help="Files or folders (recur
     from chronicle.flows.ingest_logs import ingest_logs
 
     with progress_bar():
-        summary = run_flow(settings, ingest_logs, given, project or "", force)
+        summary = run_flow(settings, ingest_logs, given, project or "", force, replace)
     print_ingest_summary(summary)
+    if replace:
+        weeks = ", ".join(map(str, summary.superseded_weeks)) or "none"
+        console.print(f"replaced: {summary.entries_removed} row(s) superseded (kept in raw_logs_superseded), "
+                      f"{summary.entries_added} read again; weeks changed: {weeks}", soft_wrap=True)
     if not summary.files:
         fail("no log files found under the given paths")
     if summary.nothing_read:
@@ -89,6 +96,22 @@ def print_ingest_summary(summary: IngestSummary) -> None:
     if summary.rejects:
         emit([{"reject reason": reason, "count": n} for reason, n in sorted(summary.rejects.items())],
              title="Rejected (kept in table rejects)")
+    print_file_notes(summary)
+
+
+def print_file_notes(summary: IngestSummary) -> None:
+    """One line per file the operator must hear about: refused whole, repeating another, known by content."""
+    for path, why in summary.refused_files.items():
+        err.print(f"[yellow]refused {escape(path)}: {escape(why)}[/]", soft_wrap=True)
+    for path, per in summary.duplicates.items():
+        for other, n in per.items():
+            err.print(f"[yellow]{escape(path)}: {n} entr(ies) already held by {escape(other)}; stored once[/]",
+                      soft_wrap=True)
+    for path, other in summary.known.items():
+        console.print(f"{escape(path)} is {escape(other)} (renamed, rotated or copied): read on from where it stopped",
+                      soft_wrap=True)
+    for path, note in summary.notes.items():
+        err.print(f"[yellow]{escape(path)}: {escape(note)}[/]", soft_wrap=True)
 
 
 @app.command()

@@ -112,6 +112,15 @@ def demo_distill(settings: Settings) -> None:
         print_hits(query, search_memories(settings, query, limit=3))
 
 
+def _fail_if_damaged(settings: Settings, exc: BaseException | None = None) -> None:
+    """A damaged LanceDB folder (unreadable manifest, missing data file): one line with the repair, no traceback."""
+    from chronicle.storage.memory_health import check, explain
+
+    problem = explain(settings, exc) if exc is not None else check(settings)
+    if problem:
+        fail(problem)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def distill(days: int | None = typer.Option(None, "--days", min=1, help="Days of notes (default DISTILL_DAYS)."),
@@ -127,6 +136,7 @@ def register(app: typer.Typer) -> None:
 
         from chronicle.param_checks import ActionNeeded
 
+        _fail_if_damaged(settings)
         try:
             check_embedding_model(settings)
         except ActionNeeded as exc:  # an upgraded home: one line saying what to do, not a failed run's traceback
@@ -162,6 +172,9 @@ def register(app: typer.Typer) -> None:
                                    target_file=file, limit=limit, about=about, as_of=_date(as_of))
         except ActionNeeded as exc:
             fail(str(exc))
+        except (RuntimeError, OSError) as exc:
+            _fail_if_damaged(settings, exc)
+            raise
         fmt = Format.json if as_json else fmt
         if fmt is Format.table:
             print_hits(query, hits, settings.tz_for(settings.notes_project))
@@ -184,7 +197,12 @@ def register(app: typer.Typer) -> None:
         """Memories, newest first."""
         from chronicle.services.memory import list_memories
 
-        rows = list_memories(read_settings(home), limit=limit, tags=tag or None, target_file=file)
+        settings = read_settings(home)
+        try:
+            rows = list_memories(settings, limit=limit, tags=tag or None, target_file=file)
+        except (RuntimeError, OSError) as exc:
+            _fail_if_damaged(settings, exc)
+            raise
         if as_json or fmt is not Format.table:
             emit(_rows(rows), Format.json if as_json else fmt)
             return

@@ -6,6 +6,7 @@ from typing import Any
 
 from chronicle.services.param_checks import ingest_paths
 from chronicle.services.run_tracking import RUN_HOOKS, publish_after, refused, run_notes, tracked_run
+from chronicle.storage.files import DatabaseBusyError
 from chronicle.tasks.ingest import discover_files, file_size, ingest_batch, shown_path
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
@@ -15,8 +16,9 @@ from prefect.states import Completed
 from chronicle.ingest.batches import file_batches
 from chronicle.ingest.model import IngestSummary
 from chronicle.param_checks import ParameterError, name_part
-from chronicle.params import OptionalProjectId, ReRead, SourcePaths
+from chronicle.params import OptionalProjectId, Replace, ReRead, SourcePaths
 from chronicle.progress import report
+from chronicle.redaction.redactor import redact_name
 from chronicle.settings import load_settings
 
 
@@ -28,8 +30,22 @@ def _summary_markdown(summary: IngestSummary, notes: list[str]) -> str:
         f"entries added: {summary.entries_added}, removed: {summary.entries_removed}, "
         f"skipped non-log files: {summary.skipped_files}\n\n| reject reason | count |\n|---|---|\n{rows}\n"
         + "".join(f"\nskipped, one JSON document and not log lines: `{d}`\n" for d in summary.skipped_documents)
+        + _files_markdown(summary)
         + (f"\n## Notes\n\n{waits}" if waits else "")
     )
+
+
+def _files_markdown(summary: IngestSummary) -> str:
+    """The files the operator must hear about: refused whole, repeating other files, already known under
+    another name, read while being written."""
+    extra = tuple(load_settings().redact_extra_patterns)
+    out = [f"- `{shown_path(f, extra)}` refused: {redact_name(why, extra)}" for f, why in summary.refused_files.items()]
+    out += [f"- `{shown_path(f, extra)}`: {n} entr(ies) already held by `{shown_path(of, extra)}`, stored once"
+            for f, per in summary.duplicates.items() for of, n in per.items()]
+    out += [f"- `{shown_path(f, extra)}` is `{shown_path(of, extra)}` (renamed, rotated or copied): read on from "
+            "where that one stopped" for f, of in summary.known.items()]
+    out += [f"- `{shown_path(f, extra)}`: {note}" for f, note in summary.notes.items()]
+    return ("\n## Files\n\n" + "\n".join(out) + "\n") if out else ""
 
 
 def _run_name() -> str:
@@ -45,17 +61,21 @@ def _run_name() -> str:
 
 
 @flow(name="ingest-logs", flow_run_name=_run_name, log_prints=False, **RUN_HOOKS)
-def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRead = False) -> IngestSummary:
+def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRead = False,
+                replace: Replace = False) -> IngestSummary:
     """Ingest daily notes, JSONL/NDJSON, CSV and LoCoMo files found under `paths` (recursive).
 
     An unchanged file (same size, mtime and content fingerprint) is skipped, an appended one adds only its
     new lines, a rewritten one is replaced; bad lines land in `rejects` with a reason and the good lines of
-    the same file still load. `force` re-reads every file whole (same rows when nothing changed).
+    the same file still load. `force` re-reads every file whole (same rows when nothing changed). A file's
+    content is known by its head, whatever its name (rotation, copies); rows are never removed by the source
+    changing, only superseded by a rewrite or by `replace` (docs/ingest.md).
     """
     settings = load_settings()
     logger = get_run_logger()
     try:
-        params: dict[str, Any] = {"paths": paths, "project": project} | ({"force": True} if force else {})
+        params: dict[str, Any] = ({"paths": paths, "project": project} | ({"force": True} if force else {})
+                                  | ({"replace": True} if replace else {}))
         with tracked_run(settings, "ingest-logs", params) as counts:
             files, skipped = discover_files(ingest_paths(paths))
             extra = tuple(settings.redact_extra_patterns)  # a file name may hold a phone number
@@ -67,17 +87,22 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRe
             batches = file_batches([(f, file_size(f)) for f in files], settings.ingest_batch_files)
             for i, batch in enumerate(batches, start=1):
                 label = f"{i}/{len(batches)}"
-                for result in ingest_batch(settings, batch, project.strip() or None, force, label=label):
+                for result in ingest_batch(settings, batch, project.strip() or None, force, label=label,
+                                           replace=replace):
                     summary.add(result)
                 report("ingest", summary.files, len(files))
                 logger.info("batch %s: %d/%d files read", label, summary.files, len(files))
-            counts.update(summary.as_dict())
+            # Paths may hold a phone number: the run's row keeps how many, the artifact names them (redacted).
+            counts.update({k: v for k, v in summary.as_dict().items()
+                           if k not in ("duplicates", "known", "refused_files", "notes")})
+            counts.update(duplicate_entries=summary.duplicate_entries, known_files=len(summary.known),
+                          refused_files=len(summary.refused_files))
             counts.message = summary.message()
             logger.info("ingested %d files: %s; +%d entries, %d rejects", summary.files, summary.by_status,
                         summary.entries_added, sum(summary.rejects.values()))
             create_markdown_artifact(markdown=_summary_markdown(summary, run_notes()), key="ingest-summary",
                                      description="What the last ingest read and refused")
-    except ParameterError as exc:
+    except (ParameterError, DatabaseBusyError) as exc:  # one line (the holder and what to do), no traceback
         return refused(exc)
     # Analysts query the snapshot, never the file flows write (docs/deploy.md); the UI shows the message.
     return Completed(message=publish_after(settings, counts.message), data=summary)

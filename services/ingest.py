@@ -1,37 +1,32 @@
-"""Ingest files: decide full read / append / skip per file, parse, and write a batch in one transaction."""
+"""Ingest files: recognise each file by its content, decide what of it is new, parse, write a batch at once.
+
+A file is known by its head (`chronicle.ingest.identity`), not its path: a renamed, rotated, compressed or
+copied file is the file already read and is read on from where that one stopped; a path whose head changed
+holds new content, read from its start. What was stored is never deleted by the source changing: a rewrite
+supersedes (`storage/ingest_history.py`), and only `--replace` replaces. A file that cannot be read is a
+reason (`services/ingest_read.py`), never the end of the run.
+"""
 
 from __future__ import annotations
 
-import csv
-import gzip
 import hashlib
-import io
-import json
-import threading
+import os
+import stat as stat_mod
 import time
-import zlib
 from collections.abc import Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-from chronicle.storage import ingest_sql, raw_logs
-from chronicle.storage.db import connect, transactions
+from chronicle.services.ingest_read import FileBytes, read_file
+from chronicle.services.ingest_write import Write, plan_lines, plan_text, write_batch
+from chronicle.storage import ingest_history, raw_logs
+from chronicle.storage.db import connect
 
 from chronicle.ingest.detect import detect_format, gzipped
 from chronicle.ingest.fingerprint import file_fingerprint, fingerprint
-from chronicle.ingest.lines import (
-    blank_binary_lines,
-    decode_lines,
-    escape,
-    mostly_binary,
-    sniff_encoding,
-    split_lines,
-)
-from chronicle.ingest.model import Entry, FileResult, Reject
-from chronicle.ingest.structured import locomo_entries, note_entries
+from chronicle.ingest.identity import Head, candidate_heads, head_of, identity_for
+from chronicle.ingest.model import FileResult, Reject
 from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
 
@@ -40,66 +35,27 @@ def _sha256(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-_HASH_THREAD_BYTES = 1 << 20
-"""Prefixes above this are hashed by a thread beside the SQL stage; below, starting a thread costs more."""
-
-
-def _sha256_in_background(data: memoryview) -> Future[str]:
-    """The hash computed by a thread of its own (hashlib releases the GIL), collected before the commit.
-
-    A thread per call, not a pool: a pool made at import would be copied without its thread into a forked
-    child (the warm runner forks one per command) and never run the job."""
-    future: Future[str] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(_sha256(data))
-        except BaseException as exc:  # handed to whoever waits for it
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name="ingest-hash", daemon=True).start()
-    return future
-
-
-def _csv_to_json_lines(text: str, file: str) -> tuple[list[str], list[int], list[Reject]]:
-    """CSV rows as JSON objects, so they go through the same SQL stage as JSONL."""
-    reader = csv.reader(io.StringIO(text))
-    out, line_nos, rejects = [], [], []
-    header: list[str] | None = None
-    for row in reader:
-        if header is None:
-            header = [h.strip().lstrip("\ufeff") for h in row]
-            twice = sorted({h for h in header if header.count(h) > 1})
-            if twice:  # which column is meant is unknown: refuse the file rather than keep one of them
-                return [], [], [Reject(file, reader.line_num, None, "duplicate_column",
-                                       f"column(s) {', '.join(map(repr, twice))} appear more than once in the "
-                                       "header; rename one", text)]
-            continue
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != len(header):
-            rejects.append(Reject(file, reader.line_num, None, "csv_field_count",
-                                  f"{len(row)} fields, header has {len(header)}", ",".join(row)))
-            continue
-        out.append(json.dumps(dict(zip(header, row, strict=True)), ensure_ascii=False))
-        line_nos.append(reader.line_num)
-    return out, line_nos, rejects
-
-
 @dataclass
-class _Write:
-    """What one changed file will write, decided before the write window opens."""
+class _Read:
+    """A file read whole, before its identity is resolved."""
 
-    state: dict[str, Any]
-    status: str  # ingested | appended | rejected
-    table: pa.Table | None = None  # JSON lines for the SQL stage
-    full: bool = True  # the file's stored rows and rejects go first (a first or whole re-read)
-    rejects: list[Reject] = field(default_factory=list)  # refused before SQL (whole file, encoding, CSV, notes)
-    entries: list[Entry] | None = None  # notes and LoCoMo: parsed here, unchanged ids kept
+    path: str
+    fmt: str
+    got: FileBytes
+    content: bytes  # what is parsed: the file's bytes, decompressed for a `.gz`
+    prev: dict[str, Any] | None
+    ident: dict[str, Any] | None = None  # the stored state of the content this is, when known
 
     @property
-    def path(self) -> str:
-        return str(self.state["path"])
+    def line_format(self) -> bool:
+        return self.fmt in ("jsonl", "csv")
+
+
+def _absolute(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: kept as named, refused with its reason when read
+        return path.absolute()
 
 
 class FileIngestor:
@@ -107,211 +63,155 @@ class FileIngestor:
 
     `ingest_many` reads a batch of files and writes all of them in ONE window (one transaction, one SQL
     scan of all their lines): thousands of small files cost a handful of commits, not one each, while every
-    file keeps its own state row (content hash, offsets), its rejects with file and line, and its result.
+    file keeps its own state row (identity, offsets), its rejects with file and line, and its result.
     """
 
-    def __init__(self, settings: Settings, project: str | None = None) -> None:
+    def __init__(self, settings: Settings, project: str | None = None, run_id: str | None = None) -> None:
         self.settings = settings
         self.project = project
+        self.run_id = run_id
         self._redact = Redactor.build(settings.redact_extra_patterns).redact  # project ids (one gate at ingest)
 
-    def ingest(self, path: Path, *, force: bool = False) -> FileResult:
+    def ingest(self, path: Path, *, force: bool = False, replace: bool = False) -> FileResult:
         """Read `path` if it changed since last time (or always, with `force`: re-read whole)."""
-        return self.ingest_many([path], force=force)[0]
+        return self.ingest_many([path], force=force, replace=replace)[0]
 
-    def ingest_many(self, paths: Sequence[Path], *, force: bool = False) -> list[FileResult]:
+    def ingest_many(self, paths: Sequence[Path], *, force: bool = False, replace: bool = False) -> list[FileResult]:
         """Read each of `paths` that changed (all, with `force`) and write them together; results in order.
 
-        A kill -9 at any point leaves the batch wholly written or not at all (one transaction), so a rerun
-        reads again exactly the files the killed run did not commit."""
-        resolved = list(dict.fromkeys(p.resolve() for p in paths))
-        keys = [str(p) for p in resolved]
-        prev: dict[str, dict[str, Any]] = {}
-        if not force:
-            with connect(self.settings) as conn:
-                prev = raw_logs.file_states(conn, keys)
+        `replace`: the rows read from these paths before are superseded and the files read again whole.
+        A kill -9 at any point leaves a write window wholly written or not at all (one transaction), so a rerun
+        reads again exactly the files the killed run did not commit. Two paths holding the same content are
+        written in consecutive windows, so the second reads on from where the first stopped."""
+        keys = [str(_absolute(p)) for p in paths]
+        pending = list(dict.fromkeys(keys))
         results: dict[str, FileResult] = {}
-        writes: list[_Write] = []
-        for path in resolved:
-            planned = self._plan(path, prev.get(str(path)))
-            if isinstance(planned, FileResult):
-                results[planned.path] = planned
-            else:
-                writes.append(planned)
-        results.update(self._write(writes))
-        return [results[str(p.resolve())] for p in paths]
+        while pending:
+            writes, deferred = self._plan_round(pending, force, replace)
+            results.update({w.path: w.result for w in writes if w.result is not None})
+            results.update(write_batch(self.settings, self._redact, [w for w in writes if w.result is None],
+                                       self.run_id))
+            pending = deferred
+        return [results[k] for k in keys]
 
-    def _plan(self, path: Path, prev: dict[str, Any] | None) -> _Write | FileResult:
-        key, fmt = str(path), detect_format(path)
-        stat = path.stat()
-        settled = time.time() - stat.st_mtime > self.settings.ingest_settle_s
-        if prev and self._unchanged(prev, path, stat.st_size, stat.st_mtime_ns, settled):
-            return FileResult(key, fmt, "unchanged")
-        data = path.read_bytes()
-        state = {"path": key, "project_id": self.project, "format": fmt, "size": len(data),
-                 "mtime_ns": stat.st_mtime_ns, "parsed_bytes": len(data), "parsed_lines": 0,
-                 "prefix_sha256": "", "entries": 0, "rejects": 0, "content_sha256": fingerprint(data)}
-        compressed = gzipped(path)  # sizes and fingerprints above are the file's; what is parsed is its content
-        data, whole_file_reject = _gunzip(key, data) if compressed else (data, None)
-        whole_file_reject = whole_file_reject or self._whole_file_reject(key, fmt, data)
-        if whole_file_reject:
-            state.update(prefix_sha256=_sha256(b""))
-            return _Write(state, "rejected", rejects=[whole_file_reject])
-        encoding = sniff_encoding(data[:4])
-        if fmt == "jsonl" and encoding == "utf-8" and not compressed:  # a .gz is re-read whole, never appended
-            return self._plan_lines(state, data, prev, settled)
-        binary: list[Reject] = []
-        # A whole-file format is re-read whole: its state keeps the hash of the bytes read (not of its size).
-        state["prefix_sha256"] = _sha256(data)
-        if encoding == "utf-8":
-            data, binary = blank_binary_lines(data, source_file=key)  # refused per line, kept whole
-        text = data.decode(encoding)  # other encodings were checked by _whole_file_reject
-        if fmt == "jsonl":
-            lines = text.split("\n")
-            state.update(parsed_lines=len(lines))
-            return _Write(state, "ingested", ingest_sql.lines_table(lines, range(1, len(lines) + 1)),
-                          rejects=binary)
-        if fmt == "csv":
-            lines, line_nos, rejects = _csv_to_json_lines(text, key)
-            state.update(parsed_lines=len(lines))
-            return _Write(state, "ingested", ingest_sql.lines_table(lines, line_nos), rejects=binary + rejects)
-        return self._plan_structured(state, path, fmt, text, binary)
+    # --- planning ---------------------------------------------------------------------------
+    def _plan_round(self, keys: list[str], force: bool, replace: bool) -> tuple[list[Write], list[str]]:
+        with connect(self.settings) as conn:
+            prev = raw_logs.file_states(conn, keys)
+        writes: list[Write] = []
+        reads: list[_Read] = []
+        for key in keys:
+            got = self._read(key, prev.get(key), force or replace)
+            (reads if isinstance(got, _Read) else writes).append(got)
+        self._resolve(reads)
+        claimed: set[str] = set()
+        deferred: list[str] = []
+        for read in reads:
+            write = self._decide(read, force, replace)
+            if write.file_id and write.file_id in claimed:
+                deferred.append(read.path)  # the same content twice in one window: the second reads on after
+                continue
+            if write.file_id:
+                claimed.add(write.file_id)
+            writes.append(write)
+        return writes, deferred
 
-    @staticmethod
-    def _unchanged(prev: dict, path: Path, size: int, mtime_ns: int, settled: bool) -> bool:
+    def _read(self, key: str, prev: dict[str, Any] | None, again: bool) -> _Read | Write:
+        if prev and not again:
+            try:
+                st = os.stat(key)
+            except OSError:
+                st = None  # read_file names the reason
+            if st and stat_mod.S_ISREG(st.st_mode) and self._unchanged(prev, key, st.st_size, st.st_mtime_ns):
+                return Write.done(FileResult(key, prev["format"], "unchanged"))
+        got = read_file(key)
+        if isinstance(got, Reject):  # nothing stored is touched: the file may come back
+            return Write.refused(key, prev["format"] if prev else "unknown", got)
+        path = Path(key)
+        fmt = detect_format(path)
+        content, refusal = plan_text(key, fmt, got.data, gzipped(path))
+        if refusal:
+            state = self._state(key, fmt, got, b"", None, None)
+            state["parsed_bytes"] = got.size  # nothing left to read until it changes
+            return Write(state, "rejected", rejects=[refusal], clear_rejects=True)
+        return _Read(key, fmt, got, content, prev)
+
+    def _unchanged(self, prev: dict, key: str, size: int, mtime_ns: int) -> bool:
         """Same size, mtime and content fingerprint — and no unterminated tail left to judge now it has settled."""
         if prev["size"] != size or prev["mtime_ns"] != mtime_ns:
             return False
-        if prev["parsed_bytes"] < size and settled:
+        settled = time.time() - mtime_ns / 1e9 > self.settings.ingest_settle_s
+        if prev["parsed_bytes"] < size and settled and not key.lower().endswith(".gz"):
             return False  # a tail left "for its writer", who never came back: judge it now
-        return prev.get("content_sha256") == file_fingerprint(path, size)
+        return prev.get("content_sha256") == file_fingerprint(Path(key), size)
 
-    # --- whole-file verdicts ----------------------------------------------------------------
-    def _whole_file_reject(self, key: str, fmt: str, data: bytes) -> Reject | None:
-        if fmt == "unsupported":
-            return Reject(key, None, None, "unsupported_format", "not .jsonl/.ndjson/.csv/.json or a daily note",
-                          escape(data, 4096))
-        if not data.strip():
-            return Reject(key, None, None, "empty_file", f"{len(data)} bytes of nothing", escape(data))
-        if mostly_binary(data):
-            return Reject(key, None, None, "binary_file", "NUL bytes on most lines: not a text file", escape(data))
-        if fmt != "jsonl" or sniff_encoding(data[:4]) != "utf-8":
-            try:
-                data.decode(sniff_encoding(data[:4]))
-            except UnicodeDecodeError as exc:
-                return Reject(key, None, None, "invalid_encoding", str(exc), escape(data))
-        return None
-
-    # --- JSONL: append-aware -----------------------------------------------------------------
-    def _plan_lines(self, state: dict, data: bytes, prev: dict | None, settled: bool) -> _Write:
-        start, first_line = 0, 1
-        resumed = bool(
-            prev and prev["format"] == "jsonl" and len(data) >= prev["parsed_bytes"]
-            and _sha256(data[: prev["parsed_bytes"]]) == prev["prefix_sha256"]
-        )
-        if resumed:
-            start, first_line = prev["parsed_bytes"], prev["parsed_lines"] + 1
-            if data[start : start + 1] == b"\n":  # the newline ending a last line read before
-                start += 1
-        chunk = data[start:]
-        end = len(chunk)
-        if chunk and not chunk.endswith(b"\n") and not settled:
-            tail_start = chunk.rfind(b"\n") + 1
-            if not _is_json(chunk[tail_start:].decode("utf-8", "replace")):
-                end = tail_start  # a writer may be mid-line: leave the tail for the next run
-        body = chunk[:end]
-        n_lines = body.count(b"\n") + (0 if body.endswith(b"\n") or not body else 1)
-        # The prefix hash (a full read of the file) runs beside the SQL stage: hashlib releases the GIL.
-        # Small files are hashed here: a thread per file would cost more than the hash.
-        prefix = memoryview(data)[: start + end]
-        state.update(parsed_bytes=start + end, parsed_lines=first_line - 1 + n_lines,
-                     prefix_sha256=_sha256_in_background(prefix) if len(prefix) > _HASH_THREAD_BYTES
-                     else _sha256(prefix))
-        status = "appended" if resumed else "ingested"
-        if b"\x00" not in body:
-            buffer, offsets = split_lines(body)
-            try:
-                table = ingest_sql.buffer_table(buffer, offsets, first_line)
-            except pa.ArrowInvalid:
-                pass  # not UTF-8 somewhere: the per-line path below finds the lines and refuses them
+    def _resolve(self, reads: list[_Read]) -> None:
+        """Each read's identity: the content its path held (if it still starts with it), else a known file whose
+        head it starts with (looked up for the whole round in one query)."""
+        unknown: list[tuple[_Read, list[Head]]] = []
+        self._taken: set[str] = set()
+        for read in reads:
+            if not read.line_format:
+                continue
+            prev = read.prev
+            if prev and prev.get("file_id") and _same_content(prev, read.fmt, read.content):
+                read.ident = prev
             else:
-                return _Write(state, status, table, full=not resumed)
-        text, rejects = decode_lines(body, source_file=state["path"], first_line_no=first_line)
-        lines = text.split("\n")[:n_lines]
-        table = ingest_sql.lines_table(lines, range(first_line, first_line + len(lines)))
-        return _Write(state, status, table, full=not resumed, rejects=rejects)
+                unknown.append((read, candidate_heads(read.content, skip_first_line=read.fmt == "csv")))
+        if not unknown:
+            return
+        with connect(self.settings) as conn:
+            found = ingest_history.known_heads(conn, [(h.length, h.sha256) for _, heads in unknown for h in heads])
+            self._taken = ingest_history.taken_ids(conn, [r.path for r, _ in unknown])
+        for read, heads in unknown:
+            # The longest head known: the most specific match.
+            match = next((found[(h.length, h.sha256)] for h in reversed(heads) if (h.length, h.sha256) in found), None)
+            read.ident = match
 
-    # --- notes and LoCoMo: re-read whole, keep unchanged ids ---------------------------------
-    def _plan_structured(self, state: dict, path: Path, fmt: str, text: str, binary: list[Reject]) -> _Write:
-        s = self.settings
-        if fmt == "note":
-            project = self.project or s.notes_project
-            entries, rejects = note_entries(path, text, project, s.tz_for(project), s.max_line_bytes)
-        else:
-            tz = s.tz_for(self.project) if self.project else s.tz_for("")
-            entries, rejects = locomo_entries(path, text, self.project, tz)
-        state.update(parsed_lines=text.count("\n") + 1)
-        return _Write(state, "ingested", full=False, rejects=binary + rejects, entries=entries)
+    def _decide(self, read: _Read, force: bool, replace: bool) -> Write:
+        """What one read file writes: new lines of known content, a re-read, or new content."""
+        ident, key = read.ident, read.path
+        head = head_of(read.content)
+        if not read.line_format:  # notes and LoCoMo: known by path, re-read whole, unchanged ids kept
+            state = self._state(key, read.fmt, read.got, read.content, key, head)
+            return plan_lines(self.settings, self.project, state, read.content, None, Path(key), "reread", replace)
+        if ident is not None:
+            pb = ident["parsed_bytes"]
+            extends = len(read.content) >= pb and _sha256(read.content[:pb]) == ident["prefix_sha256"]
+            other = ident["path"] != key
+            state = self._state(key, read.fmt, read.got, read.content, ident["file_id"], head)
+            if extends and not (force or replace):
+                write = plan_lines(self.settings, self.project, state, read.content, ident, Path(key), "resumed")
+                if other:
+                    write.same_as = ident["path"]
+                    write.status = "known"
+                return write
+            if not other or force or replace:  # the same content edited in place, or re-read on request
+                return plan_lines(self.settings, self.project, state, read.content, None, Path(key), "reread",
+                                  replace)
+        file_id = identity_for(key, head, self._taken)
+        state = self._state(key, read.fmt, read.got, read.content, file_id, head)
+        write = plan_lines(self.settings, self.project, state, read.content, None, Path(key), "fresh", replace)
+        prev_id = (read.prev or {}).get("file_id")
+        write.prev_id = prev_id if prev_id and prev_id != file_id else None
+        write.clear_rejects = True
+        return write
 
-    # --- the one write window of a batch -----------------------------------------------------
-    def _write(self, writes: list[_Write]) -> dict[str, FileResult]:
-        if not writes:
-            return {}
-        s = self.settings
-        paths = [w.path for w in writes]
-        lines = [w for w in writes if w.table is not None]
-        structured = [w for w in writes if w.entries is not None]
-        guard = [k for p in paths for k in raw_logs.ingest_guard(p)]
-        # A lake commit conflict re-runs the whole window; the guard keeps two workers off one file.
-        for attempt in transactions(s, guard=guard):
-            with attempt as conn:
-                before = raw_logs.count_files(conn, paths)
-                raw_logs.forget_files(conn, [w.path for w in writes if w.full])
-                removed = raw_logs.remove_entries_not_in(
-                    conn, {w.path: [e.entry_id for e in w.entries or ()] for w in structured})
-                raw_logs.clear_rejects(conn, [w.path for w in structured])
-                raw_logs.insert_entries(conn, [e for w in structured for e in w.entries or ()])
-                refused = ingest_sql.store_lines(
-                    conn, ingest_sql.batch_table([(w.path, w.state["format"], w.table) for w in lines
-                                                  if w.table is not None]),
-                    resumed=[w.path for w in lines if not w.full], default_project=self.project,
-                    default_tz=s.timezone, project_tz=s.project_timezones, column_map=s.column_map,
-                    max_line_bytes=s.max_line_bytes,
-                ) if lines else {}
-                raw_logs.redact_project_ids(conn, paths, self._redact)
-                raw_logs.insert_rejects(conn, [r for w in writes for r in w.rejects])
-                after = raw_logs.count_files(conn, paths)
-                for w in writes:
-                    w.state["entries"], w.state["rejects"] = after.get(w.path, (0, 0))
-                    if isinstance(w.state["prefix_sha256"], Future):
-                        w.state["prefix_sha256"] = w.state["prefix_sha256"].result()
-                raw_logs.save_file_states(conn, [w.state for w in writes])
-        results: dict[str, FileResult] = {}
-        for w in writes:
-            counts = dict(refused.get(w.path, {}))
-            for r in w.rejects:
-                counts[r.reason] = counts.get(r.reason, 0) + 1
-            rows_before, rows_after = before.get(w.path, (0, 0))[0], w.state["entries"]
-            if w.entries is not None:  # kept ids stay; the rows not in the new version went
-                gone = removed.get(w.path, 0)
-                added, lost = rows_after - (rows_before - gone), gone
-            else:
-                added, lost = max(0, rows_after - rows_before), max(0, rows_before - rows_after)
-            results[w.path] = FileResult(w.path, w.state["format"], w.status, added, lost, counts)
-        return results
+    def _state(self, key: str, fmt: str, got: FileBytes, content: bytes, file_id: str | None,
+               head: Head | None) -> dict[str, Any]:
+        return {"path": key, "project_id": self.project, "format": fmt, "size": got.size,
+                "mtime_ns": got.mtime_ns, "parsed_bytes": 0, "parsed_lines": 0, "prefix_sha256": _sha256(b""),
+                "entries": 0, "rejects": 0, "content_sha256": fingerprint(got.data), "file_id": file_id,
+                "head_len": head.length if head else None, "head_sha256": head.sha256 if head else None,
+                "duplicates": 0, "note": ("still being written: read what was there; the rest next run"
+                                          if got.growing else None)}
 
 
-def _gunzip(key: str, data: bytes) -> tuple[bytes, Reject | None]:
-    """The content of a gzip file, or a whole-file reject saying why it cannot be read."""
-    try:
-        return gzip.decompress(data), None
-    except (OSError, EOFError, zlib.error) as exc:
-        return b"", Reject(key, None, None, "invalid_gzip", f"not a readable gzip file: {exc}", escape(data, 4096))
+def _same_content(prev: dict[str, Any], fmt: str, content: bytes) -> bool:
+    """Whether the path still holds the content it held when last read (its head is still there)."""
+    if prev.get("head_len") is not None:
+        return Head(prev["head_len"], prev["head_sha256"]).matches(content)
+    # Read before heads were kept: the same content if the part read then is still its start.
+    pb = prev["parsed_bytes"]
+    return prev["format"] == fmt and len(content) >= pb and _sha256(content[:pb]) == prev["prefix_sha256"]
 
-
-def _is_json(line: str) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True

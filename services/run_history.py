@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import psutil
 from chronicle.storage import pipeline_runs as runs
+from chronicle.storage import run_journal
 from chronicle.storage.db import connect, write
 
 from chronicle.run_rows import RunRow, crashed, orphaned
@@ -69,6 +70,10 @@ def still_working(conn: Any, flow_run_ids: list[str]) -> set[str]:
 def list_runs(settings: Settings, limit: int = 20, flow: str | None = None) -> list[RunRow]:
     """Newest runs first, every state; a RUNNING row whose process is gone is marked CRASHED here and now."""
     host = socket.gethostname()
+    journaled = run_journal.pending(settings.db_path)
+    if journaled:  # runs that failed because the database was held: recorded now it is free
+        write(settings, lambda conn: run_journal.flush(conn, journaled))
+        run_journal.clear(settings.db_path, journaled)
     with connect(settings, read_only=True) as conn:
         rows = runs.recent_runs(conn, limit, flow)
     dead = {r.flow_run_id for r in orphaned(rows, host, process_alive)}

@@ -17,7 +17,9 @@ from typing import Any
 from chronicle.services.lineage import LINEAGE_HOOKS
 from chronicle.services.run_history import reap, this_process
 from chronicle.storage import pipeline_runs as runs
+from chronicle.storage import run_journal
 from chronicle.storage.db import tag_commits, write
+from chronicle.storage.files import DatabaseBusyError
 from chronicle.storage.snapshot import publish_snapshot
 from prefect.runtime import flow_run
 
@@ -76,15 +78,23 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
     storage_log = logging.getLogger("chronicle.storage")
     storage_log.addHandler(handler)
 
+    journaled = run_journal.pending(settings.db_path)
+
     def started(conn: Any) -> None:
         reap(conn, me.host)  # rows of processes that were killed: CRASHED, at the next start of any flow
+        run_journal.flush(conn, journaled)  # runs that failed because the database was held
         runs.run_started(conn, run_id, flow_name, shown)
         runs.set_process(conn, run_id, flow_run.get_name(), me.host, me.pid, me.started)
 
     # Every lake commit of this run records its flow_run_id (DuckLake snapshots -> runs, for time travel).
     try:
         with tag_commits(flow_run_id=run_id, flow=flow_name):
-            write(settings, started)
+            try:
+                write(settings, started)
+            except DatabaseBusyError as exc:  # recorded beside the database, listed by `chronicle runs`
+                run_journal.journal_run(settings.db_path, run_id, flow_name, shown, "FAILED", redactor.redact(str(exc)))
+                raise
+            run_journal.clear(settings.db_path, journaled)
             try:
                 yield counts
             except BaseException as exc:
@@ -110,9 +120,14 @@ def record_unfinished(flow: Any, run: Any, state: Any) -> None:
     redactor = Redactor.build(settings.redact_extra_patterns)
     shown = redact_value(dict(run.parameters or {}), redactor)
     message = redactor.redact(state.message or "") or None
-    write(settings, lambda conn: runs.record_unfinished(conn, str(run.id), flow.name, run.name,
-                                                         shown, final, message),
-          guard=[f"pipeline_run:{run.id}"])
+    if any(r["flow_run_id"] == str(run.id) for r in run_journal.pending(settings.db_path)):
+        return  # its body found the database held and recorded it beside it: do not wait a second time
+    try:
+        write(settings, lambda conn: runs.record_unfinished(conn, str(run.id), flow.name, run.name,
+                                                             shown, final, message),
+              guard=[f"pipeline_run:{run.id}"])
+    except DatabaseBusyError:  # the database is what failed: the row waits beside it for the next writer
+        run_journal.journal_run(settings.db_path, str(run.id), flow.name, shown, final, message)
 
 
 def refused(exc: Exception, *, said: str = "refused") -> Any:

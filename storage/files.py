@@ -47,6 +47,21 @@ def _holder(exc: Exception) -> str:
     return match.group(1) if match else "another process"
 
 
+def _lock_holder(path: Path) -> str:
+    """` (PID n: command)` of the process holding `<db>.lock`, when this machine can tell (Linux /proc/locks)."""
+    try:
+        inode = (path.parent / (path.name + ".lock")).stat().st_ino
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 5 and fields[5].rsplit(":", 1)[-1] == str(inode):
+                pid = fields[4]
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                return f" (held by PID {pid}: {cmd.strip()[:120]})"
+    except OSError:
+        pass
+    return ""
+
+
 def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnection:
     attempt, waited_since = 0, None
     while True:
@@ -65,8 +80,9 @@ def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnec
             attempt += 1
             if time.monotonic() > deadline:
                 raise DatabaseBusyError(
-                    f"{path} is held by {_holder(exc)} (e.g. an open duckdb shell) and was not released "
-                    f"in time; close it, or query the snapshot instead. Last error: {exc}"
+                    f"{path} is held by {_holder(exc)} (an open duckdb shell?) and was not released within the "
+                    "lock timeout (CHRONICLE_DB_LOCK_TIMEOUT_S): close that process or wait for it, then run the "
+                    "command again (analysts can query the snapshot instead); this run is listed by `chronicle runs`"
                 ) from exc
             if waited_since is None:
                 waited_since = time.monotonic()
@@ -88,7 +104,10 @@ def connect_file(settings: Settings, read_only: bool) -> Iterator[duckdb.DuckDBP
             try:
                 lock.acquire(timeout=settings.db_lock_timeout_s)
             except Timeout as exc:
-                raise DatabaseBusyError(f"another Chronicle process kept {path}.lock for {exc}") from exc
+                raise DatabaseBusyError(
+                    f"another Chronicle process kept {path}.lock past the lock timeout (CHRONICLE_DB_LOCK_TIMEOUT_S)"
+                    f"{_lock_holder(path)}: wait for it to finish (`chronicle runs` shows what runs), then run the "
+                    "command again; this run is listed by `chronicle runs`") from exc
         try:
             deadline = time.monotonic() + settings.db_lock_timeout_s
             conn = _open(path, read_only and path.exists(), deadline)

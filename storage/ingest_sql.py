@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute
+from chronicle.storage.ingest_history import CONTENT_KEY_SQL
 
 from chronicle.ingest.zones import (
     AMBIGUOUS_ABBREVIATIONS,
@@ -134,11 +136,16 @@ def _zone_sql() -> tuple[str, str, str, str, str]:
 
 
 
+SOURCE_IDS = ("id", "event_id")
+"""Keys holding the source's own id of an entry: part of its identity across files (`content_key`)."""
+_KEY = CONTENT_KEY_SQL.format(p="", sid="coalesce(sid_a, sid_b)")
+
+
 def _fields(column_map: dict[str, str]) -> tuple[str, dict[str, str], str]:
     """(JSON path list literal, field name -> expression over `v`, metadata patch literal)."""
     paths: list[str] = []
     fields: dict[str, str] = {}
-    for name in CANONICAL:
+    for name in (*CANONICAL, *SOURCE_IDS):
         keys = [src for src, dst in column_map.items() if dst == name] + [name]
         idx = []
         for key in keys:
@@ -146,7 +153,7 @@ def _fields(column_map: dict[str, str]) -> tuple[str, dict[str, str], str]:
             idx.append(f"v[{len(paths)}]")
         fields[name] = f"coalesce({', '.join(idx)})"
     path_list = "[" + ", ".join(_lit(p) for p in paths) + "]"
-    used = sorted({*CANONICAL, *column_map})
+    used = sorted({*CANONICAL, *column_map} - set(SOURCE_IDS))
     return path_list, fields, _lit(json.dumps(dict.fromkeys(used)))
 
 
@@ -161,6 +168,7 @@ def _placed_ctes(column_map: dict[str, str], project_tz: dict[str, str], parsed:
     return f"""{parsed},
 f AS (
   SELECT *,
+    {fields["id"]} AS sid_a, {fields["event_id"]} AS sid_b,
     nullif(trim(coalesce({fields["project_id"]}, $default_project)), '') AS project_id,
     nullif(trim({fields["ts"]}), '') AS ts_text,
     nullif(trim({fields["actor"]}), '') AS actor,
@@ -190,35 +198,36 @@ def good_lines_sql(column_map: dict[str, str], project_tz: dict[str, str], strip
     """
     path_list, _, patch = _fields(column_map)
     # `keys`: a duplicate key is refused, not resolved (DuckDB would keep the first value, CSV the last).
-    parsed = f"""WITH e AS (SELECT source_file, source, line_no, byte_offset, raw,
+    parsed = f"""WITH e AS (SELECT file_id, source_file, source, line_no, byte_offset, raw,
         try(json_extract_string(raw, {path_list})) AS v, try(json_keys(raw)) AS keys
-      FROM (SELECT source_file, source, line_no, byte_offset, {_raw(strip_cr)} AS raw FROM src)
+      FROM (SELECT file_id, source_file, source, line_no, byte_offset, {_raw(strip_cr)} AS raw FROM src)
       WHERE strlen(raw) <= $max_bytes)"""
     ctes = _placed_ctes(column_map, project_tz, parsed)
     return f"""
 INSERT INTO raw_logs (entry_id, project_id, source, source_file, line_no, byte_offset, ts,
-    local_date, iso_year, iso_week, week_number, actor, type, content, metadata, ingested_at)
-SELECT entry_id, project_id, source, source_file, line_no, byte_offset, make_timestamp(epoch_us(ts_tz)),
-    CAST(local_ts AS DATE), isoyear(local_ts), week(local_ts), isoyear(local_ts) * 100 + week(local_ts),
-    actor, type, content, metadata, $ingested_at
+    local_date, iso_year, iso_week, week_number, actor, type, content, metadata, ingested_at, file_id, content_key)
+SELECT entry_id, project_id, source, source_file, line_no, byte_offset, ts, CAST(local_ts AS DATE), isoyear(local_ts),
+    week(local_ts), isoyear(local_ts) * 100 + week(local_ts), actor, type, content, metadata, $ingested_at, file_id,
+    {_KEY}
 FROM ({ctes}
-  SELECT *, substr(md5(source_file || chr(31) || line_no::VARCHAR || chr(31) || raw), 1, 24) AS entry_id,
+  SELECT *, substr(md5(file_id || chr(31) || line_no::VARCHAR || chr(31) || raw), 1, 24) AS entry_id,
+    make_timestamp(epoch_us(ts_tz)) AS ts,
     timezone(tz, ts_tz) AS local_ts, json_merge_patch(raw, {patch}) AS metadata
   FROM t
   WHERE project_id IS NOT NULL AND ts_tz IS NOT NULL AND dst IS NULL AND len(keys) = list_unique(keys)
     AND ts_tz <= $now + INTERVAL 2 DAY AND ts_tz >= TIMESTAMPTZ '1970-01-01 00:00:00+00'
     AND content IS NOT NULL AND trim(content) <> '')""" + ("" if fresh else """
 WHERE entry_id NOT IN (SELECT entry_id FROM raw_logs
-                       WHERE source_file IN (SELECT unnest($resumed)) AND line_no >= $first_line)""")
+                       WHERE file_id IN (SELECT unnest($resumed)) AND line_no >= $first_line)""")
 
 
 def refused_lines_sql(column_map: dict[str, str], project_tz: dict[str, str], strip_cr: bool) -> str:
     """The non-blank lines of `src` not in `raw_logs` after pass 1, each with its reason (pass 2)."""
     path_list, _, _ = _fields(column_map)
-    parsed = f"""WITH s AS (SELECT src.source_file, src.line_no, src.byte_offset, {_raw(strip_cr)} AS raw FROM src
-        ANTI JOIN (SELECT source_file, line_no FROM raw_logs
-                   WHERE source_file IN (SELECT unnest($files)) AND line_no BETWEEN $first_line AND $last_line) stored
-        ON src.source_file = stored.source_file AND src.line_no = stored.line_no),
+    parsed = f"""WITH s AS (SELECT src.file_id, src.source_file, src.line_no, src.byte_offset, {_raw(strip_cr)} AS raw
+        FROM src ANTI JOIN (SELECT file_id, line_no FROM raw_logs
+                   WHERE file_id IN (SELECT unnest($ids)) AND line_no BETWEEN $first_line AND $last_line) stored
+        ON src.file_id = stored.file_id AND src.line_no = stored.line_no),
 c AS (SELECT *, CASE WHEN strlen(raw) <= $max_bytes THEN try_cast(raw AS JSON) END AS j
       FROM s WHERE trim(raw) <> ''),
 e AS (SELECT *, CASE WHEN json_type(j) = 'OBJECT' THEN json_extract_string(j, {path_list}) END AS v,
@@ -279,25 +288,36 @@ def lines_table(lines: Sequence[str], line_nos: Sequence[int]) -> pa.Table:
                      "raw": pa.array(lines, pa.large_string())})
 
 
-def batch_table(parts: Sequence[tuple[str, str, pa.Table]]) -> pa.Table:
-    """The `src` table of a batch: the lines of every (file, format, table) with `source_file` and `source`.
+@dataclass(frozen=True)
+class LinePart:
+    """The lines of one file in a batch: the path they were read from, their content's identity, their format."""
+
+    source_file: str
+    file_id: str
+    source: str
+    table: pa.Table
+
+
+def batch_table(parts: Sequence[LinePart]) -> pa.Table:
+    """The `src` table of a batch: the lines of every part with `source_file`, `file_id` and `source`.
 
     The file and format are dictionary columns (4 bytes a line, not the path again on every line of a large
     file). Many small files are combined into record batches of `BATCH_ROWS`: thousands of one-row batches
     would cost DuckDB's scan more than the lines; one large file keeps its zero-copy chunks.
     """
-    parts = [p for p in parts if p[2].num_rows]
-    counts = np.array([t.num_rows for _, _, t in parts], dtype=np.int64)
-    files = pa.array([f for f, _, _ in parts], pa.string())
-    formats = sorted({fmt for _, fmt, _ in parts})
+    parts = [p for p in parts if p.table.num_rows]
+    counts = np.array([p.table.num_rows for p in parts], dtype=np.int64)
+    formats = sorted({p.source for p in parts})
     file_idx = np.repeat(np.arange(len(parts), dtype=np.int32), counts)
-    fmt_idx = np.repeat(np.array([formats.index(fmt) for _, fmt, _ in parts], dtype=np.int32), counts)
-    template = parts[0][2] if parts else lines_table([], [])
-    columns = {name: pa.chunked_array([c for _, _, t in parts for c in t.column(name).chunks],
+    fmt_idx = np.repeat(np.array([formats.index(p.source) for p in parts], dtype=np.int32), counts)
+    template = parts[0].table if parts else lines_table([], [])
+    columns = {name: pa.chunked_array([c for p in parts for c in p.table.column(name).chunks],
                                       template.schema.field(name).type) for name in ("line_no", "byte_offset", "raw")}
-    table = pa.table({"source_file": pa.DictionaryArray.from_arrays(file_idx, files),
-                      "source": pa.DictionaryArray.from_arrays(fmt_idx, pa.array(formats, pa.string())),
-                      **columns})
+    table = pa.table({
+        "source_file": pa.DictionaryArray.from_arrays(file_idx, pa.array([p.source_file for p in parts], pa.string())),
+        "file_id": pa.DictionaryArray.from_arrays(file_idx, pa.array([p.file_id for p in parts], pa.string())),
+        "source": pa.DictionaryArray.from_arrays(fmt_idx, pa.array(formats, pa.string())),
+        **columns})
     if len(parts) > 1:
         table = table.combine_chunks()
     return pa.Table.from_batches(table.to_batches(max_chunksize=BATCH_ROWS), table.schema)
@@ -313,11 +333,14 @@ def store_lines(
     project_tz: dict[str, str],
     column_map: dict[str, str],
     max_line_bytes: int,
+    now: datetime | None = None,
 ) -> dict[str, dict[str, int]]:
     """Lines of a `batch_table` into `raw_logs` and `rejects`; returns refused lines by file and reason.
 
-    Entry ids already stored for the files in `resumed` (read from an offset) are skipped (anti-join; the
-    other files have just had every row removed by the caller, or never had any), as are stored rejects:
+    `source_file` is the path a line was read from, `file_id` the identity of the content it belongs to (entry
+    ids, and the rows of a file, go by the identity). Entry ids already stored for the identities in `resumed`
+    are skipped (anti-join; the other files have just had every row moved aside by the caller, or never had
+    any), as are stored rejects:
     re-reads are idempotent. When every line was stored, pass 2 has nothing to judge and is not run. The
     caller's transaction makes the whole batch one change.
     """
@@ -325,7 +348,8 @@ def store_lines(
         return {}
     line_nos = table.column("line_no")
     files = table.column("source_file").chunk(0).dictionary.to_pylist()  # one dictionary for all chunks
-    now = datetime.now(UTC)
+    ids = table.column("file_id").chunk(0).dictionary.to_pylist()
+    now = (now or datetime.now(UTC).replace(tzinfo=None)).replace(tzinfo=UTC)
     strip_cr = bool(pa.compute.any(pa.compute.ends_with(table.column("raw"), "\r")).as_py())
     params: dict[str, object] = {"max_bytes": max_line_bytes, "default_project": default_project,
                                  "default_tz": default_tz, "now": now, "zones": zone_names(conn)}
@@ -346,7 +370,7 @@ def store_lines(
         if stored[0][0] == table.num_rows:
             return {}  # every line is in raw_logs: nothing refused, no blank line
         conn.execute(f"CREATE OR REPLACE TEMP TABLE refused AS {refused_lines_sql(column_map, project_tz, strip_cr)}",
-                     {**params, **first_line, "files": files, "last_line": pa.compute.max(line_nos).as_py()})
+                     {**params, **first_line, "ids": ids, "last_line": pa.compute.max(line_nos).as_py()})
     finally:
         _unregister(conn, "src")
     conn.execute(

@@ -14,8 +14,12 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+from chronicle.storage.ingest_history import CONTENT_KEY_SQL
 
 from chronicle.ingest.model import Entry, Reject
+
+KEY = CONTENT_KEY_SQL.format(p="", sid="coalesce(json_extract_string(metadata, '$.id'), "
+                                        "json_extract_string(metadata, '$.event_id'))")
 
 
 def _unregister(conn: duckdb.DuckDBPyConnection, *names: str) -> None:
@@ -29,12 +33,14 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry]) -> int:
-    """Insert parsed entries (notes, LoCoMo); existing ids are left alone. Returns rows added."""
+def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry], now: datetime | None = None) -> int:
+    """Insert parsed entries (notes, LoCoMo); existing ids are left alone. Returns rows added.
+
+    Their file identity is their path (a note is known by its name: the name holds its date)."""
     if not entries:
         return 0
     rows = [asdict(e) for e in entries]
-    now = _now()
+    now = now or _now()
     for row in rows:
         row["week_number"] = row["iso_year"] * 100 + row["iso_week"]
         row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False)
@@ -44,10 +50,12 @@ def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry]) ->
     conn.register("new_entries", table)
     try:
         conn.execute(
-            """INSERT INTO raw_logs (entry_id, project_id, source, source_file, line_no, byte_offset, ts,
-                 local_date, iso_year, iso_week, week_number, actor, type, content, metadata, ingested_at)
+            f"""INSERT INTO raw_logs (entry_id, project_id, source, source_file, line_no, byte_offset, ts,
+                 local_date, iso_year, iso_week, week_number, actor, type, content, metadata, ingested_at, file_id,
+                 content_key)
                SELECT entry_id, project_id, source, source_file, line_no, byte_offset, ts, local_date, iso_year,
-                 iso_week, week_number, actor, type, content, metadata::JSON, ingested_at FROM new_entries
+                 iso_week, week_number, actor, type, content, metadata::JSON, ingested_at, source_file,
+                 {KEY} FROM new_entries
                WHERE entry_id NOT IN (SELECT entry_id FROM raw_logs
                                       WHERE source_file IN (SELECT DISTINCT source_file FROM new_entries))"""
         )
@@ -58,40 +66,6 @@ def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry]) ->
 
 def _paths_table(conn: duckdb.DuckDBPyConnection, name: str, paths: Sequence[str]) -> None:
     conn.register(name, pa.table({"path": pa.array(list(paths), pa.string())}))
-
-
-def remove_entries_not_in(conn: duckdb.DuckDBPyConnection, keep: dict[str, Sequence[str]]) -> dict[str, int]:
-    """Rewritten files (path -> the entry ids their new version has): drop their rows no longer there.
-
-    Returns rows removed per file. One statement for a whole batch of files."""
-    if not keep:
-        return {}
-    conn.register("keep_ids", pa.table({
-        "source_file": pa.array([p for p, ids in keep.items() for _ in ids], pa.string()),
-        "entry_id": pa.array([i for ids in keep.values() for i in ids], pa.string()),
-    }))
-    _paths_table(conn, "keep_files", list(keep))
-    gone = """FROM raw_logs WHERE source_file IN (SELECT path FROM keep_files)
-              AND entry_id NOT IN (SELECT entry_id FROM keep_ids)"""
-    try:
-        removed = dict(conn.execute(f"SELECT source_file, count(*) {gone} GROUP BY 1").fetchall())
-        if removed:
-            conn.execute(f"DELETE {gone}")
-    finally:
-        _unregister(conn, "keep_ids", "keep_files")
-    return removed
-
-
-def forget_files(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> None:
-    """Remove every row and reject of files before they are re-read from the start (or rejected whole)."""
-    if not paths:
-        return
-    _paths_table(conn, "forget_paths", paths)
-    try:
-        conn.execute("DELETE FROM raw_logs WHERE source_file IN (SELECT path FROM forget_paths)")
-        conn.execute("DELETE FROM rejects WHERE source_file IN (SELECT path FROM forget_paths)")
-    finally:
-        _unregister(conn, "forget_paths")
 
 
 def clear_rejects(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> None:
@@ -151,9 +125,11 @@ def save_file_states(conn: duckdb.DuckDBPyConnection, states: Sequence[dict[str,
         return
     now = _now()
     columns = ("path", "project_id", "format", "size", "mtime_ns", "parsed_bytes", "parsed_lines",
-               "prefix_sha256", "entries", "rejects", "content_sha256")
+               "prefix_sha256", "entries", "rejects", "content_sha256", "file_id", "head_len", "head_sha256",
+               "duplicates", "note")
     types = (pa.string(), pa.string(), pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.int64(),
-             pa.string(), pa.int32(), pa.int32(), pa.string())
+             pa.string(), pa.int32(), pa.int32(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.int32(),
+             pa.string())
     conn.register("new_states", pa.table({c: pa.array([s.get(c) for s in states], t)
                                           for c, t in zip(columns, types, strict=True)}))
     try:
@@ -169,38 +145,47 @@ def ingest_guard(path: str) -> list[str]:
     return [f"ingest:{path}"]
 
 
-def redact_project_ids(conn: duckdb.DuckDBPyConnection, paths: Sequence[str], redact: Callable[[str], str]) -> int:
+def redact_project_ids(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str], redact: Callable[[str], str]) -> int:
     """The project ids of these files with any secret in them redacted (`ACME-ghp_….` -> `ACME-[REDACTED:api_key]`);
     returns how many ids changed. A project id travels into prompts, reports, run names, artifacts and CLI
     tables: ingest is the one gate it passes, so every later sink sees the redacted id. One query per batch."""
-    if not paths:
+    if not file_ids:
         return 0
-    _paths_table(conn, "redact_paths", paths)
+    _paths_table(conn, "redact_paths", file_ids)
     try:
         ids = [r[0] for r in conn.execute("SELECT DISTINCT project_id FROM raw_logs "
-                                          "WHERE source_file IN (SELECT path FROM redact_paths)").fetchall()]
+                                          "WHERE file_id IN (SELECT path FROM redact_paths)").fetchall()]
         changed = 0
         for project_id in ids:
             shown = redact(project_id)
             if shown != project_id:
                 conn.execute("UPDATE raw_logs SET project_id = ? WHERE project_id = ? "
-                             "AND source_file IN (SELECT path FROM redact_paths)", [shown, project_id])
+                             "AND file_id IN (SELECT path FROM redact_paths)", [shown, project_id])
                 changed += 1
     finally:
         _unregister(conn, "redact_paths")
     return changed
 
 
-def count_files(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
-    """(rows, rejects) currently stored for each of `paths` (files with neither are absent)."""
+def count_rows(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str]) -> dict[str, int]:
+    """Rows currently stored for each of the file identities `file_ids` (absent: none)."""
+    if not file_ids:
+        return {}
+    _paths_table(conn, "count_ids", file_ids)
+    try:
+        return dict(conn.execute("SELECT file_id, count(*) FROM raw_logs "
+                                 "WHERE file_id IN (SELECT path FROM count_ids) GROUP BY 1").fetchall())
+    finally:
+        _unregister(conn, "count_ids")
+
+
+def count_rejects(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, int]:
+    """Rejects currently stored for each of `paths` (absent: none)."""
     if not paths:
         return {}
     _paths_table(conn, "count_paths", paths)
     try:
-        rows = dict(conn.execute("SELECT source_file, count(*) FROM raw_logs "
+        return dict(conn.execute("SELECT source_file, count(*) FROM rejects "
                                  "WHERE source_file IN (SELECT path FROM count_paths) GROUP BY 1").fetchall())
-        rej = dict(conn.execute("SELECT source_file, count(*) FROM rejects "
-                                "WHERE source_file IN (SELECT path FROM count_paths) GROUP BY 1").fetchall())
     finally:
         _unregister(conn, "count_paths")
-    return {p: (rows.get(p, 0), rej.get(p, 0)) for p in {*rows, *rej}}

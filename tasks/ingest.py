@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from chronicle.services.ingest import FileIngestor
+from chronicle.services.run_tracking import current_flow_run_id
 from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -43,8 +44,9 @@ def ingest_task_name(parameters: dict[str, Any]) -> str:
 # batch, not per file: 10,000 small files show as a handful of task runs, each with a table of its files.
 @task(name="ingest-batch", task_run_name=ingest_task_name, cache_policy=NO_CACHE)
 def ingest_batch(settings: Settings, paths: list[str], project: str | None, force: bool = False,
-                 label: str = "") -> list[FileResult]:
-    results = FileIngestor(settings, project).ingest_many([Path(p) for p in paths], force=force)
+                 label: str = "", replace: bool = False) -> list[FileResult]:
+    ingestor = FileIngestor(settings, project, run_id=current_flow_run_id())
+    results = ingestor.ingest_many([Path(p) for p in paths], force=force, replace=replace)
     create_table_artifact(table=_outcome_rows(settings, results), key=None,
                           description=f"ingest {label}: one row per file ({len(results)} files)")
     return results
@@ -53,7 +55,10 @@ def ingest_batch(settings: Settings, paths: list[str], project: str | None, forc
 def _outcome_rows(settings: Settings, results: list[FileResult]) -> list[dict[str, Any]]:
     extra = tuple(settings.redact_extra_patterns)  # a file name may hold a phone number
     return [{"file": shown_path(r.path, extra), "format": r.format, "status": r.status, "added": r.entries_added,
-             "removed": r.entries_removed, "rejects": ", ".join(f"{k}: {v}" for k, v in sorted(r.rejects.items()))}
+             "removed": r.entries_removed, "rejects": ", ".join(f"{k}: {v}" for k, v in sorted(r.rejects.items())),
+             "duplicates": ", ".join(f"{shown_path(f, extra)}: {n}" for f, n in sorted(r.duplicates.items())),
+             "same as": shown_path(r.same_as, extra) if r.same_as else "",
+             "reason": redact_name(r.reason, extra) if r.reason else ""}
             for r in results]
 
 

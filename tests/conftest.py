@@ -86,6 +86,7 @@ END_TO_END = (
     "tests/ops/test_serve_follows_server.py",  # `chronicle serve` against a background server that is stopped
     "tests/desk/test_concurrent_saves.py",  # corrections saved by several processes, and during a backfill
     "tests/desk/test_browser.py",  # Chromium driven by Selenium against the desk served by uvicorn
+    "tests/integration/test_ingest_unreadable.py",  # drops to an unprivileged user in a child process
 )
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
+import stat
 import zlib
 from datetime import date
 from pathlib import Path
@@ -15,9 +17,26 @@ COMPRESSED_SUFFIXES = {".jsonl", ".ndjson", ".csv", ".json"}
 """Log formats also read gzip-compressed (`app.jsonl.gz`): decompressed whole, re-read whole when changed."""
 
 
+ROTATED = re.compile(r"(?:\.\d{1,4}|-\d{8}(?:\d{2})?|[.-]\d{4}-\d{2}-\d{2})$")
+"""What log rotation appends to a name: `.1` (numbered), `-20260302` or `.2026-03-02` (dateext)."""
+
+
+def log_name(path: Path) -> Path:
+    """The name a rotated or compressed log had as a log: `app.jsonl.1.gz` -> `app.jsonl` (`.gz` kept apart)."""
+    name = path.name[:-3] if path.name.lower().endswith(".gz") else path.name
+    unrotated = ROTATED.sub("", name)
+    if unrotated != name and Path(unrotated).suffix.lower() in COMPRESSED_SUFFIXES:
+        name = unrotated
+    return path.with_name(name)
+
+
 def gzipped(path: Path) -> bool:
-    """`x.jsonl.gz` and friends: a compressed log, read through gzip."""
-    return path.suffix.lower() == ".gz" and Path(path.stem).suffix.lower() in COMPRESSED_SUFFIXES
+    """`x.jsonl.gz` (and the rotated `x.jsonl.1.gz`): a compressed log, read through gzip."""
+    return path.suffix.lower() == ".gz" and log_name(path).suffix.lower() in COMPRESSED_SUFFIXES
+
+
+def _suffix(path: Path) -> str:
+    return log_name(path).suffix.lower()
 
 
 def _head(path: Path, size: int = 65536) -> bytes:
@@ -33,7 +52,7 @@ def _head(path: Path, size: int = 65536) -> bytes:
 
 def detect_format(path: Path) -> str:
     """`note`, `jsonl`, `csv`, `locomo`, or `unsupported` (a `.gz` log by the name inside: `a.jsonl.gz` is jsonl)."""
-    suffix = Path(path.stem).suffix.lower() if gzipped(path) else path.suffix.lower()
+    suffix = _suffix(path)
     if suffix == ".md":
         return "note" if NOTE_NAME.match(path.name) else "unsupported"
     if suffix in {".jsonl", ".ndjson"}:
@@ -69,28 +88,64 @@ def note_date(path: Path) -> date:
     return date(year, month, day)
 
 
+def _log_named(path: Path) -> bool:
+    return _suffix(path) in SUPPORTED_SUFFIXES or gzipped(path)
+
+
 def discover(paths: list[Path]) -> tuple[list[Path], list[Path]]:
     """(log files, other files) under `paths`, recursive and sorted; hidden folders are skipped.
 
     A file named explicitly is always a log file (an unsupported one is rejected with a reason);
     inside folders, files that are not logs (README.md, MEMORY.md, images, a `.json` file holding one JSON
-    document such as a ground truth) are listed as skipped.
+    document such as a ground truth) are listed as skipped. A path named like a log that is not a regular file
+    (a FIFO, socket, device, directory, broken link or symlink loop) is listed as a log file: reading it refuses
+    it with its reason, so it is named in the run instead of silently passed over. Symlinked folders are not
+    followed (a link back up the tree would loop).
     """
     found: set[Path] = set()
     skipped: set[Path] = set()
     for root in paths:
         root = root.expanduser()
-        if root.is_file():
-            found.add(root.resolve())
+        if not root.is_dir():
+            if not root.exists() and not root.is_symlink():
+                raise FileNotFoundError(f"no such file or folder: {root}")
+            found.add(_absolute(root))
             continue
-        if not root.exists():
-            raise FileNotFoundError(f"no such file or folder: {root}")
-        for p in root.rglob("*"):
-            rel = p.relative_to(root).parts
-            if not p.is_file() or any(part.startswith(".") for part in rel):
-                continue
-            if (p.suffix.lower() in SUPPORTED_SUFFIXES or gzipped(p)) and detect_format(p) != "unsupported":
-                found.add(p.resolve())
-            else:
-                skipped.add(p.resolve())
+        for folder, dirs, names in os.walk(root, followlinks=False):
+            here = Path(folder)
+            dirs[:] = [d for d in dirs if not d.startswith(".") and _walk_into(here / d, found)]
+            for name in names:
+                if name.startswith("."):
+                    continue
+                _sort_file(here / name, found, skipped)
     return sorted(found), sorted(skipped)
+
+
+def _walk_into(path: Path, found: set[Path]) -> bool:
+    """Whether to descend into a folder; a folder (or a link to one) named like a log is also listed, to be refused."""
+    if _log_named(path):
+        found.add(path.absolute())
+    return not path.is_symlink()
+
+
+def _sort_file(path: Path, found: set[Path], skipped: set[Path]) -> None:
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # a broken link or a symlink loop
+        (found if _log_named(path) else skipped).add(path.absolute())
+        return
+    if not stat.S_ISREG(mode):
+        if _log_named(path):
+            found.add(path.absolute())
+        return
+    if _log_named(path) and detect_format(path) != "unsupported":
+        found.add(_absolute(path))
+    else:
+        skipped.add(_absolute(path))
+
+
+def _absolute(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()

@@ -57,10 +57,18 @@ class FileResult:
 
     path: str
     format: str
-    status: str  # ingested | appended | unchanged | rejected
+    status: str  # ingested | appended | unchanged | known | rejected
     entries_added: int = 0
     entries_removed: int = 0
     rejects: dict[str, int] = field(default_factory=dict)
+    duplicates: dict[str, int] = field(default_factory=dict)
+    """Entries of this file another file already holds, by that file: stored once, counted once."""
+    same_as: str | None = None
+    """`known`: the file already read whose content this is (a rename, rotation, compressed rotation or copy)."""
+    superseded_weeks: list[int] = field(default_factory=list)
+    """Weeks whose rows a rewrite or `--replace` of this file superseded (their reports are now stale)."""
+    reason: str | None = None
+    """Why the file was refused whole, or a note on how it was read (`still being written`)."""
 
 
 @dataclass
@@ -75,6 +83,14 @@ class IngestSummary:
     skipped_files: int = 0
     skipped_documents: list[str] = field(default_factory=list)
     """`.json` files in the folders that hold one JSON document (a ground truth, a config), not log lines."""
+    duplicates: dict[str, dict[str, int]] = field(default_factory=dict)
+    """file -> {file it repeats: entries}: entries stored once although two files hold them."""
+    known: dict[str, str] = field(default_factory=dict)
+    """file -> the file already read whose content it is (renamed, rotated, compressed or copied)."""
+    refused_files: dict[str, str] = field(default_factory=dict)
+    """file -> why it could not be read at all (permission, vanished, not a regular file, encoding, ...)."""
+    notes: dict[str, str] = field(default_factory=dict)
+    superseded_weeks: list[int] = field(default_factory=list)
 
     def add(self, result: FileResult) -> None:
         self.files += 1
@@ -83,6 +99,17 @@ class IngestSummary:
         self.entries_removed += result.entries_removed
         for reason, n in result.rejects.items():
             self.rejects[reason] = self.rejects.get(reason, 0) + n
+        if result.duplicates:
+            self.duplicates[result.path] = dict(result.duplicates)
+        if result.same_as:
+            self.known[result.path] = result.same_as
+        if result.reason:
+            (self.refused_files if result.status == "rejected" else self.notes)[result.path] = result.reason
+        self.superseded_weeks = sorted({*self.superseded_weeks, *result.superseded_weeks})
+
+    @property
+    def duplicate_entries(self) -> int:
+        return sum(n for per_file in self.duplicates.values() for n in per_file.values())
 
     @property
     def readable(self) -> int:
@@ -107,7 +134,12 @@ class IngestSummary:
         if self.by_status.get("unchanged") == self.files:
             return f"nothing to do: all {self.files} file(s) unchanged since they were ingested"
         return (f"{self.files} file(s) {dict(sorted(self.by_status.items()))}: +{self.entries_added} entries"
-                + (f", -{self.entries_removed}" if self.entries_removed else "") + f", {refused} rejects")
+                + (f", {self.entries_removed} superseded (weeks {', '.join(map(str, self.superseded_weeks))} stale)"
+                   if self.entries_removed else "")
+                + (f", {self.duplicate_entries} duplicate(s) of entries in other files stored once"
+                   if self.duplicates else "")
+                + f", {refused} rejects"
+                + (f", {len(self.refused_files)} file(s) unreadable" if self.refused_files else ""))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
