@@ -160,14 +160,16 @@ def _t_cloud(rng: random.Random) -> tuple[str, list[tuple[str, str]]]:
 
 def _t_webhook(rng: random.Random) -> tuple[str, list[tuple[str, str]]]:
     host, secret = _webhook(rng)
-    form = rng.choice(["告警推送到 {u} 了", "notify: {u}", "curl -X POST '{u}' -d @msg.json", "机器人地址 {u}，测试通过"])
+    form = rng.choice(["告警推送到 {u} 了", "notify: {u}", "curl -X POST '{u}' -d @msg.json",
+                       "机器人地址 {u}，测试通过"])
     return _prefix(rng) + form.format(u=host + secret), [("webhook", secret)]
 
 
 def _t_otp(rng: random.Random) -> tuple[str, list[tuple[str, str]]]:
     code = _otp(rng)
     form = rng.choice([f"短信验证码 {code}，五分钟内有效", f"刚收到的验证码是：{code}", f"{code} 是登录验证码",
-                       f"your verification code: {code}", f"OTP for the portal {code}", f"验证码{rng.choice(_BREAKS)}{code}"])
+                       f"your verification code: {code}", f"OTP for the portal {code}",
+                       f"验证码{rng.choice(_BREAKS)}{code}"])
     return _prefix(rng) + form, [("pin", code)]
 
 
@@ -293,7 +295,7 @@ def _negative(rng: random.Random) -> str:
         "the password policy requires 12 characters", "请 CRC 重置 EDC 密码后通知 DM",
         "token budget exceeded, retry tomorrow", "密钥轮换流程见 SOP-07 第 3 节",
         f"visit window {rng.randint(1, 28)}/{rng.randint(1, 12)} - {rng.randint(1, 28)}/{rng.randint(1, 12)}",
-        f"PI 王主任 签字确认，CRC 小李 已录入", f"ECOG {rng.randint(0, 2)}，体重 {rng.randint(45, 90)} kg",
+        "PI 王主任 签字确认，CRC 小李 已录入", f"ECOG {rng.randint(0, 2)}，体重 {rng.randint(45, 90)} kg",
         "Remember to rotate the key before Friday", "验证码发不出来，已联系运维",
         f"request id 7f3a-{rng.randint(1000, 9999)} timed out after 30s",
         f"Caroline went to the LGBTQ support group on {rng.randint(1, 28)} May 2023",

@@ -304,6 +304,20 @@ class Settings(BaseSettings):
     a "needs review" marker, so a model reading the history knows not to trust them blindly) or `omit` (left
     out until `chronicle review accept` or `chronicle report edit`). Env CHRONICLE_CONTEXT_FLAGGED_WEEKS."""
 
+    # --- redact ---
+    pseudonymise_families: list[Literal["name", "resident_id", "phone", "passport", "address"]] = Field(
+        default_factory=lambda: ["name", "resident_id", "phone", "passport", "address"])
+    """Personal data of study subjects replaced in trial logs by a placeholder stable per project
+    (`[受试者姓名-1]`) before any LLM sees the week; the mapping stays in the `pseudonyms` table. Remove a family
+    to let its values through to the redactor (phones and resident ids are then `[REDACTED:…]`, names stay).
+    Env CHRONICLE_PSEUDONYMISE_FAMILIES (a JSON list)."""
+    redact_subject_id_pattern: str = r"[A-Z]{2,6}\d{2,4}(?:-\d{2,4}){1,3}"
+    """The project's subject ids (`XH201-01-003`): a declared-safe shape the fail-closed token rules never
+    hide. Env CHRONICLE_REDACT_SUBJECT_ID_PATTERN."""
+    redact_commit_hashes_safe: bool = True
+    """Hex runs of 7-12 or 40 characters are commit hashes, kept; set false where logs carry no commits and a
+    40-hex run is more likely a key. Env CHRONICLE_REDACT_COMMIT_HASHES_SAFE."""
+
     @classmethod
     def settings_customise_sources(
         cls,

@@ -35,15 +35,22 @@ _COPULA = re.compile(
 _CLAUSE_END = re.compile(r"[。；;！？\n，]|[.,!?](?=\s|$)")
 _VALUE_EN = re.compile(r"[\"'`“‘]?(?P<v>[^\s\"'`”’，。；、（）()]+)")
 _VALUE_ZH = re.compile(r"(?P<v>[\u4e00-\u9fff]{2,10})")
-_PREDICATE = frozenset("""required expired wrong incorrect invalid valid correct changed reset stored saved weak
-strong too not the a an in on at of for to by from being still same missing empty set updated rotated shared sent
-needed ok okay fine long short case sensitive here there below above attached unknown known different new old now
-also what how where which who when secure important mandatory optional locked unlocked disabled enabled revoked
-leaked compromised in-place masked hidden redacted blank none null unset random generated managed handled kept
-see out safe gone public private secret expiring valid until
-your my our their his her its this that these those it them you we they he she i me us one two three same""".split())
-_PRONOUNS = frozenset("这 那 这个 那个 它 这是 此 该 它们 this that it which what".split())
-_ZH_PROSE = re.compile(r"^(?:已|在|不|没|需要|要|被|会|可以|必须|由|空|请|联系|详见|参见|见|错|对|发送|收到|输入|忘|多少|什么|啥|哪|对的|错的|错误|正确|默认|空的|一样|必填"
+_PREDICATE = frozenset([
+    "required", "expired", "wrong", "incorrect", "invalid", "valid", "correct", "changed", "reset", "stored",
+    "saved", "weak", "strong", "too", "not", "the", "a", "an", "in", "on", "at", "of", "for", "to", "by", "from",
+    "being", "still", "same", "missing", "empty", "set", "updated", "rotated", "shared", "sent", "needed", "ok",
+    "okay", "fine", "long", "short", "case", "sensitive", "here", "there", "below", "above", "attached", "unknown",
+    "known", "different", "new", "old", "now", "also", "what", "how", "where", "which", "who", "when", "secure",
+    "important", "mandatory", "optional", "locked", "unlocked", "disabled", "enabled", "revoked", "leaked",
+    "compromised", "in-place", "masked", "hidden", "redacted", "blank", "none", "null", "unset", "random",
+    "generated", "managed", "handled", "kept", "see", "out", "safe", "gone", "public", "private", "secret",
+    "expiring", "valid", "until", "your", "my", "our", "their", "his", "her", "its", "this", "that", "these",
+    "those", "it", "them", "you", "we", "they", "he", "she", "i", "me", "us", "one", "two", "three", "same"
+])
+_PRONOUNS = frozenset(["这", "那", "这个", "那个", "它", "这是", "此", "该", "它们",
+                       "this", "that", "it", "which", "what"])
+_ZH_PROSE = re.compile(r"^(?:已|在|不|没|需要|要|被|会|可以|必须|由|空|请|联系|详见|参见|见|错|对|发送|收到|输入|忘"
+                       r"|多少|什么|啥|哪|对的|错的|错误|正确|默认|空的|一样|必填"
                        r"|过期|有效|无效|几位|怎么|如何|谁|同一|相同|统一|一个|这|那|每|按|用|从|向|给|通过|发|找|问)")
 _LOG_PREFIX = re.compile(r"[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*)?(?:[^\s:：\[\]]{1,20}[:：][ \t]*)?(?:[-*+•>][ \t]*)?"
                          r"(?:(?:=|:|：|->|is)[ \t]+)?")
@@ -63,7 +70,8 @@ def _clauses(text: str) -> list[tuple[int, int]]:
 def _plain_value(value: str, safe: SafeShapes) -> bool:
     """A value that is prose or safe: stays."""
     v = value.strip(".,;:!?)(\"'")
-    if not v or "[REDACTED:" in v or v.startswith(("/", "~", "http")) or v.lower() in _PREDICATE or v in _PRONOUNS or len(v) < 3:
+    if (not v or "[REDACTED:" in v or v.startswith(("/", "~", "http")) or v.lower() in _PREDICATE
+            or v in _PRONOUNS or len(v) < 3):
         return True
     if re.fullmatch(r"[<{$].*|[xX*.…]+|.*[>}]|\$\{?\w+\}?|\*+|\[[^\]]*\]?|[A-Z][A-Z0-9]*_[A-Z0-9_]+|your[_-]\w+", v,
                     re.I if v.lower().startswith("your") else 0) or safe.safe(v) or "\x01" in v:
@@ -73,11 +81,12 @@ def _plain_value(value: str, safe: SafeShapes) -> bool:
 
 _ABOUT = re.compile(r"(?<![A-Za-z])(?:counts?|budget|limits?|length|size|policy|policies|expiry|ttl|format|type|usage"
                     r"|rules?|ids?|names?|fields?|files?|manager|rotation|strength|hint|endpoint|url|path|window"
-                    r"|lifetime|scope|version)(?![A-Za-z])|长度|数量|有效期|规则|策略|格式|位数|提示|类型|管理|字段", re.I)
+                    r"|lifetime|scope|version)(?![A-Za-z])"
+                    r"|长度|数量|有效期|规则|策略|格式|位数|提示|类型|管理|字段", re.I)
 """A word between noun and copula that makes the clause about the secret, not its value (`token count is`)."""
 
 
-def _forward(text: str, start: int, end: int, safe: SafeShapes) -> Span | None | bool:
+def _forward(text: str, start: int, end: int, safe: SafeShapes) -> Span | bool | None:
     """The value after the copula that follows the noun: a span, None when the clause has no copula, False
     when its complement is prose."""
     cop = _COPULA.search(text, start, end)
@@ -110,7 +119,6 @@ def _letters_code(value: str) -> bool:
     vowels = sum(c in "aeiou" for c in value.lower())
     run = max((len(r) for r in re.findall(r"[^aeiouy]+", value.lower())), default=0)
     return value.isalpha() and len(value) >= 12 and vowels / len(value) <= 0.3 and (len(value) >= 14 or run >= 4)
-    return (en.start("v"), en.start("v") + len(value), "password")
 
 
 def _backward(text: str, cstart: int, noun_start: int, safe: SafeShapes) -> Span | None:
@@ -123,7 +131,7 @@ def _backward(text: str, cstart: int, noun_start: int, safe: SafeShapes) -> Span
     if m is None:
         return None
     value = m.group("v")
-    if _plain_value(value, safe) or re.search(r"[\u4e00-\u9fff]", value) and len(value) > 10:
+    if _plain_value(value, safe) or (re.search(r"[\u4e00-\u9fff]", value) and len(value) > 10):
         return None
     if not (re.search(r"\d|[A-Z].*[a-z]|[!@#$%^&*]", value) or re.fullmatch(r"[\u4e00-\u9fff]{2,10}", value)
             or _letters_code(value)):

@@ -264,7 +264,7 @@ class Redactor:
     """Compiled built-in patterns plus the user's `settings.redact_extra_patterns` (kind `custom`)."""
 
     patterns: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool] | None, tuple[str, ...]], ...]
-    safe: SafeShapes = SafeShapes()
+    safe: SafeShapes = field(default_factory=SafeShapes)
     _cache: dict[str, Redacted] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
