@@ -21,6 +21,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from itertools import pairwise
 
 Span = tuple[int, int, str]
 
@@ -65,7 +66,7 @@ def _switch_rate(token: str) -> float:
     """How often the character class changes (lower, upper, digit, symbol): ~0.6 in a generated string,
     under 0.3 in an identifier or a word with a number (`getUserById2`, `release_2026_final`)."""
     alnum = [c for c in token if c.isalnum()]  # a separator (`_`, `-`) is no change of class
-    return sum(_cls(a) != _cls(b) for a, b in zip(alnum, alnum[1:], strict=False)) / max(1, len(alnum) - 1)
+    return sum(_cls(a) != _cls(b) for a, b in pairwise(alnum)) / max(1, len(alnum) - 1)
 
 
 _HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")
