@@ -24,7 +24,7 @@ from itertools import pairwise
 from typing import Any
 
 from chronicle.redaction import checks, shapes
-from chronicle.redaction.clauses import clause_spans
+from chronicle.redaction.clauses import clause_spans, open_clause
 from chronicle.redaction.text import Redacted
 from chronicle.redaction.tokens import SafeShapes, Span, mnemonic_spans, token_spans, url_spans, vendor_spans
 
@@ -320,13 +320,17 @@ class Redactor:
 
     def continuation(self, first: str, second: str) -> str | None:
         """The marker hiding `second` when it continues a secret that ends `first` — a key split over two
-        lines that a note parser read as two entries (`sk-proj-abc…` / `def…`); None when it does not."""
+        lines that a note parser read as two entries (`sk-proj-abc…` / `def…`), a PEM key whose body is the
+        next entry, a secret noun whose clause ends without its value (`数据库密码` / `X`); None otherwise."""
         line = second.strip()
-        if not _CONT_LINE.fullmatch(line):
+        pem_open = "PRIVATE KEY" in first and "-----BEGIN" in first and "-----END" not in first
+        if not (_CONT_LINE.fullmatch(line) or pem_open or open_clause(first)):
             return None
         found: list[tuple[str, str]] = []
-        self.redact(f"{first}\n{line}", found=found)
-        return next((f"[REDACTED:{kind}]" for kind, hidden in found if hidden.endswith(line)), None)
+        out = self.redact(f"{first}\n{line}", found=found)
+        whole = next((f"[REDACTED:{kind}]" for kind, hidden in found if hidden.endswith(line)), None)
+        tail = out.rsplit("\n", 1)[-1] if "\n" in out else ""  # the value alone hidden: `= [REDACTED:password]`
+        return whole or (tail if "[REDACTED:" in tail and tail != self.redact(line) else None)
 
     def kinds(self) -> list[str]:
         return list(dict.fromkeys(kind for kind, _, _, _ in self.patterns))
