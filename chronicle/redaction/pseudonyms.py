@@ -44,6 +44,10 @@ _ROLE_BEFORE = re.compile(r"(?:PI|CRC|CRA|DM|PM|医学监查|项目经理|研究
                           r"|协调员|老师|经理)[-_ \t:：]*$")
 _AFTER_PATIENT = re.compile(r"(?:患者|受试者|病人|家属)[ \t]*(?P<v>[\u4e00-\u9fff]{2,3}?)"
                             r"(?=[因于在的已出现、，,（(\s]|$)")
+_SUBJECT_CONTEXT = re.compile(
+    r"受试者|患者|病人|家属|病例|[男女][，,、 ）)]|\d+岁|[A-Z]{2,6}\d{2,4}-\d|访视|复诊|随访|入组|筛选|知情"
+    r"|用药|给药|不良|住院|出院|病史|联系|电话|姓名|名字|叫")
+"""Where a subject's name may stand: the segmenter (slow: ~1 ms a line) runs only on lines that talk about one."""
 _PLACEHOLDER = re.compile(r"\[(?:受试者姓名|身份证号|电话|护照号|住址)-\d+\]")
 
 
@@ -123,7 +127,7 @@ def _phones(text: str) -> list[tuple[int, int]]:
 
 def _cn_names(text: str) -> list[tuple[int, int]]:
     """Person names by jieba's `nr` tag, except a staff member after a role and an id-like word."""
-    if not re.search(r"[\u4e00-\u9fff]{2}", text):
+    if not _SUBJECT_CONTEXT.search(text):
         return []
     out, at = [], 0
     for word, flag in _posseg().cut(text):
