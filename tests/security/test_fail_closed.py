@@ -127,7 +127,8 @@ def test_a_clause_without_its_value_carries_to_the_next_line_and_entry(first: st
     "request 123e4567-e89b-12d3-a456-426614174000 failed; trace_id=4bf92f3577b34da6a3ce929d0e0e4736",
     "the password is required", "密码是什么？", "the token count was 4096", "the key is to rest well",
     "the password policy requires 12 characters", "请 CRC 重置 EDC 密码后通知 DM", "密码\n请联系管理员重置",
-    "token budget exceeded, retry tomorrow", "see sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "token budget exceeded, retry tomorrow",
+    "see sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "test_redaction_sink_canaries_for_every_sink2 passed", "secret santa list at docs/team/secret-santa-2026.md",
     "Caroline said the password was long and hard to remember",
 ])
