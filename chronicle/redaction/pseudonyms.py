@@ -95,12 +95,13 @@ class Pseudonyms:
             if family not in self.families:
                 continue
             taken = [m.span() for m in _PLACEHOLDER.finditer(text)]  # applying twice changes nothing
-            last = len(text) + 1
-            for start, end in sorted(finder(text), reverse=True):
-                if end > last or any(s < end and start < e for s, e in taken):
+            spans: list[tuple[int, int, str]] = []
+            for start, end in sorted(finder(text)):  # numbered in reading order
+                if (spans and start < spans[-1][1]) or any(s < end and start < e for s, e in taken):
                     continue
-                text = text[:start] + self.placeholder(family, text[start:end]) + text[end:]
-                last = start
+                spans.append((start, end, self.placeholder(family, text[start:end])))
+            for start, end, placeholder in reversed(spans):
+                text = text[:start] + placeholder + text[end:]
         return text
 
     def apply_all(self, texts: Iterable[str]) -> list[str]:
