@@ -126,10 +126,11 @@ def _phones(text: str) -> list[tuple[int, int]]:
     return [m.span() for m in _PHONE.finditer(text) if checks.phone_number(m.group(0))]
 
 
-def _cn_names(text: str) -> list[tuple[int, int]]:
+@lru_cache(maxsize=8192)
+def _cn_names(text: str) -> tuple[tuple[int, int], ...]:
     """Person names by jieba's `nr` tag, except a staff member after a role and an id-like word."""
     if not _SUBJECT_CONTEXT.search(text):
-        return []
+        return ()
     out, at = [], 0
     for word, flag in _posseg().cut(text):
         start = text.find(word, at)
@@ -145,7 +146,7 @@ def _cn_names(text: str) -> list[tuple[int, int]]:
     for m in _AFTER_PATIENT.finditer(text):
         if m.group("v")[0] in _SURNAMES:
             out.append(m.span("v"))
-    return out
+    return tuple(out)  # cached: a rerun of the same weeks segments nothing again
 
 
 def _dictionary_word(word: str) -> bool:
