@@ -118,6 +118,8 @@ def _letters_code(value: str) -> bool:
     """A code of letters only (an SMTP authorisation code): long, with the few vowels of a random string."""
     vowels = sum(c in "aeiou" for c in value.lower())
     run = max((len(r) for r in re.findall(r"[^aeiouy]+", value.lower())), default=0)
+    if value.isalpha() and value.islower() and len(value) == 16:
+        return True  # the length of an SMTP / app password (QQ, 163, Gmail)
     return value.isalpha() and len(value) >= 12 and vowels / len(value) <= 0.3 and (len(value) >= 14 or run >= 4)
 
 
@@ -203,6 +205,9 @@ def clause_spans(text: str, safe: SafeShapes) -> list[Span]:
                 found = _next_value(text, nxt, safe, ends_copula)
             elif found is None and i + 1 < len(clauses) and re.search(r"(?:is|was|:|：|是|为)[ \t]*$", text[start:end]):
                 found = _next_value(text, clauses[i + 1][0], safe, True)
+            elif found is None and i + 1 < len(clauses) and text[end:end + 1] in ",，":
+                later = _forward(text, clauses[i + 1][0], clauses[i + 1][1], safe)  # "PIN of X, as of today: V"
+                found = later if isinstance(later, tuple) else None
             if found:
                 spans.append(found)
                 break

@@ -36,14 +36,15 @@ _ADDRESS = re.compile(
     r"|Dr\.|Court|Ct\.|Way|Place|Terrace)(?:,?[ \t]+(?:Apt|Unit|Suite)\.?[ \t]*\d+)?)")
 _PHONE = re.compile(r"(?<![A-Za-z0-9+_./-])(?:\+\d{1,3}[ \-.]?)?\d{2,5}(?:[ \-.]?\d{2,5}){1,4}"
                     r"(?![A-Za-z0-9_\-/:]|\.\d)")
-_PATIENT = r"(?:patient|subject|participant|Mr\.?|Mrs\.?|Ms\.?|Miss)"
+_PATIENT = r"(?:[Pp]atient|[Ss]ubject|[Pp]articipant|Mr\.?|Mrs\.?|Ms\.?|Miss)"
 _EN_NAME = re.compile(rf"\b{_PATIENT}[ \t]+(?:[A-Z]{{2,6}}\d{{2,4}}(?:-\d{{2,4}}){{1,3}}[ \t]*\(?)?"
                       r"(?P<v>[A-Z][a-z]+(?:[ \t][A-Z][a-z]+){1,2})(?![a-z])"
-                      r"|\((?P<w>[A-Z][a-z]+(?:[ \t][A-Z][a-z]+){1,2})(?=,[ \t]*\d{1,3}[ \t]*(?:y|yo|years?)\b)", re.I)
+                      r"|\((?P<w>[A-Z][a-z]+(?:[ \t][A-Z][a-z]+){1,2})(?=,[ \t]*\d{1,3}[ \t]*(?:y|yo|years?)\b)")
 _ROLE_BEFORE = re.compile(r"(?:PI|CRC|CRA|DM|PM|医学监查|项目经理|研究者|研究医生|主任|医生|护士|监查员"
                           r"|协调员|老师|经理)[-_ \t:：]*$")
 _AFTER_PATIENT = re.compile(r"(?:患者|受试者|病人|家属)[ \t]*(?P<v>[\u4e00-\u9fff]{2,3}?)"
-                            r"(?=[因于在的已出现、，,（(\s]|$)")
+                            r"(?=[因于在的已出现、，,（(\s]|$)|(?:^|[：:（(，,])[ \t]*(?P<w>[\u4e00-\u9fff]{2,3})"
+                            r"(?=[，,、][ \t]*(?:[男女]|[A-Z]{2,6}\d))")
 _SUBJECT_CONTEXT = re.compile(
     r"受试者|患者|病人|家属|病例|[男女][，,、 ）)]|\d+岁|[A-Z]{2,6}\d{2,4}-\d|访视|复诊|随访|入组|筛选|知情"
     r"|用药|给药|不良|住院|出院|病史|联系|电话|姓名|名字|叫")
@@ -143,9 +144,10 @@ def _cn_names(text: str) -> tuple[tuple[int, int], ...]:
                 or re.search(r"老师|医生|主任|护士|经理|院长|总$", word)):
             continue
         out.append((start, start + len(word)))
-    for m in _AFTER_PATIENT.finditer(text):
-        if m.group("v")[0] in _SURNAMES:
-            out.append(m.span("v"))
+    for m in _AFTER_PATIENT.finditer(text):  # beside a patient word, or before the subject's sex or id
+        name = "v" if m.group("v") else "w"
+        if m.group(name)[0] in _SURNAMES and not _dictionary_word(m.group(name)):
+            out.append(m.span(name))
     return tuple(out)  # cached: a rerun of the same weeks segments nothing again
 
 
