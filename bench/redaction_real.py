@@ -56,19 +56,27 @@ def commits(git_dir: Path) -> Iterator[str]:
     yield from (m.strip() for m in out.split("\0") if m.strip())
 
 
+PERSONAL = {"email", "phone", "cn_id", "bank_card", "iban"}
+"""Personal data hidden by policy (the `Co-authored-by:` e-mails of a commit log): counted apart, not as false."""
+
+
 def false_rate(texts: list[str], redactor: object) -> dict[str, object]:
-    total = hidden = 0
+    total = hidden = personal = 0
     examples: list[str] = []
     for text in texts:
         found: list[tuple[str, str]] = []
         redactor.redact(text, found=found)  # type: ignore[attr-defined]
         total += len(_TOKEN.findall(text))
         for kind, value in found:
-            hidden += max(1, len(_TOKEN.findall(value)))
+            n = max(1, len(_TOKEN.findall(value)))
+            if kind in PERSONAL:
+                personal += n
+                continue
+            hidden += n
             if len(examples) < 12:
                 examples.append(f"{kind}: {value[:60]!r}")
     return {"texts": len(texts), "tokens": total, "hidden": hidden, "rate": hidden / total if total else 0.0,
-            "examples": examples}
+            "personal": personal, "examples": examples}
 
 
 def _timed(redactor: object, texts: list[str], repeat: int = 3) -> float:
@@ -85,8 +93,9 @@ class _Pseudonymised:
     """Pseudonyms, then the redactor: what a trial week's entries go through before an LLM."""
 
     def __init__(self, redactor: object) -> None:
-        from chronicle.redaction.pseudonyms import Pseudonyms
+        from chronicle.redaction.pseudonyms import Pseudonyms, _cn_names
 
+        _cn_names.cache_clear()  # a first run over new weeks: nothing segmented yet
         self.names, self.redactor = Pseudonyms(), redactor
 
     def redact(self, text: str, found: list[tuple[str, str]]) -> str:
@@ -104,15 +113,16 @@ def main(argv: list[str]) -> None:
     for git_dir in git_dirs:
         corpora[f"commits:{git_dir.parent.name or git_dir.name}"] = list(commits(git_dir))
     rates = {name: false_rate(texts, red) for name, texts in corpora.items()}
+    print("| corpus | texts | tokens | secrets hidden (false) | rate | personal data hidden |\n|---|---|---|---|---|---|")
     for name, row in rates.items():
-        print(f"| {name} | {row['texts']} | {row['tokens']} | {row['hidden']} | {100 * row['rate']:.2f} % |")
+        print(f"| {name} | {row['texts']} | {row['tokens']} | {row['hidden']} | {100 * row['rate']:.2f} % "
+              f"| {row['personal']} |")
         for line in row["examples"]:
             print("   ", line)
     trial = corpora["sample_trial"]
     ours = _timed(red, trial)
-    names = _Pseudonymised(red)
-    _timed(names, trial, repeat=1)  # jieba loads its dictionary once per process
-    with_names = _timed(names, trial)
+    _timed(_Pseudonymised(red), trial[:50], repeat=1)  # jieba loads its dictionary once per process
+    with_names = statistics.median(_timed(_Pseudonymised(red), trial, repeat=1) for _ in range(3))
     saved = module._fail_closed
     module._fail_closed = lambda text, *_: text  # the same redactor without the fail-closed passes
     try:
@@ -126,7 +136,7 @@ def main(argv: list[str]) -> None:
     worst = max(float(r["rate"]) for r in rates.values())  # type: ignore[arg-type]
     result("redaction_real", measure="largest share of tokens hidden on a corpus without secrets",
            ours=worst, baseline=0.01, baseline_name="goal (1 %)", unit="share", goal="<= 0.01 on every corpus",
-           ok=worst <= 0.01, extra={"corpora": {k: {m: v[m] for m in ("texts", "tokens", "hidden", "rate")}
+           ok=worst <= 0.01, extra={"corpora": {k: {m: v[m] for m in ("texts", "tokens", "hidden", "rate", "personal")}
                                               for k, v in rates.items()},
                                     "ms_per_week": 1000 * ours / weeks, "ms_per_week_before": 1000 * base / weeks,
                                     "ms_per_week_with_pseudonyms": 1000 * with_names / weeks})
