@@ -113,7 +113,8 @@ def main(argv: list[str]) -> None:
     for git_dir in git_dirs:
         corpora[f"commits:{git_dir.parent.name or git_dir.name}"] = list(commits(git_dir))
     rates = {name: false_rate(texts, red) for name, texts in corpora.items()}
-    print("| corpus | texts | tokens | secrets hidden (false) | rate | personal data hidden |\n|---|---|---|---|---|---|")
+    print("| corpus | texts | tokens | secrets hidden (false) | rate | personal data hidden |")
+    print("|---|---|---|---|---|---|")
     for name, row in rates.items():
         print(f"| {name} | {row['texts']} | {row['tokens']} | {row['hidden']} | {100 * row['rate']:.2f} % "
               f"| {row['personal']} |")
