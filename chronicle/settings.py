@@ -323,6 +323,19 @@ class Settings(BaseSettings):
     """A desk session unused this long (s) asks for the password again. Env CHRONICLE_DESK_IDLE_TIMEOUT_S."""
     desk_prefect_ui_url: str | None = None
     """Prefect UI for the desk's run links (unset: PREFECT_UI_URL). Env CHRONICLE_DESK_PREFECT_UI_URL."""
+    # --- redact ---
+    pseudonymise_families: list[Literal["name", "resident_id", "phone", "passport", "address"]] = Field(
+        default_factory=lambda: ["name", "resident_id", "phone", "passport", "address"])
+    """Personal data of study subjects replaced in trial logs by a placeholder stable per project
+    (`[受试者姓名-1]`) before any LLM sees the week; the mapping stays in the `pseudonyms` table. Remove a family
+    to let its values through to the redactor (phones and resident ids are then `[REDACTED:…]`, names stay).
+    Env CHRONICLE_PSEUDONYMISE_FAMILIES (a JSON list)."""
+    redact_subject_id_pattern: str = r"[A-Z]{2,6}\d{2,4}(?:-\d{2,4}){1,3}"
+    """The project's subject ids (`XH201-01-003`): a declared-safe shape the fail-closed token rules never
+    hide. Env CHRONICLE_REDACT_SUBJECT_ID_PATTERN."""
+    redact_commit_hashes_safe: bool = True
+    """Hex runs of 7-12 or 40 characters are commit hashes, kept; set false where logs carry no commits and a
+    40-hex run is more likely a key. Env CHRONICLE_REDACT_COMMIT_HASHES_SAFE."""
 
     @classmethod
     def settings_customise_sources(

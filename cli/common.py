@@ -71,9 +71,17 @@ def known_project(settings: Settings, project: str, name: str = "--project") -> 
     return check(existing_project, settings, project, name)
 
 
+def echo_safe(text: str) -> str:
+    """`text` redacted before it is printed: a message or a title that repeats what the user typed (a query, a
+    parameter) would otherwise show a token pasted into it back on the terminal and in its scrollback."""
+    from chronicle.redaction.redactor import Redactor
+
+    return Redactor.build().redact(text)
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     """End the command with one line on stderr (never a traceback) and a non-zero exit status."""
-    err.print(f"[red]{escape(message)}[/]", soft_wrap=True)
+    err.print(f"[red]{escape(echo_safe(message))}[/]", soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 import typer
-from chronicle.cli.common import console
+from chronicle.cli.common import console, echo_safe
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -72,9 +72,9 @@ def emit(rows: Sequence[Mapping[str, Any]], fmt: Format | str = Format.table, *,
         writer.writerows([_cell(r.get(c)) for c in cols] for r in rows)
         return
     if not rows:
-        console.print(empty, soft_wrap=True)
+        console.print(echo_safe(empty), soft_wrap=True)
         return
-    table = Table(title=title)
+    table = Table(title=echo_safe(title) if title else title)
     for col in cols:
         table.add_column(col, overflow="fold")
     for row in rows:

@@ -43,6 +43,7 @@ from chronicle.llm.call import LLMCall
 from chronicle.llm.records import CallLogger
 from chronicle.redaction.redactor import Redactor
 from chronicle.redaction.text import gate
+from chronicle.redaction.tokens import SafeShapes
 from chronicle.settings import Settings
 
 LIMIT_NAME = "llm"
@@ -253,13 +254,14 @@ def llm_slot(settings: Settings) -> Iterator[None]:
 
 # --- the call --------------------------------------------------------------------------------
 @lru_cache(maxsize=16)
-def _redactor(patterns: tuple[str, ...]) -> Redactor:
-    return Redactor.build(patterns)
+def _redactor(patterns: tuple[str, ...], subject_id: str, commit_hashes: bool) -> Redactor:
+    return Redactor.build(patterns, SafeShapes(subject_id=subject_id, commit_hashes=commit_hashes))
 
 
 def redactor_for(settings: Settings) -> Redactor:
     """The redactor of these settings (built-in patterns plus `redact_extra_patterns`), compiled once."""
-    return _redactor(tuple(settings.redact_extra_patterns))
+    return _redactor(tuple(settings.redact_extra_patterns), settings.redact_subject_id_pattern,
+                     settings.redact_commit_hashes_safe)
 
 
 class HeldCalls:

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import contextvars
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from chronicle.services import week_claims
 from chronicle.services.llm_gate import held_calls, llm_call, llm_turn, redactor_for
 from chronicle.storage import claims, report_writer, reports, week_inputs
-from chronicle.storage.db import connect, transactions
+from chronicle.storage import pseudonyms as pseudonym_store
+from chronicle.storage.db import connect, transactions, write
 from chronicle.storage.llm_log import write_calls
 from chronicle.storage.report_writer import Queued
 from chronicle.storage.reports import ReportWrite
 
+from chronicle.redaction.pseudonyms import Pseudonyms
 from chronicle.settings import Settings
 from chronicle.weekly.engine import decide, engine_model, llm_week, offline_week, recheck
 from chronicle.weekly.faithfulness import describe
@@ -40,6 +43,8 @@ class WeekRun(NamedTuple):
     outcome: WeekOutcome
     report: WeekReport | None
 
+T = TypeVar("T")
+
 
 def read_week(settings: Settings, project_id: str, week: IsoWeek) -> Prepared:
     """One short read window: the week's entries, the enrolment before it, its stored report."""
@@ -47,7 +52,27 @@ def read_week(settings: Settings, project_id: str, week: IsoWeek) -> Prepared:
         rows = week_inputs.week_rows(conn, project_id, week.number, week.number).get(week.number, [])
         before = week_inputs.enrolled_before(conn, project_id, week.number)
         stored = reports.stored_reports(conn, project_id, week.number, week.number).get(week.number)
-    return make_week_input(project_id, week, rows, before, settings.tz_for(project_id), redactor_for(settings)), stored
+        known = pseudonym_store.load(conn, project_id)
+    names = Pseudonyms(known, tuple(settings.pseudonymise_families))
+    week_input = make_week_input(project_id, week, rows, before, settings.tz_for(project_id), redactor_for(settings),
+                                 pseudonyms=names)
+    return _with_pseudonyms_stored(settings, project_id, names, lambda: read_week(settings, project_id, week),
+                                   (week_input, stored))
+
+
+def _with_pseudonyms_stored(settings: Settings, project_id: str, names: Pseudonyms, again: Callable[[], T],
+                            result: T) -> T:
+    """Store the placeholders numbered for the first time; when another run numbered the same value first
+    (a race), build again from the stored mapping, so one value never has two placeholders."""
+    if not names.new:
+        return result
+
+    def save(conn: Any) -> bool:
+        pseudonym_store.save(conn, project_id, names.new)
+        stored = pseudonym_store.load(conn, project_id)
+        return all(stored.get(k) == v for k, v in names.new.items())
+
+    return result if write(settings, save) else again()
 
 
 def _refresh(settings: Settings, week: WeekInput, stored: StoredReport, stale: bool | None) -> None:
@@ -314,6 +339,8 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
         rows = week_inputs.week_rows(conn, project_id, first.number, last.number)
         running = week_inputs.enrolled_before(conn, project_id, first.number)
         stored = reports.stored_reports(conn, project_id, first.number, last.number)
+        known = pseudonym_store.load(conn, project_id)
+    names = Pseudonyms(known, tuple(settings.pseudonymise_families))
     tz, model, redactor = settings.tz_for(project_id), engine_model(settings), redactor_for(settings)
     refreshes: list[tuple[int, dict, bool | None, list[dict] | None]] = []
     for week in week_range(first, last):
@@ -324,15 +351,15 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
         kept = stored.get(week.number)
         decision = decide(kept, digest, model, force=force, overwrite_edited=overwrite_edited)
         if not only_missing or decision.action == "generate" or kept is None:
-            plan.to_run.append((week, (make_week_input(project_id, week, week_rows, before, tz, redactor, digest),
-                                       kept)))
+            plan.to_run.append((week, (make_week_input(project_id, week, week_rows, before, tz, redactor, digest,
+                                                       names), kept)))
             continue
         stale = decision.stale if decision.action == "skip-edited" else None
         needs_review, reasons = kept.needs_review, None
         if kept.stats != digest.stats or (stale is not None and stale != kept.stale):
             # New stats (e.g. a late enrolment earlier on) re-check the kept text; edits are not flagged.
             reasons = None if kept.status == "edited" else recheck(
-                kept, make_week_input(project_id, week, week_rows, before, tz, redactor, digest))
+                kept, make_week_input(project_id, week, week_rows, before, tz, redactor, digest, names))
             needs_review = bool(reasons) if reasons is not None else needs_review
             refreshes.append((week.number, digest.stats, stale, reasons))
         shown = reasons if reasons is not None else kept.review_reasons
@@ -346,4 +373,6 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
             with attempt as conn:
                 for number, stats, stale, reasons in refreshes:
                     reports.refresh(conn, project_id, number, stats=stats, stale=stale, review_reasons=reasons)
-    return plan
+    return _with_pseudonyms_stored(settings, project_id, names, lambda: plan_project(
+        settings, project_id, start, end, force=force, overwrite_edited=overwrite_edited, only_missing=only_missing),
+        plan)

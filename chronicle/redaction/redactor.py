@@ -24,7 +24,9 @@ from itertools import pairwise
 from typing import Any
 
 from chronicle.redaction import checks, shapes
+from chronicle.redaction.clauses import clause_spans, open_clause
 from chronicle.redaction.text import Redacted
+from chronicle.redaction.tokens import SafeShapes, Span, mnemonic_spans, token_spans, url_spans, vendor_spans
 
 _A = "A-Za-z0-9"  # ASCII only: `\w` would also match CJK text glued to a token
 _NOT_DONE = r"(?!\[REDACTED:)"
@@ -262,11 +264,12 @@ class Redactor:
     """Compiled built-in patterns plus the user's `settings.redact_extra_patterns` (kind `custom`)."""
 
     patterns: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool] | None, tuple[str, ...]], ...]
+    safe: SafeShapes = field(default_factory=SafeShapes)
     _cache: dict[str, Redacted] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
-    def build(cls, extra: Iterable[str] = ()) -> Redactor:
-        return _build(tuple(extra))
+    def build(cls, extra: Iterable[str] = (), safe: SafeShapes | None = None) -> Redactor:
+        return _build(tuple(extra), safe or SafeShapes())
 
     @cached_property
     def _plan(self) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]:
@@ -304,6 +307,7 @@ class Redactor:
                 elif gate.isdisjoint(present):
                     continue
             text, folded = _apply(kind, pattern, check, text, folded, counts, found)
+        text = _fail_closed(text, folded, self.safe, counts, found)
         out = Redacted(text)
         if remember:
             if len(self._cache) >= _CACHE_MAX:
@@ -316,24 +320,54 @@ class Redactor:
 
     def continuation(self, first: str, second: str) -> str | None:
         """The marker hiding `second` when it continues a secret that ends `first` — a key split over two
-        lines that a note parser read as two entries (`sk-proj-abc…` / `def…`); None when it does not."""
+        lines that a note parser read as two entries (`sk-proj-abc…` / `def…`), a PEM key whose body is the
+        next entry, a secret noun whose clause ends without its value (`数据库密码` / `X`); None otherwise."""
         line = second.strip()
-        if not _CONT_LINE.fullmatch(line):
+        pem_open = "PRIVATE KEY" in first and "-----BEGIN" in first and "-----END" not in first
+        if not (_CONT_LINE.fullmatch(line) or pem_open or open_clause(first)):
             return None
         found: list[tuple[str, str]] = []
-        self.redact(f"{first}\n{line}", found=found)
-        return next((f"[REDACTED:{kind}]" for kind, hidden in found if hidden.endswith(line)), None)
+        out = self.redact(f"{first}\n{line}", found=found)
+        whole = next((f"[REDACTED:{kind}]" for kind, hidden in found if hidden.endswith(line)), None)
+        tail = out.rsplit("\n", 1)[-1] if "\n" in out else ""  # the value alone hidden: `= [REDACTED:password]`
+        return whole or (tail if "[REDACTED:" in tail and tail != self.redact(line) else None)
 
     def kinds(self) -> list[str]:
         return list(dict.fromkeys(kind for kind, _, _, _ in self.patterns))
 
 
 @lru_cache(maxsize=16)
-def _build(extra: tuple[str, ...]) -> Redactor:
+def _build(extra: tuple[str, ...], safe: SafeShapes) -> Redactor:
     compiled = [(kind, re.compile(pattern, flags), check, triggers)
                 for kind, pattern, flags, check, triggers in _PATTERNS]
     compiled += [("custom", re.compile(p), None, ()) for p in extra]
-    return Redactor(tuple(compiled))
+    return Redactor(tuple(compiled), safe)
+
+
+def _fail_closed(text: str, folded: str | None, safe: SafeShapes, counts: Counter[str] | None,
+                 found: list[tuple[str, str]] | None) -> str:
+    """After the named shapes: every clause value of a secret noun, URL secret, recovery phrase, vendor
+    format and credential-like token left (spans of the folded text are spans of the text)."""
+    source = folded or text
+    spans = [*clause_spans(source, safe), *url_spans(source, safe), *mnemonic_spans(source),
+             *vendor_spans(source), *token_spans(source, safe)]
+    if not spans:
+        return text
+    merged: list[Span] = []
+    for start, end, kind in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]), merged[-1][2])
+        else:
+            merged.append((start, end, kind))
+    pieces, last = [], 0
+    for start, end, kind in merged:
+        if counts is not None:
+            counts[kind] += 1
+        if found is not None:
+            found.append((kind, text[start:end]))
+        pieces += [text[last:start], f"[REDACTED:{kind}]"]
+        last = end
+    return "".join([*pieces, text[last:]])
 
 
 def _apply(kind: str, pattern: re.Pattern[str], check: Callable[[re.Match[str]], bool] | None, text: str,

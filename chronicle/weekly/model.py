@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from chronicle.redaction.pseudonyms import Pseudonyms
 from chronicle.redaction.redactor import Redactor, split_secret_markers
 from chronicle.weekly.stats import week_stats
 from chronicle.weeks import IsoWeek
@@ -90,7 +91,7 @@ def week_digest(rows: Sequence[Mapping[str, Any]], enrolled_before: int, redacto
 
 def make_week_input(
     project_id: str, week: IsoWeek, rows: Sequence[Mapping[str, Any]], enrolled_before: int, tz: ZoneInfo,
-    redactor: Redactor, digest: WeekDigest | None = None,
+    redactor: Redactor, digest: WeekDigest | None = None, pseudonyms: Pseudonyms | None = None,
 ) -> WeekInput:
     """Build a `WeekInput` from raw_logs rows already ordered by (ts, entry_id).
 
@@ -100,11 +101,15 @@ def make_week_input(
     Content and actor are redacted first with `redactor` (the caller's settings: built-in patterns plus
     `redact_extra_patterns`), like the notes before distillation: no secret or personal identifier reaches
     a prompt, a report or its stats. `input_hash` stays that of the rows as stored. `digest`, the rows'
-    `week_digest` when the caller has it, saves computing the hash and stats again.
+    `week_digest` when the caller has it, saves computing the hash and stats again. `pseudonyms`, the project's
+    mapping, replaces subjects' names, ids, phones, passports and addresses by their placeholders first (it
+    records the ones it numbers for the first time; the caller stores them).
     """
-    split = split_secret_markers(redactor, ((i, r.get("source_file"), r.get("line_no"), str(r["content"]))
+    # Subjects' personal data first (stable placeholders, `pseudonyms`), then every secret.
+    texts = [pseudonyms.apply(str(r["content"])) if pseudonyms else str(r["content"]) for r in rows]
+    split = split_secret_markers(redactor, ((i, r.get("source_file"), r.get("line_no"), texts[i])
                                             for i, r in enumerate(rows)))
-    shown = [{**r, "content": split.get(i) or redactor.redact(str(r["content"])), "actor": _shown_actor(r, redactor)}
+    shown = [{**r, "content": split.get(i) or redactor.redact(texts[i]), "actor": _shown_actor(r, redactor)}
              for i, r in enumerate(rows)]
     entries = tuple(
         WeekEntry(f"E{i}", str(r["entry_id"]), _local(r["ts"], tz), r["actor"], str(r["type"]), r["content"])

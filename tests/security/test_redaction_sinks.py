@@ -42,7 +42,8 @@ FORMS = [
 MODEL_SECRET = "SECFORMmodel11xyz"  # a secret the model invents in its answer
 ASK_SECRET = "SECFORMask12xyz"  # a secret the user types into `chronicle ask`
 FRAGMENTS = ["SECFORM", "U0VDRk9STWJhc2lj", "6666.7777", "8888 7777", ID[6:14], NAME_PHONE]
-RAW_TABLES = {"raw_logs", "rejects", "ingest_files", "schema_migrations"}
+# The raw record, and the pseudonym mapping (the one place a subject's real name is kept, by design).
+RAW_TABLES = {"raw_logs", "rejects", "ingest_files", "schema_migrations", "pseudonyms"}
 
 
 def leaks(blob: str | bytes) -> list[str]:

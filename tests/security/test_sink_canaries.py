@@ -11,6 +11,7 @@ files, the Prefect artifacts, flow- and task-run names and states, CLI output an
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from datetime import date
@@ -40,11 +41,32 @@ SHAPES = [
     "汇款 IBAN DE89 3704 0044 0532 0130 00",
     "门禁码是 SINKCAN4821",
 ]
+# Fail closed: shapes no rule names, the value of a secret clause wherever it stands, values on the next entry.
+B64 = base64.b64encode(b"password=SINKCANb64pw").decode()
+FAIL_CLOSED = [
+    "AccessKeySecret: SINKCANak8fJk2LmNq4RsTuVwXyZaB3j",
+    "告警推送到 https://open.feishu.cn/open-apis/bot/v2/hook/5ca1ab1e-0000-4f3a-9b8c-7d6e5f4a3b2c 了",
+    "今天的验证码 839417", "口令是 老虎打飞机",
+    "测试钱包 0x5c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f3623aa",
+    "报告 https://b.s3.amazonaws.com/w.pdf?X-Amz-Expires=3600&X-Amz-Signature=5141ca" + "9f2c5b0a4e6d8c1b" * 3
+    + "0a4e6d8c1b", f"cfg {B64}", "QQ邮箱 SMTP 授权码 sinkcanqwrtpsdfg",
+    "abandon ability able about above absent absorb abstract absurd abuse access accident",
+    "The admin password of the router is now SINKCANrt!9", "SINKCANwifi42 是新的 wifi 密码",
+]
+NEXT_ENTRY = [("-----BEGIN RSA PRIVATE KEY-----", "MIIEowSINKCANpemAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLe"),
+              ("数据库密码", "SINKCANdbpw#77")]
+PERSONAL = ["受试者 XH201-01-003（张建国，男，67岁）今日完成 C2D1 访视",
+            "护照号 E53917264，家住 上海市徐汇区漕溪北路118号3栋1201室", "受试者身份证 1101 0119 9003 0745 78",
+            "家属电话 139 1234 5678"]
+SHAPES += FAIL_CLOSED
 BULLETS = "- the staging password is\n- SINKCANbullet9Z\n"
 MODEL_SECRET = "SINKCANmodel3Kq"
 REASON_SECRET = "SINKCANreason8Wx"
 AUTHOR_SECRET = "SINKCANauthor6Vb"
-FRAGMENTS = ["SINKCAN", "6222 0212 3456", "DE89 3704", "0532 0130"]
+FRAGMENTS = ["SINKCAN", "6222 0212 3456", "DE89 3704", "0532 0130", "5ca1ab1e-0000", "839417", "老虎打飞机",
+             "5c0883a6910293", "5141ca9f2c", B64, "sinkcanqwrtpsdfg", "abandon ability able", "张建国", "E53917264",
+             "漕溪北路118号", "1101 0119 9003", "139 1234 5678"]
+SEARCH_KEY = "ghp_SINKCANsearch0123456789abcdefAB"
 
 
 def leaks(blob: str | bytes) -> list[str]:
@@ -73,8 +95,10 @@ def write_inputs(root: Path) -> Path:
     body = "\n\n".join(SHAPES) + "\n\n" + BULLETS
     (root / "memory" / f"{DAY}-{FILE_KEY}.md").write_text(f"# {DAY}\n\n## 配置\n\n{body}", encoding="utf-8")
     with (root / "trial.jsonl").open("w", encoding="utf-8") as fh:
-        for i, form in enumerate([*SHAPES, "the staging password is", "SINKCANbullet9Z"]):
-            fh.write(json.dumps({"project_id": PROJECT, "ts": f"{DAY}T1{i % 10}:00:00+08:00", "actor": "DM-赵磊",
+        forms = [*SHAPES, "the staging password is", "SINKCANbullet9Z", *PERSONAL, *(f for p in NEXT_ENTRY for f in p)]
+        for i, form in enumerate(forms):
+            fh.write(json.dumps({"project_id": PROJECT, "ts": f"{DAY}T{10 + i // 60}:{i % 60:02d}:00+08:00",
+                                 "actor": "DM-赵磊",
                                  "type": "message", "content": form}, ensure_ascii=False) + "\n")
     with (root / "acme.jsonl").open("w", encoding="utf-8") as fh:
         for i in range(3):
@@ -82,6 +106,14 @@ def write_inputs(root: Path) -> Path:
                                  "actor": "PM", "type": "decision", "content": f"里程碑 {i} 已完成"},
                                 ensure_ascii=False) + "\n")
     return root
+
+
+def all_tables_with_raw() -> dict[str, str]:
+    import duckdb
+
+    with duckdb.connect(str(Settings().db_path), read_only=True) as conn:
+        rows = conn.execute("SELECT project_id, family, value, placeholder FROM pseudonyms").fetchall()
+    return {"pseudonyms": "\n".join(" ".join(map(str, r)) for r in rows)}
 
 
 def run_names_and_states() -> str:
@@ -128,7 +160,8 @@ def test_canaries_in_names_settings_metadata_and_errors_reach_no_sink(
              "--reason", f"rotated: the password is {REASON_SECRET}", "--author", f"bob token {AUTHOR_SECRET}"],
             ["report", "history", "--project", PROJECT, "--week", "2026-W10"],
             ["report", "show", "--project", PROJECT, "--week", "2026-W10"], ["runs"],
-            ["backfill", "--all", "--every-week"])]
+            ["backfill", "--all", "--every-week"], ["memory", "search", SEARCH_KEY],
+            ["report", "show", "--project", f"X-{SEARCH_KEY}", "--week", "2026-W10"])]
     settings = Settings()
 
     # Positive controls: the data really went through every path.
@@ -136,6 +169,8 @@ def test_canaries_in_names_settings_metadata_and_errors_reach_no_sink(
     assert "401" in failed.value.rows[0].message and "LLM_API_KEY" in failed.value.rows[0].message
     assert "admin:****@" in outputs[0] and "人工修订" in outputs[6] and "ACME-[REDACTED:api_key]" in outputs[8]
     assert "ACME-[REDACTED:api_key]" in {r.project for r in rows}  # the project was summarised, its id redacted
+    mapping = all_tables_with_raw()["pseudonyms"]
+    assert "张建国" in mapping and "[受试者姓名-1]" in mapping  # the subject's name was pseudonymised, kept there
     lance = tree(Path(settings.lance_uri))
     assert b"[REDACTED:api_key].md" in lance  # the note's file name travelled, redacted
 

@@ -93,3 +93,25 @@ def test_every_family_of_issue_21_is_there_with_look_alike_negatives_and_recall_
         assert any(not e["secrets"] for e in examples), f"{name} has no look-alike negative"
     for name, row in families.items():
         assert row["recall"] >= 0.9 and row["precision"] >= 0.95, (name, row)
+
+
+def test_the_held_out_half_generated_from_templates() -> None:
+    """The half the rules were not tuned on (bench/redaction_heldout.py, frozen before tuning): every family of
+    the fail-closed policy at recall >= 0.9, and its declared-safe negatives untouched."""
+    from bench.redaction import HELDOUT
+
+    heldout = load_corpus(HELDOUT)
+    families = by_family(heldout, ours())
+    assert {name for name, row in families.items() if row["recall"] < 0.9} == set(), families
+    overall = score(heldout, ours())["all"]
+    assert overall["recall"] >= 0.97 and overall["precision"] >= 0.99, overall
+
+
+def test_the_held_out_half_is_what_its_generator_writes() -> None:
+    """Frozen: regenerating with the recorded seed gives the committed file (a changed template is a new seed)."""
+    import json
+
+    from bench.redaction import HELDOUT
+    from bench.redaction_heldout import generate
+
+    assert [json.loads(line) for line in HELDOUT.read_text(encoding="utf-8").splitlines()] == generate()
