@@ -75,7 +75,9 @@ _RULES: tuple[tuple[str, str], ...] = (
     ("new_orders", r"\b(?:from\s+now\s+on|going\s+forward|henceforth|hereafter|from\s+this\s+point)\b"
                    rf"{_CLAUSE}{{0,30}}?"
                    rf"\b(?:you|your|always|never|do\s+not|don't|must|only|please|answer|reply|write|respond)\b"),
-    ("new_orders", r"(?:从现在(?:起|开始)|从今(?:天|日)?(?:起|开始|以后|往后)|今后|以后|往后|此后|接下来|后续)"
+    # (not "22:30 以后": after a time it means "after", not "from now on")
+    ("new_orders", r"(?:从现在(?:起|开始)|从今(?:天|日)?(?:起|开始|以后|往后)|今后|往后|此后|接下来|后续|"
+                   r"(?<![\d:点时号日周月年])(?<![\d:点时号日周月年]\s)以后)"
                    rf"[^。！？!?\n我]{{0,15}}?(?:{_ADDRESSEE_ZH}|请|一律|务必|必须|只(?:能|许|回答|用)|禁止|不得|不要|都要|都用)"),
     ("new_orders", r"新(?:的)?(?:指令|指示|命令|规则|任务)\s*[:：]|(?:最高|第一)优先级的?(?:规则|指令|命令|执行|遵守)|"
                    r"作为(?:最高|第一)优先级|优先级最高的(?:规则|指令|命令)|\bnew\s+(?:orders|directives?|rules?|task)\s*[:：]|"
