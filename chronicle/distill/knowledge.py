@@ -20,6 +20,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from chronicle.distill.sections import Item, Stats, apply
+from chronicle.markup import inert
 from chronicle.redaction.redactor import Redactor
 from chronicle.redaction.text import Redacted, gate
 from chronicle.settings import KNOWLEDGE_FILES
@@ -71,6 +72,8 @@ def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: 
     # caller already redacted passes as it is; anything else is redacted here, with the built-in rules).
     items = [item if isinstance(item.text, Redacted) else replace(item, text=gate(item.text, Redactor.build()))
              for item in items]
+    # Markup from a log is text: no HTML, image or link a Markdown viewer would act on (URLs stay readable).
+    items = [replace(item, text=inert(item.text, defang=False)) for item in items]
     with FileLock(str(workspace / LOCK_NAME)):
         remove_stale_temps(workspace, name)
         # Bytes, not read_text: universal newlines would turn a human's CRLF into LF on our next write.

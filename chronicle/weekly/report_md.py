@@ -1,10 +1,14 @@
-"""Markdown views of weekly reports and run outcomes (Prefect artifacts, `chronicle report show`)."""
+"""Markdown views of weekly reports and run outcomes (Prefect artifacts, `chronicle report show`).
+
+Report text and reasons quote log lines: they go through `markup.inert` (no HTML, image, link or URL a browser
+would act on); the Markdown around them is ours."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chronicle.markup import inert
 from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.model import WeekReport
 from chronicle.weekly.outcome import WeekOutcome, outcome_counts
@@ -21,7 +25,7 @@ def stats_table(stats: Mapping[str, Any]) -> str:
 def review_block(needs_review: bool, reasons: Sequence[Mapping[str, Any]]) -> str:
     if not needs_review:
         return ""
-    items = "\n".join(f"- {describe(r)}" for r in reasons) or "- (no reason recorded)"
+    items = "\n".join(f"- {inert(describe(r))}" for r in reasons) or "- (no reason recorded)"
     return f"> **needs review**\n\n{items}\n\n"
 
 
@@ -32,7 +36,7 @@ def report_markdown(report: WeekReport) -> str:
     return (f"# {report.project_id} {w} ({w.start_date} – {w.end_date})\n\n"
             f"engine: `{report.model}`, prompt `{report.prompt_version}`, entries: {report.entry_count}, "
             f"LLM calls: {report.llm_calls}\n\n{review_block(report.needs_review, report.review_reasons)}"
-            f"{report.summary}\n\n## Stats\n\n{stats_table(report.stats)}\n\n## Citations\n\n{cites}\n")
+            f"{inert(report.summary)}\n\n## Stats\n\n{stats_table(report.stats)}\n\n## Citations\n\n{cites}\n")
 
 
 def outcome_markdown(title: str, rows: Sequence[WeekOutcome], notes: Sequence[str] = ()) -> str:
@@ -42,9 +46,9 @@ def outcome_markdown(title: str, rows: Sequence[WeekOutcome], notes: Sequence[st
     lines = [f"# {title}", "", ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no weeks", ""]
     for row in rows:
         if row.outcome == "failed":
-            lines.append(f"- FAILED {row.project} {row.week}: {row.message or ''}")
+            lines.append(f"- FAILED {row.project} {row.week}: {inert(row.message or '')}")
         elif row.needs_review:
-            lines.append(f"- needs review {row.project} {row.week}: {'; '.join(row.reasons)}")
+            lines.append(f"- needs review {row.project} {row.week}: {inert('; '.join(row.reasons))}")
     if notes:
-        lines += ["", "## Notes", "", *(f"- {note}" for note in notes)]
+        lines += ["", "## Notes", "", *(f"- {inert(note)}" for note in notes)]
     return "\n".join(lines) + "\n"
