@@ -305,6 +305,13 @@ class Settings(BaseSettings):
     a "needs review" marker, so a model reading the history knows not to trust them blindly) or `omit` (left
     out until `chronicle review accept` or `chronicle report edit`). Env CHRONICLE_CONTEXT_FLAGGED_WEEKS."""
 
+    # --- guard: local trust boundaries ---------------------------------------------------------------------
+    input_roots: list[str] = Field(default_factory=list)
+    """Folders a flow parameter may name as input (ingest `paths`), besides the default roots: the home, the
+    working directory (unless it is `/`) and `source_paths`. A path outside every root (symlinks resolved) is a
+    Failed run with one line: anyone who can reach the Prefect API can start a run, and the run reads files as
+    the worker's user. Env CHRONICLE_INPUT_ROOTS (a JSON list)."""
+
     @classmethod
     def settings_customise_sources(
         cls,
