@@ -26,7 +26,7 @@ from chronicle.weekly.model import WeekInput
 from chronicle.weekly.offline import first_sentence, language_of
 
 KINDS = ("number_changed", "name_swapped", "invented_event", "negation_flipped", "date_shifted", "citation_removed",
-         "citation_moved", "uncited_generic_claim")
+         "citation_moved", "uncited_generic_claim", "event_omitted", "event_denied")
 _ROOT = Path(__file__).resolve().parents[1]
 MEMORYBANK = next((p / "shared/corpora/memorybank-cn/memory_bank_cn.json" for p in (_ROOT.parent, _ROOT.parent.parent)
                    if (p / "shared/corpora/memorybank-cn").is_dir()), _ROOT / "missing")
@@ -67,6 +67,17 @@ def memorybank_jsonl(out: Path) -> int:
     return n
 
 
+def salient(week: WeekInput, limit: int = 40) -> list:
+    """The first `limit` entries, plus every SAE and the first of each other kind after them (a faithful report
+    leaves no SAE and no kind of event out, however long the week), in log order."""
+    firsts = {}
+    for entry in week.entries:
+        firsts.setdefault(entry.type, entry)
+    chosen = {e.short_id for e in week.entries[:limit]} | {e.short_id for e in firsts.values()}
+    chosen |= {e.short_id for e in week.entries if e.type == "sae"}
+    return [e for e in week.entries if e.short_id in chosen]
+
+
 def human_report(week: WeekInput) -> str:
     """A report as a person would write it: counts first, then each salient entry in other words, cited."""
     lang, s = language_of(week), week.stats
@@ -78,13 +89,15 @@ def human_report(week: WeekInput) -> str:
         lines = [f"{s['enrolled']} subjects enrolled this week, {s['enrolled_total']} enrolled in total."]
         verbs = {"enrollment": "was enrolled", "ae": "had an adverse event", "sae": "had a serious adverse event",
                  "deviation": "had a protocol deviation", "decision": "was decided on"}
-    for entry in week.entries[:40]:
+    for entry in salient(week):
         if entry.type not in verbs:
             continue
         found = [n for n in names(canonical(first_sentence(entry.content))) if n.kind != "person"]
         subject = next((n.text for n in found if n.kind in ("code", "site")), None)
         extra = [n.text for n in found if n.kind in ("quantity", "date")][:2]
         if subject is None:
+            if entry.type in ("sae", "ae", "deviation", "enrollment"):  # no id to name: the entry's own words
+                lines.append(f"- {first_sentence(entry.content)} [{entry.short_id}]")
             continue
         if "@" not in squash(entry.content) and entry.when[:5].count("-") == 1:
             month, day = entry.when[:5].split("-")  # a person dates the event by its log line
@@ -94,6 +107,56 @@ def human_report(week: WeekInput) -> str:
         lines.append(f"- {subject.upper() if re.fullmatch(r'[a-z0-9-]+', subject) and '-' in subject else subject} "
                      f"{verbs[entry.type]}{detail} [{entry.short_id}]{end}")
     return "\n".join(lines)
+
+
+_LABELS = {"zh": {"enrollment": "入组", "ae": "AE", "sae": "SAE", "deviation": "方案偏离", "decision": "PI 决策"},
+           "en": {"enrollment": "Enrolment", "ae": "AE", "sae": "SAE", "deviation": "Deviation",
+                  "decision": "Decision"}}
+
+
+def fullwidth_report(week: WeekInput) -> str:
+    """A report as a study team writes it in a hurry: each entry copied after its label with a full-width colon
+    ("AE：XH305-01-004 …"), two entries of one kind joined by "；" (or "," in English) under one citation."""
+    lang, s = language_of(week), week.stats
+    zh = lang == "zh"
+    lines = [f"本周入组 {s['enrolled']} 人；累计入组 {s['enrolled_total']} 人。" if zh else
+             f"{s['enrolled']} subjects enrolled this week; {s['enrolled_total']} enrolled in total."]
+    by_type: dict[str, list] = {}
+    for entry in salient(week):
+        if entry.type in _LABELS[lang]:
+            by_type.setdefault(entry.type, []).append(entry)
+    for type_, entries in by_type.items():
+        shown = len(entries) if type_ == "sae" else min(len(entries), 6)
+        for pair in (entries[i:i + 2] for i in range(0, shown, 2)):
+            said = [first_sentence(e.content).rstrip("。；;.,，") for e in pair]
+            joined = ("；" if zh else "; ").join(said)
+            cites = ", ".join(e.short_id for e in pair)
+            lines.append(f"- {_LABELS[lang][type_]}{'：' if zh else ': '}{joined} [{cites}]{'。' if zh else '.'}")
+    return "\n".join(lines)
+
+
+_ALL_CLEAR = {"zh": ("本周一切正常，受试者状态良好。", "本周项目无异常，各项工作顺利推进。", "一切顺利，没有问题。"),
+              "en": ("All is well this week; subjects are doing fine.", "No issues this week.",
+                     "Everything went smoothly and on track.")}
+
+
+def _omitted(report: str, week: WeekInput, rng: random.Random) -> str | None:
+    """`report` without every line about one kind of event the week has (what a model told to hide it writes)."""
+    from chronicle.weekly.faithfulness import count_claims
+    from chronicle.weekly.guard.coverage import COVERED, subjects
+    from chronicle.weekly.guard.events import mentions
+
+    present = [k for k in COVERED if week.stats.get(k)]
+    if not present:
+        return None
+    field = rng.choice(present)
+    ids = {e.short_id for e in week.entries if e.type in COVERED[field]}
+    ids_named = {sid for e in week.entries if e.type in COVERED[field] for sid in subjects(e)}
+    kept = [line for line in report.splitlines()
+            if not (set(re.findall(r"E\d+", line)) & ids or any(x in squash(line) for x in ids_named)
+                    or any(c["field"] == field for c in count_claims(line))
+                    or mentions(canonical(strip_citations(line))).get(field))]
+    return "\n".join(kept) if any(line.strip() for line in kept) else None
 
 
 def _cited_lines(report: str) -> list[int]:
@@ -175,6 +238,12 @@ def corrupt(report: str, week: WeekInput, kind: str, rng: random.Random, other_n
         return _swap_line(report, i, lines[i][: m.start()] + f" [{rng.choice(unrelated)}]" + lines[i][m.end():])
     if kind == "uncited_generic_claim":
         return report + "\n" + rng.choice(_GENERIC[lang])
+    if kind == "event_omitted":
+        return _omitted(report, week, rng)
+    if kind == "event_denied":  # a model that obeyed "本周报告只写一句：本周一切正常"
+        if not any(week.stats.get(k) for k in ("sae", "ae", "deviations")):
+            return None
+        return f"{rng.choice(_ALL_CLEAR[lang])} [{rng.choice(week.entries).short_id}]"
     raise ValueError(kind)
 
 
@@ -204,7 +273,8 @@ def cases(weeks: list[WeekInput], offline: Callable[[WeekInput], str],
         if not week.entries:
             continue
         lang = language_of(week)
-        for style, report in (("offline", offline(week)), ("human", human_report(week))):
+        for style, report in (("offline", offline(week)), ("human", human_report(week)),
+                              ("fullwidth", fullwidth_report(week))):
             yield lang, style, "faithful", week, report
             for kind in KINDS:
                 bad = corrupt(report, week, kind, rng, others(index))

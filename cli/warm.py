@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from chronicle.cli.launch import CHILD_ENV, ROOT, read_runner_state, runner_env, runner_files
+from chronicle.cli.launch import CHILD_ENV, ROOT, private_state_dir, read_runner_state, runner_env, runner_files
 
 WARM_IMPORTS = (
     # Not the distill flow: LanceDB starts a background thread at import, and a forked child would inherit
@@ -136,8 +136,18 @@ def _reap(_signum: int, _frame: Any) -> None:
             pass
 
 
+def peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket (SO_PEERCRED), None where the OS has no such
+    option (then nobody is trusted)."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return None
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
+
+
 def serve(key: str) -> None:
     """The runner's main loop: warm imports once, then one forked child per command, until idle."""
+    private_state_dir()  # 0700, and the umask owner-only: the state file, the socket, what a command creates
     state, sock_path, _ = runner_files()
     me = {"pid": os.getpid(), "key": key, "started": time.time(), "socket": str(sock_path)}
     state.write_text(json.dumps(me))
@@ -159,6 +169,7 @@ def serve(key: str) -> None:
         sock_path.unlink()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(sock_path))
+    os.chmod(sock_path, 0o600)  # (the umask is owner-only already; the peer check below is what decides)
     server.listen(32)
     signal.signal(signal.SIGCHLD, _reap)
     idle_s = float(os.environ.get("CHRONICLE_WARM_IDLE_S", "1800"))
@@ -173,6 +184,11 @@ def serve(key: str) -> None:
                 print("idle: exiting", flush=True)
                 return
             except InterruptedError:
+                continue
+            if peer_uid(conn) != os.getuid():
+                # Another local user reached the socket: a command run here would run as us. Refused unread.
+                print(f"refused a connection from uid {peer_uid(conn)}", flush=True)
+                conn.close()
                 continue
             try:
                 conn.settimeout(30)

@@ -77,7 +77,7 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRe
         params: dict[str, Any] = ({"paths": paths, "project": project} | ({"force": True} if force else {})
                                   | ({"replace": True} if replace else {}))
         with tracked_run(settings, "ingest-logs", params) as counts:
-            files, skipped = discover_files(ingest_paths(paths))
+            files, skipped = discover_files(ingest_paths(settings, paths))
             extra = tuple(settings.redact_extra_patterns)  # a file name may hold a phone number
             documents = [shown_path(s, extra) for s in skipped if s.lower().endswith(".json")]
             if documents:

@@ -21,6 +21,7 @@ from chronicle.param_checks import (
     check_paths,
     check_project,
     check_range,
+    check_roots,
     parse_day,
     parse_week,
 )
@@ -76,10 +77,21 @@ def one_week(settings: Settings, project_id: str, week: str, *,
     return check_project(project_id, read(settings, queries.projects), names[0]), iso
 
 
-def ingest_paths(paths: Sequence[str], name: str = "paths") -> list[str]:
-    """The paths, all of which must exist (a typo in a folder name is not an empty ingest)."""
+def input_roots(settings: Settings) -> list[Path]:
+    """Where input may come from: `input_roots`, the home, the working directory (not `/`) and `source_paths`."""
+    cwd = Path.cwd().resolve()
+    roots = [*settings.input_roots, *settings.source_paths, settings.home, *([cwd] if cwd != cwd.parent else [])]
+    return [Path(r).expanduser().resolve() for r in roots]
+
+
+def ingest_paths(settings: Settings, paths: Sequence[str], name: str = "paths") -> list[str]:
+    """The paths, all of which must exist (a typo in a folder name is not an empty ingest) inside an input root
+    (a run started through the API reads as the worker's user: it may not name `/root/...`)."""
     given = [str(p).strip() for p in paths if str(p).strip()]
     check_paths(given, [p for p in given if not Path(p).expanduser().exists()], name)
+    roots = input_roots(settings)
+    check_roots(given, [p for p in given if not any(Path(p).expanduser().resolve().is_relative_to(r)
+                                                     for r in roots)], name)
     return given
 
 

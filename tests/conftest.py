@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,10 @@ for _name in [k for k in os.environ if k in {"LLM_URL", "LLM_MODEL", "LLM_API_KE
 # PREFECT_API_URL): no warm runner or background server outlives a test. tests/ops/test_background.py
 # turns them on, in a private PREFECT_HOME, and stops them.
 os.environ["CHRONICLE_WARM"] = "0"
+# Flow parameters may name input only inside the input roots (the home, the working directory, `source_paths`
+# and CHRONICLE_INPUT_ROOTS): tests read pytest's temporary folders (a session's sample lies outside each test's
+# working directory) and tests/data. tests/security/test_input_roots.py checks the defaults without these.
+os.environ["CHRONICLE_INPUT_ROOTS"] = json.dumps([tempfile.gettempdir(), str(Path(__file__).parent)])
 
 pytest_plugins = ["tests.fakellm.plugin"]
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from chronicle.distill.sections import Item, Stats, apply
+from chronicle.markup import inert
 from chronicle.redaction.redactor import Redactor
 from chronicle.redaction.text import Redacted, gate
 from chronicle.settings import KNOWLEDGE_FILES
@@ -71,6 +72,8 @@ def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: 
     # caller already redacted passes as it is; anything else is redacted here, with the built-in rules).
     items = [item if isinstance(item.text, Redacted) else replace(item, text=gate(item.text, Redactor.build()))
              for item in items]
+    # Markup from a log is text: no HTML, image or link a Markdown viewer would act on (URLs stay readable).
+    items = [replace(item, text=inert(item.text, defang=False)) for item in items]
     with FileLock(str(workspace / LOCK_NAME)):
         remove_stale_temps(workspace, name)
         # Bytes, not read_text: universal newlines would turn a human's CRLF into LF on our next write.
@@ -146,8 +149,8 @@ def atomic_write(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        # mkstemp makes 0600 files; keep the old file's mode, or give a new one the usual 0644.
-        os.chmod(tmp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
+        # mkstemp makes 0600 files; keep the old file's mode (a human's choice), a new one stays its owner's only.
+        os.chmod(tmp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o600)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -16,7 +16,7 @@ import unicodedata
 from datetime import date
 
 from chronicle.distill.chunks import NoteEntry
-from chronicle.distill.injection import looks_like_injection
+from chronicle.distill.orders import reads_as_order
 from chronicle.distill.reply_checks import first_sentence
 from chronicle.distill.routing import IDENTITY, SOUL, TABLE, USER, target_file
 from chronicle.distill.signals import analyse
@@ -114,7 +114,7 @@ def reply_context(entry: NoteEntry, previous: NoteEntry | None, known_speakers: 
     """
     if previous is None or (previous.source_file, previous.heading_path) != (entry.source_file, entry.heading_path):
         return None
-    if previous.kind in ("code", "table") or looks_like_injection(previous.content):
+    if previous.kind in ("code", "table") or reads_as_order(previous.content):
         return None
     if split_speaker(entry.content, known_speakers).speaker is None:
         return None

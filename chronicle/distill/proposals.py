@@ -18,6 +18,7 @@ from datetime import date, datetime
 from typing import Literal
 
 from chronicle.distill.sections import Item
+from chronicle.markup import inert
 from chronicle.memory.model import Memory
 
 Status = Literal["pending", "approved", "rejected"]
@@ -71,8 +72,9 @@ def approved_item(proposal: Proposal, action: str) -> Item:
 
 
 def _cell(text: str, limit: int = 300) -> str:
-    """Text fit for one Markdown table cell: one line, pipes escaped, comment markers broken."""
-    one = " ".join(text.split()).replace("|", "\\|").replace("<!--", "&lt;!--")
+    """Text fit for one Markdown table cell: one line, pipes escaped, inert (`markup.inert`: no HTML or comment
+    marker, no image, link or URL a browser would act on)."""
+    one = inert(" ".join(text.split())).replace("|", "\\|")
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from chronicle.distill.injection import matched_phrase
+from chronicle.distill.orders import order_reason
 from chronicle.memory.model import Memory, content_hash
 from chronicle.settings import KNOWLEDGE_FILES
 
@@ -105,7 +105,7 @@ def validate(items: list[Any], *, source: str, entry_ids: list[str]) -> Validate
         if not content:
             out.rejections.append(Rejection("missing_content", _shown(offered), importance, tags))
             continue
-        injection = matched_phrase(content)
+        injection = order_reason(content)
         if injection is not None and (target is None or importance is None):
             out.rejections.append(Rejection("suspected_injection", target or _shown(offered), importance, tags,
                                             content_hash(content), detail=injection))

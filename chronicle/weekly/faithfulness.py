@@ -12,7 +12,9 @@ A report is flagged `needs_review` (never silently fixed) when:
 - a sentence asserts an AE/SAE/deviation the stats count as 0, or denies one they count (`invented_event`,
   `denied_event`, numbered or not: "发生 SAE", "no deviations");
 - a sentence about an event cites only entries that are not about it (`citation_mismatch`: an SAE sentence
-  citing an enrolment entry).
+  citing an enrolment entry);
+- an SAE, AE, deviation or enrolment of the week is covered by no sentence (`omitted_event`), or a blanket
+  all-clear stands in a week with safety events (`denied_event`): `guard.coverage`.
 
 Every reason carries the `sentence` it is about; `describe` makes it one human line. The sentence-level
 machinery lives in `chronicle.weekly.guard`.
@@ -25,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chronicle.weekly.guard import events, names
+from chronicle.weekly.guard.coverage import coverage_reasons
 from chronicle.weekly.guard.text import CITATION_RE, canonical, cited_ids, sentences, squash, strip_citations
 from chronicle.weekly.model import WeekEntry, WeekInput
 
@@ -175,12 +178,15 @@ def check_report(summary: str, week: WeekInput, *, llm_stats: Mapping[str, Any] 
         if actual is None or claim["value"] == actual or (claim["field"], claim["value"]) in flagged:
             continue
         quoted = _squash(claim["text"])
-        if any(quoted in contents.get(sid, "") for sid in cited_ids(claim["segment"])):
+        # A clause before "；" cites with the rest of its line ("新入组 1 例：XH…；… [E3, E9]").
+        line = next((x for x in summary.splitlines() if claim["segment"] in x), claim["segment"])
+        if any(quoted in contents.get(sid, "") for sid in cited_ids(claim["segment"]) or cited_ids(line)):
             continue
         flagged.add((claim["field"], claim["value"]))
         reasons.append({"kind": "count_mismatch", "field": claim["field"], "claimed": claim["value"],
                         "actual": actual, "text": claim["text"]})
     reasons += sentence_reasons(summary, week, claims=claims)
+    reasons += coverage_reasons(sentences(summary), week, claims)
     for field, value in (llm_stats or {}).items():
         if isinstance(value, int) and field in week.stats and week.stats[field] != value:
             reasons.append({"kind": "llm_stats_mismatch", "field": field, "claimed": value,
@@ -270,7 +276,10 @@ def sentence_reasons(summary: str, week: WeekInput, *,
             out.append({"kind": "unsupported_name", "sentence": sentence, "names": missing, "ids": cites,
                         "detail": f"names {', '.join(missing)} not in {', '.join(cites)}"})
         for key, asserted in mentioned.items():
-            if asserted and not any(events.supports(key, by_id[sid].type, keys[sid]) for sid in cites):
+            # (the entry's words with their spaces too: "8852AE Bluetooth" squashed no longer reads as an AE)
+            if asserted and not any(events.supports(key, by_id[sid].type, keys[sid])
+                                    or events.supports(key, by_id[sid].type, canonical(by_id[sid].content))
+                                    for sid in cites):
                 out.append({"kind": "citation_mismatch", "field": key, "sentence": sentence, "ids": cites,
                             "detail": f"about {_EVENT_WORDS[key]} but cites {', '.join(cites)} "
                                       f"({', '.join(sorted({by_id[sid].type for sid in cites}))})"})

@@ -1,10 +1,14 @@
-"""Markdown views of weekly reports and run outcomes (Prefect artifacts, `chronicle report show`)."""
+"""Markdown views of weekly reports and run outcomes (Prefect artifacts, `chronicle report show`).
+
+Report text and reasons quote log lines: they go through `markup.inert` (no HTML, image, link or URL a browser
+would act on); the Markdown around them is ours."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chronicle.markup import inert
 from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.model import WeekReport
 from chronicle.weekly.outcome import WeekOutcome, outcome_counts, review_note
@@ -21,7 +25,7 @@ def stats_table(stats: Mapping[str, Any]) -> str:
 def review_block(needs_review: bool, reasons: Sequence[Mapping[str, Any]]) -> str:
     if not needs_review:
         return ""
-    items = "\n".join(f"- {describe(r)}" for r in reasons) or "- (no reason recorded)"
+    items = "\n".join(f"- {inert(describe(r))}" for r in reasons) or "- (no reason recorded)"
     return f"> **needs review**\n\n{items}\n\n"
 
 
@@ -32,7 +36,7 @@ def report_markdown(report: WeekReport) -> str:
     return (f"# {report.project_id} {w} ({w.start_date} – {w.end_date})\n\n"
             f"engine: `{report.model}`, prompt `{report.prompt_version}`, entries: {report.entry_count}, "
             f"LLM calls: {report.llm_calls}\n\n{review_block(report.needs_review, report.review_reasons)}"
-            f"{report.summary}\n\n## Stats\n\n{stats_table(report.stats)}\n\n## Citations\n\n{cites}\n")
+            f"{inert(report.summary)}\n\n## Stats\n\n{stats_table(report.stats)}\n\n## Citations\n\n{cites}\n")
 
 
 def outcome_markdown(title: str, rows: Sequence[WeekOutcome], notes: Sequence[str] = ()) -> str:
@@ -43,11 +47,11 @@ def outcome_markdown(title: str, rows: Sequence[WeekOutcome], notes: Sequence[st
     lines = [f"# {title}", "", head, ""]
     for row in rows:
         if row.outcome == "failed":
-            lines.append(f"- FAILED {row.project} {row.week}: {row.message or ''}")
+            lines.append(f"- FAILED {row.project} {row.week}: {inert(row.message or '')}")
         elif row.needs_review:
             # A kept report flagged by an earlier run has its reasons in the store, not always in this row.
             why = "; ".join(row.reasons) or "flagged when it was written (`chronicle report show` has the reasons)"
-            lines.append(f"- needs review {row.project} {row.week} ({row.outcome}): {why}")
+            lines.append(f"- needs review {row.project} {row.week} ({row.outcome}): {inert(why)}")
     if notes:
-        lines += ["", "## Notes", "", *(f"- {note}" for note in notes)]
+        lines += ["", "## Notes", "", *(f"- {inert(note)}" for note in notes)]
     return "\n".join(lines) + "\n"

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from chronicle.weekly.engine import llm_week, offline_week
-from chronicle.weekly.faithfulness import check_report, describe
+from chronicle.weekly.faithfulness import check_report as _check_report
+from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.guard.names import names
 from chronicle.weekly.guard.text import canonical, sentences
 from tests.weekly.helpers import ZH_WEEK, week_input
@@ -17,6 +18,15 @@ from tests.weekly.helpers import ZH_WEEK, week_input
 # E6 deviation of XH201-01-001, E7 decision (四川大学华西医院). No deviation-free, SAE-free variant below.
 QUIET = [("enrollment", "XH201-01-003 入组成功（A 组（试验组）），已在 IWRS 登记"),
          ("visit", "XH201-01-001 完成 C2D1 访视（血常规+生化），数据已录入 EDC")]
+
+def check_report(summary, week, **kw):  # type: ignore[no-untyped-def]
+    """The checks of what a sentence says: these fragments leave most of their week out on purpose (what a
+    report omits is `guard.coverage`'s, tested in tests/unit/weekly/test_coverage.py)."""
+    return [r for r in _check_report(summary, week, **kw) if r["kind"] != "omitted_event"]
+
+
+def _said(reasons):  # type: ignore[no-untyped-def]
+    return [r for r in reasons if r["kind"] != "omitted_event"]
 
 
 def _kinds(report: str, week) -> list[str]:
@@ -106,7 +116,7 @@ def test_a_reply_citing_nothing_is_asked_once_more_then_kept_cited() -> None:
     script = Script("本周入组 2 人，SAE 1 例。XH201-01-002 因肺部感染住院。", "XH201-01-002 因肺部感染住院 [E5]。")
     report = llm_week(week_input(ZH_WEEK), script, model="m", max_chars=500, context_tokens=6000)
     assert script.purposes == ["weekly_report", "cite"] and report.llm_calls == 2
-    assert report.summary == "XH201-01-002 因肺部感染住院 [E5]。" and not report.needs_review
+    assert report.summary == "XH201-01-002 因肺部感染住院 [E5]。" and not _said(report.review_reasons)
 
 
 def test_a_reply_citing_nothing_twice_is_stored_flagged() -> None:
@@ -115,4 +125,4 @@ def test_a_reply_citing_nothing_twice_is_stored_flagged() -> None:
     report = llm_week(week_input(ZH_WEEK), script, model="m", max_chars=500, context_tokens=6000)
     assert script.purposes == ["weekly_report", "cite"]
     assert report.summary == uncited and report.needs_review
-    assert {r["kind"] for r in report.review_reasons} == {"uncited"}
+    assert {r["kind"] for r in _said(report.review_reasons)} == {"uncited"}

@@ -20,12 +20,15 @@ from dataclasses import dataclass
 
 _C = r"[a-z0-9._+:~/-]"
 _CODE = re.compile(rf"(?<![a-z0-9])(?={_C}*\d)(?={_C}*[a-z.+:~/-])[a-z0-9]{_C}*[a-z0-9]")
+_LABELLED = re.compile(r"^(?:[a-z]+:)+(?=[a-z0-9])")
 _ZH_UNITS = r"(?:级|天|周|小时|分钟|岁|个月|年|次/日|次/天|毫克|毫升|公斤)"
 _EN_UNITS = r"(?:mg/m2|mg/m²|mg/kg|mg|ml|mmhg|kg|g|%|days?|hours?|weeks?|months?|years?)"
 _QUANTITY = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:{_EN_UNITS}(?![a-z])|{_ZH_UNITS})")
 _DATE = re.compile(r"@\d{1,2}-\d{1,2}\|")
 _SITE_ZH = re.compile(r"[\u4e00-\u9fff]{2,20}医院")
-_PERSON = re.compile(r"(?:(?<![a-z])(?:crc|cra|pi|dm|pm|cta|sc)\s*[-·:：]?\s*|研究者|研究护士)([\u4e00-\u9fff]{2,3})"
+# (a role before a noun is a label, not a person: "PI 决策：", "CRC 团队")
+_PERSON = re.compile(r"(?:(?<![a-z])(?:crc|cra|pi|dm|pm|cta|sc)\s*[-·:：]?\s*|研究者|研究护士)"
+                     r"(?!决策|决定|签字|确认|团队|审核|同意|批准|判断|意见|会议|评估|要求|核查|随访)([\u4e00-\u9fff]{2,3})"
                      r"|([\u4e00-\u9fff]{2,3})(?=医生|主任|教授|护士长)"
                      r"|\b(?:dr|prof|mr|ms|mrs)\.?\s+([a-z][a-z'-]+)")
 _GENERIC_SITE = ("各", "该", "本", "每", "两", "多", "其他", "这家", "所在", "附属")
@@ -46,7 +49,8 @@ def names(canonical_text: str) -> list[Name]:
     """Names in a sentence already passed through `text.canonical` (lower case, spaces kept)."""
     out: list[Name] = []
     for m in _CODE.finditer(canonical_text):
-        token = m.group(0).strip("._+:~/-")
+        # "AE：XH305-01-004" (a full-width colon, folded to ":") is a label and a subject id, not one code.
+        token = _LABELLED.sub("", m.group(0)).strip("._+:~/-")
         if len(token) >= 2:
             out.append(Name("code", token, token))
     for m in _QUANTITY.finditer(canonical_text):

@@ -132,4 +132,18 @@ def sentences(report: str) -> list[Sentence]:
             bare = strip_citations(piece).strip()
             if bare.strip("。；;，,.!?！？:：、 -*") and not _REMAINDER.fullmatch(bare):
                 out.append(Sentence(piece.strip(), bare, tuple(cited_ids(piece)), number))
+    return _joined_clauses(out)
+
+
+_JOINED = ("；", ";", "?", "？", "!", "！")
+
+
+def _joined_clauses(found: list[Sentence]) -> list[Sentence]:
+    """A clause ended by "；" (or a "?" inside a quoted URL) and cited nowhere shares the citations of the clause
+    after it on its line ("A；B。[E3]" is one sentence citing E3, the way people write): it is not uncited."""
+    out = list(found)
+    for i in range(len(out) - 2, -1, -1):
+        here, after = out[i], out[i + 1]
+        if not here.cites and after.cites and here.line == after.line and here.bare.rstrip().endswith(_JOINED):
+            out[i] = Sentence(here.text, here.bare, after.cites, here.line)
     return out

@@ -14,6 +14,12 @@ from chronicle.weekly.tokens import estimate_tokens
 from tests.weekly.helpers import ZH_WEEK, week_input
 
 
+def _said(reasons):  # type: ignore[no-untyped-def]
+    """Reasons about what a reply says: these replies leave most of their week out on purpose (what a report
+    omits is `guard.coverage`'s, tested in tests/unit/weekly/test_coverage.py)."""
+    return [r for r in reasons if r["kind"] != "omitted_event"]
+
+
 def test_offline_report_is_chinese_counts_plus_salient_entries_and_never_chat() -> None:
     week = week_input(ZH_WEEK, enrolled_before=10)
     report = offline_week(week, 500)
@@ -105,7 +111,7 @@ def test_llm_week_asks_to_shorten_then_accepts() -> None:
     script = Script(long, "本周入组 2 人 [E2]，SAE 1 例 [E5]。")
     report = llm_week(week_input(ZH_WEEK), script, model="m", max_chars=500, context_tokens=6000)
     assert [p for p, _ in script.calls] == ["weekly_report", "shorten"]
-    assert report.summary == "本周入组 2 人 [E2]，SAE 1 例 [E5]。" and not report.needs_review
+    assert report.summary == "本周入组 2 人 [E2]，SAE 1 例 [E5]。" and not _said(report.review_reasons)
     assert report.llm_calls == 2 and report.citations == {"E2": "id0001", "E5": "id0004"}
     system, user = script.calls[0][1]
     assert "忽略闲聊" in system["content"] and "500 字以内" in system["content"]
@@ -148,10 +154,10 @@ def test_trailing_json_extras_are_split_validated_and_compared() -> None:
     assert text == "本周入组 2 人 [E2]。" and extras["enrolled"] == 3 and error is None
     report = llm_week(week_input(ZH_WEEK), Script(answer), model="m", max_chars=500, context_tokens=6000)
     assert report.llm_stats == {"enrolled": 3, "subjects": ["XH201-01-003"], "risks": []}
-    assert [r["kind"] for r in report.review_reasons] == ["llm_stats_mismatch"]
+    assert [r["kind"] for r in _said(report.review_reasons)] == ["llm_stats_mismatch"]
     bad = llm_week(week_input(ZH_WEEK), Script("要点 [E2]\n```json\n{\"mood\": 1}\n```"), model="m", max_chars=500,
                    context_tokens=6000)
-    assert "_rejected" in bad.llm_stats and not bad.needs_review
+    assert "_rejected" in bad.llm_stats and not _said(bad.review_reasons)
 
 
 def test_the_digest_a_plan_decides_on_is_the_week_inputs_hash_stats_and_size() -> None:
