@@ -145,6 +145,14 @@ def subject_of(entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), u
                          speakers=known_speakers, user=user, addressee=utt.addressee, section_person=section_person)
 
 
+def answered(entry: NoteEntry, previous: NoteEntry | None, known_speakers: frozenset[str]) -> str | None:
+    """The named speaker of the turn right before `entry` in the same section: whom a reply there answers."""
+    if previous is None or (previous.source_file, previous.heading_path) != (entry.source_file, entry.heading_path):
+        return None
+    utt = split_speaker(previous.content, known_speakers)
+    return utt.speaker if utt.role == "other" else None
+
+
 def section_people(entries: list[NoteEntry], known_speakers: frozenset[str]) -> dict[tuple[str, tuple], str]:
     """(note, heading path) -> the one named person speaking in that section, for sections where only one does."""
     named: dict[tuple[str, tuple], set[str]] = {}
@@ -193,7 +201,8 @@ def distill_entries(entries: list[NoteEntry], user: str | None = None) -> list[M
     speakers = speakers_of([e.content for e in entries])
     people = section_people(entries, speakers)
     for previous, entry in zip([None, *entries], entries, strict=False):
-        memory = entry_memory(entry, speakers, previous, user, people.get((entry.source_file, entry.heading_path)))
+        person = people.get((entry.source_file, entry.heading_path)) or answered(entry, previous, speakers)
+        memory = entry_memory(entry, speakers, previous, user, person)
         if memory and memory.content_hash not in seen:
             seen.add(memory.content_hash)
             out.append(memory)

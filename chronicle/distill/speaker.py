@@ -48,7 +48,8 @@ _SPEECH_ZH = re.compile(
 )
 _EN_VERBS = r"said|says|asked|asks|replied|replies|answered|answers|wrote|writes|added|adds|told me|explained"
 _SPEECH_EN = re.compile(
-    rf"^\s*(?:\*\*|__)?(?P<name>I|[A-Z][A-Za-z'’-]+(?: [A-Z][A-Za-z'’-]+){{0,2}})(?:\*\*|__)?\s+(?:{_EN_VERBS})"
+    rf"^\s*(?:\*\*|__)?(?P<name>I|[A-Z][A-Za-z'’-]+(?: [A-Z][A-Za-z'’-]+){{0,2}}|[\u4e00-\u9fff·]{{2,4}})(?:\*\*|__)?"
+    rf"\s*(?:{_EN_VERBS})"
     rf"(?:\s+(?:to\s+)?(?P<to1>[A-Z][A-Za-z'’-]+(?: [A-Z][A-Za-z'’-]+){{0,2}}))?\s*[:：,]\s*(?P<body>\S.*)$"
     rf"|^\s*(?:\*\*|__)?(?P<dir>From|To|Reply to|Replying to|Message from|Message to)\s+"
     rf"(?P<name2>[A-Z][A-Za-z'’-]+(?: [A-Z][A-Za-z'’-]+){{0,2}}|[\u4e00-\u9fff·]{{2,4}})(?:\*\*|__)?\s*[:：]\s*"

@@ -41,9 +41,9 @@ _ROLE_PREFIX = (r"用户|客户|来访者|访客|患者|病人|学员|联系人|
                 r"patient|friend|member|visitor|with")
 _PERSON_HEADING = re.compile(
     rf"^(?:{_ROLE_PREFIX})\s*[:：]\s*(?P<a>{_CJK_NAME}|{_EN_NAME})$"
-    rf"|^关于\s*(?P<b>{_CJK_NAME})$"
+    rf"|^关于\s*(?P<b>{_CJK_NAME}|{_EN_NAME})$"
     rf"|^(?:about|notes? (?:on|about)|on) (?P<c>{_EN_NAME})$"
-    rf"|^(?P<d>{_CJK_NAME}?)\s*的\s*(?:记录|笔记|档案|资料|情况|近况|日记|信息|消息|留言)$"
+    rf"|^(?P<d>{_CJK_NAME}?|{_EN_NAME})\s*的\s*(?:记录|笔记|档案|资料|情况|近况|日记|信息|消息|留言)$"
     rf"|^(?P<e>{_EN_NAME})['’]s (?:notes|record|records|profile|file|messages|diary|log)$",
     re.I,
 )
