@@ -67,7 +67,7 @@ def rerank(
     tuning = tuning or Tuning()
     out = []
     for hit in hits:
-        if hit.cosine < tuning.floor:
+        if tuning.floor > 0 and hit.cosine < tuning.floor:
             continue
         score = decayed(hit.score, hit.created, now, tuning.recency_half_life_days)
         if half_life_days > 0:

@@ -34,6 +34,8 @@ def test_tuning_defaults_come_from_the_model_and_settings_override(tmp_path) -> 
 def test_floor_drops_and_recency_reorders() -> None:
     hits = [hit("old", 0.80, 0.9, days_old=60), hit("new", 0.70, 0.9), hit("weak", 0.75, 0.2)]
     assert [h.id for h in rerank(hits, now=T0, importance_weight=0.3)] == ["old", "weak", "new"]
+    # No floor keeps everything, a negative cosine too (hash or remote embedders give those).
+    assert len(rerank([*hits, hit("neg", 0.1, -0.2)], now=T0, importance_weight=0.3)) == 4
     floored = rerank(hits, now=T0, importance_weight=0.3, tuning=Tuning(floor=0.5))
     assert [h.id for h in floored] == ["old", "new"]
     recent = rerank(hits, now=T0, importance_weight=0.3, tuning=Tuning(floor=0.5, recency_half_life_days=30))
