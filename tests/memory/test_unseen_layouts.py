@@ -106,3 +106,25 @@ def test_about_counts_and_offers_unknown_subject_mentions(minilm_settings, embed
     scoped = runner.invoke(app, ["memory", "search", "吉他", "--about", "周晓雯", "--include-mentions", "--json",
                                  *home])
     assert all("吉他" not in h["content"] for h in json.loads(scoped.stdout))
+
+
+def test_a_frame_update_supersedes_in_the_store_and_as_of_keeps_the_old_fact(settings) -> None:
+    """Phrasings no phrase rule reads: a device and a job change, each by its own person, in the real store."""
+    store = MemoryStore(settings, HashEmbedder())
+    tz = settings.tz_for("x")
+    pairs = [("Tom", "Tom: I still use my old Android phone.", "Tom: I switched to an iPhone last week."),
+             ("李娜", "李娜：我在一家三甲医院做护士。", "李娜：我换工作了，现在在一家药企做临床监查员。")]
+    for n, (who, old, new) in enumerate(pairs):
+        store.upsert([mem(old, who)], created=datetime(2024, 1, 1 + n, 12, tzinfo=tz))
+        store.upsert([mem(new, who)], created=datetime(2024, 3, 1 + n, 12, tzinfo=tz))
+    rows = {m.content: m for m in store.list(limit=10)}
+    for who, old, new in pairs:
+        assert rows[old].superseded_by == rows[new].id and not rows[new].superseded_by
+        hits = store.search(old, subject=who, limit=5)  # the old words themselves: still the new fact first
+        assert hits[0].content == new
+        assert store.search(old, subject=who, limit=5, as_of=date(2024, 2, 1))[0].content == old
+
+
+def mem(text: str, subject: str) -> Memory:
+    return redact_memory(Memory(content=text, summary=text[:20], importance=0.6, target_file="USER.md",
+                                subject=subject), Redactor.build())
