@@ -57,6 +57,13 @@ def corpus(name: str, layout: str, samples: int, folder: Path) -> tuple[dict[tup
                           for q, ev in locomo_questions(sample)]
 
 
+def knowledge_markup(workspace: Path) -> dict[str, float]:
+    """Share of each knowledge file's visible characters that is markup (`chronicle.distill.readability`)."""
+    from chronicle.distill.readability import markup_share
+
+    return {p.name: round(markup_share(p.read_text(encoding="utf-8")), 3) for p in sorted(workspace.glob("*.md"))}
+
+
 def knowledge_lines(workspace: Path) -> dict[str, int]:
     """Bullet lines per knowledge file (the distill writes one bullet per memory)."""
     out = {}
@@ -171,6 +178,7 @@ def measure(
             by_share[share] = {f"hit_{key.replace('@', '_at')}": v / len(questions) for key, v in other.items()}
         n = len(questions)
         lines = knowledge_lines(settings.workspace_dir)
+        markup = knowledge_markup(settings.workspace_dir)
         rows = store.count()
     out = {f"hit_{key.replace('@', '_at')}": v / n for key, v in hit.items()} | {
         "layout": layout, "questions": n, "scoped_questions": scoped_n, "other_subject_hits": leaks,
@@ -178,14 +186,15 @@ def measure(
         "distill_rate": len(entries) / distill_s, "raw_rate": len(entries) / raw_s if raw_s else None,
         "knowledge_lines": sum(lines.values()), "knowledge_lines_per_100_turns": 100 * sum(lines.values()) / turns,
         "events": summary.as_dict().get("events"), "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
-        "missed_unscoped_at10": missed, "by_fulltext_share": by_share,
+        "missed_unscoped_at10": missed, "by_fulltext_share": by_share, "knowledge_markup_share": markup,
     }
     OUT.mkdir(exist_ok=True)  # per layout, so layouts can run in parallel processes and be combined (--combine)
     (OUT / f"memory_e2e_{corpus_name}_{layout}.json").write_text(json.dumps(out, indent=2, default=str))
     print(f"{corpus_name}/{layout}: {turns} turns -> {len(entries)} entries -> {rows} memories; distill "
           f"{distill_s:.1f}s; scoped hit@5/10 {out['hit_scoped_at5']:.3f}/{out['hit_scoped_at10']:.3f}, unscoped "
           f"{out['hit_unscoped_at5']:.3f}/{out['hit_unscoped_at10']:.3f} (n={n}, scoped {scoped_n}); other-subject "
-          f"hits {leaks}; knowledge lines {out['knowledge_lines_per_100_turns']:.1f}/100 turns", flush=True)
+          f"hits {leaks}; knowledge lines {out['knowledge_lines_per_100_turns']:.1f}/100 turns; markup share {markup}",
+          flush=True)
     for share, h in by_share.items():
         print(f"  full-text pool share {share}: scoped hit@5/10 {h['hit_scoped_at5']:.3f}/{h['hit_scoped_at10']:.3f}, "
               f"unscoped {h['hit_unscoped_at5']:.3f}/{h['hit_unscoped_at10']:.3f}", flush=True)

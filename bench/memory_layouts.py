@@ -7,7 +7,10 @@ MemoryBank (one companion, 15 users; the user is the subject of their section):
 
 - `heading`:  `## 张曼婷`, `- 张曼婷：…` / `- AI伴侣：…` (the layout the pipeline was first measured on);
 - `dialogue`: `## 与张曼婷的对话`, `- 张曼婷: …` (ASCII colon) / `- AI伴侣（回复张曼婷）: …`;
-- `roles`:    `## 和张曼婷聊天`, `- 用户：…` / `- 助手：…` — neither side's label names the user.
+- `roles`:    `## 和张曼婷聊天`, `- 用户：…` / `- 助手：…` — neither side's label names the user;
+- `role_heading`: `### 用户：张曼婷`, paragraphs `张曼婷说：…` / `我回答：…` (a heading with a role prefix);
+- `speech`:   `## 聊天 2`, paragraphs `张曼婷说：…` / `张曼婷问道：…` / `我回答：…` — no heading names the user,
+  only the speech verb of their own lines does.
 
 LoCoMo (two people talking; each turn is about its speaker):
 
@@ -25,7 +28,7 @@ from typing import Any
 
 from bench.locomo import session_time
 
-MEMORYBANK_LAYOUTS = ("heading", "dialogue", "roles")
+MEMORYBANK_LAYOUTS = ("heading", "dialogue", "roles", "role_heading", "speech")
 LOCOMO_LAYOUTS = ("session", "bold")
 UPDATES = Path(__file__).resolve().parent.parent / "tests" / "data" / "memory_updates" / "cases.jsonl"
 _SESSION = re.compile(r"session_(\d+)$")
@@ -41,6 +44,8 @@ def memorybank(folder: Path, layout: str) -> tuple[dict[tuple[str, int], str], i
     """MemoryBank as daily notes in `layout`; evidence ids "user:day:i:q|r"."""
     from bench.embedders import MEMORYBANK
 
+    if layout in ("role_heading", "speech"):
+        return _memorybank_speech(folder, layout, json.loads((MEMORYBANK / "memory_bank_cn.json").read_text()))
     heading = {"heading": "## {u}", "dialogue": "## 与{u}的对话", "roles": "## 和{u}聊天"}[layout]
     user_label = {"heading": "{u}：", "dialogue": "{u}: ", "roles": "用户："}[layout]
     reply_label = {"heading": "AI伴侣：", "dialogue": "AI伴侣（回复{u}）: ", "roles": "助手："}[layout]
@@ -54,6 +59,27 @@ def memorybank(folder: Path, layout: str) -> tuple[dict[tuple[str, int], str], i
                 for side, label, text in (("q", user_label, ex["query"]), ("r", reply_label, ex["response"])):
                     lines.append(f"- {label.format(u=user)}{' '.join(text.split())}")
                     where[(f"{day}.md", len(lines) + 2)] = f"{user}:{day}:{i}:{side}"
+    _write(folder, days)
+    return where, len(where)
+
+
+def _memorybank_speech(folder: Path, layout: str, data: dict[str, Any]) -> tuple[dict[tuple[str, int], str], int]:
+    """Paragraphs with speech verbs (`张曼婷说：…`, `我回答：…`) under `### 用户：张曼婷` or a heading naming nobody."""
+    days: dict[str, list[str]] = {}
+    where: dict[tuple[str, int], str] = {}
+    for user, user_data in data.items():
+        for day, exchanges in user_data["history"].items():
+            lines = days.setdefault(day, [])
+            n = sum(1 for line in lines if line.startswith("#")) + 1
+            heading = f"### 用户：{user}" if layout == "role_heading" else f"## 聊天 {n}"
+            lines += ([""] if lines else []) + [heading, ""]
+            for i, ex in enumerate(exchanges):
+                query = " ".join(ex["query"].split())
+                verb = "问道" if layout == "speech" and query.rstrip().endswith(("？", "?")) else "说"
+                for side, label, text in (("q", f"{user}{verb}：", query), ("r", "我回答：", ex["response"])):
+                    lines.append(f"{label}{' '.join(text.split())}")
+                    where[(f"{day}.md", len(lines) + 2)] = f"{user}:{day}:{i}:{side}"
+                    lines.append("")
     _write(folder, days)
     return where, len(where)
 

@@ -343,6 +343,16 @@ class Settings(BaseSettings):
     working directory (unless it is `/`) and `source_paths`. A path outside every root (symlinks resolved) is a
     Failed run with one line: anyone who can reach the Prefect API can start a run, and the run reads files as
     the worker's user. Env CHRONICLE_INPUT_ROOTS (a JSON list)."""
+    # --- memory: ranking floor and recency ------------------------------------------------------
+    memory_min_cosine: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Cosine below which a memory is not returned at all, so a question about nothing in the memory gets "no
+    match" rather than the least unrelated memories. Unset = the floor measured for the embedding model
+    (`chronicle/memory/ranking.py` MODEL_FLOORS; 0 = none for a model not measured). Env CHRONICLE_MEMORY_MIN_COSINE."""
+
+    memory_recency_half_life_days: float = Field(default=0.0, ge=0.0)
+    """Recency in search ranking: a memory's whole score halves every this many days of age (0 = off, the
+    default: the benches' questions ask about old facts as often as new ones). Env
+    CHRONICLE_MEMORY_RECENCY_HALF_LIFE_DAYS."""
 
     @classmethod
     def settings_customise_sources(

@@ -91,6 +91,16 @@ def print_hits(query: str, hits: list[Any], tz: Any = None) -> None:
          empty=f"no memories match {query!r}")
 
 
+def _say_unknown_mentions(settings: Settings, about: str) -> None:
+    """On stderr: the memories `--about` left out because the notes did not say whose they are."""
+    from chronicle.services.memory import unknown_subject_mentions
+
+    count = unknown_subject_mentions(settings, about)
+    if count:
+        err.print(f"{count} memor{'y' if count == 1 else 'ies'} of unknown person mention {about!r}; "
+                  f"add --include-mentions to search them too.")
+
+
 def _rows(items: list[Any]) -> list[dict[str, Any]]:
     return [{k: v for k, v in asdict(i).items() if k not in _HIDDEN} for i in items]
 
@@ -159,6 +169,8 @@ def register(app: typer.Typer) -> None:
                limit: int = typer.Option(10, "--limit", min=1), fmt: Format = format_option(),
                about: str | None = typer.Option(None, "--about", help="Only memories about this person."),
                as_of: str | None = typer.Option(None, "--as-of", help="What was current then, YYYY-MM-DD."),
+               include_mentions: bool = typer.Option(
+                   False, "--include-mentions", help="With --about: also memories of unknown person naming them."),
                as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
                home: str | None = HomeOpt) -> None:
         """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3; current facts first."""
@@ -169,12 +181,15 @@ def register(app: typer.Typer) -> None:
         settings = read_settings(home)
         try:
             hits = search_memories(settings, query, tags=tag or None, min_importance=min_importance,
-                                   target_file=file, limit=limit, about=about, as_of=_date(as_of))
+                                   target_file=file, limit=limit, about=about, as_of=_date(as_of),
+                                   include_mentions=include_mentions)
         except ActionNeeded as exc:
             fail(str(exc))
         except (RuntimeError, OSError) as exc:
             _fail_if_damaged(settings, exc)
             raise
+        if about and not include_mentions:
+            _say_unknown_mentions(settings, about)
         fmt = Format.json if as_json else fmt
         if fmt is Format.table:
             print_hits(query, hits, settings.tz_for(settings.notes_project))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
+from chronicle.storage.memory.mentions import mentions, unknown_mentions
 from chronicle.storage.memory.schema import SearchHit, StoredMemory
 from chronicle.storage.memory.store import MemoryStore, SearchMode
 
@@ -22,19 +23,31 @@ def search_memories(
     mode: SearchMode = "hybrid",
     about: str | None = None,
     as_of: date | None = None,
+    include_mentions: bool = False,
 ) -> list[SearchHit]:
     """Best distilled memories for `query` (score = semantic x (0.7 + 0.3 x importance), seed 002 weights).
 
     Filters apply before ranking: `tags` = any of, `min_importance` in [0, 1], `target_file` e.g. `USER.md`.
     An empty store returns `[]`. The query is redacted first: it goes to the embeddings endpoint, and the
     memories it should find hold `[REDACTED:kind]` where the secret was. `about`: only memories about that
-    person (never another subject's); `as_of`: what was current at the end of that day.
+    person (never another subject's); `as_of`: what was current at the end of that day; `include_mentions`
+    (with `about`): also memories whose person is unknown that name them.
     """
     query = Redactor.build(settings.redact_extra_patterns).redact(query)
-    return MemoryStore(settings).search(
-        query, tags=tags, min_importance=min_importance, target_file=target_file, limit=limit, mode=mode,
-        subject=about, as_of=as_of,
-    )
+    store = MemoryStore(settings)
+    options = {"tags": tags, "min_importance": min_importance, "target_file": target_file, "mode": mode,
+               "as_of": as_of}
+    hits = store.search(query, limit=limit, subject=about, **options)
+    if about and include_mentions:
+        unknown = store.search(query, limit=limit * 5, subject="", **options)
+        hits += [h for h in unknown if mentions(about, h.content)]
+        hits = sorted(hits, key=lambda h: -h.score)[:limit]
+    return hits
+
+
+def unknown_subject_mentions(settings: Settings, name: str) -> int:
+    """How many memories whose person is unknown mention `name` (what `--about` leaves out)."""
+    return unknown_mentions(MemoryStore(settings, allow_model_mismatch=True), name)
 
 
 def list_memories(settings: Settings, *, limit: int = 50, tags: list[str] | None = None,

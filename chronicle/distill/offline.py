@@ -25,7 +25,7 @@ from chronicle.memory.model import Memory, detect_language
 from chronicle.memory.subjects import entry_subject
 from chronicle.memory.supersede import facts
 
-OFFLINE_ENGINE_VERSION = "offline-v5"  # v4: memories carry their subject; v5: the note day as key info
+OFFLINE_ENGINE_VERSION = "offline-v6"  # v4: subject; v5: the note day as key info; v6: subjects from speech verbs
 OFFLINE_MODEL = "offline-rules"
 PROFILE = (SOUL, USER, IDENTITY)
 MIN_SUBSTANCE = 16
@@ -137,21 +137,40 @@ def day_words(day: date, language: str) -> str:
     return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"  # not %B: that follows the process's locale
 
 
-def subject_of(entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), user: str | None = None) -> str:
+def subject_of(entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), user: str | None = None,
+               section_person: str | None = None) -> str:
     """Whom the entry is about, from the note's structure (`chronicle.memory.subjects.entry_subject`)."""
     utt = split_speaker(entry.content, known_speakers)
     return entry_subject(entry.content, entry.heading_path, speaker=utt.speaker, role=utt.role,
-                         speakers=known_speakers, user=user)
+                         speakers=known_speakers, user=user, addressee=utt.addressee, section_person=section_person)
+
+
+def answered(entry: NoteEntry, previous: NoteEntry | None, known_speakers: frozenset[str]) -> str | None:
+    """The named speaker of the turn right before `entry` in the same section: whom a reply there answers."""
+    if previous is None or (previous.source_file, previous.heading_path) != (entry.source_file, entry.heading_path):
+        return None
+    utt = split_speaker(previous.content, known_speakers)
+    return utt.speaker if utt.role == "other" else None
+
+
+def section_people(entries: list[NoteEntry], known_speakers: frozenset[str]) -> dict[tuple[str, tuple], str]:
+    """(note, heading path) -> the one named person speaking in that section, for sections where only one does."""
+    named: dict[tuple[str, tuple], set[str]] = {}
+    for entry in entries:
+        utt = split_speaker(entry.content, known_speakers)
+        if utt.role == "other" and utt.speaker:
+            named.setdefault((entry.source_file, entry.heading_path), set()).add(utt.speaker)
+    return {key: next(iter(names)) for key, names in named.items() if len({n.casefold() for n in names}) == 1}
 
 
 def entry_memory(
     entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), previous: NoteEntry | None = None,
-    user: str | None = None,
+    user: str | None = None, section_person: str | None = None,
 ) -> Memory | None:
     """The memory of one entry, or None if it is not substantive. `known_speakers`: names speaking in the note;
     `previous`: the entry before it in the note (its turn is kept as context of a reply); `user`: the user's
     name as USER.md gives it (the subject of the user's own lines)."""
-    subject = subject_of(entry, known_speakers, user)
+    subject = subject_of(entry, known_speakers, user, section_person)
     # A short line may still state a fact ("张伟：我住在北京。"): a value the update rules read is kept.
     if not is_substantive(entry) and not (entry.kind not in ("code", "table") and subject
                                           and facts(clean(entry.content), subject)):
@@ -180,8 +199,10 @@ def distill_entries(entries: list[NoteEntry], user: str | None = None) -> list[M
     seen: set[str] = set()
     out = []
     speakers = speakers_of([e.content for e in entries])
+    people = section_people(entries, speakers)
     for previous, entry in zip([None, *entries], entries, strict=False):
-        memory = entry_memory(entry, speakers, previous, user)
+        person = people.get((entry.source_file, entry.heading_path)) or answered(entry, previous, speakers)
+        memory = entry_memory(entry, speakers, previous, user, person)
         if memory and memory.content_hash not in seen:
             seen.add(memory.content_hash)
             out.append(memory)

@@ -19,14 +19,19 @@ Files about people (USER.md) keep one section per person instead of per day (`It
     <!-- chronicle:begin person:张曼婷 source=USER.md -->
     ## 👤 张曼婷
 
-A knowledge update (`Item.supersedes`) shows the current fact only: the bullets of the facts it replaced move
+A knowledge update (`Item.supersedes`) shows the current fact only, on the line of the fact it replaced (so a
+changed preference updates its line in place); the bullets of the facts it replaced move
 to one history section at the end (`<!-- chronicle:begin history source=superseded -->`), each marked
 "(superseded on DAY)" and keeping its id and hash, so a rerun neither re-adds nor moves it again.
+
+A fact the file already states in the same words on another day ("截至 2026-02-14，累计入组 80 例" and the same
+on 02-21: `fact_key`) is not written again.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -64,6 +69,8 @@ class Stats:
     overwritten_sections: int = 0
     capped: int = 0
     """Items left out because their day already held `cap` bullets in this file."""
+    repeated: int = 0
+    """Items left out because the file already states the same fact (same words once dates are set aside)."""
 
 
 def escape(text: str) -> str:
@@ -147,21 +154,59 @@ def apply(text: str, items: list[Item], cap: int | None = None) -> tuple[str, St
     stats = Stats()
     if cap is not None:
         items = _within_cap(lines, items, max(0, cap), stats)
+    facts_in_file = _fact_keys(lines)
     for item in items:
         ids, hashes = _marks(lines)
+        at = None
         if item.supersedes:
-            lines = _to_history(lines, item, nl)
+            lines, at = _to_history(lines, item, nl)
             ids, hashes = _marks(lines)
+            facts_in_file = _fact_keys(lines)
         if item.content_hash[:HASH_CHARS] in hashes or (item.merged and item.memory_id in ids):
             stats.present += 1
             continue
         if item.action == "overwrite" and not item.subject:
             key = _key(item)
             stats.overwritten_sections += sum(1 for s in _sections(lines) if (s[2], s[3]) != key and _by_day(s[2]))
-            lines = _drop_sections(lines, keep=key)
-        lines = _append(lines, item, nl)
+            lines, at = _drop_sections(lines, keep=key), None
+            facts_in_file = _fact_keys(lines)
+        fact = fact_key(item.text)
+        if fact and fact in facts_in_file:
+            stats.repeated += 1
+            continue
+        # The current fact takes the line of the one it replaced.
+        lines = [*lines[:at], bullet(item) + nl, *lines[at:]] if at is not None else _append(lines, item, nl)
+        facts_in_file.add(fact)
         stats.added += 1
     return "".join(lines), stats
+
+
+_DATES = re.compile(r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?|\d{1,2}\s*月\s*\d{1,2}\s*[日号]|"
+                    r"\b\d{1,2} (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{4}\b|"
+                    r"截至|截止|as of|今天|今日|today", re.I)
+MIN_FACT_KEY = 6
+
+
+def fact_key(text: str) -> str:
+    """What a bullet states, for spotting the same fact written on another day: case, punctuation, spacing and
+    dates set aside ("截至 2026-02-14，P 累计入组 80 例" and "截至 2026-02-21，P 累计入组 80 例" are one fact; a
+    different number is not). "" for text too short to tell."""
+    text = _DATES.sub(" ", unicodedata.normalize("NFKC", text).casefold())
+    key = "".join(c for c in text if c.isalnum())
+    return key if len(key) >= MIN_FACT_KEY else ""
+
+
+def _fact_keys(lines: list[str]) -> set[str]:
+    """The fact keys of the bullets in the current managed sections (the history section's are not current)."""
+    out = set()
+    for begin, end, day, _ in _sections(lines):
+        if day == HISTORY:
+            continue
+        for line in lines[begin:end]:
+            mark = _MARK.search(line)
+            if mark and line.startswith("- "):
+                out.add(fact_key(line[2:mark.start()]))
+    return out - {""}
 
 
 def _key(item: Item) -> tuple[str, str]:
@@ -213,14 +258,17 @@ def _append(lines: list[str], item: Item, nl: str, key: tuple[str, str] | None =
     return out
 
 
-def _to_history(lines: list[str], item: Item, nl: str) -> list[str]:
-    """The bullets of the memories `item` replaced, moved from their sections into the history section."""
+def _to_history(lines: list[str], item: Item, nl: str) -> tuple[list[str], int | None]:
+    """The bullets of the memories `item` replaced, moved from their sections into the history section; and
+    where the first of them stood (an index into the returned lines), None when none was in the file."""
     moved: list[str] = []
     keep: list[str] = []
+    at = None
     history = {i for b, e, day, _ in _sections(lines) if day == HISTORY for i in range(b, e + 1)}
     for i, line in enumerate(lines):
         mark = _MARK.search(line)
         if mark and mark.group("id") in item.supersedes and i not in history:
+            at = len(keep) if at is None else at
             body = line.rstrip("\r\n")
             text, marker = body[: mark.start()].rstrip(), body[mark.start():]
             moved.append(f"{text} (superseded on {escape(item.day)}) {marker}")
@@ -228,7 +276,7 @@ def _to_history(lines: list[str], item: Item, nl: str) -> list[str]:
             keep.append(line)
     for line in moved:
         keep = _append(keep, item, nl, key=(HISTORY, "superseded"), line=line)
-    return keep
+    return keep, at
 
 
 def _drop_sections(lines: list[str], keep: tuple[str, str]) -> list[str]:

@@ -37,6 +37,26 @@ _SPEAKER = re.compile(
     r"\s*[:：]\s*(?:\*\*|__)?\s*(?P<body>\S.*)$",
     re.S,
 )
+# Speech and reply verbs name the speaker without a label: "张曼婷说：…", "张曼婷问道：…", "我回答：…",
+# "我对张曼婷说：…", "Caroline said: …", "I replied to Caroline: …", "From Caroline: …", "To Caroline: …".
+_ZH_VERBS = "说道|说|问道|问|答道|回答|答复|回复|答|表示|写道|提到|补充道|告诉我"
+_SPEECH_ZH = re.compile(
+    rf"^\s*(?:\*\*|__)?(?P<name>[\u4e00-\u9fff·]{{1,6}}?|[A-Za-z][A-Za-z .'’-]{{0,30}}?)(?:\*\*|__)?\s*"
+    rf"(?:(?:对|跟|向|给)\s*(?P<to1>[\u4e00-\u9fff·]{{2,6}}?|[A-Z][A-Za-z .'’-]{{0,30}}?)\s*)?"
+    rf"(?:{_ZH_VERBS})(?:\s*(?P<to2>[\u4e00-\u9fff·]{{2,4}}))?\s*[:：]\s*(?P<body>\S.*)$",
+    re.S,
+)
+_EN_VERBS = r"said|says|asked|asks|replied|replies|answered|answers|wrote|writes|added|adds|told me|explained"
+_SPEECH_EN = re.compile(
+    rf"^\s*(?:\*\*|__)?(?P<name>I|[A-Z][A-Za-z'’-]+(?: [A-Z][A-Za-z'’-]+){{0,2}}|[\u4e00-\u9fff·]{{2,4}})(?:\*\*|__)?"
+    rf"\s*(?:{_EN_VERBS})"
+    rf"(?:\s+(?:to\s+)?(?P<to1>[A-Z][A-Za-z'’-]+(?: [A-Z][A-Za-z'’-]+){{0,2}}))?\s*[:：,]\s*(?P<body>\S.*)$"
+    rf"|^\s*(?:\*\*|__)?(?P<dir>From|To|Reply to|Replying to|Message from|Message to)\s+"
+    rf"(?P<name2>[A-Z][A-Za-z'’-]+(?: [A-Z][A-Za-z'’-]+){{0,2}}|[\u4e00-\u9fff·]{{2,4}})(?:\*\*|__)?\s*[:：]\s*"
+    rf"(?P<body2>\S.*)$",
+    re.S,
+)
+_SELF = {"我", "i", "本人", "ai", "助手", "ai伴侣", "assistant"}
 _FIRST_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us)\b", re.I)
 _SECOND_EN = re.compile(r"\b(?:you|you're|you've|you'd|you'll|your|yours|yourself)\b", re.I)
 _THIRD_EN = re.compile(r"\b(?:he|she|they|his|her|hers|their|him|them)\b", re.I)
@@ -59,6 +79,46 @@ class Utterance:
     speaker: str | None
     body: str
     """The text without its speaker label."""
+    addressee: str | None = None
+    """Whom a reply or message is addressed to ("我对张曼婷说：", "To Caroline:"), when the line says so."""
+
+
+def _person_name(name: str, known: frozenset[str]) -> bool:
+    """A speech verb's subject that is a person: a name already speaking, a Chinese personal name, or a
+    capitalised English name; "总结说", "他说" or "The plan says" are not."""
+    from chronicle.memory.subjects import looks_like_zh_name
+
+    key = name.casefold()
+    if key in known:
+        return True
+    if re.fullmatch(r"[\u4e00-\u9fff·]+", name):
+        return looks_like_zh_name(name)
+    return bool(re.fullmatch(r"[A-Z][A-Za-z'’-]+(?: [A-Z][A-Za-z'’-]+){0,2}", name)) and key not in _LABELS \
+        and key not in {"the", "it", "he", "she", "they", "we", "this", "that", "someone", "everyone"}
+
+
+def speech(text: str, known: frozenset[str] = frozenset()) -> Utterance | None:
+    """The speaker (and addressee) a speech or reply verb names, or None when the line has none."""
+    zh, en = _SPEECH_ZH.match(text), _SPEECH_EN.match(text)
+    if en and en.group("name2"):
+        who, body = en.group("name2"), en.group("body2").strip()
+        if en.group("dir") == "From":
+            return Utterance("other", who, body) if _person_name(who, known) or who in known else None
+        return Utterance("agent", None, body, addressee=who)
+    match = zh or en
+    if not match:
+        return None
+    name, body = " ".join(match.group("name").split()), match.group("body").strip()
+    to = match.group("to1") or (match.groupdict().get("to2"))
+    to = to if to and _person_name(to, known) else None
+    key = name.casefold()
+    if key in _SELF or key in _AGENT_ROLES:
+        return Utterance("agent", name, body, addressee=to)
+    if key in _USER_ROLES:
+        return Utterance("user", name, body)
+    if _person_name(name, known):
+        return Utterance("other", name, body, addressee=to)
+    return None
 
 
 def _has_person(text: str) -> bool:
@@ -72,6 +132,9 @@ def split_speaker(text: str, known: frozenset[str] = frozenset()) -> Utterance:
     `known` holds names already seen speaking in the same note (`speakers_of`), so "Gina: Wow, it looks
     great!" is Gina's even without an "I" or "you" in it.
     """
+    spoken = speech(text, known)
+    if spoken:
+        return spoken
     match = _SPEAKER.match(text)
     if match:
         name = " ".join(match.group("name").split()).strip(" .'’-")
@@ -95,6 +158,10 @@ def speakers_of(texts: list[str]) -> frozenset[str]:
     """Names that speak somewhere in `texts` (case-folded), to recognise their other lines."""
     out = set()
     for text in texts:
+        spoken = speech(text)
+        if spoken and spoken.role == "other" and spoken.speaker:
+            out.add(spoken.speaker.casefold())
+            continue
         match = _SPEAKER.match(text)
         if match:
             name = " ".join(match.group("name").split()).strip(" .'’-")

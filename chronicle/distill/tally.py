@@ -65,7 +65,7 @@ class Tally:
         self.files[result.name] = {"changed": result.changed, "added": result.stats.added,
                                    "already_present": result.stats.present,
                                    "sections_overwritten": result.stats.overwritten_sections,
-                                   "over_daily_cap": result.stats.capped,
+                                   "over_daily_cap": result.stats.capped, "repeated_fact": result.stats.repeated,
                                    "backup": result.backup is not None, "skipped": result.skipped}
         if result.skipped:
             self.warnings["knowledge_file_skipped"] += 1

@@ -4,11 +4,15 @@ A subject is a lower-cased, NFKC-normalised name (`张曼婷`, `caroline`), the 
 name when USER.md gives one), or "" when the notes do not say. It comes, strongest first, from
 
 1. a reply label naming whom it answers: `AI伴侣（回复张曼婷）: …`, `Assistant (to Caroline): …`;
+   also a reply verb naming its addressee: `我对张曼婷说：…`, `我回答张曼婷：…`, `To Caroline: …`;
 2. a section heading naming one person: `## 张曼婷`, `## 与张曼婷的对话`, `## 和张曼婷聊天`,
-   `## Conversation with Caroline` — everything said in that section (the person's turns and the
+   `## Conversation with Caroline`, `### 用户：张曼婷`, `## User: Caroline`, `## 关于张曼婷`, `## About Caroline`,
+   `## 张曼婷 的记录`, `## Caroline's notes` — everything said in that section (the person's turns and the
    replies to them) is about that person;
-3. the speaker label of the line: `- Caroline: …` (a named speaker), `用户：…` (the user);
-4. nothing: "" (unknown). Unknown never matches a scoped search, and never takes part in supersession.
+3. the speaker of the line: a label `- Caroline: …`, a speech verb `张曼婷说：…`, `张曼婷问道：…`,
+   `Caroline said: …`, `From Caroline: …` (a named speaker); `用户：…` (the user);
+4. an assistant's reply (`我回答：…`, `AI伴侣：…`) in a section where exactly one named person speaks: that person;
+5. nothing: "" (unknown). Unknown never matches a scoped search, and never takes part in supersession.
 
 The rules are conservative on purpose: a heading is read as a person only when it is a conversation
 heading ("与X的对话", "chat with X"), or a bare name that also speaks in the section or reads as a Chinese
@@ -29,6 +33,18 @@ _CONVERSATION = re.compile(
     rf"^(?:与|和|跟|同)(?P<zh>{_CJK_NAME}?)(?:的)?(?:对话|聊天|谈话|交流|会话)(?:记录)?$"
     rf"|^(?P<zh2>{_CJK_NAME}?)的(?:对话|聊天|谈话)(?:记录)?$"
     rf"|^(?:conversation|chat|talk|session|call)s? with (?P<en>{_EN_NAME})$",
+    re.I,
+)
+# Headings that name one person by a role prefix, "about", or "X's record": `用户：张曼婷`, `User: Caroline`,
+# `关于张曼婷`, `About Caroline`, `张曼婷 的记录`, `Caroline's notes`, `Notes on Caroline`.
+_ROLE_PREFIX = (r"用户|客户|来访者|访客|患者|病人|学员|联系人|对象|人物|朋友|同事|user|client|customer|contact|person|"
+                r"patient|friend|member|visitor|with")
+_PERSON_HEADING = re.compile(
+    rf"^(?:{_ROLE_PREFIX})\s*[:：]\s*(?P<a>{_CJK_NAME}|{_EN_NAME})$"
+    rf"|^关于\s*(?P<b>{_CJK_NAME}|{_EN_NAME})$"
+    rf"|^(?:about|notes? (?:on|about)|on) (?P<c>{_EN_NAME})$"
+    rf"|^(?P<d>{_CJK_NAME}?|{_EN_NAME})\s*的\s*(?:记录|笔记|档案|资料|情况|近况|日记|信息|消息|留言)$"
+    rf"|^(?P<e>{_EN_NAME})['’]s (?:notes|record|records|profile|file|messages|diary|log)$",
     re.I,
 )
 # Reply labels that name the person answered: "AI伴侣（回复张曼婷）", "Assistant (to Caroline)".
@@ -87,6 +103,10 @@ def heading_person(heading: str, speakers: frozenset[str] = frozenset()) -> str 
     if match:
         name = match.group("zh") or match.group("zh2") or match.group("en")
         return name if name and name not in _NOT_NAMES else None
+    match = _PERSON_HEADING.match(text)
+    if match:
+        name = next(g for g in match.groups() if g)
+        return name if name not in _NOT_NAMES and not _ROLE_WORDS.match(name) else None
     if text.casefold() in speakers and (looks_like_zh_name(text) or re.fullmatch(_EN_NAME, text)):
         return text
     if looks_like_zh_name(text):
@@ -116,13 +136,17 @@ def entry_subject(
     role: str,
     speakers: frozenset[str] = frozenset(),
     user: str | None = None,
+    addressee: str | None = None,
+    section_person: str | None = None,
 ) -> str:
     """The subject key of one note entry (see the module docstring for the order of the rules).
 
     `speaker`/`role`: the entry's speaker label as `chronicle.distill.speaker.split_speaker` read it;
-    `user`: the user's name from USER.md, if any.
+    `user`: the user's name from USER.md, if any; `addressee`: whom the line says it answers ("我对X说：",
+    "To X:"); `section_person`: the one named person speaking in the entry's section, if only one does —
+    the assistant's replies there ("我回答：", "AI: …") are about that person.
     """
-    target = reply_target(line)
+    target = reply_target(line) or addressee
     if target:
         return normalise_subject(target)
     for heading in reversed(headings):  # the deepest heading naming a person wins
@@ -131,6 +155,8 @@ def entry_subject(
             return normalise_subject(person)
     if role == "other" and speaker:
         return normalise_subject(speaker)
+    if role == "agent":  # "我回答：…" is the assistant's voice, not the user's "我"
+        return normalise_subject(section_person) if section_person else ""
     if role == "user" or (speaker and _ROLE_WORDS.match(speaker)):
         return normalise_subject(user) if user else USER
     return ""

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from chronicle.memory.frames import FrameFact, frame_conflict, frame_facts
 from chronicle.memory.records import StoredMemory
 
 _ZH_STOP = "，。,.！!？?；;、\n（）()"
@@ -92,6 +93,8 @@ class Fact:
     """A decision stated in the negative ("decided not to use X", "决定不…")."""
     changed: bool = False
     """The statement itself says the value changed ("new phone", "改成了", "is now", "moved")."""
+    frame: FrameFact | None = None
+    """Read by an attribute frame (`chronicle.memory.frames`): compared by `frame_conflict`."""
 
 
 def _norm(text: str) -> str:
@@ -149,6 +152,11 @@ def facts(text: str, subject: str) -> list[Fact]:
             if value and not _VAGUE.search(value):
                 found.pop(key, None)  # re-insert: the later statement in the text is the current one
                 found[key] = Fact(key, value, changed=bool(_CHANGED.search(match.group(0))))
+    for statement in statements:  # frames: the later statement of a frame is the current one
+        for frame in frame_facts(statement, subject):
+            if frame.key not in found or found[frame.key].frame is not None:
+                found.pop(frame.key, None)
+                found[frame.key] = Fact(frame.key, frame.value, changed=frame.strong, frame=frame)
     return list(found.values())
 
 
@@ -181,6 +189,10 @@ def conflicts(old: Sequence[Fact], new: Sequence[Fact], new_text: str = "") -> b
             continue
         before = old_by_key.get(fact.key)
         if before is None:
+            continue
+        if fact.frame is not None or before.frame is not None:
+            if fact.frame is not None and before.frame is not None and frame_conflict(before.frame, fact.frame):
+                return True
             continue
         if before.value != fact.value and "[redacted" not in before.value + fact.value:
             return True

@@ -60,7 +60,7 @@ from chronicle.storage.memory.updates import mark_superseded
 from chronicle.memory.dedup import DedupPolicy, Neighbour, UpsertPlan, dedup_key, key_of, plan_upsert
 from chronicle.memory.embedder import Embedder, embed_redacted, get_embedder, query_vector
 from chronicle.memory.model import Memory
-from chronicle.memory.ranking import rerank
+from chronicle.memory.ranking import Tuning, rerank
 from chronicle.memory.subjects import normalise_subject
 from chronicle.param_checks import ActionNeeded
 from chronicle.redaction.memories import require_redacted_memory, text_gate
@@ -344,13 +344,12 @@ class MemoryStore:
         scored, rows = ranked(
             table, self._embed_query, query, where, fetch, mode, ann=self._has_ann(table), weights=weights
         )
-        now = current_at if current_at is not None else datetime.now(UTC)
+        now, tuning = current_at or datetime.now(UTC), Tuning.of(self.settings, self.embedder.model_name)
         return rerank(hits(scored, rows), now=now, importance_weight=weights.importance, half_life_days=half_life,
-                      demote_superseded=as_of is None, rule=weights.rule)[:limit]
+                      demote_superseded=as_of is None, rule=weights.rule, tuning=tuning)[:limit]
 
     def _embed_query(self, query: str) -> np.ndarray:
         return query_vector(self.embedder, self._redacted(query))
-
 
     def list(
         self, limit: int = 50, offset: int = 0, tags: list[str] | None = None, target_file: str | None = None
