@@ -9,7 +9,8 @@ import tomllib
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from chronicle.settings import Settings, _toml_path
+from chronicle.settings import Settings
+from chronicle.settings_checks import _toml_path
 
 SETTING_EXAMPLES: dict[str, str] = {
     "timezone": "CHRONICLE_TIMEZONE=Asia/Shanghai",
