@@ -70,7 +70,7 @@ def ingest(paths: list[Path] = typer.Argument(..., help="Files or folders (recur
     settings = settings_from_options(home)
     from chronicle.services.param_checks import ingest_paths
 
-    given = check(ingest_paths, [str(p) for p in paths], "PATHS")
+    given = check(ingest_paths, settings, [str(p) for p in paths], "PATHS")
     from chronicle.flows.ingest_logs import ingest_logs
 
     with progress_bar():

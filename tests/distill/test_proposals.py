@@ -86,4 +86,4 @@ def test_proposals_markdown_escapes_table_cells() -> None:
     md = proposals_markdown([p], pending_total=3, title="Proposals")
     assert "1 proposal(s) from this run (1 suspected injection); 3 pending" in md
     row = md.splitlines()[-1]
-    assert "a \\| b &lt;!-- chronicle:end --> c d" in row and "⚠️ yes" in row
+    assert "a \\| b &lt;!-- chronicle:end --&gt; c d" in row and "⚠️ yes" in row

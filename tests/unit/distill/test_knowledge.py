@@ -78,7 +78,7 @@ def test_sync_file_backs_up_on_change_only_and_rotates(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     first = sync_file(ws, "USER.md", [item("one")], keep=2, now=T0)
     assert first.changed and first.backup is None  # a new file has nothing to back up
-    assert oct((ws / "USER.md").stat().st_mode & 0o777) == "0o644"
+    assert oct((ws / "USER.md").stat().st_mode & 0o777) == "0o600"  # a new knowledge file is its owner's only
     unchanged = sync_file(ws, "USER.md", [item("one")], keep=2, now=T0 + timedelta(seconds=1))
     assert not unchanged.changed and not (ws / ".backups").exists()
     for n in range(3):
