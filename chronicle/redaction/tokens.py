@@ -43,7 +43,10 @@ class SafeShapes:
         parts = [self.subject_id, r"v?\d+(?:[._\-/:]\d+)+(?:[-+.]?[A-Za-z0-9][A-Za-z0-9.]*)*", r"\d{4}-W\d{2}",
                  r"\d{8}T\d{6}Z?", r"(?:CTCAE|grade|G)[-_ ]?v?\d(?:\.\d+)?",
                  r"(?:LOT|Lot|lot|BATCH|Batch|batch)[-_#]?\d[A-Za-z0-9-]*",
-                 r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}", *self.extra]
+                 r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}",
+                 # LanceDB's own data-file names (24 binary digits, then 26 hex), which a damaged store's repair
+                 # message must name; no generated secret starts with 24 characters of 0 and 1.
+                 r"[01]{24}[0-9a-f]{26}(?:\.lance)?", *self.extra]
         if self.commit_hashes:
             parts.append(r"[0-9a-f]{7,12}|[0-9a-f]{40}")
         return re.compile("|".join(f"(?:{p})" for p in parts))
