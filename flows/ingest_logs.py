@@ -69,7 +69,7 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRe
     new lines, a rewritten one is replaced; bad lines land in `rejects` with a reason and the good lines of
     the same file still load. `force` re-reads every file whole (same rows when nothing changed). A file's
     content is known by its head, whatever its name (rotation, copies); rows are never removed by the source
-    changing, only superseded by a rewrite or by `replace` (docs/ingest.md).
+    changing, only superseded by a rewrite or by `replace` (docs/input.md).
     """
     settings = load_settings()
     logger = get_run_logger()
