@@ -26,6 +26,8 @@ OPERATOR: dict[str, tuple[str, ...]] = {
     "ingest": ("timezone", "project_timezones", "column_map", "notes_project", "source_paths"),
     "weekly": ("backfill_spread", "context_flagged_weeks"),
     "alerts": ("alert_webhook_url", "alert_block", "alert_weekly_deadline"),
+    "desk": ("desk_port", "desk_idle_timeout_s", "desk_prefect_ui_url"),
+    "fail closed": ("input_roots", "pseudonymise_families", "redact_subject_id_pattern", "redact_commit_hashes_safe"),
 }
 
 
