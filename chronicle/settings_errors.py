@@ -1,5 +1,5 @@
 """What a refused setting is told: one line naming the setting by its environment name, what is wrong with its
-value, and a valid example (issue 22). Kept beside `chronicle/settings.py`, which only defines and validates."""
+value, and a valid example. Kept beside `chronicle/settings.py`, which only defines and validates."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
             # instead of after the last one: off the critical path of the run (0.6 s of a 156-week backfill).
             # Started once the first weeks' task runs are submitted, not before: their artifact (inline PNGs)
             # is a long write on the API's SQLite file, and the `llm` reservation written beside it got a 503,
-            # which Prefect's client retries only 2 s later (issue 20).
+            # which Prefect's client retries only 2 s later.
             charts: list[PrefectFuture[list[str]]] = []
 
             def start_charts() -> None:

@@ -22,7 +22,7 @@ LAYERS = ("cli", "deployments", "flows", "tasks", "services", "storage", "chroni
 
 _TASK = ("the @task that gives the flow a named, observable step (UI, states, concurrency) over a Prefect-free use "
          "case the CLI also calls; tasks/distill.py is another branch's today")
-_OWNED = ("a distill step a task names; left as a use case for now (issue 25 closing note): folding it into "
+_OWNED = ("a distill step a task names; left as a use case for now: folding it into "
           "`chronicle.storage.db.read` changes its window (read-write today)")
 _SETTINGS = "the core operation with what it needs taken from Settings (workspace, backups kept, daily cap)"
 _STORE = "the use case's name for a MemoryStore operation (flows would otherwise build the store themselves)"
@@ -41,7 +41,7 @@ ALLOWED: dict[str, str] = {
     "chronicle.tasks.distill.write_knowledge": _TASK,
     "chronicle.tasks.distill.record_run": _TASK,
     "chronicle.tasks.distill.drop_forgotten": _TASK,
-    # services/ reads in modules other branches are changing now (issues 22, 24)
+    # services/ reads in modules other branches are changing now
     "chronicle.services.distill.load_window": _OWNED,
     "chronicle.services.distill.cached_chunks": _OWNED,
     "chronicle.services.distill.clean_knowledge_workspace": _SETTINGS,

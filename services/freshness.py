@@ -1,4 +1,4 @@
-"""`chronicle status`: is everything up to date, and if not, what is missing (issue 26)."""
+"""`chronicle status`: is everything up to date, and if not, what is missing."""
 
 from __future__ import annotations
 

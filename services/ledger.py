@@ -1,4 +1,4 @@
-"""Use cases keeping `memory_events` true to LanceDB across kills (issue 12.6; the rules: `chronicle.distill.ledger`).
+"""Use cases keeping `memory_events` true to LanceDB across kills (the rules: `chronicle.distill.ledger`).
 
 `reconcile_events` runs on each chunk's upsert events before they are planned, `reconcile_orphans` once at the
 end of a run, after the ledger commit. Both read only when there is something to repair.

@@ -1,4 +1,4 @@
-"""OpenLineage run events for every flow run (issue 26): START, then COMPLETE / FAIL / ABORT.
+"""OpenLineage run events for every flow run: START, then COMPLETE / FAIL / ABORT.
 
 Off unless configured the standard way: `OPENLINEAGE_URL` (HTTP transport, `OPENLINEAGE_ENDPOINT`,
 `OPENLINEAGE_API_KEY`), an `openlineage.yml` (`OPENLINEAGE_CONFIG`, the working folder or ~/.openlineage) or

@@ -61,7 +61,7 @@ def llm_turn(turn: tuple[float, int]) -> Iterator[None]:
     A backfill's group task passes (when the group started, the week's place in it): the weeks of the
     older group get the slots first, so it ends while the next group still has weeks waiting and the slots
     never drain at a hand-over. In arrival order the two groups in flight finished together (their weeks
-    all queued at once) and every slot went idle while the next task run started (issue 20).
+    all queued at once) and every slot went idle while the next task run started.
     """
     token = _turn.set(turn)
     try:
@@ -175,7 +175,7 @@ QUICK_TRY_S = 0.75
 """The first request for a share is given this long (it takes 20-300 ms), then asked again at once. The API
 answers 503 when its SQLite file is busy (seen in ~half of the back-to-back backfills of bench/backfill), and
 Prefect's client retries a 503 only 2 s (2 ** attempt, jittered) later: that wait was a fifth of a 10 s
-backfill's overhead (issue 20). A share granted after the timeout is released by Prefect's own service."""
+backfill's overhead. A share granted after the timeout is released by Prefect's own service."""
 
 
 LEASE_S = 60.0

@@ -167,7 +167,7 @@ RUN_HOOKS: dict[str, Any] = {**LINEAGE_HOOKS,
 (services/lineage.py; nothing is sent unless lineage is configured)."""
 
 
-# A flow run ends when its body does, not up to a second later (issue 20). Prefect's sync flow engine runs a
+# A flow run ends when its body does, not up to a second later. Prefect's sync flow engine runs a
 # heartbeat thread that sleeps in 1 s steps, checking its stop event between them, and joins it when the run
 # ends: every flow run (heartbeats are on by default, every 30 s on our workers) returned 0-1 s (0.5 s on
 # average) after its body and hooks were done, 5 % of a 10 s backfill. Prefect's own `join_on_exit=False`

@@ -162,7 +162,7 @@ COMMIT_EVERY = MAX_WEEKS_PER_TASK
 """Offline weeks of a group stored per commit at least (more when more threads run at once): a group's weeks in
 one window unless CHRONICLE_WEEKS_PER_TASK makes groups larger. A write window (open, commit, checkpoint on
 close) costs ~40-60 ms of CPU, ten offline weeks' work: 4 weeks a window made the windows most of an offline
-backfill's cost, and at 16 (3 windows for a 37-week group) they were still ~40 % of its worker CPU (issue 20);
+backfill's cost, and at 16 (3 windows for a 37-week group) they were still ~40 % of its worker CPU;
 50 weeks of text are ~0.15 s to redo after a kill."""
 
 WeekItem = tuple[str, IsoWeek, Prepared | None, str | None]
@@ -268,7 +268,7 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
     else:
         # No barrier between rounds: a thread that finished a week takes the next one at once, while a
         # neighbour waits for its report's commit — a round waiting for its slowest week and its write window
-        # left the LLM slots idle (issue 20: ~5 of 8 calls in flight at 500 ms). The weeks' offline reports
+        # left the LLM slots idle (~5 of 8 calls in flight at 500 ms). The weeks' offline reports
         # are still committed in rounds, in order, as their weeks finish.
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chronicle-week") as pool:
             # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run

@@ -46,7 +46,7 @@ class _AbsentPandas:
     DuckDB's Python binding checks every bound parameter value against pandas' NA/NaT and imports pandas
     for that each time it is not loaded (its import cache keeps successes only): two failed imports per
     non-NULL value, each a walk of sys.path and every meta-path finder, ~0.1 ms — thousands per backfill
-    (issue 20, cProfile of bench/backfill). Only an import statement is cut short (ModuleNotFoundError,
+    (cProfile of bench/backfill). Only an import statement is cut short (ModuleNotFoundError,
     as without this finder); a probe such as `importlib.util.find_spec("pandas")` (transformers, lancedb)
     goes the usual way and still answers None. A `None` in sys.modules would be simpler but pyarrow's
     Cython import takes it for the module.
@@ -236,7 +236,7 @@ def json_rows(cols: Sequence[str], rows: Sequence[Sequence[Any]],
 
     Use as `INSERT INTO t (a, b) SELECT r.a, r.b FROM {subquery}`. DuckDB's binding costs ~20 µs per bound
     Python value (the pandas check above, then the conversion), a batch of reports has ~46 per week: that was
-    ~1 ms of an offline week's CPU (issue 20). DuckDB parses the JSON text itself. `types` gives the DuckDB
+    ~1 ms of an offline week's CPU. DuckDB parses the JSON text itself. `types` gives the DuckDB
     type of each column that is not VARCHAR; dates and timestamps travel as their ISO text.
     """
     structure = json.dumps([{c: types.get(c, "VARCHAR") for c in cols}])

@@ -40,7 +40,7 @@ def insert_calls(conn: Any, rows: Sequence[CallRow]) -> None:
     """
     call_id, attempt = _COLUMNS.index("call_id"), _COLUMNS.index("attempt")
     # One statement for the batch (a group commit carries a few dozen weeks' rows): a statement per row cost
-    # a round of binding and planning each (issue 20). Duplicates inside the batch are dropped here.
+    # a round of binding and planning each. Duplicates inside the batch are dropped here.
     unique = list({(row[call_id], row[attempt]): row for row in rows}.values())
     if not unique:
         return

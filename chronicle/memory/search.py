@@ -21,7 +21,7 @@ relevance (cosines of one query's candidates spread ~0.1, x 0.35): a long turn t
 signals ranked above the turn that answers the question (LoCoMo "What is Gina's favorite style of dance?": the
 answer at importance 0.3 fell out of the top 50 behind unrelated 0.8-1.0 turns). Scaled, an unrelated important
 memory cannot outrank a relevant one, and among equally relevant ones the more important still wins. Measured
-through the distilled store (bench/memory_e2e, same stores and candidates, issue 24): LoCoMo hit@10 0.775 ->
+through the distilled store (bench/memory_e2e, same stores and candidates): LoCoMo hit@10 0.775 ->
 0.814 / 0.818 (bold / session layouts), MemoryBank scoped hit@5 / @10 0.82 / 0.91 -> 0.83 / 0.94 (heading
 layout); importance weight 0 gives 0.766 / 0.766 and 0.84 / 0.95, so importance still helps English.
 

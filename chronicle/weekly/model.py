@@ -55,7 +55,7 @@ class WeekDigest:
     """What the cache decision and a kept report's stats refresh need: the week's input hash, stats and size.
 
     Without the redacted entries: a cached week of a rerun is never shown to anyone, and redacting and dating
-    every entry of every week was most of a cached backfill's planning (issue 20)."""
+    every entry of every week was most of a cached backfill's planning."""
 
     input_hash: str
     stats: dict[str, Any]

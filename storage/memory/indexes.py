@@ -20,7 +20,7 @@ SCALAR_INDEXES: tuple[tuple[str, Any], ...] = (
     ("target_file", Bitmap),
     ("tags", LabelList),
     ("merged_hashes", LabelList),
-    # Columns of schema 3 (issue 24), indexed once a table has them: a search about one person of 10,000
+    # Columns of schema 3, indexed once a table has them: a search about one person of 10,000
     # prefilters on `subject` (BTREE: too many distinct values for a bitmap), and `superseded_by = ''` keeps
     # replaced memories out of every search.
     ("subject", BTree),
@@ -34,7 +34,7 @@ SCALAR_INDEXES: tuple[tuple[str, Any], ...] = (
 # (bench/search.py --vectors clustered) the true top 10 of real questions were in the best 40 of 5 / 10 / 20 / 40 /
 # 60 probed partitions for recall 0.58 / 0.75 / 0.90 / 0.98 / 1.00 at 10 / 12 / 16 / 24 / 27 ms CPU per dense leg
 # (load ~16): 32 is the fewest that reach 0.95 — on one k-means run. Over 100 real questions and two index builds
-# of the same rows (issue 27, load ~9): 32 probes 0.957 / 0.941, 40 probes 0.974 / 0.968, 48 0.988 / 0.983, at
+# of the same rows (load ~9): 32 probes 0.957 / 0.941, 40 probes 0.974 / 0.968, 48 0.988 / 0.983, at
 # 13-15 / 16-17 / 18-19 ms CPU: 40 keeps 0.95 whatever the training draw. (At 100 k there are only ~12
 # partitions: every one is probed.)
 ANN_NPROBES = 40

@@ -10,7 +10,7 @@ missing columns as nulls — a metadata-only commit, no row is rewritten):
   re-distil the notes (drop the table) to get them.
 - 4: `reads_as_order` (the injection screen read the text as an order to the assistant: stored flagged, shown
   with a marker by search, never in a knowledge file without approval). Upgraded rows read as False.
-- 5: `packed_row` (issue 27): a copy of the row's `ROW_COLUMNS` as one JSON string, written with the row
+- 5: `packed_row`: a copy of the row's `ROW_COLUMNS` as one JSON string, written with the row
   (`arrow.packed_column`). Search reads its final rows from it: LanceDB's take costs per column (~0.25 ms each
   at 1 M rows), so one column instead of 22 cut a 20-row read from 13.0 to 2.2 ms CPU. Upgraded rows hold
   null and are read from their columns (`chronicle memory reindex`, or any rewrite of a row, fills it).

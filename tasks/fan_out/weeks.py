@@ -107,7 +107,7 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
     todo = deque(work)
     rows: list[WeekOutcome] = []
     # Four weeks per LLM slot: a week waits for its report's commit (group-committed, serialised) after its
-    # call; with two per slot a slow write window left slots idle (issue 20, bench/backfill at 500 ms).
+    # call; with two per slot a slow write window left slots idle (bench/backfill at 500 ms).
     workers = max(1, max_workers or settings.backfill_max_workers or 4 * settings.llm_concurrency)
     llm_weeks = sum(1 for _, _, (week_input, _) in todo if week_input.entries)
     # The offline engine and empty weeks take no LLM slot; tasks in other processes (Dask) take their own.
@@ -168,7 +168,7 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
                 items: list[WeekItem] = []
                 # The run's first group is half a group: the groups in flight then end half a group apart, so
                 # one is mid-way (its threads filling the LLM slots) while the next starts after the other. Of
-                # equal size they ran in lockstep and every slot went idle at each hand-over (issue 20).
+                # equal size they ran in lockstep and every slot went idle at each hand-over.
                 size = max(1, group // 2) if submitted == 0 and groups_in_flight > 1 else group
                 submitted += 1
                 while in_hand and len(items) < size:
