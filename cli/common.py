@@ -153,3 +153,16 @@ def progress_bar(enabled: bool = True) -> Iterator[None]:
 
         with listening(update):
             yield
+
+
+def loopback(host: str) -> bool:
+    """True for an address only this machine reaches: the servers Chronicle starts have no authentication of
+    their own (the desk has accounts, but its cookies and pages assume one origin), so they bind there unless told."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

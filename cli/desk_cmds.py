@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
-
 import typer
-from chronicle.cli.common import console, fail, settings_from_options
+from chronicle.cli.common import console, fail, loopback, settings_from_options
 
 desk = typer.Typer(help="The review desk: read, check, correct and sign the chronicle in a browser.",
                    invoke_without_command=True)
 
-
-def loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve_desk(home: str | None, host: str, port: int | None, allow_remote: bool, https_only: bool) -> None:

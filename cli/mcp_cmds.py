@@ -3,22 +3,13 @@ loopback), and `chronicle skill`: the SKILL.md an assistant reads to use Chronic
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 
 import typer
-from chronicle.cli.common import console, fail, read_settings, settings_from_options
+from chronicle.cli.common import console, fail, loopback, read_settings, settings_from_options
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def skill_text(app: typer.Typer) -> str:
@@ -40,7 +31,7 @@ def register(app: typer.Typer) -> None:
             home: str | None = HomeOpt) -> None:
         """Serve memory search, list, tags, chronicle context and weekly reports to assistants over MCP (read-only;
         one tool files pending proposals). Answers are redacted. stdio by default; --http on loopback at /mcp."""
-        if http and not _loopback(host):
+        if http and not loopback(host):
             fail(f"--host {host} is not a loopback address: the server has no authentication, so it binds to "
                  "127.0.0.1, ::1 or localhost only", code=2)
         from chronicle.cli.mcp_server import build_server

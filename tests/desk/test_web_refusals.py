@@ -186,7 +186,7 @@ def test_idle_session_ends(people: Settings, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_non_loopback_bind_is_refused_in_one_line(people: Settings) -> None:
-    from chronicle.cli.desk_cmds import loopback
+    from chronicle.cli.common import loopback
     from chronicle.cli.main import app
 
     result = CliRunner().invoke(app, ["desk", "--host", "0.0.0.0", "--port", "1"])
