@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from chronicle.services.ingest_read import FileBytes, read_file
-from chronicle.services.ingest_write import Write, plan_lines, plan_text, write_batch
+from chronicle.services.ingest_write import Write, mark, plan_lines, plan_text, write_batch
 from chronicle.storage import ingest_history, raw_logs
 from chronicle.storage.db import connect
 
@@ -29,6 +29,9 @@ from chronicle.ingest.identity import Head, candidate_heads, head_of, identity_f
 from chronicle.ingest.model import FileResult, Reject
 from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
+
+_MAX_ROUNDS = 100
+"""Planning rounds of one call: same content under several paths, or plans another worker made stale."""
 
 
 def _sha256(data: bytes | memoryview) -> str:
@@ -86,13 +89,17 @@ class FileIngestor:
         keys = [str(_absolute(p)) for p in paths]
         pending = list(dict.fromkeys(keys))
         results: dict[str, FileResult] = {}
-        while pending:
+        for _ in range(_MAX_ROUNDS):
             writes, deferred = self._plan_round(pending, force, replace)
             results.update({w.path: w.result for w in writes if w.result is not None})
             results.update(write_batch(self.settings, self._redact, [w for w in writes if w.result is None],
                                        self.run_id))
-            pending = deferred
-        return [results[k] for k in keys]
+            # Deferred (the same content twice in one round) and stale (another worker wrote it first) paths.
+            pending = [k for k in dict.fromkeys([*deferred, *(w.path for w in writes)]) if k not in results]
+            if not pending:
+                return [results[k] for k in keys]
+        raise RuntimeError(f"{len(pending)} file(s) changed under every plan made for them "
+                           f"({_MAX_ROUNDS} rounds), e.g. {pending[0]}: is another ingest writing them in a loop?")
 
     # --- planning ---------------------------------------------------------------------------
     def _plan_round(self, keys: list[str], force: bool, replace: bool) -> tuple[list[Write], list[str]]:
@@ -108,6 +115,9 @@ class FileIngestor:
         deferred: list[str] = []
         for read in reads:
             write = self._decide(read, force, replace)
+            write.basis = {read.path: mark(read.prev)}
+            if read.ident is not None:
+                write.basis[read.ident["path"]] = mark(read.ident)
             if write.file_id and write.file_id in claimed:
                 deferred.append(read.path)  # the same content twice in one window: the second reads on after
                 continue

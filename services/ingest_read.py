@@ -130,10 +130,16 @@ def foreign_encoding(path: str, data: bytes) -> Reject | None:
         data.decode("gb18030")
     except UnicodeDecodeError:
         return None
+    # Nearly any run of high bytes followed by a letter also decodes as GB18030 (Latin-1 "St\xf6rung" does):
+    # Chinese text is written almost only with GB2312's characters, both of whose bytes are 0xA1 or more.
+    pairs = _GB_PAIR.findall(data)
+    if sum(1 for p in pairs if len(p) == 2 and p[0] >= 0xA1 and p[1] >= 0xA1) < 0.9 * len(pairs):
+        return None
     return _encoding_reject(path, data, "GB18030/GBK")
 
 
 _HIGH = re.compile(rb"[\x80-\xff]")
+_GB_PAIR = re.compile(rb"[\x81-\xfe](?:[\x30-\x39][\x81-\xfe][\x30-\x39]|[\x40-\x7e\x80-\xfe])")
 _ICONV = {"GB18030/GBK": "GB18030", "UTF-16LE without BOM": "UTF-16LE", "UTF-16BE without BOM": "UTF-16BE"}
 
 

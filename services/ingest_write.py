@@ -68,6 +68,7 @@ class Write:
     same_as: str | None = None
     result: FileResult | None = None  # decided without writing (unchanged)
     path_key: str = ""
+    basis: dict[str, tuple | None] = field(default_factory=dict)  # stored states the plan was made on, by path
 
     @property
     def path(self) -> str:
@@ -232,10 +233,25 @@ def _plan_json_lines(settings: Settings, state: dict, data: bytes, ident: dict |
 
 
 # --- the one write window of a batch ----------------------------------------------------------------
+def mark(state: dict[str, Any] | None) -> tuple | None:
+    """What a plan assumed of a stored file state: which content, read how far."""
+    return None if state is None else (state.get("file_id"), state.get("parsed_bytes"), state.get("content_sha256"))
+
+
+def _stale(conn: Any, writes: list[Write]) -> set[str]:
+    """Paths whose plan rests on a stored state another worker changed since (it wrote the same file first):
+    written as planned, its lines would be stored twice. They are planned again on what is stored now."""
+    paths = sorted({p for w in writes for p in w.basis})
+    now = raw_logs.file_states(conn, paths)
+    return {w.path for w in writes if any(mark(now.get(p)) != m for p, m in w.basis.items())}
+
+
 def write_batch(settings: Settings, redact: Any, writes: list[Write], run_id: str | None) -> dict[str, FileResult]:
-    """Write every planned file of a batch in one transaction; results by path."""
+    """Write every planned file of a batch in one transaction; results by path. A file whose plan went stale
+    while the window's guard was awaited has no result: the caller plans it again."""
     if not writes:
         return {}
+    planned = writes
     stored = [w for w in writes if w.file_id]
     ids = [w.file_id for w in stored if w.file_id]
     guard = [k for w in writes for k in raw_logs.ingest_guard(w.path)] + [f"ingest-id:{i}" for i in ids]
@@ -243,6 +259,10 @@ def write_batch(settings: Settings, redact: Any, writes: list[Write], run_id: st
     # A lake commit conflict re-runs the whole window; the guard keeps two workers off one file.
     for attempt in transactions(settings, guard=guard):
         with attempt as conn:
+            stale = _stale(conn, planned)
+            writes = [w for w in planned if w.path not in stale]
+            stored = [w for w in writes if w.file_id]
+            ids = [w.file_id for w in stored if w.file_id]
             now = datetime.now(UTC).replace(tzinfo=None)
             changes = ingest_history.BatchChanges()
             before = raw_logs.count_rows(conn, ids)

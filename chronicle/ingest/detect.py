@@ -111,7 +111,9 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Path]]:
                 raise FileNotFoundError(f"no such file or folder: {root}")
             found.add(_absolute(root))
             continue
-        for folder, dirs, names in os.walk(root, followlinks=False):
+        # A folder that cannot be listed (permissions) is listed itself: reading it names the reason.
+        for folder, dirs, names in os.walk(root, followlinks=False,
+                                           onerror=lambda exc: found.add(Path(exc.filename).absolute())):
             here = Path(folder)
             dirs[:] = [d for d in dirs if not d.startswith(".") and _walk_into(here / d, found)]
             for name in names:

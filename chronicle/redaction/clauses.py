@@ -129,6 +129,11 @@ def _backward(text: str, cstart: int, noun_start: int, safe: SafeShapes) -> Span
     if not cops:
         return None
     cop = cops[-1]
+    # "X is the new passcode": the noun closes the copula's complement. A label's colon is not such a copula
+    # ("After Fixes: … JWT_SECRET required"), nor is one that many words separate from the noun.
+    between = text[cop.end():noun_start]
+    if cop.group(0).strip() in (":", "：", "=", "->", "=>", "←") or len(between.split()) > 4 or len(between) > 24:
+        return None
     m = re.search(r"(?P<v>[^\s\"'`，。；、（）():：]+)[ \t]*$", text[cstart:cop.start()])
     if m is None:
         return None

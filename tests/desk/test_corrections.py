@@ -14,6 +14,8 @@ from chronicle.weeks import IsoWeek
 from tests.desk.conftest import PASSWORD, PROJECT
 
 WEEK = IsoWeek.parse("2025-W30")
+# The week's SAE (E30), AE (E21) and deviation (E12): a correction that leaves them out is flagged `omitted_event`.
+EVENTS = "SAE、AE 与方案偏离各一例 [E30, E21, E12]。"
 
 
 def _row(settings: Settings, week: IsoWeek = WEEK) -> dict:
@@ -39,9 +41,9 @@ def test_the_guard_judges_a_correction_before_and_when_it_is_stored(written: Set
     enrolled = base["stats"]["enrolled"]
     for other in (0, 2, 7):  # the "入组 5 人" in a week with another count, whatever the numbers
         claimed = enrolled + 1 + other
-        reasons = preview_edit(written, PROJECT, WEEK, f"本周新入组 {claimed} 人 [E9]。").reasons
+        reasons = preview_edit(written, PROJECT, WEEK, f"本周新入组 {claimed} 人 [E9]。{EVENTS}").reasons
         assert [(r["kind"], r["claimed"], r["actual"]) for r in reasons] == [("count_mismatch", claimed, enrolled)]
-    text = f"人工修正：本周入组 {claimed} 人 [E9]。"
+    text = f"人工修正：本周入组 {claimed} 人 [E9]。{EVENTS}"
     preview = preview_edit(written, PROJECT, WEEK, text)
     assert [(r["kind"], r["claimed"], r["actual"]) for r in preview.reasons] == [("count_mismatch", claimed, enrolled)]
     assert preview.reasons[0]["sentence"] == f"人工修正：本周入组 {claimed} 人。"
@@ -60,23 +62,27 @@ def test_a_faithful_correction_is_not_flagged_and_english_counts_are_judged_too(
     from chronicle.services.reports import edit_report, preview_edit
 
     stats = _row(written)["stats"]
-    assert not preview_edit(written, PROJECT, WEEK, f"本周入组 {stats['enrolled']} 人 [E9]。").reasons
+    faithful = f"本周入组 {stats['enrolled']} 人 [E9]。{EVENTS}"
+    assert not preview_edit(written, PROJECT, WEEK, faithful).reasons
+    # The same count without the week's safety events: the correction would hide them.
+    omitted = preview_edit(written, PROJECT, WEEK, f"本周入组 {stats['enrolled']} 人 [E9]。").reasons
+    assert {(r["kind"], r["field"]) for r in omitted} == {("omitted_event", k) for k in ("sae", "ae", "deviations")}
     wrong = preview_edit(written, PROJECT, WEEK, f"{stats['sae'] + 3} new SAEs were reported [E30].")
     assert [r["field"] for r in wrong.reasons if r["kind"] == "count_mismatch"] == ["sae"]
     denied = preview_edit(written, PROJECT, WEEK, "本周无 SAE 发生 [E9]。")  # the week has one
     assert ("count_mismatch", "sae", 0) in {(r["kind"], r.get("field"), r.get("claimed")) for r in denied.reasons}
-    result = edit_report(written, PROJECT, WEEK, f"本周入组 {stats['enrolled']} 人 [E9]。", author="ana",
-                         reason="shorter", base_version=1)
+    result = edit_report(written, PROJECT, WEEK, faithful, author="ana", reason="shorter", base_version=1)
     assert not result.needs_review and not _row(written)["needs_review"]
 
 
 def test_an_edit_never_clears_a_flag_a_signature_does(written: Settings, reviewer: str) -> None:
     from chronicle.services.reports import edit_report, sign_report
 
-    flagged = edit_report(written, PROJECT, WEEK, "本周入组 99 人 [E9]。", author="ana", reason="x", base_version=1)
+    flagged = edit_report(written, PROJECT, WEEK, f"本周入组 99 人 [E9]。{EVENTS}", author="ana", reason="x",
+                          base_version=1)
     assert flagged.needs_review
     stats = _row(written)["stats"]
-    clean = edit_report(written, PROJECT, WEEK, f"本周入组 {stats['enrolled']} 人 [E9]。", author="ana",
+    clean = edit_report(written, PROJECT, WEEK, f"本周入组 {stats['enrolled']} 人 [E9]。{EVENTS}", author="ana",
                         reason="fixed the count", base_version=flagged.version)
     row = _row(written)
     assert row["needs_review"] and [r["kind"] for r in row["review_reasons"]] == ["edited_unreviewed"]

@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import math
+import re
 import struct
 import time
 import uuid
@@ -60,6 +61,17 @@ def default_responder(request: dict[str, Any]) -> str:
     head = " ".join(text.split())[:80] or "(empty)"
     cite = " [E1]" if "[E1]" in text else ""  # a weekly prompt: cite an entry, as asked (else it is asked again)
     return f"## Summary\n\n- {head}{cite}\n- ref `{digest}`\n"
+
+
+_COVERED_LINE = re.compile(r"^\[(E\d+)\][^|\n]*\|[^|\n]*\|\s*(?:sae|ae|deviation|enrollment)\s*\|", re.M)
+
+
+def safety_sentence(request: dict[str, Any]) -> str:
+    """What a faithful model adds to a weekly report: a sentence citing the week's SAE, AE, deviation and
+    enrolment entries (the guard flags a report that leaves one out), or "" when the prompt shows none."""
+    users = [m for m in request.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
+    ids = _COVERED_LINE.findall(message_text(users[-1].get("content")) if users else "")
+    return f"- 本周需关注的记录见流水账 [{', '.join(ids)}]。\n" if ids else ""
 
 
 def error_body(status: int, message: str | None = None) -> dict[str, Any]:

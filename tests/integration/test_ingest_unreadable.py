@@ -116,10 +116,15 @@ def test_a_file_without_read_permission_for_the_user_running_ingest(tmp_path: Pa
     base = Path(tempfile.mkdtemp(prefix="chronicle-perm-"))
     base.chmod(0o755)
     logs, home = base / "logs", base / "home"
-    logs.mkdir()
-    good(logs)
+    logs.mkdir(mode=0o755)
+    logs.chmod(0o755)  # whatever the umask an earlier run in this process left (Chronicle's is owner-only)
+    good(logs).chmod(0o644)
     locked = good(logs, "locked.jsonl")
     locked.chmod(0o000)
+    closed = logs / "closed-folder"  # a folder nobody may list: named with its reason, not passed over
+    closed.mkdir()
+    good(closed, "inside.jsonl")
+    closed.chmod(0o700)
     out = subprocess.run([sys.executable, "-c", UNPRIVILEGED, str(home), str(logs)], capture_output=True,
                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()}, check=False)
     assert out.returncode == 0, out.stderr
@@ -127,7 +132,9 @@ def test_a_file_without_read_permission_for_the_user_running_ingest(tmp_path: Pa
     assert results["good.jsonl"]["status"] == "ingested"
     assert results["locked.jsonl"]["rejects"] == {"unreadable_file": 1}
     assert "permission denied" in results["locked.jsonl"]["reason"] and "uid 65534" in results["locked.jsonl"]["reason"]
-    assert file_rejects(home) == {"locked.jsonl": "unreadable_file"}
+    assert results["closed-folder"]["rejects"] == {"unreadable_file": 1}
+    assert "permission denied" in results["closed-folder"]["reason"]
+    assert file_rejects(home) == {"locked.jsonl": "unreadable_file", "closed-folder": "unreadable_file"}
     assert rows(home, "SELECT count(*) FROM raw_logs") == [(1,)]
 
 

@@ -68,7 +68,7 @@ def test_ingest_and_backfill_emit_paired_events_with_datasets_and_facets(home: P
     assert outputs["raw_logs"]["outputFacets"]["outputStatistics"]["rowCount"] == 40
     assert complete["run"]["facets"]["prefect"]["flow_run_id"] == ingest_id
     params = {p["key"]: p["value"] for p in complete["run"]["facets"]["executionParameters"]["parameters"]}
-    assert set(params) == {"paths", "project", "force"}
+    assert set(params) == {"paths", "project", "force", "replace"}
 
     backfill_id = str(backfill.state_details.flow_run_id)
     start, complete = _events(sink, backfill_id)

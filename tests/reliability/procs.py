@@ -95,7 +95,8 @@ def knowledge_item(k: int):
     from chronicle.distill.sections import Item
 
     digest = hashlib.sha256(str(k).encode()).hexdigest()
-    text = f"memory {k}: " + " ".join(f"{digest}{j}" for j in range(1500))
+    # Words, not hex runs: the writer's gate would redact a run that looks like a key (and take its time).
+    text = f"memory {k}: " + " ".join(f"entry{k}-{j}" for j in range(1500))
     return Item(memory_id=f"2026-04-0{1 + k % 3}-{digest[:12]}", content_hash=digest, text=text,
                 day=f"2026-04-0{1 + k % 3}", source=f"2026-04-0{1 + k % 3}.md")
 

@@ -28,8 +28,8 @@ from tests.reliability.procs import (
     spread_points,
 )
 
-N_KILLS = 4  # random points over the flow body; the window between store and ledger is hit on purpose (below)
-N_WRITE_KILLS = 8
+N_KILLS = 3  # random points over the flow body; the window between store and ledger is hit on purpose (below)
+N_WRITE_KILLS = 5
 UNTIL = date(2026, 4, 26)
 DAYS = 80  # the OpenClaw notes (February) and the sample's notes (March-April)
 OPENCLAW = Path(__file__).parents[1] / "data" / "openclaw" / "memory"

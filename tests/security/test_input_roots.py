@@ -17,10 +17,10 @@ def only_default_roots(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def _secret(folder: Path) -> Path:
+def _secret(folder: Path, ts: str = "2026-03-02T10:00:00") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "app.jsonl"
-    path.write_text(json.dumps({"ts": "2026-03-02T10:00:00", "project_id": "P", "actor": "a", "type": "message",
+    path.write_text(json.dumps({"ts": ts, "project_id": "P", "actor": "a", "type": "message",
                                 "content": "root-only canary Zebra-4471"}) + "\n", encoding="utf-8")
     os.chmod(path, 0o600)
     return path
@@ -58,6 +58,7 @@ def test_paths_inside_the_roots_are_ingested(only_default_roots: Path, tmp_path:
 
     local = _secret(tmp_path / "logs")  # under the working directory
     assert ingest_logs([str(local)]).entries_added == 1
-    configured = _secret(tmp_path_factory.mktemp("configured") / "logs")
+    # Another file (the same bytes would be the file already known, whatever its path).
+    configured = _secret(tmp_path_factory.mktemp("configured") / "logs", ts="2026-03-03T10:00:00")
     monkeypatch.setenv("CHRONICLE_INPUT_ROOTS", json.dumps([str(configured.parent.parent)]))
     assert ingest_logs([str(configured)]).entries_added == 1

@@ -165,7 +165,8 @@ def test_llm_memories_pass_the_same_gate_and_protected_ones_are_proposed(
         {"content": "XH305 database lock is planned for 2026-06-30", "summary": "fact", "importance": 0.8,
          "targetFile": "MEMORY.md"}])
     summary = distill_memory(days=1, until=DAY)
-    assert summary.tally.proposals == 1 and summary.tally.suspected_injection == 0
+    # The style rule is an order to the assistant ("Answer …"): screened as one, and proposed either way.
+    assert summary.tally.proposals == 1 and summary.tally.suspected_injection == 1
     assert summary.tally.kept_out == {"small_talk": 1, "below_min_importance": 1}
     assert (workspace / "SOUL.md").read_bytes() == HUMAN["SOUL.md"].encode()
     memory_md = (workspace / "MEMORY.md").read_text(encoding="utf-8")

@@ -13,6 +13,7 @@ import pytest
 from chronicle.settings import Settings
 from tests.conftest import SAMPLE_MAP
 from tests.fakellm import FakeLLMServer
+from tests.fakellm.replies import safety_sentence
 
 
 @pytest.fixture(scope="session")
@@ -60,8 +61,8 @@ def week_of_request(request: dict[str, Any]) -> int | None:
 
 
 def cite_first(request: dict[str, Any]) -> str:
-    """A well-behaved model: a short report citing the first entry it was shown."""
-    return "## 本周要点\n\n- 项目按计划推进，详见流水账 [E1]。\n"
+    """A well-behaved model: a short report citing the first entry it was shown and the week's safety events."""
+    return "## 本周要点\n\n- 项目按计划推进，详见流水账 [E1]。\n" + safety_sentence(request)
 
 
 def db_rows(sql: str, params: list[Any] | None = None) -> list[tuple]:

@@ -69,8 +69,9 @@ def test_scripted_replies_that_misstate_or_cite_foreign_entries_are_flagged(tria
                                                                             online: FakeLLMServer) -> None:
     from chronicle.flows.summarize_week import summarize_week
 
-    # 2025-W30 of XH201: 3 enrolled, 1 SAE, 44 entries.
-    online.enqueue(Reply(content="## 本周\n\n- 本周入组 5 人 [E9]，SAE 1 例 [E30]。"))
+    # 2025-W30 of XH201: 3 enrolled, 1 SAE (E30), 1 AE (E21), 1 deviation (E12), 44 entries.
+    online.enqueue(Reply(content="## 本周\n\n- 本周入组 5 人 [E9]，SAE 1 例 [E30]。\n"
+                                 "- AE 与方案偏离各 1 例 [E21, E12]。"))
     row = summarize_week("XH201", "2025-W30")
     assert row.needs_review and row.outcome == "generated"
     online.enqueue(Reply(content="## 本周\n\n- 伦理批准新版方案 [E99]。"))
@@ -155,7 +156,7 @@ def test_over_long_answers_are_shortened_and_big_weeks_map_reduced(
     def responder(request: dict[str, Any]) -> str:
         user = request["messages"][-1]["content"]
         if "超过了" in user:
-            return "本周入组 3 人 [E9]，SAE 1 例 [E30]，其余按计划推进。"
+            return "本周入组 3 人 [E9]，SAE 1 例 [E30]，AE 1 例 [E21]，方案偏离 1 例 [E12]，其余按计划推进。"
         if "段。请只提取要点" in user:
             return "- 入组与访视按计划 [E9]"
         return "本周要点：" + "各中心按计划推进访视与数据录入。" * 40 + " [E9]"
@@ -167,7 +168,8 @@ def test_over_long_answers_are_shortened_and_big_weeks_map_reduced(
     assert purposes.count("map") >= 3 and purposes[-2:] == ["reduce", "shorten"]
     assert set(purposes) == {"map", "reduce", "shorten"}
     assert db_rows("SELECT DISTINCT week_number FROM llm_calls") == [(202530,)]
-    assert db_rows("SELECT summary FROM weekly_reports") == [("本周入组 3 人 [E9]，SAE 1 例 [E30]，其余按计划推进。",)]
+    assert db_rows("SELECT summary FROM weekly_reports") == [
+        ("本周入组 3 人 [E9]，SAE 1 例 [E30]，AE 1 例 [E21]，方案偏离 1 例 [E12]，其余按计划推进。",)]
 
 
 def test_a_week_that_fails_after_good_attempts_keeps_their_llm_calls_rows(

@@ -128,16 +128,22 @@ def test_overwrite_edited_replaces_only_the_edits_that_existed_when_the_run_plan
     from chronicle.weeks import IsoWeek
 
     settings = Settings()
+
+    def edit(week: IsoWeek, text: str, author: str, reason: str) -> None:  # against the version that stands
+        [(version,)] = db_rows("SELECT version FROM weekly_reports WHERE project_id = 'XH201' AND week_number = ?",
+                               [week.number])
+        edit_report(settings, "XH201", week, text, author=author, reason=reason, base_version=version)
+
     weeks = [IsoWeek.parse(w) for w in ("2025-W28", "2025-W29", "2025-W30")]
     for week in weeks:
         run_week(settings, "XH201", week, "first-run")
-    edit_report(settings, "XH201", weeks[1], "人工修订：本周无异常。", author="CRA-李", reason="typo")
-    edit_report(settings, "XH201", weeks[2], "人工修订 v1。", author="CRA-李", reason="typo")
+    edit(weeks[1], "人工修订：本周无异常。", "CRA-李", "typo")
+    edit(weeks[2], "人工修订 v1。", "CRA-李", "typo")
     plan = plan_project(settings, "XH201", weeks[0], weeks[2], force=True, overwrite_edited=True)
     assert [w for w, _ in plan.to_run] == weeks
     # While the regeneration runs, a human saves edits: a first one on W28, a second one on W30.
-    edit_report(settings, "XH201", weeks[0], "运行中保存的修订。", author="CRA-王", reason="during the run")
-    edit_report(settings, "XH201", weeks[2], "人工修订 v2。", author="CRA-王", reason="during the run")
+    edit(weeks[0], "运行中保存的修订。", "CRA-王", "during the run")
+    edit(weeks[2], "人工修订 v2。", "CRA-王", "during the run")
     outcomes = [run_week(settings, "XH201", week, "regen-run", force=True, overwrite_edited=True,
                          prepared=prepared).outcome.outcome for week, prepared in plan.to_run]
     assert outcomes == ["skipped-edited", "generated", "skipped-edited"]

@@ -43,7 +43,8 @@ def test_uncited_reply_is_asked_again_flagged_listed_marked_and_accepted(
 
     listed = json.loads(_cli("review", "--format", "json"))
     assert [(w["project_id"], w["week"]) for w in listed] == [("XH201", "2025-W30")]
-    assert {r["kind"] for r in listed[0]["reasons"]} == {"uncited"}
+    # Nothing cited, so the week's SAE, AE and deviation are not covered either.
+    assert {r["kind"] for r in listed[0]["reasons"]} == {"uncited", "omitted_event"}
     assert any("无其他重大变化" in r["line"] for r in listed[0]["reasons"])  # which sentence, and why
     table = _cli("review")
     assert "XH201 2025-W30" in table and "无其他重大变化" in table and "1 week(s) await review" in table
