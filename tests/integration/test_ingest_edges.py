@@ -189,3 +189,31 @@ def test_zones_in_csv_exports_too(home: Path, tmp_path: Path) -> None:
     assert summary["rejects"] == {"invalid_timezone": 1}
     assert [(c, str(t)) for c, t in rows(home, "SELECT content, ts FROM raw_logs")] == [
         ("utc", str(datetime(2026, 11, 22, 20)))]
+
+
+# --- (e) a plan another worker made stale while its write window was awaited ----------------------------------
+@pytest.mark.parametrize("then", ["appended", "as-is"])
+def test_a_plan_made_stale_by_another_writer_is_made_again_not_written_twice(
+        home: Path, tmp_path: Path, then: str) -> None:
+    """Two workers ingest one folder at once: both plan before either writes, the second waits for the first's
+    write window. Written as planned, its plan would store every line twice; it is planned again on what the
+    first one stored (here the two plans are made, then written one after the other, in one process)."""
+    from chronicle.services.ingest import FileIngestor
+    from chronicle.services.ingest_write import write_batch
+    from chronicle.settings import Settings
+
+    log = tmp_path / "app.jsonl"
+    log.write_text("".join(line(f"entry {i}", ts=f"2026-01-05T1{i}:00:00+08:00") + "\n" for i in range(3)))
+    first, second = FileIngestor(Settings()), FileIngestor(Settings())
+    key = str(log.resolve())
+    plan_a, _ = first._plan_round([key], False, False)
+    plan_b, _ = second._plan_round([key], False, False)
+    assert write_batch(first.settings, first._redact, plan_a, None)[key].entries_added == 3
+    if then == "appended":
+        with log.open("a") as fh:
+            fh.write(line("entry 3", ts="2026-01-05T13:30:00+08:00") + "\n")
+    assert key not in write_batch(second.settings, second._redact, plan_b, None)  # stale: nothing written
+    assert rows(home, "SELECT count(*) FROM raw_logs") == [(3,)]
+    [result] = second.ingest_many([log])  # planned again: reads on from where the first writer stopped
+    expected = {"appended": ("appended", 1, 4), "as-is": ("unchanged", 0, 3)}[then]
+    assert (result.status, result.entries_added, rows(home, "SELECT count(*) FROM raw_logs")[0][0]) == expected

@@ -39,6 +39,9 @@ LEAKED = [
     # phones in any national format (phonenumbers), keyword + entropy
     ("call +1 415 555 2671 tonight", "555 2671"),
     ("the deploy secret lives in Xq7rT2pLm9Vw4Zk8Bn3H", "Xq7rT2pLm9Vw4Zk8Bn3H"),
+    # the value before a verb copula that the noun closes, whatever the noun's words
+    ("Tiger!Lily9 is the admin password of the router", "Tiger!Lily9"),
+    ("Mx7-Harbor is our new wifi passcode", "Mx7-Harbor"),
 ]
 
 SURVIVE = [
@@ -48,6 +51,9 @@ SURVIVE = [
     "order no 6222021234567890", "tracking 1Z999AA10123456784", "the token count is 4096", "week 2026-W10",
     "uuid 123e4567-e89b-12d3-a456-426614174000", "hotline 400-800-8888", "批号 110105194912310021",
     "the password is\nchanged every 90 days", "secret santa list at docs/team/secret-santa-2026.md",
+    # a label's colon is not the copula of a secret noun many words later (a changelog line of the OpenClaw notes)
+    'After Fixes: "Benign medium confidence" - Mock mode removed - JWT_SECRET consistently required',
+    "Status: Deployed to staging, the API token rotation is documented",
 ]
 
 
