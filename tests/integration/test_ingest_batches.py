@@ -36,7 +36,7 @@ def inputs(tmp_path: Path, sample_dir: Path) -> Path:
     folder = tmp_path / "in"
     shutil.copytree(DATA / "bad", folder / "bad")
     shutil.copytree(sample_dir / "logs", folder / "logs")
-    for i in range(40):
+    for i in range(12):  # enough small files for appends, a rewrite and unchanged ones side by side
         (folder / "small").mkdir(exist_ok=True)
         (folder / "small" / f"s{i:03d}.jsonl").write_text(json.dumps(
             {"project_id": "P", "ts": f"2026-01-{1 + i % 28:02d}T10:00:00+08:00", "content": f"line {i}"}) + "\n")
@@ -54,7 +54,7 @@ def _read(home: Path, monkeypatch: pytest.MonkeyPatch, files: list[Path], batche
 def test_a_batch_stores_what_file_by_file_reads_store(tmp_path: Path, inputs: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     files, _ = discover([inputs])
-    assert len(files) > 50
+    assert len(files) > 40
     one_by_one = _read(tmp_path / "a", monkeypatch, files, batched=False)
     batch = _read(tmp_path / "b", monkeypatch, files, batched=True)
     assert batch == one_by_one  # per-file status, entries added/removed, rejects by reason

@@ -200,6 +200,7 @@ def test_a_plan_made_stale_by_another_writer_is_made_again_not_written_twice(
     first one stored (here the two plans are made, then written one after the other, in one process)."""
     from chronicle.services.ingest import FileIngestor
     from chronicle.services.ingest_write import write_batch
+
     from chronicle.settings import Settings
 
     log = tmp_path / "app.jsonl"

@@ -169,14 +169,16 @@ def test_kill_during_distill_then_rerun(home: Path, tmp_path: Path, sample_dir: 
     assert stored and not recorded, (stored, recorded)
 
 
-def _state(seed: str, k: int) -> bytes:
-    """MEMORY.md after the first `k` writes of KNOWLEDGE_DRIVER (pure: the same `apply` the writer uses)."""
+def _states(seed: str, n: int) -> list[bytes]:
+    """MEMORY.md after the first 0..n writes of KNOWLEDGE_DRIVER (pure: the same `apply` the writer uses),
+    computed once: each state is the one before it plus one write."""
     from chronicle.distill.sections import apply
 
-    text = seed
-    for j in range(k):
+    text, out = seed, [seed.encode()]
+    for j in range(n):
         text, _ = apply(text, [knowledge_item(j)])
-    return text.encode()
+        out.append(text.encode())
+    return out
 
 
 @pytest.mark.slow
@@ -191,7 +193,8 @@ def test_kill_during_knowledge_file_writes(tmp_path: Path) -> None:
     cmd = [*python_cmd(KNOWLEDGE_DRIVER), str(ws), str(writes)]
     (ws / "MEMORY.md").write_text(seed, encoding="utf-8")
     duration, _ = run_marked(cmd, env, tmp_path)
-    assert (ws / "MEMORY.md").read_bytes() == _state(seed, writes)
+    states = _states(seed, writes)
+    assert (ws / "MEMORY.md").read_bytes() == states[writes]
 
     def fresh(_name: str) -> dict[str, str]:
         shutil.rmtree(ws)
@@ -207,7 +210,8 @@ def test_kill_during_knowledge_file_writes(tmp_path: Path) -> None:
             data = path.read_bytes()
             assert_well_formed(path.name, data, where)
             k = data.count(b"<!-- chronicle:mem id=") - 1  # minus the seed's own bullet
-            assert data == _state(seed, k), f"{where}: {path.name} is not the state after {k} whole writes"
+            whole = 0 <= k <= writes and data == states[k]
+            assert whole, f"{where}: {path.name} is not the state after {k} whole writes"
             if path.name == "MEMORY.md":
                 seen.add(k)
     assert killed >= N_WRITE_KILLS - 2, f"only {killed} of {N_WRITE_KILLS} runs were still writing when killed"
