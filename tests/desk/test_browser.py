@@ -113,6 +113,15 @@ def _shot(driver: Any, name: str) -> None:
         driver.save_screenshot(str(IMG / f"desk-{name}.png"))
 
 
+def _await(driver: Any, by: str, value: str) -> Any:
+    """The element once the page a click started has loaded it: a click on a submit button returns before the
+    browser has navigated, and a find at once may search the page being left."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, 60).until(expected_conditions.presence_of_element_located((by, value)))
+
+
 def _login(driver: Any, url: str, username: str) -> None:
     from selenium.webdriver.common.by import By
 
@@ -122,7 +131,7 @@ def _login(driver: Any, url: str, username: str) -> None:
     driver.find_element(By.ID, "username").send_keys(username)
     driver.find_element(By.ID, "password").send_keys(PASSWORD)
     driver.find_element(By.ID, "login").click()
-    assert driver.find_element(By.ID, "whoami").text.endswith(f"({username})")
+    assert _await(driver, By.ID, "whoami").text.endswith(f"({username})")
 
 
 def test_review_a_flagged_sae_week_in_the_browser(desk_url: str, browser: Any) -> None:
@@ -137,11 +146,11 @@ def test_review_a_flagged_sae_week_in_the_browser(desk_url: str, browser: Any) -
     driver.find_element(By.LINK_TEXT, "XH201").click()  # the chronicle: a stats question answered from the stats
     driver.find_element(By.ID, "q").send_keys("哪几周发生了 SAE？")
     driver.find_element(By.CSS_SELECTOR, "#search button").click()
-    results = driver.find_element(By.ID, "results").text
+    results = _await(driver, By.ID, "results").text
     assert "counted in the stats" in results and SAE_WEEK in results and "sae = 1" in results
     _shot(driver, "chronicle")
     driver.find_element(By.ID, "nav-queue").click()
-    assert SAE_WEEK in driver.find_element(By.ID, "queue").text
+    assert SAE_WEEK in _await(driver, By.ID, "queue").text
     _shot(driver, "queue")
     driver.get(desk_url + "/")
     Select(driver.find_element(By.ID, "state")).select_by_value("flagged")  # desk.js submits the filter
@@ -150,7 +159,7 @@ def test_review_a_flagged_sae_week_in_the_browser(desk_url: str, browser: Any) -
     flagged.click()
 
     # The week: the questioned sentence carries the guard's reason; its citation opens the SAE entry.
-    assert driver.find_element(By.ID, "flagged").is_displayed()
+    assert _await(driver, By.ID, "flagged").is_displayed()
     questioned = driver.find_element(By.CSS_SELECTOR, ".sentence.questioned")
     assert "SAE 2 例" in questioned.text and "sae" in questioned.find_element(By.CLASS_NAME, "reason").text
     cite = questioned.find_element(By.CSS_SELECTOR, "a.cite")
@@ -164,18 +173,18 @@ def test_review_a_flagged_sae_week_in_the_browser(desk_url: str, browser: Any) -
 
     # Correct: the guard's preview, then a new version with the reason, its diff and history.
     driver.find_element(By.ID, "correct-link").click()
-    text = driver.find_element(By.ID, "text")
+    text = _await(driver, By.ID, "text")
     fixed = text.get_attribute("value").replace("SAE 2 例", "SAE 1 例")
     text.clear()
     text.send_keys(fixed)
     driver.find_element(By.ID, "reason").send_keys("SAE 计数与流水账不符：1 例")
     driver.find_element(By.ID, "preview-btn").click()
     _shot(driver, "correct")
-    questions = driver.find_element(By.ID, "preview").find_elements(By.CSS_SELECTOR, "#preview-reasons li")
+    questions = _await(driver, By.ID, "preview").find_elements(By.CSS_SELECTOR, "#preview-reasons li")
     assert not [q.text for q in questions if "count_mismatch" in q.text]  # the guard no longer questions the count
     assert "+- 本周发生 SAE 1 例" in driver.find_element(By.ID, "preview-diff").text
     driver.find_element(By.ID, "save-btn").click()
-    assert "Saved as version 3" in driver.find_element(By.ID, "saved").text
+    assert "Saved as version 3" in _await(driver, By.ID, "saved").text
     versions = driver.find_element(By.ID, "versions").text
     assert "edited ana" in versions and "SAE 计数与流水账不符" in versions
     assert "SAE 1 例" in driver.find_element(By.ID, "diff").text
@@ -186,7 +195,7 @@ def test_review_a_flagged_sae_week_in_the_browser(desk_url: str, browser: Any) -
     Select(driver.find_element(By.ID, "meaning")).select_by_value("approved")
     driver.find_element(By.ID, "sign-password").send_keys(PASSWORD)
     driver.find_element(By.ID, "sign-btn").click()
-    signature = driver.find_element(By.CSS_SELECTOR, ".signature")
+    signature = _await(driver, By.CSS_SELECTOR, ".signature")
     assert "approved by Dr. Ana Li (ana)" in signature.text and "UTC, version 3" in signature.text
     assert not driver.find_elements(By.ID, "flagged")  # the sign-off cleared the flag of that version
     _shot(driver, "signed")
