@@ -30,8 +30,9 @@ from chronicle.ingest.model import FileResult, Reject
 from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
 
-_MAX_ROUNDS = 100
-"""Planning rounds of one call: same content under several paths, or plans another worker made stale."""
+_MAX_STALE_ROUNDS = 100
+"""Rounds in a row whose every plan another worker made stale before it could be written (each round that
+writes something, e.g. the next of several copies of one content, starts the count again)."""
 
 
 def _sha256(data: bytes | memoryview) -> str:
@@ -89,17 +90,20 @@ class FileIngestor:
         keys = [str(_absolute(p)) for p in paths]
         pending = list(dict.fromkeys(keys))
         results: dict[str, FileResult] = {}
-        for _ in range(_MAX_ROUNDS):
+        stalled = 0  # rounds in a row in which every plan went stale: nothing was written
+        while pending:
             writes, deferred = self._plan_round(pending, force, replace)
+            done = len(results)
             results.update({w.path: w.result for w in writes if w.result is not None})
             results.update(write_batch(self.settings, self._redact, [w for w in writes if w.result is None],
                                        self.run_id))
             # Deferred (the same content twice in one round) and stale (another worker wrote it first) paths.
             pending = [k for k in dict.fromkeys([*deferred, *(w.path for w in writes)]) if k not in results]
-            if not pending:
-                return [results[k] for k in keys]
-        raise RuntimeError(f"{len(pending)} file(s) changed under every plan made for them "
-                           f"({_MAX_ROUNDS} rounds), e.g. {pending[0]}: is another ingest writing them in a loop?")
+            stalled = 0 if len(results) > done else stalled + 1
+            if stalled == _MAX_STALE_ROUNDS:
+                raise RuntimeError(f"{len(pending)} file(s) changed under every plan made for them "
+                                   f"({stalled} rounds), e.g. {pending[0]}: is another ingest writing them in a loop?")
+        return [results[k] for k in keys]
 
     # --- planning ---------------------------------------------------------------------------
     def _plan_round(self, keys: list[str], force: bool, replace: bool) -> tuple[list[Write], list[str]]:

@@ -246,15 +246,13 @@ def _stale(conn: Any, writes: list[Write]) -> set[str]:
     return {w.path for w in writes if any(mark(now.get(p)) != m for p, m in w.basis.items())}
 
 
-def write_batch(settings: Settings, redact: Any, writes: list[Write], run_id: str | None) -> dict[str, FileResult]:
+def write_batch(settings: Settings, redact: Any, planned: list[Write], run_id: str | None) -> dict[str, FileResult]:
     """Write every planned file of a batch in one transaction; results by path. A file whose plan went stale
     while the window's guard was awaited has no result: the caller plans it again."""
-    if not writes:
+    if not planned:
         return {}
-    planned = writes
-    stored = [w for w in writes if w.file_id]
-    ids = [w.file_id for w in stored if w.file_id]
-    guard = [k for w in writes for k in raw_logs.ingest_guard(w.path)] + [f"ingest-id:{i}" for i in ids]
+    guard = [k for w in planned for k in raw_logs.ingest_guard(w.path)] + [
+        f"ingest-id:{w.file_id}" for w in planned if w.file_id]
     run = run_id or ""
     # A lake commit conflict re-runs the whole window; the guard keeps two workers off one file.
     for attempt in transactions(settings, guard=guard):

@@ -32,6 +32,8 @@ _COPULA = re.compile(
     r"(?:(?<![A-Za-z])(?:is|was|are|were|became|becomes|has[ \t]+become|have[ \t]+become|reads|set[ \t]+to"
     r"|changed[ \t]+to|updated[ \t]+to|equals)(?:[ \t]+now)?(?![A-Za-z])[ \t]*[:：]?"
     r"|[:：=]|->|=>|←|(?:就是|也是|是|为|為|改为|改成|设为|设置为|换成|变成|更新为)(?:了|成)?[:：]?|如下[:：]?)[ \t]*")
+_MARK_COPULAS = frozenset([":", "：", "=", "->", "=>", "←"])
+"""The copulas of `_COPULA` that are punctuation, not words: a label's mark, never "X is the …"."""
 _CLAUSE_END = re.compile(r"[。；;！？\n，]|[.,!?](?=\s|$)")
 _VALUE_EN = re.compile(r"[\"'`“‘]?(?P<v>[^\s\"'`”’，。；、（）()]+)")
 _VALUE_ZH = re.compile(r"(?P<v>[\u4e00-\u9fff]{2,10})")
@@ -132,7 +134,7 @@ def _backward(text: str, cstart: int, noun_start: int, safe: SafeShapes) -> Span
     # "X is the new passcode": the noun closes the copula's complement. A label's colon is not such a copula
     # ("After Fixes: … JWT_SECRET required"), nor is one that many words separate from the noun.
     between = text[cop.end():noun_start]
-    if cop.group(0).strip() in (":", "：", "=", "->", "=>", "←") or len(between.split()) > 4 or len(between) > 24:
+    if cop.group(0).strip() in _MARK_COPULAS or len(between.split()) > 4 or len(between) > 24:
         return None
     m = re.search(r"(?P<v>[^\s\"'`，。；、（）():：]+)[ \t]*$", text[cstart:cop.start()])
     if m is None:

@@ -218,3 +218,23 @@ def test_a_plan_made_stale_by_another_writer_is_made_again_not_written_twice(
     [result] = second.ingest_many([log])  # planned again: reads on from where the first writer stopped
     expected = {"appended": ("appended", 1, 4), "as-is": ("unchanged", 0, 3)}[then]
     assert (result.status, result.entries_added, rows(home, "SELECT count(*) FROM raw_logs")[0][0]) == expected
+
+
+def test_copies_of_one_content_are_rounds_that_make_progress_not_a_stall(
+        home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copies of a content already known are written a round each (each reads on from the one before): however
+    many copies, those rounds write something; only rounds in which every plan went stale count to the bound."""
+    from chronicle.services import ingest as ingest_service
+    from chronicle.services.ingest import FileIngestor
+
+    from chronicle.settings import Settings
+
+    monkeypatch.setattr(ingest_service, "_MAX_STALE_ROUNDS", 1)
+    text = "".join(line(f"entry {i}", ts=f"2026-01-05T1{i}:00:00+08:00") + "\n" for i in range(3))
+    copies = [tmp_path / f"copy-{n}.jsonl" for n in range(4)]
+    for path in copies:
+        path.write_text(text)
+    ingestor = FileIngestor(Settings())
+    assert ingestor.ingest(copies[0]).status == "ingested"
+    assert [r.status for r in ingestor.ingest_many(copies[1:])] == ["known", "known", "known"]
+    assert rows(home, "SELECT count(*) FROM raw_logs") == [(3,)]

@@ -183,7 +183,7 @@ def _states(seed: str, n: int) -> list[bytes]:
 
 @pytest.mark.slow
 def test_kill_during_knowledge_file_writes(tmp_path: Path) -> None:
-    """SIGKILL while the real writer replaces a multi-MB MEMORY.md (and backs it up) again and again: the file
+    """SIGKILL while the real writer replaces a MEMORY.md growing to ~600 KB (and backs it up) again and again: the file
     and every backup are always exactly the state before or after one write."""
     ws = tmp_path / "ws"
     ws.mkdir()
