@@ -182,6 +182,7 @@ def test_review_a_flagged_sae_week_in_the_browser(desk_url: str, browser: Any) -
     _shot(driver, "correct")
     questions = _await(driver, By.ID, "preview").find_elements(By.CSS_SELECTOR, "#preview-reasons li")
     assert not [q.text for q in questions if "count_mismatch" in q.text]  # the guard no longer questions the count
+    assert not [q.text for q in questions if "= None" in q.text]  # a reason without a counted value shows none
     assert "+- 本周发生 SAE 1 例" in driver.find_element(By.ID, "preview-diff").text
     driver.find_element(By.ID, "save-btn").click()
     assert "Saved as version 3" in _await(driver, By.ID, "saved").text
