@@ -70,9 +70,13 @@ def clean_text(text: str | None, max_chars: int) -> str:
 
 
 def diff_lines(old: str, new: str, *, old_label: str, new_label: str) -> list[str]:
-    """A unified diff of two texts, line by line (no trailing newlines)."""
-    return [line.rstrip("\n") for line in difflib.unified_diff(
+    """A unified diff of two texts, line by line (no trailing newlines).
+
+    Never empty: two versions with the same text (a regeneration that wrote what was there) still name both, so
+    a refusal or a history page never shows a blank where the reader expects what changed."""
+    lines = [line.rstrip("\n") for line in difflib.unified_diff(
         old.splitlines(), new.splitlines(), fromfile=old_label, tofile=new_label, lineterm="")]
+    return lines or [f"--- {old_label}", f"+++ {new_label}", " (the text is the same)"]
 
 
 def _with_sentence(reason: dict[str, Any], text: str) -> dict[str, Any]:

@@ -7,13 +7,13 @@ Which projects a person may see is decided above (the desk passes the visible pr
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from chronicle.services.corrections import diff_lines
 from chronicle.storage import desk, desk_views, reports
 from chronicle.storage.db import read
 
@@ -323,11 +323,6 @@ class History:
     diff: list[str]
 
 
-def diff_lines(old: str, new: str, old_name: str, new_name: str) -> list[str]:
-    """A unified diff of two texts, line by line (difflib; linear enough for a page of text)."""
-    return list(difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm=""))
-
-
 def history(settings: Settings, project_id: str, week: IsoWeek, left: int | None = None,
             right: int | None = None) -> History:
     """Every version of a week, and the diff between two of them (default: the last two)."""
@@ -339,8 +334,8 @@ def history(settings: Settings, project_id: str, week: IsoWeek, left: int | None
         right = versions[-1].version if versions else None
     if left not in by:
         left = versions[-2].version if len(versions) > 1 else right
-    diff = diff_lines(by[left].summary, by[right].summary, f"version {left}", f"version {right}") \
-        if left is not None and right is not None else []
+    diff = [] if left is None or right is None else diff_lines(
+        by[left].summary, by[right].summary, old_label=f"version {left}", new_label=f"version {right}")
     return History(versions, left, right, diff)
 
 

@@ -236,9 +236,11 @@ def save_edit(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int
               flagged_reason: dict[str, Any] | None = None) -> int:
     """Store a human correction as the week's new version (the truth from now on); returns its number.
 
-    Written only when the week's current version is still `base_version` (else StaleBase, nothing written):
-    whatever changed meanwhile (another edit, a regeneration) is never overwritten unseen. Earlier versions
-    are never touched — a new row is added. The edit is flagged when the guard found `review_reasons` in it,
+    Written only when the week's current text is still `base_version`'s (else StaleBase, nothing written):
+    whatever changed meanwhile (another edit, a regeneration) is never overwritten unseen. A later version with
+    the same text (a forced regeneration that wrote what was there) is no conflict — the person corrected exactly
+    the text that stands, as a three-way merge would see it. Earlier versions are never touched — a new row is
+    added. The edit is flagged when the guard found `review_reasons` in it,
     and stays flagged (with `flagged_reason`) when the version it replaces was: only a sign-off clears a flag.
     """
     current = get_report(conn, project_id, week_number)
@@ -247,7 +249,8 @@ def save_edit(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int
     if current["version"] != base_version:
         base = conn.execute("SELECT summary FROM weekly_report_versions WHERE project_id = ? AND week_number = ? "
                             "AND version = ?", [project_id, week_number, base_version]).fetchall()
-        raise StaleBase(base_version, base[0][0] if base else "", current["version"], current["summary"])
+        if not base or base[0][0] != current["summary"] or summary == current["summary"]:
+            raise StaleBase(base_version, base[0][0] if base else "", current["version"], current["summary"])
     reasons = list(review_reasons)
     if current["needs_review"] and not reasons and flagged_reason is not None:
         reasons.append(flagged_reason)

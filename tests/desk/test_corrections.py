@@ -110,6 +110,29 @@ def test_an_edit_against_an_old_version_is_refused_with_the_diff_and_nothing_wri
     assert trail == [("a", "edit", "ok"), ("b", "edit", "refused:version-conflict")]
 
 
+def test_a_regeneration_that_wrote_the_same_text_is_no_conflict_for_an_edit_but_is_for_a_signature(
+        written: Settings, reviewer: str) -> None:
+    from chronicle.services.reports import VersionConflict, edit_report, sign_report
+    from chronicle.services.weekly import run_week
+
+    run_week(written, PROJECT, WEEK, "again", force=True)  # the offline engine writes what was there
+    again = _versions(written)
+    assert [v[0] for v in again] == [1, 2] and again[0][2] == again[1][2]
+    # The clinician corrected exactly the text that stands: stored on top of version 2, nothing lost.
+    landed = edit_report(written, PROJECT, WEEK, "甲的更正 [E9]。", author="a", reason="r", base_version=1)
+    assert landed.version == 3 and _row(written)["summary"] == "甲的更正 [E9]。"
+    with pytest.raises(VersionConflict) as conflict:  # now the text did change since version 1
+        edit_report(written, PROJECT, WEEK, "乙的更正 [E9]。", author="b", reason="r", base_version=1)
+    assert "+甲的更正 [E9]。" in conflict.value.diff_lines
+    # A signature is bound to one version: version 2 is not version 1 even with the same text, and the refusal
+    # says so instead of showing an empty diff.
+    run_week(written, PROJECT, IsoWeek.parse("2025-W29"), "again", force=True)
+    with pytest.raises(VersionConflict) as refused:
+        sign_report(written, PROJECT, IsoWeek.parse("2025-W29"), version=1, account=reviewer, password=PASSWORD,
+                    meaning="reviewed", remote="10.1.1.1")
+    assert refused.value.diff_lines == ["--- version 1", "+++ version 2", " (the text is the same)"]
+
+
 BAD = [
     ("正文\x00二进制", "r", "a", "NUL byte"),
     ("正文\x1b[31m红色", "r", "a", "U+001B"),
