@@ -148,7 +148,7 @@ def measure(
     with tempfile.TemporaryDirectory() as tmp:
         from chronicle.settings import Settings
 
-        settings = Settings(home=Path(tmp) / "home", llm_url=None, embedding_url=None)
+        settings = Settings(home=Path(tmp) / "home", llm_url=None, embedding_url=None, input_roots=[tmp])
         where, turns, questions = corpus(corpus_name, layout, samples, Path(tmp) / "memory")
         days = sorted(datetime.strptime(f, "%Y-%m-%d.md").date() for f, _ in where)
         from chronicle.memory.embedder import get_embedder

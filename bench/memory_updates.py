@@ -1,14 +1,14 @@
 """bench/memory_updates: the labelled knowledge-update set through the real pipeline (ingest -> offline distill).
 
-tests/data/memory_updates/cases.jsonl (66 cases, zh+en, written for this bench, MIT): each case is two statements
+tests/data/memory_updates/cases.jsonl (105 cases, zh+en, written for this bench, MIT): each case is two statements
 by one person on two days, written as daily notes (`bench.memory_layouts.updates`). After the distill:
 
-- current first: for the 54 real changes, the current-fact question searched with the person as scope ranks the
+- current first: for the 83 real changes, the current-fact question searched with the person as scope ranks the
   newer statement above the older one (the older one may also be missing from the results) — goal >= 90 %;
   measured unscoped too;
 - as-of: the same question with `as_of` = a day between the two statements returns the older statement first and
   not the newer one — goal >= 90 %;
-- not a change: for the 12 cases that are not one (two people; a relative; another attribute), no statement is
+- not a change: for the 22 cases that are not one (two people; a relative; another attribute), no statement is
   marked superseded — goal 0 wrong supersessions.
 
 Run through `python -m bench.memory_e2e --corpus updates` (it starts the throw-away Prefect API).
@@ -49,7 +49,7 @@ def measure_updates() -> dict[str, Any]:
     load_before = os.getloadavg()
     cases = layouts.update_cases()
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(home=Path(tmp) / "home", llm_url=None, embedding_url=None)
+        settings = Settings(home=Path(tmp) / "home", llm_url=None, embedding_url=None, input_roots=[tmp])
         days = sorted(date.fromisoformat(d) for d in layouts.updates(Path(tmp) / "memory", cases))
         distill_corpus(settings, Path(tmp) / "memory", days[0], days[-1], "updates", False)
         store = MemoryStore(settings)

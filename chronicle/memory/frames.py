@@ -119,7 +119,8 @@ def frame_facts(text: str, subject: str) -> list[FrameFact]:
     """The frames one statement fills about the subject itself (none when it names somebody else or the
     person addressed), clause by clause: a frame and its cue must share a clause, so a long chatty turn does
     not lend "changed" from one topic to another."""
-    body = unicodedata.normalize("NFKC", re.sub(r"^\s*[^:：\n]{1,24}[:：]\s*", "", text))
+    # A speaker's label goes ("Tom: …"); the colon of a clock time ("晚上 22:30") is not one.
+    body = unicodedata.normalize("NFKC", re.sub(r"^\s*[^:：\n]{1,24}(?<!\d)[:：]\s*", "", text))
     if _OTHERS.search(body):
         return []
     found: dict[str, FrameFact] = {}
@@ -153,16 +154,39 @@ def _clause_facts(body: str, subject: str) -> list[FrameFact]:
     if times:
         activities = _first(_ACTIVITIES, body)
         activities += [(m.group(1) or m.group(2)).casefold() for m in _LESSON.finditer(body)]
-        out += [FrameFact(f"schedule:{a}", times, strong, weak, named=True) for a in dict.fromkeys(activities)]
+        keys = [f"schedule:{a}" for a in dict.fromkeys(activities)] or _habit(body, subject)
+        out += [FrameFact(k, times, strong, weak, named=True) for k in keys]
     out += [FrameFact(f"diet:{g}", plain, strong, weak) for g in _first(_DIET, body)[:1]]
     out += [FrameFact(f"health:{p}", plain, strong, weak) for p in _first(_HEALTH, body)[:1]]
     return out
+
+
+# What a statement of a timed habit says besides its times and its cue: "晚上 22:30 以后不要推送通知" and
+# "改成晚上 23:00 以后不要推送通知" are one habit ("以后不要推送通知") with two times. Cue words take their
+# particles with them ("改成", "换到"), so the change itself does not make the habit another one.
+_CUE = re.compile(rf"(?:{_STRONG.pattern}|{_WEAK.pattern})(?:成|为|到|了|在)*|\b(?:to|at|from|instead)\b", re.I)
+
+
+def _habit(body: str, subject: str) -> list[str]:
+    """The habit a timed statement names when no activity of the table does (at least four letters of it, or
+    it names nothing that could be told apart from another habit)."""
+    rest = _CUE.sub(" ", _TIMES.sub(" ", body.casefold().replace(subject.casefold(), " ") if subject else
+                                   body.casefold()))
+    rest = re.sub(r"[了啦吧呢_]", "", "".join(re.findall(r"[\w\u4e00-\u9fff]+", rest)))  # particles say no habit
+    return [f"habit:{rest}"] if len(rest) >= 4 and not rest.isdigit() else []
+
+
+def _same_frame(a: str, b: str) -> bool:
+    """One frame: the same key, or two habits of which one names the other ("钢琴陪练" / "我上钢琴陪练")."""
+    if a == b:
+        return True
+    return a.startswith("habit:") and b.startswith("habit:") and (a[6:] in b[6:] or b[6:] in a[6:])
 
 
 def frame_conflict(old: FrameFact, new: FrameFact) -> bool:
     """The newer statement of the same frame replaces the older one: it says it changed, or (for a named value:
     brands, times) says it is the current state with another value. A statement without a cue ("I drink tea")
     may be one more habit beside the old one, so it replaces nothing."""
-    if old.key != new.key or old.value == new.value:
+    if not _same_frame(old.key, new.key) or old.value == new.value:
         return False
     return new.strong or (new.weak and new.named)

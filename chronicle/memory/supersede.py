@@ -187,12 +187,12 @@ def conflicts(old: Sequence[Fact], new: Sequence[Fact], new_text: str = "") -> b
                    for b in old):
                 return True
             continue
-        before = old_by_key.get(fact.key)
-        if before is None:
-            continue
-        if fact.frame is not None or before.frame is not None:
-            if fact.frame is not None and before.frame is not None and frame_conflict(before.frame, fact.frame):
+        if fact.frame is not None:  # frames decide by themselves which frame is the same (frames.frame_conflict)
+            if any(b.frame is not None and frame_conflict(b.frame, fact.frame) for b in old):
                 return True
+            continue
+        before = old_by_key.get(fact.key)
+        if before is None or before.frame is not None:
             continue
         if before.value != fact.value and "[redacted" not in before.value + fact.value:
             return True

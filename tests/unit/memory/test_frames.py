@@ -36,6 +36,9 @@ def superseded(old: str, new: str, subject: str = "x") -> bool:
     ("My car is an old Honda Civic.", "I replaced my car with a Tesla Model 3."),
     ("我每天晚上九点去健身房。", "健身改到早上七点了。"),                                      # schedule
     ("My swimming lessons are on Mondays.", "My swimming lessons moved to Fridays."),
+    ("王老师晚上 22:30 以后不要推送通知", "王老师改成晚上 23:00 以后不要推送通知"),          # a habit no table names
+    ("我每周二晚上七点上钢琴陪练。", "钢琴陪练调到每周四晚上八点了。"),
+    ("Please, no calls before 9 am.", "From now on no calls before 10 am."),
     ("我以前每天都喝两瓶可乐。", "我戒掉了可乐，现在只喝白开水。"),                              # diet
     ("I'm vegan and never eat cheese.", "I stopped being vegan, I eat meat and cheese again."),
     ("我的腰椎间盘突出，疼得厉害。", "我的腰已经康复了，可以正常弯腰了。"),                         # health
@@ -55,6 +58,9 @@ def test_updates_in_phrasings_the_set_does_not_hold(old: str, new: str) -> None:
     ("我是一名护士。", "我想换工作，去当程序员。"),                        # a wish is not a change
     ("I'm a teacher.", "I want to become a pilot someday."),
     ("我喝咖啡。", "我也喝茶。"),                                        # one more habit, no cue
+    ("晚上 22:30 以后不要推送通知", "早上 7:30 前看消息"),                 # two habits, each with its time
+    ("每周二晚上七点上钢琴陪练", "每周四晚上八点也上钢琴陪练"),             # one more lesson, no cue
+    ("No calls before 9 am.", "Standup moved to 10 am."),
     ("I use a Samsung phone.", "Do you think I should switch to an iPhone?"),  # a question
 ])
 def test_not_an_update(old: str, new: str) -> None:
