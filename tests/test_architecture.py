@@ -165,6 +165,19 @@ def test_every_flow_module_declares_exactly_one_flow() -> None:
         assert len(flows) == 1, f"{path.name}: {len(flows)} flows"
 
 
+def test_unit_tests_mirror_the_core_package() -> None:
+    """README "Where to look": core `chronicle/x/y.py` is tested in `tests/unit/x/`; a top-level core module (and
+    the scripts) in `tests/unit/` itself. A unit folder naming no core package, or a test in a package's folder
+    that never imports that package, would be a place nobody looks."""
+    unit = REPO / "tests" / "unit"
+    packages = {p.name for p in (REPO / "chronicle").iterdir() if (p / "__init__.py").is_file()}
+    folders = {p.name for p in unit.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    assert folders and folders <= packages, folders - packages
+    stray = [str(f.relative_to(unit)) for f in unit.glob("*/test_*.py")
+             if f"chronicle.{f.parent.name}" not in f.read_text(encoding="utf-8")]
+    assert stray == []
+
+
 def test_the_readme_structure_block_is_generated_from_the_code() -> None:
     from scripts.architecture import readme_block, render
 

@@ -13,7 +13,7 @@ from chronicle.memory.records import SearchHit, StoredMemory
 from chronicle.memory.subjects import normalise_subject
 from chronicle.memory.supersede import conflicts, facts, plan_supersessions
 
-CASES = Path(__file__).resolve().parents[1] / "data" / "memory_updates" / "cases.jsonl"
+CASES = Path(__file__).resolve().parents[2] / "data" / "memory_updates" / "cases.jsonl"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
