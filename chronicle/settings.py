@@ -214,6 +214,12 @@ class Settings(CheckedSettings):
     """At most this many memories per knowledge file and note day (the most important win). With 0.6 and 5,
     LoCoMo conversations written as daily notes give 15-19 knowledge-file lines per 100 turns."""
 
+    knowledge_max_chars: int = Field(default=20_000, ge=0)
+    """A size budget per knowledge file: its managed bullets' text at most this many characters (0 = none). Past
+    it the least important bullets leave the file (superseded facts first) and stay in the vector store, where
+    search still finds them; an agent that loads the file at every start reads a bounded page. Env
+    CHRONICLE_KNOWLEDGE_MAX_CHARS."""
+
     backup_keep: int = 10
     """Timestamped backups kept per knowledge file."""
 

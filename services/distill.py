@@ -82,8 +82,14 @@ def memory_count(settings: Settings) -> int:
 
 def write_knowledge(settings: Settings, name: str, items: list[Item]) -> KnowledgeWrite:
     """Place items in one knowledge file (backup + atomic replace, only when it changes), at most
-    `knowledge_daily_cap` per note day; a file that is not UTF-8 is left alone (`FileResult.skipped`)."""
-    return sync_file(settings.workspace_dir, name, items, keep=settings.backup_keep, cap=settings.knowledge_daily_cap)
+    `knowledge_daily_cap` per note day and `knowledge_max_chars` in all (the least important bullets leave, by
+    their memories' importance in the store); a file that is not UTF-8 is left alone (`FileResult.skipped`)."""
+
+    def importance(ids: set[str]) -> dict[str, float]:
+        return {m.id: m.importance for m in MemoryStore(settings).get(sorted(ids))}
+
+    return sync_file(settings.workspace_dir, name, items, keep=settings.backup_keep, cap=settings.knowledge_daily_cap,
+                     budget=settings.knowledge_max_chars, importance=importance)
 
 
 def record_run(settings: Settings, chunks: list[ChunkRecord], quarantine: list[QuarantineRecord],

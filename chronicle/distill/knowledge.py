@@ -13,13 +13,14 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from filelock import FileLock
 
-from chronicle.distill.sections import Item, Stats, apply
+from chronicle.distill.sections import Item, Stats, apply, bullet_ids, fit
 from chronicle.markup import inert
 from chronicle.redaction.redactor import Redactor
 from chronicle.redaction.text import Redacted, gate
@@ -62,10 +63,13 @@ def safe_path(workspace: Path, name: str) -> Path:
 
 
 def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: datetime | None = None,
-              cap: int | None = None) -> KnowledgeWrite:
+              cap: int | None = None, budget: int = 0,
+              importance: Callable[[set[str]], Mapping[str, float]] | None = None) -> KnowledgeWrite:
     """Place `items` in `workspace/name` under the workspace lock; back up and replace only on change.
 
-    `cap`: at most this many bullets per note day in the file (`sections.apply`)."""
+    `cap`: at most this many bullets per note day in the file (`sections.apply`). `budget`: the managed bullets'
+    text at most this many characters, the least important leaving the file (`sections.fit`; 0 = none);
+    `importance` looks up the bullets' memories that are not among `items` (by id)."""
     workspace.mkdir(parents=True, exist_ok=True)
     path = safe_path(workspace, name)
     # The knowledge-file sink's gate: an agent loads these files, so only `Redacted` text is written (text a
@@ -87,6 +91,11 @@ def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: 
                    "convert it to UTF-8 to let distillation write to it")
             return KnowledgeWrite(name, False, Stats(), skipped=why)
         new, stats = apply(old, items, cap)
+        if budget:
+            known = {item.memory_id: item.importance for item in items}
+            others = bullet_ids(new) - set(known)
+            new, stats.moved_out = fit(new, budget, {**(importance(others) if importance and others else {}),
+                                                     **known})
         if new == old:
             return KnowledgeWrite(name, False, stats)
         backup = backup_file(workspace, path, now or datetime.now(UTC), keep) if path.exists() else None

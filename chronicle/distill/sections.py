@@ -24,6 +24,9 @@ changed preference updates its line in place); the bullets of the facts it repla
 to one history section at the end (`<!-- chronicle:begin history source=superseded -->`), each marked
 "(superseded on DAY)" and keeping its id and hash, so a rerun neither re-adds nor moves it again.
 
+A file may have a size budget (`fit`): past it, the least important bullets leave the file — superseded ones
+first, then by importance, older first — and stay in the vector store, where search still finds them.
+
 A fact the file already states in the same words on another day ("截至 2026-02-14，累计入组 80 例" and the same
 on 02-21: `fact_key`) is not written again.
 """
@@ -71,6 +74,8 @@ class Stats:
     """Items left out because their day already held `cap` bullets in this file."""
     repeated: int = 0
     """Items left out because the file already states the same fact (same words once dates are set aside)."""
+    moved_out: int = 0
+    """Bullets that left the file for its size budget (`fit`); their memories stay in the store."""
 
 
 def escape(text: str) -> str:
@@ -94,6 +99,11 @@ def _sections(lines: list[str]) -> list[tuple[int, int, str, str]]:
             out.append((open_at[0], i, open_at[1], open_at[2]))
             open_at = None
     return out
+
+
+def bullet_ids(text: str) -> set[str]:
+    """The memory ids of the bullets in `text`."""
+    return {m.group("id") for m in _MARK.finditer(text)}
 
 
 def _marks(lines: list[str]) -> tuple[set[str], set[str]]:
@@ -287,3 +297,42 @@ def _drop_sections(lines: list[str], keep: tuple[str, str]) -> list[str]:
         if (day, source) != keep and _by_day(day):
             drop.update(range(begin, end + 1))
     return [line for i, line in enumerate(lines) if i not in drop]
+
+
+DEFAULT_IMPORTANCE = 0.5
+"""For a bullet whose memory the store no longer knows (a hand-copied line, a store rebuilt)."""
+
+
+def fit(text: str, budget: int, importance: dict[str, float]) -> tuple[str, int]:
+    """`text` with the least important managed bullets taken out until the managed bullets' own text is at most
+    `budget` characters; (new text, bullets taken out). The human's text is neither counted nor touched.
+
+    Order of leaving: the history section's bullets (superseded facts), oldest first; then current bullets by
+    `importance` (memory id -> importance), the least first, older first on a tie (ids begin with their day).
+    The order is total, so a rerun that brings the same items back takes the same ones out again and the file
+    does not change. A section left without bullets goes with them."""
+    lines = text.splitlines(keepends=True)
+    ranked = []
+    for begin, end, day, _ in _sections(lines):
+        for i in range(begin + 1, end):
+            mark = _MARK.search(lines[i])
+            if mark and lines[i].startswith("- "):
+                mid = mark.group("id")
+                tier = (0, 0.0) if day == HISTORY else (1, importance.get(mid, DEFAULT_IMPORTANCE))
+                ranked.append(((*tier, mid), i, len(lines[i][2:mark.start()].strip())))
+    over = sum(size for _, _, size in ranked) - budget
+    drop: set[int] = set()
+    for _, i, size in sorted(ranked):
+        if over <= 0:
+            break
+        drop.add(i)
+        over -= size
+    if not drop:
+        return text, 0
+    for begin, end, _, _ in _sections(lines):
+        if not any(_MARK.search(lines[i]) for i in range(begin + 1, end) if i not in drop):
+            drop.update(range(begin, end + 1))  # the blank line after it too, when one separates it from the next
+            if end + 1 < len(lines) and not lines[end + 1].strip() and (begin == 0 or not lines[begin - 1].strip()):
+                drop.add(end + 1)
+    return "".join(line for i, line in enumerate(lines) if i not in drop), len(drop & {i for _, i, _ in ranked})
+

@@ -39,9 +39,10 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     """The run's Prefect artifact: counts and file names only."""
     files = "\n".join(
         f"| {name} | {f['added']} | {f['already_present']} | {f.get('over_daily_cap', 0)} | "
+        f"{f.get('moved_out_for_size', 0)} | "
         f"{'yes' if f['backup'] else 'no'} | {'not written: not UTF-8' if f.get('skipped') else ''} |"
         for name, f in sorted(summary["files"].items())
-    ) or "| — | 0 | 0 | 0 | no | |"
+    ) or "| — | 0 | 0 | 0 | 0 | no | |"
     return (
         f"# Memory distillation {summary['window']['after']} .. {summary['window']['until']}\n\n"
         f"engine: {summary['engine']} ({summary['model']}, {summary['prompt_version']}); "
@@ -56,6 +57,6 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"{_table('event', summary['events'])}\n{_table('rejected (reason)', summary['rejected'])}\n"
         f"{_table('stored, not written to a file (why)', summary.get('kept_out_of_files', {}))}\n"
         f"{_table('warning', summary['warnings'])}\n{_table('redacted (kind)', summary['redactions'])}\n"
-        f"| file | bullets added | already present | over daily cap | backup | note |\n"
-        f"|---|---|---|---|---|---|\n{files}\n"
+        f"| file | bullets added | already present | over daily cap | moved out for size | backup | note |\n"
+        f"|---|---|---|---|---|---|---|\n{files}\n"
     )

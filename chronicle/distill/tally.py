@@ -66,6 +66,7 @@ class Tally:
                                    "already_present": result.stats.present,
                                    "sections_overwritten": result.stats.overwritten_sections,
                                    "over_daily_cap": result.stats.capped, "repeated_fact": result.stats.repeated,
+                                   "moved_out_for_size": result.stats.moved_out,
                                    "backup": result.backup is not None, "skipped": result.skipped}
         if result.skipped:
             self.warnings["knowledge_file_skipped"] += 1
