@@ -100,3 +100,36 @@ def test_distill_ledgers_and_run_counts(distill_env: Path, notes_dir: Path) -> N
     # A window without notes is a quiet no-op, not an error.
     empty = distill_memory(days=3, until=date(2026, 2, 12))
     assert (empty.tally.entries, empty.tally.chunks, empty.tally.files, empty.tally.events["ADD"]) == (0, 0, {}, 0)
+
+
+def test_a_size_budget_keeps_the_files_small_and_the_memories_searchable(
+        distill_env: Path, notes_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flow with `CHRONICLE_KNOWLEDGE_MAX_CHARS`: each file's bullets fit, the ones that left are still
+    memories a search finds, the bullets that stayed are the more important ones, and a rerun changes nothing."""
+    import re
+
+    from chronicle.flows.distill_memory import distill_memory
+    from chronicle.storage.memory.store import MemoryStore
+
+    from chronicle.settings import Settings
+
+    monkeypatch.setenv("CHRONICLE_KNOWLEDGE_MAX_CHARS", "200")
+    settings = Settings()
+    ingest(notes_dir)
+    first = distill_memory(days=11, until=UNTIL)
+    files = snapshot(settings.workspace_dir)
+    moved = {name: f["moved_out_for_size"] for name, f in first.as_dict()["files"].items()}
+    assert sum(moved.values()) > 0, moved
+    store = MemoryStore(settings)
+    rows = {m.id: m for m in store.list(limit=10_000)}
+    for name in files:
+        text = (settings.workspace_dir / name).read_text(encoding="utf-8")
+        bullets = [line for line in text.splitlines() if line.startswith("- ") and "chronicle:mem" in line]
+        assert sum(len(re.sub(r"<!--.*?-->", "", b)[2:].strip()) for b in bullets) <= 200, name
+        kept = set(re.findall(r"chronicle:mem id=(\S+)", text))
+        left = [m for m in rows.values() if m.target_file == name and m.id not in kept]
+        if moved.get(name) and left:  # those that left are no more important than those kept, and still found
+            assert max(m.importance for m in left) <= min(rows[i].importance for i in kept if i in rows)
+            assert left[0].id in {h.id for h in store.search(left[0].content, limit=20)}
+    second = distill_memory(days=11, until=UNTIL)
+    assert second.tally.distilled == 0 and snapshot(settings.workspace_dir) == files
