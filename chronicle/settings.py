@@ -323,6 +323,12 @@ class Settings(CheckedSettings):
     Failed run with one line: anyone who can reach the Prefect API can start a run, and the run reads files as
     the worker's user. Env CHRONICLE_INPUT_ROOTS (a JSON list)."""
     # --- memory: ranking floor and recency ------------------------------------------------------
+    memory_llm_decisions: bool = True
+    """With an LLM: each new memory about a person is shown to the model beside that person's closest current
+    memories, and its add / update / no-op decision is taken where it names a memory it was shown
+    (`chronicle/distill/decide.py`; one more call per chunk that has such a memory). Off: the rules alone.
+    Env CHRONICLE_MEMORY_LLM_DECISIONS."""
+
     memory_min_cosine: float | None = Field(default=None, ge=0.0, le=1.0)
     """Cosine below which a memory is not returned at all, so a question about nothing in the memory gets "no
     match" rather than the least unrelated memories. Unset = the floor measured for the embedding model

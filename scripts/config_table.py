@@ -20,7 +20,8 @@ START, END = "<!-- config:start -->", "<!-- config:end -->"
 OPERATOR: dict[str, tuple[str, ...]] = {
     "LLM": ("llm_url", "llm_model", "llm_api_key", "llm_concurrency"),
     "embedding and memory": ("embedding_url", "embedding_model", "embedding_api_key", "distill_days",
-                             "protected_files", "knowledge_min_importance", "knowledge_max_chars"),
+                             "protected_files", "knowledge_min_importance", "knowledge_max_chars",
+                             "memory_llm_decisions"),
     "storage": ("home", "duckdb_path", "lancedb_uri", "workspace", "catalog", "data_path", "aws_endpoint_url",
                 "aws_access_key_id", "aws_secret_access_key", "aws_region"),
     "ingest": ("timezone", "project_timezones", "column_map", "notes_project", "source_paths"),

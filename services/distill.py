@@ -15,11 +15,15 @@ from chronicle.storage.memory import events as sql
 from chronicle.storage.memory.store import MemoryStore
 
 from chronicle.distill.chunks import Chunk, NoteEntry
+from chronicle.distill.decide import SCHEMA as DECISIONS_SCHEMA
+from chronicle.distill.decide import Shown, apply_decisions, decision_messages
 from chronicle.distill.engine import ChunkOutcome, distill_offline, distill_with_llm
 from chronicle.distill.knowledge import KnowledgeWrite, clean_workspace, sync_file
 from chronicle.distill.proposals import Proposal
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
 from chronicle.distill.sections import Item
+from chronicle.llm import LLMUnavailableError
+from chronicle.llm.call import LLMCall
 from chronicle.memory.model import Memory, MemoryEvent
 from chronicle.memory.subjects import user_name
 from chronicle.settings import Settings
@@ -53,12 +57,45 @@ def cached_chunks(settings: Settings, hashes: list[str], prompt_version: str, mo
 
 
 def distill_chunk(settings: Settings, chunk: Chunk, run_id: str) -> ChunkOutcome:
-    """One chunk through the offline rules, or through the LLM gate (shared `llm` slots, logged calls)."""
+    """One chunk through the offline rules, or through the LLM gate (shared `llm` slots, logged calls) and then
+    the model's add / update / no-op decisions (`memory_llm_decisions`)."""
     redactor = redactor_for(settings)
     if settings.offline_llm:
         return distill_offline(chunk, redactor, user_name_of(settings))
-    return distill_with_llm(chunk, llm_call(settings, run_id, project_id=chunk.project_id, redact_answer=False),
-                            redactor)
+    call = llm_call(settings, run_id, project_id=chunk.project_id, redact_answer=False)
+    outcome = distill_with_llm(chunk, call, redactor)
+    if outcome.status == "ok" and settings.memory_llm_decisions:
+        _decide(settings, outcome, call)
+    return outcome
+
+
+DECIDE_NEIGHBOURS = 3
+"""Stored memories shown beside each new one: the closest of the same person, current ones only."""
+
+
+def _decide(settings: Settings, outcome: ChunkOutcome, call: LLMCall) -> None:
+    """The model's decisions on the outcome's memories about a person that has stored memories close to them
+    (`chronicle.distill.decide`); no such memory, no call. A call that fails leaves the memories to the rules
+    (a warning, not a failed chunk: the memories themselves are good)."""
+    if not any(m.subject for m in outcome.memories):
+        return
+    store = MemoryStore(settings)
+    shown = [[] if not m.subject else [
+        Shown(h.id, h.content, h.created.date().isoformat())
+        for h in store.search(m.content, subject=m.subject, limit=2 * DECIDE_NEIGHBOURS) if not h.superseded_by
+    ][:DECIDE_NEIGHBOURS] for m in outcome.memories]
+    if not any(shown):
+        return
+    outcome.llm_calls += 1
+    try:
+        reply = call(decision_messages(outcome.memories, shown), "decide", json_schema=DECISIONS_SCHEMA)
+    except LLMUnavailableError:
+        outcome.warnings["decisions_unavailable"] += 1
+        return
+    decided = apply_decisions(reply, outcome.memories, shown)
+    outcome.memories = decided.memories
+    if decided.invalid:
+        outcome.warnings["decision_invalid"] += decided.invalid
 
 
 def user_name_of(settings: Settings) -> str | None:

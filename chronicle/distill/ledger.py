@@ -23,11 +23,12 @@ class _Event(Protocol):
     event: str
     memory_id: str
     content_hash: str
+    by_model: bool
 
 
 def unledgered_noops(events: Iterable[_Event], seen: set[str]) -> set[str]:
     """Content hashes of NOOP events that this run has not accounted for yet (candidates for `relabel`)."""
-    return {e.content_hash for e in events if e.event == "NOOP" and e.content_hash not in seen}
+    return {e.content_hash for e in events if e.event == "NOOP" and not e.by_model and e.content_hash not in seen}
 
 
 def relabel(events: list[Any], ledgered: set[str], row_hashes: dict[str, str], seen: set[str]) -> list[Any]:
@@ -38,7 +39,7 @@ def relabel(events: list[Any], ledgered: set[str], row_hashes: dict[str, str], s
     """
     out = []
     for e in events:
-        if e.event == "NOOP" and e.content_hash not in ledgered and e.content_hash not in seen:
+        if e.event == "NOOP" and not e.by_model and e.content_hash not in ledgered and e.content_hash not in seen:
             kind = "ADD" if row_hashes.get(e.memory_id) == e.content_hash else "UPDATE"
             e = replace(e, event=kind, reason=f"{e.reason}; stored by an interrupted run, ledger reconciled")
         if e.event in ("ADD", "UPDATE"):

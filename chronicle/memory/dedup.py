@@ -94,6 +94,8 @@ class UpsertPlan:
     events: list[MemoryEvent] = field(default_factory=list)
     rows: dict[str, PlannedRow] = field(default_factory=dict)
     """Rows to write, by id, in first-touched order."""
+    replaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """New row id -> the stored rows the model said it replaces (`Memory.supersedes`), for the supersession step."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,11 @@ def plan_upsert(
             why = "exact duplicate of a stored memory" if key in known else "exact duplicate within the batch"
             plan.events.append(MemoryEvent("NOOP", seen[key], h, memory.target_file, 1.0, why))
             continue
+        if memory.same_as:  # the model, shown the subject's closest memories, found it said already
+            seen[key] = memory.same_as
+            plan.events.append(MemoryEvent("NOOP", memory.same_as, h, memory.target_file, None,
+                                           f"the model: {memory.same_as} says this already", by_model=True))
+            continue
         vector = vectors[i]
         rules = policy(detect_language(memory.content))
         match, best = _find_match(memory, vector, neighbours.get(i, []), plan.rows, rules)
@@ -143,6 +150,8 @@ def plan_upsert(
             continue
         row = new_row(memory, created=created, flow_run_id=flow_run_id)
         plan.rows[row.id] = PlannedRow(row, vector, True)
+        if memory.supersedes:
+            plan.replaces[row.id] = tuple(memory.supersedes)
         seen[key] = row.id
         plan.events.append(_event("ADD", row.id, memory, best, "new memory"))
     return plan

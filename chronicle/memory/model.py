@@ -38,6 +38,13 @@ class Memory(BaseModel):
     the assistant. Such a memory is stored and searchable, shown with a marker, and reaches a knowledge file only
     through an approved proposal."""
 
+    supersedes: list[str] = Field(default_factory=list)
+    """Stored memories this one replaces, as the model decided when shown the subject's closest memories
+    (`chronicle.distill.decide`; never taken from an extraction reply). The store marks them superseded by it,
+    as the rules of `chronicle.memory.supersede` would: they stay in history and in `--as-of`."""
+    same_as: str = ""
+    """A stored memory that already says this, as the model decided (same source): nothing new is stored."""
+
     model_config = {"populate_by_name": True, "extra": "ignore"}
 
     @field_validator("tags")
@@ -111,3 +118,6 @@ class MemoryEvent:
     reason: str
     supersedes: tuple[str, ...] = ()
     """Ids of the memories this one replaced (a knowledge update): their knowledge-file bullets move to history."""
+    by_model: bool = False
+    """A NOOP the model decided (`Memory.same_as`): the content itself was never stored, unlike the store's own
+    NOOPs (an exact duplicate), so the ledger's repair of an interrupted run must not read it as stored."""

@@ -261,7 +261,8 @@ class MemoryStore:
                    all_rows(table, ["id"], current_rows_where(chunk)).column("id").to_pylist()]
             return [(r, v) for r, v in self._get_with_vectors(ids, with_vectors=True) if v is not None]
 
-        mark_superseded(plan, current)
+        mark_superseded(plan, current, lambda ids: [(r, v) for r, v in self._get_with_vectors(ids, with_vectors=True)
+                                                     if v is not None])
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove rows by id; returns how many existed."""
