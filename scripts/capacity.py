@@ -30,8 +30,8 @@ WORKERS = (1, 2, 8, 32)
 @dataclass(frozen=True)
 class Costs:
     worker_cpu_ms: float = 20.2
-    """Worker CPU per generated week (bench/backfill, 0 ms latency, grouped task runs, 2026-12-02 round 3: mean
-    of 18.2 and 22.1 ms; includes the in-process stub LLM server's HTTP handling, so an upper bound for the
+    """Worker CPU per generated week (bench/backfill, 0 ms latency, grouped task runs: the mean of two runs, 18.2
+    and 22.1 ms; includes the in-process stub LLM server's HTTP handling, so an upper bound for the
     offline engine, whose whole flow took 7.1-10.7 ms per week in bench/offline)."""
     server_cpu_ms: float = 4.1
     """Prefect API server CPU per generated week (bench/backfill, same runs: 3.4 and 4.7 ms)."""
