@@ -45,7 +45,6 @@ ALLOWED: dict[str, str] = {
     "chronicle.services.distill.load_window": _OWNED,
     "chronicle.services.distill.cached_chunks": _OWNED,
     "chronicle.services.distill.clean_knowledge_workspace": _SETTINGS,
-    "chronicle.services.distill.write_knowledge": _SETTINGS,
     "chronicle.services.distill.store_batches": _STORE,
     "chronicle.services.distill.memory_count": _STORE,
     "chronicle.services.memory.list_memories": _STORE,
