@@ -22,7 +22,8 @@ from chronicle.distill.routing import IDENTITY, SOUL, TABLE, USER, target_file
 from chronicle.distill.signals import analyse
 from chronicle.distill.speaker import speakers_of, split_speaker
 from chronicle.memory.model import Memory, detect_language
-from chronicle.memory.subjects import entry_subject
+from chronicle.memory.subjects import USER as USER_SUBJECT
+from chronicle.memory.subjects import entry_subject, normalise_subject
 from chronicle.memory.supersede import facts
 
 OFFLINE_ENGINE_VERSION = "offline-v6"  # v4: subject; v5: the note day as key info; v6: subjects from speech verbs
@@ -177,7 +178,8 @@ def entry_memory(
         return None
     body = clean(entry.content)
     content = f"{clean(entry.parent)}: {body}" if entry.parent and not _PENDING.search(entry.parent) else body
-    file, category = target_file(entry, known_speakers)
+    about_user = bool(subject) and subject in {USER_SUBJECT, normalise_subject(user)}
+    file, category = target_file(entry, known_speakers, about_user)
     language = detect_language(content)
     context = reply_context(entry, previous, known_speakers)
     return Memory(

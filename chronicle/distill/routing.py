@@ -90,10 +90,15 @@ def _scores(utt: Utterance, heading: str, who: Subjects) -> list[int]:
     return scores
 
 
-def route(text: str, heading: str = "", known_speakers: frozenset[str] = frozenset()) -> tuple[str, int]:
-    """(knowledge file, index in TABLE or -1 for the default) of a text under a heading."""
+def route(text: str, heading: str = "", known_speakers: frozenset[str] = frozenset(),
+          about_user: bool = False) -> tuple[str, int]:
+    """(knowledge file, index in TABLE or -1 for the default) of a text under a heading.
+
+    `about_user`: the entry's subject is the user by name (USER.md's name, e.g. a section "## 关于王老师" when
+    USER.md says 名字：王老师): their habits and wishes are the user's profile, as under a "用户偏好" heading."""
     utt = split_speaker(text, known_speakers)
-    scores = _scores(utt, heading, subjects(utt, heading))
+    who = subjects(utt, heading)
+    scores = _scores(utt, heading, Subjects(agent=who.agent, user=True) if about_user else who)
     best, best_score = -1, 0
     for i, score in enumerate(scores):
         if score > best_score:
@@ -101,6 +106,7 @@ def route(text: str, heading: str = "", known_speakers: frozenset[str] = frozens
     return (TABLE[best][0] if best >= 0 else DEFAULT_FILE), best
 
 
-def target_file(entry: NoteEntry, known_speakers: frozenset[str] = frozenset()) -> tuple[str, int]:
+def target_file(entry: NoteEntry, known_speakers: frozenset[str] = frozenset(),
+                about_user: bool = False) -> tuple[str, int]:
     """(knowledge file, index in TABLE or -1 for the default) of a note entry."""
-    return route(entry.content, " ".join(entry.heading_path), known_speakers)
+    return route(entry.content, " ".join(entry.heading_path), known_speakers, about_user)

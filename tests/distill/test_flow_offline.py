@@ -133,3 +133,29 @@ def test_a_size_budget_keeps_the_files_small_and_the_memories_searchable(
             assert left[0].id in {h.id for h in store.search(left[0].content, limit=20)}
     second = distill_memory(days=11, until=UNTIL)
     assert second.tally.distilled == 0 and snapshot(settings.workspace_dir) == files
+
+
+def test_a_changed_habit_of_the_named_user_updates_its_line_in_user_md(
+        distill_env: Path, tmp_path: Path) -> None:
+    """Notes about the user by name (USER.md says who the user is) under a heading "关于王老师": the habits go to
+    USER.md, not to AGENTS.md or MEMORY.md, and a changed time takes the old line's place, the old one in history."""
+    from chronicle.flows.distill_memory import distill_memory
+
+    from chronicle.settings import Settings
+
+    settings = Settings()
+    settings.workspace_dir.mkdir(parents=True, exist_ok=True)
+    (settings.workspace_dir / "USER.md").write_text("# USER\n\n- 名字：王老师\n", encoding="utf-8")
+    notes = tmp_path / "memory"
+    notes.mkdir()
+    (notes / "2024-01-05.md").write_text("# 2024-01-05\n\n## 关于王老师\n\n- 王老师晚上 22:30 以后不要推送通知\n"
+                                         "- 王老师喝咖啡只要美式，不加糖\n", encoding="utf-8")
+    (notes / "2024-02-01.md").write_text("# 2024-02-01\n\n## 关于王老师\n\n- 王老师改成晚上 23:00 以后不要推送通知\n",
+                                         encoding="utf-8")
+    ingest(notes)
+    summary = distill_memory(days=40, until="2024-02-02")
+    user = (settings.workspace_dir / "USER.md").read_text(encoding="utf-8")
+    person, history = user.split("## 🕰 History")
+    assert person.index("23:00") < person.index("美式") and "22:30" not in person and "22:30" in history
+    assert user.startswith("# USER\n\n- 名字：王老师\n")  # the human's lines as they were
+    assert summary.tally.proposals == 0 and not (settings.workspace_dir / "MEMORY.md").exists()
