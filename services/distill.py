@@ -76,14 +76,16 @@ DECIDE_NEIGHBOURS = 3
 def _decide(settings: Settings, outcome: ChunkOutcome, call: LLMCall) -> None:
     """The model's decisions on the outcome's memories about a person that has stored memories close to them
     (`chronicle.distill.decide`); no such memory, no call. A call that fails leaves the memories to the rules
-    (a warning, not a failed chunk: the memories themselves are good)."""
-    if not any(m.subject for m in outcome.memories):
+    (a warning, not a failed chunk: the memories themselves are good). A memory that reads as an order to the
+    assistant is never shown: text that gives orders must not get to retire a stored fact."""
+    asked = [bool(m.subject) and not m.reads_as_order for m in outcome.memories]
+    if not any(asked):
         return
     store = MemoryStore(settings)
-    shown = [[] if not m.subject else [
+    shown = [[] if not ask else [
         Shown(h.id, h.content, h.created.date().isoformat())
         for h in store.search(m.content, subject=m.subject, limit=2 * DECIDE_NEIGHBOURS) if not h.superseded_by
-    ][:DECIDE_NEIGHBOURS] for m in outcome.memories]
+    ][:DECIDE_NEIGHBOURS] for m, ask in zip(outcome.memories, asked, strict=True)]
     if not any(shown):
         return
     outcome.llm_calls += 1
