@@ -243,10 +243,10 @@ def _sign(conn: Any, project_id: str, week: IsoWeek, version: int, signer: Accou
     if current is None:
         raise NoReportError(f"no report for {project_id} {week}")
     if current["version"] != version:
-        old = desk.version_text(conn, project_id, week.number, version) or ""
+        old = reports.version_text(conn, project_id, week.number, version) or ""
         return VersionConflict(version, current["version"], diff_lines(
             old, current["summary"], old_label=f"version {version}", new_label=f"version {current['version']}"))
-    text = desk.version_text(conn, project_id, week.number, version)
+    text = reports.version_text(conn, project_id, week.number, version)
     assert text is not None and text == current["summary"], "the current row and its version row disagree"
     now = now_utc()
     sig = desk.SignatureRow(project_id, week.number, version, content_hash(text), signer.username,

@@ -153,13 +153,6 @@ def signature_rows(conn: duckdb.DuckDBPyConnection, project_id: str, week_number
     return [SignatureRow(*r) for r in rows]
 
 
-def version_text(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int, version: int) -> str | None:
-    """The exact text of one stored version of a week (what a signature is bound to)."""
-    rows = conn.execute("SELECT summary FROM weekly_report_versions WHERE project_id = ? AND week_number = ? "
-                        "AND version = ?", [project_id, week_number, version]).fetchall()
-    return rows[0][0] if rows else None
-
-
 def clear_review(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int, version: int, *,
                  reviewer: str, note: str | None, now: datetime) -> bool:
     """Clear the review flag of the week's current report if it still is `version`; whether it was that version."""

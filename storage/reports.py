@@ -230,6 +230,14 @@ class StaleBase(Exception):
         self.current_version, self.current_text = current_version, current_text
 
 
+def version_text(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int, version: int) -> str | None:
+    """The exact text of one stored version of a week (what an edit was made against, what a signature is bound
+    to)."""
+    rows = conn.execute("SELECT summary FROM weekly_report_versions WHERE project_id = ? AND week_number = ? "
+                        "AND version = ?", [project_id, week_number, version]).fetchall()
+    return rows[0][0] if rows else None
+
+
 def save_edit(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int, summary: str, *,
               citations: dict[str, str], input_hash: str, stats: dict[str, Any], author: str,
               reason: str, base_version: int, review_reasons: list[dict[str, Any]],
@@ -247,10 +255,9 @@ def save_edit(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int
     if current is None:
         raise LookupError(f"no report for {project_id} week {week_number}; generate it first")
     if current["version"] != base_version:
-        base = conn.execute("SELECT summary FROM weekly_report_versions WHERE project_id = ? AND week_number = ? "
-                            "AND version = ?", [project_id, week_number, base_version]).fetchall()
-        if not base or base[0][0] != current["summary"] or summary == current["summary"]:
-            raise StaleBase(base_version, base[0][0] if base else "", current["version"], current["summary"])
+        base = version_text(conn, project_id, week_number, base_version)
+        if base is None or base != current["summary"] or summary == current["summary"]:
+            raise StaleBase(base_version, base or "", current["version"], current["summary"])
     reasons = list(review_reasons)
     if current["needs_review"] and not reasons and flagged_reason is not None:
         reasons.append(flagged_reason)

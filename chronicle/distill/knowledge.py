@@ -20,7 +20,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from chronicle.distill.sections import Item, Stats, apply, bullet_ids, fit
+from chronicle.distill.sections import Item, Stats, apply, fit
 from chronicle.markup import inert
 from chronicle.redaction.redactor import Redactor
 from chronicle.redaction.text import Redacted, gate
@@ -93,9 +93,12 @@ def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: 
         new, stats = apply(old, items, cap)
         if budget:
             known = {item.memory_id: item.importance for item in items}
-            others = bullet_ids(new) - set(known)
-            new, stats.moved_out = fit(new, budget, {**(importance(others) if importance and others else {}),
-                                                     **known})
+
+            def weigh(ids: set[str]) -> dict[str, float]:
+                others = ids - set(known)
+                return {**(importance(others) if importance and others else {}), **known}
+
+            new, stats.moved_out = fit(new, budget, weigh)
         if new == old:
             return KnowledgeWrite(name, False, stats)
         backup = backup_file(workspace, path, now or datetime.now(UTC), keep) if path.exists() else None

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -99,11 +100,6 @@ def _sections(lines: list[str]) -> list[tuple[int, int, str, str]]:
             out.append((open_at[0], i, open_at[1], open_at[2]))
             open_at = None
     return out
-
-
-def bullet_ids(text: str) -> set[str]:
-    """The memory ids of the bullets in `text`."""
-    return {m.group("id") for m in _MARK.finditer(text)}
 
 
 def _marks(lines: list[str]) -> tuple[set[str], set[str]]:
@@ -303,36 +299,38 @@ DEFAULT_IMPORTANCE = 0.5
 """For a bullet whose memory the store no longer knows (a hand-copied line, a store rebuilt)."""
 
 
-def fit(text: str, budget: int, importance: dict[str, float]) -> tuple[str, int]:
+def fit(text: str, budget: int, importance: Callable[[set[str]], Mapping[str, float]]) -> tuple[str, int]:
     """`text` with the least important managed bullets taken out until the managed bullets' own text is at most
     `budget` characters; (new text, bullets taken out). The human's text is neither counted nor touched.
 
     Order of leaving: the history section's bullets (superseded facts), oldest first; then current bullets by
-    `importance` (memory id -> importance), the least first, older first on a tie (ids begin with their day).
-    The order is total, so a rerun that brings the same items back takes the same ones out again and the file
-    does not change. A section left without bullets goes with them."""
+    importance (`importance(ids)`: memory id -> importance, asked only when the file is over its budget), the
+    least first, older first on a tie (ids begin with their day). The order is total, so a rerun that brings the
+    same items back takes the same ones out again and the file does not change. A section left without bullets
+    goes with them."""
     lines = text.splitlines(keepends=True)
-    ranked = []
+    bullets = []  # (line index, memory id, in the history section, characters)
     for begin, end, day, _ in _sections(lines):
         for i in range(begin + 1, end):
             mark = _MARK.search(lines[i])
             if mark and lines[i].startswith("- "):
-                mid = mark.group("id")
-                tier = (0, 0.0) if day == HISTORY else (1, importance.get(mid, DEFAULT_IMPORTANCE))
-                ranked.append(((*tier, mid), i, len(lines[i][2:mark.start()].strip())))
-    over = sum(size for _, _, size in ranked) - budget
+                bullets.append((i, mark.group("id"), day == HISTORY, len(lines[i][2:mark.start()].strip())))
+    over = sum(size for *_, size in bullets) - budget
+    if over <= 0:
+        return text, 0
+    weight = importance({mid for _, mid, history, _ in bullets if not history})
     drop: set[int] = set()
-    for _, i, size in sorted(ranked):
+    for _, i, size in sorted(((0, 0.0, mid) if history else (1, weight.get(mid, DEFAULT_IMPORTANCE), mid), i, size)
+                             for i, mid, history, size in bullets):
         if over <= 0:
             break
         drop.add(i)
         over -= size
-    if not drop:
-        return text, 0
+    moved = len(drop)
     for begin, end, _, _ in _sections(lines):
         if not any(_MARK.search(lines[i]) for i in range(begin + 1, end) if i not in drop):
             drop.update(range(begin, end + 1))  # the blank line after it too, when one separates it from the next
             if end + 1 < len(lines) and not lines[end + 1].strip() and (begin == 0 or not lines[begin - 1].strip()):
                 drop.add(end + 1)
-    return "".join(line for i, line in enumerate(lines) if i not in drop), len(drop & {i for _, i, _ in ranked})
+    return "".join(line for i, line in enumerate(lines) if i not in drop), moved
 

@@ -170,8 +170,10 @@ _CUE = re.compile(rf"(?:{_STRONG.pattern}|{_WEAK.pattern})(?:成|为|到|了|在
 def _habit(body: str, subject: str) -> list[str]:
     """The habit a timed statement names when no activity of the table does (at least four letters of it, or
     it names nothing that could be told apart from another habit)."""
-    rest = _CUE.sub(" ", _TIMES.sub(" ", body.casefold().replace(subject.casefold(), " ") if subject else
-                                   body.casefold()))
+    text = body.casefold()
+    if subject:
+        text = text.replace(subject.casefold(), " ")
+    rest = _CUE.sub(" ", _TIMES.sub(" ", text))
     rest = re.sub(r"[了啦吧呢_]", "", "".join(re.findall(r"[\w\u4e00-\u9fff]+", rest)))  # particles say no habit
     return [f"habit:{rest}"] if len(rest) >= 4 and not rest.isdigit() else []
 

@@ -254,15 +254,14 @@ class MemoryStore:
         """Knowledge updates of the plan's new rows, in the same commit (`chronicle.storage.memory.updates`)."""
         table = self._readable()
 
-        def current(subjects: list[str]) -> list[tuple[StoredMemory, np.ndarray]]:
-            if table is None:
-                return []
-            ids = [i for chunk in chunks(subjects) for i in
-                   all_rows(table, ["id"], current_rows_where(chunk)).column("id").to_pylist()]
+        def by_id(ids: list[str]) -> list[tuple[StoredMemory, np.ndarray]]:
             return [(r, v) for r, v in self._get_with_vectors(ids, with_vectors=True) if v is not None]
 
-        mark_superseded(plan, current, lambda ids: [(r, v) for r, v in self._get_with_vectors(ids, with_vectors=True)
-                                                     if v is not None])
+        def current(subjects: list[str]) -> list[tuple[StoredMemory, np.ndarray]]:
+            return [] if table is None else by_id([i for chunk in chunks(subjects) for i in all_rows(
+                table, ["id"], current_rows_where(chunk)).column("id").to_pylist()])
+
+        mark_superseded(plan, current, by_id)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove rows by id; returns how many existed."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from chronicle.distill.knowledge import sync_file
-from chronicle.distill.sections import Item, apply, bullet_ids, fit
+from chronicle.distill.sections import Item, apply, fit
 
 HUMAN = "# MEMORY\n\nHand-written: the lab phone is at the front desk. Keep this line.\n"
 
@@ -19,6 +19,14 @@ def item(mid: str, text: str, importance: float, supersedes: tuple[str, ...] = (
     digest = hashlib.sha256(text.encode()).hexdigest()
     day = mid[:10]
     return Item(mid, digest, text, day, f"{day}.md", importance=importance, supersedes=supersedes)
+
+
+def bullet_ids(text: str) -> set[str]:
+    return set(re.findall(r"chronicle:mem id=(\S+)", text))
+
+
+def weights(items: list[Item]):
+    return lambda ids: {i.memory_id: i.importance for i in items if i.memory_id in ids}
 
 
 def managed_chars(text: str) -> int:
@@ -34,7 +42,7 @@ DAYS = [item(f"2026-03-{d:02d}-m{d:02d}", f"Fact of day {d}: {'detail ' * (2 + d
 @pytest.mark.parametrize("budget", [60, 150, 300])
 def test_the_least_important_bullets_leave_until_the_file_fits(budget: int) -> None:
     full, _ = apply(HUMAN, DAYS)
-    text, moved = fit(full, budget, {i.memory_id: i.importance for i in DAYS})
+    text, moved = fit(full, budget, weights(DAYS))
     assert text.startswith(HUMAN) and managed_chars(text) <= budget < managed_chars(full)
     kept = bullet_ids(text)
     gone = [i for i in DAYS if i.memory_id not in kept]
@@ -43,7 +51,7 @@ def test_the_least_important_bullets_leave_until_the_file_fits(budget: int) -> N
     assert min(i.importance for i in DAYS if i.memory_id in kept) >= max(i.importance for i in gone)
     # A day whose only bullet left leaves no empty section behind, and no run of blank lines.
     assert text.count("chronicle:begin") == len(kept) and "\n\n\n" not in text
-    assert fit(text, budget, {i.memory_id: i.importance for i in DAYS}) == (text, 0)
+    assert fit(text, budget, weights(DAYS)) == (text, 0)
 
 
 def test_superseded_facts_leave_first_and_a_rerun_with_the_same_items_changes_nothing() -> None:
@@ -53,7 +61,7 @@ def test_superseded_facts_leave_first_and_a_rerun_with_the_same_items_changes_no
     first, _ = apply(HUMAN, [old, other])
     text, _ = apply(first, [new])
     assert "superseded on" in text
-    importance = {i.memory_id: i.importance for i in (old, other, new)}
+    importance = weights([old, other, new])
     budget = managed_chars(text) - 5
     fitted, moved = fit(text, budget, importance)
     assert moved == 1 and "22:30" not in fitted and "美式" in fitted and "23:00" in fitted  # the history went
@@ -64,7 +72,7 @@ def test_superseded_facts_leave_first_and_a_rerun_with_the_same_items_changes_no
 
 def test_a_bullet_the_store_does_not_know_counts_as_middling() -> None:
     full, _ = apply(HUMAN, DAYS[:3])
-    text, moved = fit(full, managed_chars(full) - 1, {DAYS[0].memory_id: 0.9, DAYS[1].memory_id: 0.1})
+    text, moved = fit(full, managed_chars(full) - 1, lambda ids: {DAYS[0].memory_id: 0.9, DAYS[1].memory_id: 0.1})
     assert moved == 1 and DAYS[1].memory_id not in bullet_ids(text)  # 0.1 < the unknown one's 0.5 < 0.9
 
 
@@ -75,8 +83,8 @@ def test_sync_file_asks_for_the_importance_of_what_is_already_there(tmp_path: Pa
         asked.append(set(ids))
         return {i.memory_id: i.importance for i in DAYS if i.memory_id in ids}
 
-    first = sync_file(tmp_path, "MEMORY.md", DAYS[:6], keep=2)
-    assert first.changed and first.stats.moved_out == 0  # no budget: everything stays
+    first = sync_file(tmp_path, "MEMORY.md", DAYS[:6], keep=2, budget=100_000, importance=importance)
+    assert first.changed and first.stats.moved_out == 0 and asked == []  # within budget: nothing looked up
     budget = managed_chars((tmp_path / "MEMORY.md").read_text(encoding="utf-8")) // 2
     second = sync_file(tmp_path, "MEMORY.md", DAYS[6:], keep=2, budget=budget, importance=importance)
     text = (tmp_path / "MEMORY.md").read_text(encoding="utf-8")
