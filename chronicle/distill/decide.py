@@ -10,12 +10,12 @@ memories are named by short labels (m1, m2 …), so the model never sees or inve
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from chronicle.distill.chunks import neutralise
+from chronicle.distill.parse import ReplyError, extract_json
 from chronicle.memory.model import Memory
 
 BEGIN, END = "<<<MEMORIES>>>", "<<<END MEMORIES>>>"
@@ -85,11 +85,11 @@ def apply_decisions(reply: str, memories: list[Memory], shown: list[list[Shown]]
     """The memories with the model's checked decisions applied; a reply that does not parse changes nothing."""
     out = Decisions(list(memories))
     try:
-        data = json.loads(_json_part(reply))
-        items = data.get("decisions") if isinstance(data, dict) else data
-        if not isinstance(items, list):
-            raise ValueError("no list of decisions")
-    except (ValueError, TypeError):
+        data = extract_json(reply)  # the distillation's own recovery: fences, prose, a bounded nesting depth
+    except ReplyError:
+        data = None
+    items = data.get("decisions") if isinstance(data, dict) else data
+    if not isinstance(items, list):
         out.invalid = sum(1 for near in shown if near)
         return out
     done: set[int] = set()
@@ -121,12 +121,3 @@ def _target(label: object, n: int, near: list[Shown]) -> Shown | None:
         return None
     k = int(match.group(2))
     return near[k - 1] if 1 <= k <= len(near) else None
-
-
-def _json_part(reply: str) -> str:
-    """The JSON of a reply that may wrap it in prose or a code fence."""
-    start = min((i for i in (reply.find("{"), reply.find("[")) if i >= 0), default=-1)
-    end = max(reply.rfind("}"), reply.rfind("]"))
-    if start < 0 or end < start:
-        raise ValueError("no JSON in the reply")
-    return reply[start : end + 1]

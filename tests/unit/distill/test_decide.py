@@ -52,6 +52,6 @@ def test_a_decision_naming_nothing_shown_is_refused_and_the_memory_left_to_the_r
 
 
 def test_an_unusable_reply_changes_nothing() -> None:
-    for text in ("I think the phone changed.", "{\"decisions\": 3}", "[1, 2", ""):
+    for text in ("I think the phone changed.", "{\"decisions\": 3}", "[1, 2", "", "[" * 100_000):
         got = apply_decisions(text, NEW, SHOWN)
         assert got.memories == NEW and got.invalid == 2  # the two memories that were asked about
