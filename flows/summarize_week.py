@@ -48,7 +48,7 @@ def summarize_week(project_id: ProjectId, week: IsoWeekStr, force: Force = False
                                      "nothing to summarise")
             # fan_out takes the LLM slot (not for the offline engine) and raises WeeksFailedError on failure.
             rows = fan_out(settings, [plan], key=f"weekly-{run_label(project)}", title=flow_run.name or "week",
-                           force=force, overwrite_edited=overwrite_edited, max_workers=1, counts=run)
+                           max_workers=1, counts=run)
             run.message = run_message(rows, f"{project} {iso}")
     except ParameterError as exc:
         return refused(exc)

@@ -54,8 +54,8 @@ def weekly_chronicle(week: OptionalIsoWeekStr = "", force: Force = False) -> lis
                 plan = plan_project(settings, project_id, iso, iso, force=force, only_missing=True)
                 if plan.total:
                     plans.append(plan)
-            rows = fan_out(settings, plans, key="weekly-chronicle", title=flow_run.name or "weekly", force=force,
-                           overwrite_edited=False, max_workers=0, counts=run)
+            rows = fan_out(settings, plans, key="weekly-chronicle", title=flow_run.name or "weekly", max_workers=0,
+                           counts=run)
             what = f"week {scope.start}" if scope.start else "the last completed week"
             run.message = run_message(rows, f"{what} of {len(scope.projects)} project(s)")
             get_run_logger().info("weekly chronicle: %s", run.message)

@@ -29,7 +29,7 @@ from chronicle.storage import claims, reports
 from chronicle.storage.db import connect
 
 from chronicle.settings import Settings
-from chronicle.weekly.engine import decide, target_model
+from chronicle.weekly.engine import WeekJob, decide, target_model
 from chronicle.weekly.model import StoredReport, WeekInput
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weekly.prompt import PROMPT_VERSION
@@ -51,16 +51,17 @@ def week_claim_key(week: WeekInput, engine_model: str) -> str:
             f"{PROMPT_VERSION}")
 
 
-def answer_from(current: StoredReport | None, week: WeekInput, planned: StoredReport | None, model: str, *,
-                force: bool, overwrite_edited: bool) -> WeekOutcome | None:
+def answer_from(current: StoredReport | None, job: WeekJob, model: str) -> WeekOutcome | None:
     """The outcome when the stored report (`current`) already answers a week this run planned to write.
 
-    A report current for the week's cache key answers it; with `force`, only one written after this run
-    planned (its version moved on) does, so a forced week is written once per set of concurrent runs.
+    Only a report written after this run planned (its version moved on) can; it does when it is current
+    for the week's cache key (even a forced week: it is written once per set of concurrent runs) or is a
+    human edit this run may not overwrite.
     """
+    planned, week = job.stored, job.input
     if current is None or (planned is not None and current.version == planned.version):
         return None
-    again = decide(current, week, model, overwrite_edited=overwrite_edited)
+    again = decide(current, week, model, overwrite_edited=job.overwrite_edited)
     if again.action == "generate":
         return None
     outcome = "cached" if again.action == "cached" else "skipped-edited"
@@ -68,13 +69,12 @@ def answer_from(current: StoredReport | None, week: WeekInput, planned: StoredRe
                        needs_review=current.needs_review, why=REUSED_WHY)
 
 
-def written_meanwhile(settings: Settings, week: WeekInput, planned: StoredReport | None, model: str, *,
-                      force: bool, overwrite_edited: bool) -> WeekOutcome | None:
+def written_meanwhile(settings: Settings, job: WeekJob, model: str) -> WeekOutcome | None:
     """`answer_from` the week's report as stored now (one short read)."""
+    number = job.week.number
     with connect(settings) as conn:
-        current = reports.stored_reports(conn, week.project_id, week.week.number, week.week.number).get(
-            week.week.number)
-    return answer_from(current, week, planned, model, force=force, overwrite_edited=overwrite_edited)
+        current = reports.stored_reports(conn, job.project_id, number, number).get(number)
+    return answer_from(current, job, model)
 
 
 # --- a fan-out's leases ------------------------------------------------------------------------
@@ -102,31 +102,28 @@ def leases_of(owner: str | None) -> claims.Leases | None:
         return _registry.get(owner)
 
 
-def lease_weeks(settings: Settings, leases: claims.Leases, weeks: list[tuple[WeekInput, StoredReport | None]],
-                model: str, *, force: bool, overwrite_edited: bool,
+def lease_weeks(settings: Settings, leases: claims.Leases, jobs: list[WeekJob], model: str, *,
                 planned_at: datetime) -> tuple[set[tuple[str, int]], dict[tuple[str, int], WeekOutcome]]:
     """Lease the weeks that are to be written, in one round trip.
 
     Returns (weeks leased: write them, weeks another run has written since the plan: their outcome rows).
     The rest (weeks not to be written, or whose key another run holds now) are left to `run_week`.
     """
-    wanted = {week_claim_key(w, model): (w, stored) for w, stored in weeks
-              if decide(stored, w, model, force=force, overwrite_edited=overwrite_edited).action == "generate"}
+    wanted = {week_claim_key(job.input, model): job for job in jobs if job.decision.action == "generate"}
     taken = leases.take(wanted)
     since = (planned_at - timedelta(seconds=CLOCK_SKEW_S)).astimezone(UTC)
     won = [key for key, t in taken.items() if t.won]
     recheck = [key for key in won if taken[key].previous_end is not None and _utc(taken[key].previous_end) >= since]
     answered: dict[tuple[str, int], WeekOutcome] = {}
     if recheck:
-        current = _stored_now(settings, [wanted[key][0] for key in recheck])
+        current = _stored_now(settings, [wanted[key].input for key in recheck])
         for key in recheck:
-            week, planned = wanted[key]
-            row = answer_from(current.get((week.project_id, week.week.number)), week, planned, model, force=force,
-                              overwrite_edited=overwrite_edited)
+            job = wanted[key]
+            row = answer_from(current.get((job.project_id, job.week.number)), job, model)
             if row is not None:
-                answered[(week.project_id, week.week.number)] = row
+                answered[(job.project_id, job.week.number)] = row
                 leases.release([key])
-    leased = {(wanted[key][0].project_id, wanted[key][0].week.number) for key in won} - answered.keys()
+    leased = {(wanted[key].project_id, wanted[key].week.number) for key in won} - answered.keys()
     return leased, answered
 
 

@@ -26,15 +26,12 @@ from chronicle.storage.reports import ReportWrite
 
 from chronicle.redaction.pseudonyms import Pseudonyms
 from chronicle.settings import Settings
-from chronicle.weekly.engine import decide, engine_model, llm_week, offline_week, recheck
+from chronicle.weekly.engine import WeekJob, decide, engine_model, llm_week, offline_week, recheck
 from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.grouping import MAX_WEEKS_PER_TASK
 from chronicle.weekly.model import StoredReport, WeekInput, WeekReport, make_week_input, week_digest
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek, week_range
-
-Prepared = tuple[WeekInput, StoredReport | None]
-"""A week's input and its stored report, read at planning so the task need not read them again."""
 
 
 class WeekRun(NamedTuple):
@@ -46,7 +43,7 @@ class WeekRun(NamedTuple):
 T = TypeVar("T")
 
 
-def read_week(settings: Settings, project_id: str, week: IsoWeek) -> Prepared:
+def read_week(settings: Settings, project_id: str, week: IsoWeek) -> tuple[WeekInput, StoredReport | None]:
     """One short read window: the week's entries, the enrolment before it, its stored report."""
     with connect(settings) as conn:
         rows = week_inputs.week_rows(conn, project_id, week.number, week.number).get(week.number, [])
@@ -86,76 +83,84 @@ def _refresh(settings: Settings, week: WeekInput, stored: StoredReport, stale: b
                             review_reasons=reasons)
 
 
-def run_week(settings: Settings, project_id: str, week: IsoWeek, run_id: str, *, force: bool = False,
-             overwrite_edited: bool = False, prepared: Prepared | None = None,
-             lease_owner: str | None = None) -> WeekRun:
-    """Summarise one project-week end to end (or answer it from the stored report).
+def plan_week(settings: Settings, project_id: str, week: IsoWeek, *, force: bool = False,
+              overwrite_edited: bool = False) -> WeekJob:
+    """The job of one week asked for by name (planned as a backfill of that week alone would plan it)."""
+    jobs = plan_project(settings, project_id, week, week, force=force, overwrite_edited=overwrite_edited,
+                        only_missing=False).to_run
+    if not jobs:
+        raise LookupError(f"{project_id} {week}: outside the project's weeks with entries")
+    return jobs[0]
 
-    `lease_owner`: the fan-out that leased this week's cache key for it (services/week_claims.py); without
-    a lease the week claims its key by itself before calling the model.
+
+def run_week(settings: Settings, job: WeekJob, run_id: str) -> WeekRun:
+    """Run one planned week end to end (or answer it from the stored report).
+
+    A week whose cache key its fan-out leased (`job.lease_owner`, services/week_claims.py) is written at
+    once; without a lease the week claims its key by itself before calling the model.
     """
     t0 = time.perf_counter()
-    week_input, stored = prepared or read_week(settings, project_id, week)
-    model = engine_model(settings)
-    decision = decide(stored, week_input, model, force=force, overwrite_edited=overwrite_edited)
+    week_input, stored, decision = job.input, job.stored, job.decision
     n = len(week_input.entries)
     if decision.action != "generate":
         assert stored is not None
         _refresh(settings, week_input, stored, decision.stale if decision.action == "skip-edited" else None)
         outcome = "cached" if decision.action == "cached" else "skipped-edited"
-        row = WeekOutcome(project_id, week.number, outcome, stored.model, n, needs_review=stored.needs_review,
+        row = WeekOutcome(job.project_id, job.week.number, outcome, stored.model, n, needs_review=stored.needs_review,
                           reasons=tuple(describe(r) for r in stored.review_reasons), why=decision.why)
         return WeekRun(row.timed(time.perf_counter() - t0), None)
 
+    model = engine_model(settings)
     key = week_claims.week_claim_key(week_input, model)
-    leases = week_claims.leases_of(lease_owner)
+    leases = week_claims.leases_of(job.lease_owner)
     if leases is not None and leases.holds(key):
         try:
-            run = _generate(settings, week_input, stored, model, run_id, overwrite_edited=overwrite_edited,
-                            why=decision.why, lease=(leases, key))
+            run = _generate(settings, job, model, run_id, lease=(leases, key))
         except BaseException:
             leases.release([key])
             raise
         return WeekRun(run.outcome.timed(time.perf_counter() - t0), run.report)
 
-    def work() -> WeekRun:
-        return _generate(settings, week_input, stored, model, run_id, overwrite_edited=overwrite_edited,
-                         why=decision.why)
-
     def reuse() -> WeekRun | None:
-        row = week_claims.written_meanwhile(settings, week_input, stored, model, force=force,
-                                            overwrite_edited=overwrite_edited)
+        row = week_claims.written_meanwhile(settings, job, model)
         return None if row is None else WeekRun(row, None)
 
     # Claim the week's cache key before calling the model: a second run handed the same week (another
     # backfill, another worker) waits for this one and reuses its report; a holder killed with -9 frees
     # the key WEEK_CLAIM_TTL_S later. The plan was read just now, so the first look is under the claim.
-    run, _ran = claims.run_once(settings, key, work=work, reuse=reuse, ttl_s=week_claims.WEEK_CLAIM_TTL_S,
-                                just_checked=True)
+    run, _ran = claims.run_once(settings, key, work=lambda: _generate(settings, job, model, run_id), reuse=reuse,
+                                ttl_s=week_claims.WEEK_CLAIM_TTL_S, just_checked=True)
     return WeekRun(run.outcome.timed(time.perf_counter() - t0), run.report)
 
 
-def _generate(settings: Settings, week_input: WeekInput, stored: StoredReport | None, model: str, run_id: str, *,
-              overwrite_edited: bool, why: str, lease: tuple[claims.Leases, str] | None = None) -> WeekRun:
+def _generate(settings: Settings, job: WeekJob, model: str, run_id: str, *,
+              lease: tuple[claims.Leases, str] | None = None) -> WeekRun:
     """Write the week (offline engine, or the LLM through the gate) and store it as its new version
     (ending `lease` in the same commit)."""
-    project_id, week = week_input.project_id, week_input.week
     # The week's successful LLM attempts are stored in its report's commit (one write window per week);
     # if the week fails before that commit, held_calls writes them on the way out.
     with held_calls(settings) as held:
-        report = _write_text(settings, week_input, stored, model, run_id)
-        write = ReportWrite(report, overwrite_edited, why, run_id, edit_seen(stored))
-        saved = report_writer.writer_for(settings).save(write, lease=lease, calls=held.take())
+        report = _write_text(settings, job, model, run_id)
+        saved = report_writer.writer_for(settings).save(_report_write(job, report, run_id), lease=lease,
+                                                         calls=held.take())
         held.done()
-    row = WeekOutcome(project_id, week.number, saved, report.model, len(week_input.entries),
+    return _written(job, report, saved)
+
+
+def _written(job: WeekJob, report: WeekReport, saved: str) -> WeekRun:
+    """What storing a week's new text produced (`saved`: the writer's outcome, e.g. generated or skipped-edited)."""
+    row = WeekOutcome(job.project_id, job.week.number, saved, report.model, len(job.input.entries),
                       llm_calls=report.llm_calls, needs_review=report.needs_review,
-                      reasons=tuple(describe(r) for r in report.review_reasons), why=why)
+                      reasons=tuple(describe(r) for r in report.review_reasons), why=job.decision.why)
     return WeekRun(row, report if saved == "generated" else None)
 
 
-def edit_seen(stored: StoredReport | None) -> int | None:
-    """The version of the human edit a run planned over, the only one `overwrite_edited` may replace."""
-    return stored.version if stored is not None and stored.status == "edited" else None
+def _report_write(job: WeekJob, report: WeekReport, run_id: str) -> ReportWrite:
+    """The write of a week's new text; `edit_seen` is the version of the human edit the run planned over,
+    the only one `overwrite_edited` may replace."""
+    stored = job.stored
+    seen = stored.version if stored is not None and stored.status == "edited" else None
+    return ReportWrite(report, job.overwrite_edited, job.decision.why, run_id, seen)
 
 
 COMMIT_EVERY = MAX_WEEKS_PER_TASK
@@ -164,10 +169,6 @@ one window unless CHRONICLE_WEEKS_PER_TASK makes groups larger. A write window (
 close) costs ~40-60 ms of CPU, ten offline weeks' work: 4 weeks a window made the windows most of an offline
 backfill's cost, and at 16 (3 windows for a 37-week group) they were still ~40 % of its worker CPU;
 50 weeks of text are ~0.15 s to redo after a kill."""
-
-WeekItem = tuple[str, IsoWeek, Prepared | None, str | None]
-"""A week of a group: (project, week, what the plan read, the fan-out that leased its cache key)."""
-
 
 def _write_text(settings: Settings, week_input: WeekInput, stored: StoredReport | None, model: str,
                 run_id: str) -> WeekReport:
@@ -187,8 +188,8 @@ def _write_text(settings: Settings, week_input: WeekInput, stored: StoredReport 
         raise
 
 
-def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, force: bool = False,
-                   overwrite_edited: bool = False, threads: int = 1) -> list[WeekRun | Exception]:
+def run_week_group(settings: Settings, jobs: list[WeekJob], run_id: str, *,
+                   threads: int = 1) -> list[WeekRun | Exception]:
     """Run a group of weeks (`threads` at a time); the weeks the offline engine writes (milliseconds each,
     where a commit per week would cost more than the week) are stored one window per round of weeks.
 
@@ -200,8 +201,8 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
     A week without a lease (its task runs in another process) goes through `run_week` and claims itself.
     """
     model = engine_model(settings)
-    out: list[WeekRun | Exception | None] = [None] * len(items)
-    pending: list[_Pending | None] = [None] * len(items)
+    out: list[WeekRun | Exception | None] = [None] * len(jobs)
+    pending: list[_Pending | None] = [None] * len(jobs)
     started = time.monotonic()  # this group's turn at the LLM slots: an older group's weeks go first
 
     def one(i: int) -> None:
@@ -209,30 +210,26 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
             _one(i)
 
     def _one(i: int) -> None:
-        project_id, week, prepared, owner = items[i]
+        job = jobs[i]
         t0 = time.perf_counter()
         try:
-            week_input, stored = prepared or read_week(settings, project_id, week)
-            decision = decide(stored, week_input, model, force=force, overwrite_edited=overwrite_edited)
-            leases = week_claims.leases_of(owner)
-            key = week_claims.week_claim_key(week_input, model)
+            leases = week_claims.leases_of(job.lease_owner)
+            key = week_claims.week_claim_key(job.input, model)
             # A week written by the LLM is stored as soon as it is written (group-committed with the weeks
             # in flight beside it): held for the group's commit, a kill would throw away paid calls.
-            llm = bool(week_input.entries) and not settings.offline_llm
-            if decision.action != "generate" or leases is None or not leases.holds(key) or llm:
-                out[i] = run_week(settings, project_id, week, run_id, force=force, overwrite_edited=overwrite_edited,
-                                  prepared=(week_input, stored), lease_owner=owner)
+            llm = bool(job.input.entries) and not settings.offline_llm
+            if job.decision.action != "generate" or leases is None or not leases.holds(key) or llm:
+                out[i] = run_week(settings, job, run_id)
                 return
             try:
                 with held_calls(settings) as held:
-                    report = _write_text(settings, week_input, stored, model, run_id)
+                    report = _write_text(settings, job, model, run_id)
                     calls = held.take()
                     held.done()  # stored with the group's commit below (or written on their own if it fails)
             except BaseException:
                 leases.release([key])
                 raise
-            pending[i] = _Pending(week_input, report, decision.why, (leases, key), calls, time.perf_counter() - t0,
-                                  edit_seen(stored))
+            pending[i] = _Pending(job, report, (leases, key), calls, time.perf_counter() - t0)
         except Exception as exc:
             out[i] = exc
 
@@ -240,8 +237,7 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
         todo = [(i, p) for i in indices if (p := pending[i]) is not None]
         t_save = time.perf_counter()
         saved = report_writer.writer_for(settings).save_many(
-            [Queued(ReportWrite(p.report, overwrite_edited, p.why, run_id, p.edit_seen), p.lease, p.calls)
-             for _, p in todo])
+            [Queued(_report_write(p.job, p.report, run_id), p.lease, p.calls) for _, p in todo])
         share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
         for (i, p), result in zip(todo, saved, strict=True):
             if isinstance(result, BaseException):
@@ -249,19 +245,16 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
                 write_calls(settings, p.calls)
                 out[i] = result if isinstance(result, Exception) else RuntimeError(str(result))
                 continue
-            row = WeekOutcome(p.week_input.project_id, p.week_input.week.number, result, p.report.model,
-                              len(p.week_input.entries), llm_calls=p.report.llm_calls,
-                              needs_review=p.report.needs_review,
-                              reasons=tuple(describe(r) for r in p.report.review_reasons), why=p.why)
-            out[i] = WeekRun(row.timed(p.seconds + share), p.report if result == "generated" else None)
+            run = _written(p.job, p.report, result)
+            out[i] = WeekRun(run.outcome.timed(p.seconds + share), run.report)
 
     # One commit per round of `threads` weeks (at least COMMIT_EVERY): a handful of windows per group, and
     # what a kill can throw away stays a round, not the whole group.
     step = max(threads, COMMIT_EVERY)
-    workers = min(max(1, threads), len(items)) or 1
+    workers = min(max(1, threads), len(jobs)) or 1
     if workers == 1:
-        for first in range(0, len(items), step):
-            chunk = range(first, min(first + step, len(items)))
+        for first in range(0, len(jobs), step):
+            chunk = range(first, min(first + step, len(jobs)))
             for i in chunk:
                 one(i)
             store(chunk)
@@ -274,9 +267,9 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
             # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run
             # and the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold
             # neither, and a week would then wait forever for a slot its own run holds).
-            futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(len(items))]
-            for first in range(0, len(items), step):
-                chunk = range(first, min(first + step, len(items)))
+            futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(len(jobs))]
+            for first in range(0, len(jobs), step):
+                chunk = range(first, min(first + step, len(jobs)))
                 for i in chunk:
                     futures[i].result()
                 store(chunk)
@@ -287,13 +280,11 @@ def run_week_group(settings: Settings, items: list[WeekItem], run_id: str, *, fo
 class _Pending(NamedTuple):
     """A week written by a group, waiting for the group's commit."""
 
-    week_input: WeekInput
+    job: WeekJob
     report: WeekReport
-    why: str
     lease: tuple[claims.Leases, str]
     calls: list
     seconds: float
-    edit_seen: int | None
 
 
 @dataclass
@@ -301,7 +292,7 @@ class ProjectPlan:
     """Weeks of one project that need a task, and the outcome rows of those answered at planning."""
 
     project_id: str
-    to_run: list[tuple[IsoWeek, Prepared]] = field(default_factory=list)
+    to_run: list[WeekJob] = field(default_factory=list)
     done: list[WeekOutcome] = field(default_factory=list)
     planned_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     """Taken before the plan's read: what was stored then is what the plan knows (services/week_claims.py)."""
@@ -351,8 +342,8 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
         kept = stored.get(week.number)
         decision = decide(kept, digest, model, force=force, overwrite_edited=overwrite_edited)
         if not only_missing or decision.action == "generate" or kept is None:
-            plan.to_run.append((week, (make_week_input(project_id, week, week_rows, before, tz, redactor, digest,
-                                                       names), kept)))
+            plan.to_run.append(WeekJob(make_week_input(project_id, week, week_rows, before, tz, redactor, digest,
+                                                       names), kept, decision, overwrite_edited))
             continue
         stale = decision.stale if decision.action == "skip-edited" else None
         needs_review, reasons = kept.needs_review, None
@@ -374,5 +365,6 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
                 for number, stats, stale, reasons in refreshes:
                     reports.refresh(conn, project_id, number, stats=stats, stale=stale, review_reasons=reasons)
     return _with_pseudonyms_stored(settings, project_id, names, lambda: plan_project(
-        settings, project_id, start, end, force=force, overwrite_edited=overwrite_edited, only_missing=only_missing),
+        settings, project_id, start, end, force=force, overwrite_edited=overwrite_edited, only_missing=only_missing,
+        to_last_entry=to_last_entry),
         plan)

@@ -15,7 +15,7 @@ from typing import Any
 
 from chronicle.services.llm_gate import redactor_for
 from chronicle.services.run_tracking import current_flow_run_id
-from chronicle.services.weekly import WeekItem, run_week_group
+from chronicle.services.weekly import run_week_group
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
@@ -23,6 +23,7 @@ from prefect.states import Failed
 
 from chronicle.names import bounded_label, bounded_name
 from chronicle.settings import Settings
+from chronicle.weekly.engine import WeekJob
 from chronicle.weekly.model import WeekReport
 from chronicle.weekly.outcome import GroupFailedError, WeekOutcome
 from chronicle.weekly.report_md import report_markdown
@@ -82,19 +83,16 @@ def publish_report(report: WeekReport) -> None:
 
 def group_task_name(parameters: dict[str, Any]) -> str:
     """`summarize-XH201-202605..202618 (14 weeks)`: what a group task run wrote, readable in the UI."""
-    items = parameters.get("items") or []
-    if not items:
+    jobs: list[WeekJob] = parameters.get("jobs") or []
+    if not jobs:
         return "summarize-none"
-    projects = sorted({str(p) for p, *_ in items})
+    projects = sorted({job.project_id for job in jobs})
     who = bounded_label(projects[0], limit=60) + (f"+{len(projects) - 1}" if len(projects) > 1 else "")
-    first, last = items[0][1], items[-1][1]
-    return f"summarize-{who}-{first.number}..{last.number} ({len(items)} weeks)"
+    return f"summarize-{who}-{jobs[0].week.number}..{jobs[-1].week.number} ({len(jobs)} weeks)"
 
 
 @task(name="summarize-weeks", task_run_name=group_task_name, cache_policy=NO_CACHE)
-def summarize_weeks_task(settings: Settings, items: list[WeekItem], force: bool = False,
-                         overwrite_edited: bool = False, cards: bool = False,
-                         threads: int = 1) -> Any:
+def summarize_weeks_task(settings: Settings, jobs: list[WeekJob], cards: bool = False, threads: int = 1) -> Any:
     """A group of weeks in one task run, their new reports stored in one window; one outcome (or the
     week's error) per week, in order. `cards`: also publish each new report as a Markdown artifact (a run
     of a few weeks; a long backfill shows its weeks in the run's one outcome table instead). `threads`:
@@ -103,8 +101,7 @@ def summarize_weeks_task(settings: Settings, items: list[WeekItem], force: bool 
     A group in which weeks failed ends Failed (not green in the UI), its message saying which; the outcomes
     travel in its `GroupFailedError`, so the fan-out still gets every week's row. A returned state, not a
     raise: an expected partial failure gets no traceback in the run's logs."""
-    runs = run_week_group(settings, items, current_flow_run_id(), force=force, overwrite_edited=overwrite_edited,
-                          threads=threads)
+    runs = run_week_group(settings, jobs, current_flow_run_id(), threads=threads)
     out: list[WeekOutcome | Exception] = []
     for run in runs:
         if isinstance(run, Exception):

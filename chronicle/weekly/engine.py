@@ -28,6 +28,7 @@ from chronicle.weekly.prompt import (
 )
 from chronicle.weekly.stats import parse_llm_stats
 from chronicle.weekly.tokens import estimate_tokens
+from chronicle.weeks import IsoWeek
 
 MAX_SHORTEN = 2  # seed 000 wants ≤ 500 字; two polite requests, then a human decides
 MAX_CITE = 1  # a reply citing nothing is asked once more, then stored flagged (`uncited` reasons)
@@ -42,6 +43,28 @@ class Decision:
     action: Literal["generate", "cached", "skip-edited"]
     why: str
     stale: bool = False  # skip-edited only: the week's inputs changed since the edit
+
+
+@dataclass(frozen=True)
+class WeekJob:
+    """One project-week to run, as planned: its input, its stored report then, and the cache decision made
+    then — once, at planning; running it never decides again (only a report written since the plan is
+    weighed, by the week's claim). `overwrite_edited`: the run's option the decision was made under, which
+    its write obeys too. `lease_owner`: the fan-out that leased the week's cache key for it, if any."""
+
+    input: WeekInput
+    stored: StoredReport | None
+    decision: Decision
+    overwrite_edited: bool = False
+    lease_owner: str | None = None
+
+    @property
+    def project_id(self) -> str:
+        return self.input.project_id
+
+    @property
+    def week(self) -> IsoWeek:
+        return self.input.week
 
 
 def engine_model(settings: Settings) -> str:

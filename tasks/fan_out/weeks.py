@@ -18,7 +18,7 @@ from typing import Any
 from chronicle.services.llm_gate import redactor_for, reserve_llm
 from chronicle.services.run_tracking import run_notes
 from chronicle.services.week_claims import fan_out_leases, lease_weeks
-from chronicle.services.weekly import Prepared, ProjectPlan, WeekItem
+from chronicle.services.weekly import ProjectPlan
 from chronicle.tasks.weekly import artifact_key, artifacts, summarize_weeks_task
 from prefect.artifacts import (
     create_markdown_artifact,
@@ -33,7 +33,7 @@ from prefect.utilities.annotations import quote
 
 from chronicle.progress import report
 from chronicle.settings import Settings
-from chronicle.weekly.engine import engine_model
+from chronicle.weekly.engine import WeekJob, engine_model
 from chronicle.weekly.grouping import grouping
 from chronicle.weekly.outcome import GroupFailedError, WeekOutcome, WeeksFailedError, failed, outcome_counts
 from chronicle.weekly.report_md import outcome_markdown
@@ -89,12 +89,9 @@ def _tasks_in_process() -> bool:
     return ctx is None or isinstance(ctx.task_runner, ThreadPoolTaskRunner)
 
 
-Work = tuple[str, IsoWeek, Prepared]
-
-
-def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrite_edited: bool,
-              max_workers: int | None, planned_at: datetime, on_done: Callable[[WeekOutcome], None] | None = None,
-              take: Callable[[list[Work]], list[Work]] | None = None,
+def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int | None, planned_at: datetime,
+              on_done: Callable[[WeekOutcome], None] | None = None,
+              take: Callable[[list[WeekJob]], list[WeekJob]] | None = None,
               on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
     """Run weeks as concurrent tasks (at most `max_workers` in flight), in order; one outcome row per week run.
 
@@ -109,7 +106,7 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
     # Four weeks per LLM slot: a week waits for its report's commit (group-committed, serialised) after its
     # call; with two per slot a slow write window left slots idle (bench/backfill at 500 ms).
     workers = max(1, max_workers or settings.backfill_max_workers or 4 * settings.llm_concurrency)
-    llm_weeks = sum(1 for _, _, (week_input, _) in todo if week_input.entries)
+    llm_weeks = sum(1 for job in todo if job.input.entries)
     # The offline engine and empty weeks take no LLM slot; tasks in other processes (Dask) take their own.
     in_process = _tasks_in_process()
     wrap = quote if in_process else (lambda value: value)
@@ -120,7 +117,7 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
     finished: queue.Queue[tuple[PrefectFuture[Any], list[tuple[str, IsoWeek, int]], float]] = queue.Queue()
     in_flight = 0
     model = engine_model(settings)
-    in_hand: deque[Work] = deque()
+    in_hand: deque[WeekJob] = deque()
     leased: set[tuple[str, int]] = set()
     answered: dict[tuple[str, int], WeekOutcome] = {}
     # Weeks per task run: the orchestration (task run, events, write window) is paid per group of weeks.
@@ -137,8 +134,7 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
         if take is not None:
             batch = take(batch)
         if leases is not None and batch:
-            got, reused = lease_weeks(settings, leases, [prepared for _, _, prepared in batch], model, force=force,
-                                      overwrite_edited=overwrite_edited, planned_at=planned_at)
+            got, reused = lease_weeks(settings, leases, batch, model, planned_at=planned_at)
             leased.update(got)
             answered.update(reused)
         in_hand.extend(batch)
@@ -165,28 +161,27 @@ def run_weeks(settings: Settings, work: Iterable[Work], *, force: bool, overwrit
                 if not in_hand:
                     refill()
                     continue
-                items: list[WeekItem] = []
+                jobs: list[WeekJob] = []
                 # The run's first group is half a group: the groups in flight then end half a group apart, so
                 # one is mid-way (its threads filling the LLM slots) while the next starts after the other. Of
                 # equal size they ran in lockstep and every slot went idle at each hand-over.
                 size = max(1, group // 2) if submitted == 0 and groups_in_flight > 1 else group
                 submitted += 1
-                while in_hand and len(items) < size:
-                    project_id, week, prepared = in_hand.popleft()
-                    if (project_id, week.number) in answered:
-                        done(answered.pop((project_id, week.number)))
+                while in_hand and len(jobs) < size:
+                    job = in_hand.popleft()
+                    at = (job.project_id, job.week.number)
+                    if at in answered:
+                        done(answered.pop(at))
                         continue
-                    owner = leases.owner if leases is not None and (project_id, week.number) in leased else None
-                    items.append((project_id, week, prepared, owner))
-                if not items:
+                    jobs.append(replace(job, lease_owner=leases.owner) if leases is not None and at in leased else job)
+                if not jobs:
                     continue
                 t0 = time.perf_counter()
                 # quote(): Prefect would otherwise walk every entry of every week's input twice per task run
                 # (looking for futures to wait on; there are none), ~a tenth of a week's worker CPU. In threads
                 # only: the Dask runner ships the annotation as it is and the task got a tuple, not its settings.
-                future = summarize_weeks_task.submit(wrap(settings), wrap(items), force, overwrite_edited, cards,
-                                                     threads)
-                info = [(p, w, len(prep[0].entries) if prep else 0) for p, w, prep, _ in items]
+                future = summarize_weeks_task.submit(wrap(settings), wrap(jobs), cards, threads)
+                info = [(job.project_id, job.week, len(job.input.entries)) for job in jobs]
                 future.add_done_callback(lambda f, info=info, t0=t0: finished.put((f, info, t0)))
                 in_flight += 1
             if not in_flight:
@@ -255,16 +250,15 @@ def own_artifacts() -> None:
             client.delete_artifact(artifact.id)
 
 
-def fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, title: str, force: bool,
-            overwrite_edited: bool, max_workers: int | None, counts: dict[str, Any],
-            on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
+def fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, title: str, max_workers: int | None,
+            counts: dict[str, Any], on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
     """Run the planned weeks as concurrent tasks (at most `max_workers` in flight), publish the
     outcome table, and raise `WeeksFailedError` if any week failed. `on_start`: as in `run_weeks`."""
     own_artifacts()
     rows = [row for plan in plans for row in plan.done]
-    work = [(plan.project_id, week, prepared) for plan in plans for week, prepared in plan.to_run]
+    work = [job for plan in plans for job in plan.to_run]
     progress = Progress(key, len(rows) + len(work), len(rows))
-    rows += run_weeks(settings, work, force=force, overwrite_edited=overwrite_edited, max_workers=max_workers,
-                      planned_at=min((plan.planned_at for plan in plans), default=datetime.now(UTC)),
+    planned_at = min((plan.planned_at for plan in plans), default=datetime.now(UTC))
+    rows += run_weeks(settings, work, max_workers=max_workers, planned_at=planned_at,
                       on_done=lambda _row: progress.step(), on_start=on_start)
     return publish_outcome(rows, key=key, title=title, counts=counts)

@@ -26,9 +26,10 @@ from uuid import UUID
 from chronicle.services import week_dibs as spread
 from chronicle.services.run_tracking import current_flow_run_id
 from chronicle.services.weekly import ProjectPlan, plan_project
-from chronicle.tasks.fan_out.weeks import Progress, Work, fan_out, own_artifacts, publish_outcome, run_weeks
+from chronicle.tasks.fan_out.weeks import Progress, fan_out, own_artifacts, publish_outcome, run_weeks
 
 from chronicle.settings import Settings
+from chronicle.weekly.engine import WeekJob
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek
 
@@ -41,27 +42,27 @@ WORKER_LABEL = "prefect.worker.name"
 """The label a Prefect worker gives every flow run it submits (its `--name`)."""
 
 
-def ordered(work: list[Work]) -> list[Work]:
+def ordered(work: list[WeekJob]) -> list[WeekJob]:
     """The one order every participant walks (each from its own starting point)."""
-    return sorted(work, key=lambda w: (w[0], w[1].number))
+    return sorted(work, key=lambda job: (job.project_id, job.week.number))
 
 
-def batch_weeks(work: list[Work]) -> spread.Weeks:
+def batch_weeks(work: list[WeekJob]) -> spread.Weeks:
     out: spread.Weeks = {}
-    for project, week, _ in ordered(work):
-        out.setdefault(project, []).append(week.number)
+    for job in ordered(work):
+        out.setdefault(job.project_id, []).append(job.week.number)
     return out
 
 
-def run_share(settings: Settings, batch: str, participant: int, participants: int, work: list[Work], *,
-              force: bool, overwrite_edited: bool, max_workers: int | None, planned_at: datetime,
+def run_share(settings: Settings, batch: str, participant: int, participants: int, work: list[WeekJob], *,
+              max_workers: int | None, planned_at: datetime,
               on_done: Callable[[WeekOutcome], None] | None = None) -> list[WeekOutcome]:
     """The weeks of the batch this participant gets the dibs of, written as concurrent tasks."""
     finished = _DoneMarks(settings, batch, participant)
 
-    def take(weeks: list[Work]) -> list[Work]:
-        got = set(spread.take(settings, batch, participant, [(p, w.number) for p, w, _ in weeks]))
-        return [item for item in weeks if (item[0], item[1].number) in got]
+    def take(weeks: list[WeekJob]) -> list[WeekJob]:
+        got = set(spread.take(settings, batch, participant, [(job.project_id, job.week.number) for job in weeks]))
+        return [job for job in weeks if (job.project_id, job.week.number) in got]
 
     def done(row: WeekOutcome) -> None:
         finished.add(row)
@@ -69,9 +70,8 @@ def run_share(settings: Settings, batch: str, participant: int, participants: in
             on_done(row)
 
     try:
-        return run_weeks(settings, spread.rotated(ordered(work), participant, participants), force=force,
-                         overwrite_edited=overwrite_edited, max_workers=max_workers, planned_at=planned_at,
-                         on_done=done, take=take)
+        return run_weeks(settings, spread.rotated(ordered(work), participant, participants), max_workers=max_workers,
+                         planned_at=planned_at, on_done=done, take=take)
     finally:
         finished.flush()
 
@@ -97,16 +97,16 @@ class _DoneMarks:
 
 
 def plan_share(settings: Settings, weeks: spread.Weeks, *, force: bool,
-               overwrite_edited: bool) -> tuple[list[Work], datetime]:
+               overwrite_edited: bool) -> tuple[list[WeekJob], datetime]:
     """A child's view of the batch: each project's weeks and their inputs, read in one window per project;
     and when they were read."""
     planned_at = datetime.now(UTC)
-    work: list[Work] = []
+    work: list[WeekJob] = []
     for project, numbers in weeks.items():
         wanted = set(numbers)
         plan = plan_project(settings, project, IsoWeek.from_number(min(numbers)), IsoWeek.from_number(max(numbers)),
                             force=force, overwrite_edited=overwrite_edited, only_missing=False)
-        work += [(project, week, prepared) for week, prepared in plan.to_run if week.number in wanted]
+        work += [job for job in plan.to_run if job.week.number in wanted]
     return work, planned_at
 
 
@@ -123,9 +123,8 @@ def shard(settings: Settings, batch: str, weeks: spread.Weeks, participant: int,
         work, planned_at = plan_share(settings, weeks, force=force, overwrite_edited=overwrite_edited)
         progress = Progress(None, len(work), 0, description="weeks of the whole backfill done (all its runs)",
                             count=lambda: spread.done_count(settings, batch))
-        rows = run_share(settings, batch, participant, participants, work, force=force,
-                         overwrite_edited=overwrite_edited, max_workers=max_workers, planned_at=planned_at,
-                         on_done=lambda _row: progress.refresh())
+        rows = run_share(settings, batch, participant, participants, work, max_workers=max_workers,
+                         planned_at=planned_at, on_done=lambda _row: progress.refresh())
         # Full rows (reasons, messages), unkeyed: the parent reads them back and publishes the real table.
         return publish_outcome(rows, key=None, title=title, counts=counts, table=WeekOutcome.as_dict)
 
@@ -136,15 +135,15 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
     """`fan_out`, or with `backfill_spread` set (lake topology) the same spread over child runs. `on_start()` (once):
     when the first weeks' task runs are submitted (`run_weeks`), or before a spread run starts its children."""
     own_artifacts()
-    work = [(plan.project_id, week, prepared) for plan in plans for week, prepared in plan.to_run]
+    work = [job for plan in plans for job in plan.to_run]
     children = settings.backfill_spread
     if children and not settings.lake:
         log.warning("backfill_spread=%d needs the lake topology (CHRONICLE_CATALOG): with an embedded DuckDB file "
                     "each worker would write its own file; running every week in this run", children)
         children = 0
     if children < 1 or not spread.worth_spreading(settings, len(work)):
-        return fan_out(settings, plans, key=key, title=title, force=force, overwrite_edited=overwrite_edited,
-                       max_workers=max_workers, counts=counts, on_start=on_start)
+        return fan_out(settings, plans, key=key, title=title, max_workers=max_workers, counts=counts,
+                       on_start=on_start)
     if on_start is not None:
         on_start()
     batch = current_flow_run_id()
@@ -163,14 +162,14 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
                               overwrite_edited=overwrite_edited, max_workers=max_workers) if children else {}
     t_started = time.monotonic()
     if not started:
-        return fan_out(settings, plans, key=key, title=title, force=force, overwrite_edited=overwrite_edited,
-                       max_workers=max_workers, counts=counts)  # on_start was called above
+        return fan_out(settings, plans, key=key, title=title, max_workers=max_workers,
+                       counts=counts)  # on_start was called above
     rows = [row for plan in plans for row in plan.done]
     planned_at = min(plan.planned_at for plan in plans)
     progress = Progress(key, len(rows) + len(work), len(rows), count=lambda: spread.done_count(settings, batch))
     try:
-        mine = run_share(settings, batch, 0, children + 1, work, force=force, overwrite_edited=overwrite_edited,
-                         max_workers=max_workers, planned_at=planned_at, on_done=lambda _row: progress.refresh())
+        mine = run_share(settings, batch, 0, children + 1, work, max_workers=max_workers, planned_at=planned_at,
+                         on_done=lambda _row: progress.refresh())
         t1 = time.monotonic()
         _run_log().info("spread backfill: %d child run(s) started in %.1fs; this run wrote %d of %d week(s) in %.1fs",
                  len(started), t_started - t0, len(mine), len(work), t1 - t_started)
@@ -179,7 +178,7 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
                         "(created -> working) %s", len(theirs), time.monotonic() - t1,
                         ", ".join(f"{s:.1f}s" for s in start_s) or "none (every week was done before one started)")
         have = {(r.project, r.week_number) for r in [*mine, *theirs]}
-        left = [w for w in work if (w[0], w[1].number) not in have]
+        left = [job for job in work if (job.project_id, job.week.number) not in have]
         if left:
             log.warning("%d week(s) have no outcome from the run that took them (its worker died?); writing "
                         "them here", len(left))
@@ -190,8 +189,7 @@ def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, 
             swept.add(row)
             progress.refresh()
 
-        rest = run_weeks(settings, left, force=force, overwrite_edited=overwrite_edited, max_workers=max_workers,
-                         planned_at=planned_at, on_done=sweep_done)
+        rest = run_weeks(settings, left, max_workers=max_workers, planned_at=planned_at, on_done=sweep_done)
         swept.flush()
         credited, rest = _credit_children(settings, rest, {str(run_id) for run_id in started.values()})
         theirs += credited

@@ -19,11 +19,11 @@ PASSWORD = "correct horse battery"
 @pytest.fixture
 def written(trial: Path) -> Settings:  # noqa: F811
     """The trial's home with XH201 2025-W29..W31 written by the offline engine (no flow run needed)."""
-    from chronicle.services.weekly import run_week
+    from chronicle.services.weekly import plan_week, run_week
 
     settings = Settings()
     for week in WEEKS:
-        run_week(settings, PROJECT, IsoWeek.parse(week), "test-run")
+        run_week(settings, plan_week(settings, PROJECT, IsoWeek.parse(week)), "test-run")
     return settings
 
 

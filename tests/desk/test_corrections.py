@@ -113,9 +113,10 @@ def test_an_edit_against_an_old_version_is_refused_with_the_diff_and_nothing_wri
 def test_a_regeneration_that_wrote_the_same_text_is_no_conflict_for_an_edit_but_is_for_a_signature(
         written: Settings, reviewer: str) -> None:
     from chronicle.services.reports import VersionConflict, edit_report, sign_report
-    from chronicle.services.weekly import run_week
+    from chronicle.services.weekly import plan_week, run_week
 
-    run_week(written, PROJECT, WEEK, "again", force=True)  # the offline engine writes what was there
+    # the offline engine writes what was there
+    run_week(written, plan_week(written, PROJECT, WEEK, force=True), "again")
     again = _versions(written)
     assert [v[0] for v in again] == [1, 2] and again[0][2] == again[1][2]
     # The clinician corrected exactly the text that stands: stored on top of version 2, nothing lost.
@@ -126,7 +127,7 @@ def test_a_regeneration_that_wrote_the_same_text_is_no_conflict_for_an_edit_but_
     assert "+甲的更正 [E9]。" in conflict.value.diff_lines
     # A signature is bound to one version: version 2 is not version 1 even with the same text, and the refusal
     # says so instead of showing an empty diff.
-    run_week(written, PROJECT, IsoWeek.parse("2025-W29"), "again", force=True)
+    run_week(written, plan_week(written, PROJECT, IsoWeek.parse("2025-W29"), force=True), "again")
     with pytest.raises(VersionConflict) as refused:
         sign_report(written, PROJECT, IsoWeek.parse("2025-W29"), version=1, account=reviewer, password=PASSWORD,
                     meaning="reviewed", remote="10.1.1.1")
@@ -190,15 +191,15 @@ def test_signed_versions_and_audit_rows_survive_every_write_path(written: Settin
     from chronicle.services.audit import audit_trail
     from chronicle.services.reports import edit_report, sign_report, signatures
     from chronicle.services.review import accept
-    from chronicle.services.weekly import run_week
+    from chronicle.services.weekly import plan_week, run_week
 
     edited = edit_report(written, PROJECT, WEEK, "本周入组 99 人 [E9]。", author="ana", reason="x", base_version=1)
     sign_report(written, PROJECT, WEEK, version=edited.version, account=reviewer, password=PASSWORD,
                 meaning="approved", remote="r")
     signed_rows, trail = _versions(written), audit_trail(written, PROJECT, WEEK.number)
     # Regeneration over the edit, a forced regeneration, an acceptance, a late refresh: new rows only.
-    run_week(written, PROJECT, WEEK, "regen", force=True, overwrite_edited=True)
-    run_week(written, PROJECT, WEEK, "regen-2", force=True)
+    run_week(written, plan_week(written, PROJECT, WEEK, force=True, overwrite_edited=True), "regen")
+    run_week(written, plan_week(written, PROJECT, WEEK, force=True), "regen-2")
     accept(written, PROJECT, WEEK, reviewer="cli-user")
     after = _versions(written)
     assert after[: len(signed_rows)] == signed_rows and len(after) == len(signed_rows) + 2

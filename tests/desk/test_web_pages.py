@@ -34,12 +34,13 @@ def _edit(settings: Settings, week: str, change: tuple[str, str] | None = None, 
 
 def test_the_grid_shows_each_weeks_state(people: Settings) -> None:
     from chronicle.services.reports import sign_report
-    from chronicle.services.weekly import run_week
+    from chronicle.services.weekly import plan_week, run_week
     from chronicle.storage import reports
     from chronicle.storage.db import connect, transaction
 
-    run_week(people, PROJECT, IsoWeek.parse("2025-W28"), "older-run")
-    run_week(people, PROJECT, IsoWeek.parse("2025-W27"), "newest-run")  # W29..W31 were written by an earlier run
+    run_week(people, plan_week(people, PROJECT, IsoWeek.parse("2025-W28")), "older-run")
+    # W29..W31 were written by an earlier run
+    run_week(people, plan_week(people, PROJECT, IsoWeek.parse("2025-W27")), "newest-run")
     _edit(people, "2025-W28", ("本周记录", "本周共记录"))  # a clean correction: edited, not flagged
     _edit(people, "2025-W29", text="本周入组 5 人，无其他事件。")  # the guard questions it: flagged
     sign_report(people, PROJECT, IsoWeek.parse("2025-W30"), version=1, account="ana", password=PASSWORD,

@@ -83,7 +83,7 @@ def test_ingest_is_idempotent_and_keeps_rejects(backend, sample_dir: Path, tmp_p
 
 
 def test_reports_versions_and_edits_are_truth(backend, sample_dir: Path, tmp_path: Path) -> None:
-    from chronicle.services.weekly import read_week, run_week
+    from chronicle.services.weekly import plan_week, read_week, run_week
     from chronicle.storage import reports
     from chronicle.storage.db import transactions
 
@@ -91,8 +91,11 @@ def test_reports_versions_and_edits_are_truth(backend, sample_dir: Path, tmp_pat
 
     _ingest(backend, _inputs(sample_dir, tmp_path))
     weeks = [IsoWeek.from_number(n) for n in (202519, 202520, 202521)]
-    assert [run_week(backend, "XH201", w, "run-1").outcome.outcome for w in weeks] == ["generated"] * 3
-    assert [run_week(backend, "XH201", w, "run-2").outcome.outcome for w in weeks] == ["cached"] * 3
+    def outcomes(run_id: str) -> list[str]:
+        return [run_week(backend, plan_week(backend, "XH201", w), run_id).outcome.outcome for w in weeks]
+
+    assert outcomes("run-1") == ["generated"] * 3
+    assert outcomes("run-2") == ["cached"] * 3
     week_input, stored = read_week(backend, "XH201", weeks[1])
     for attempt in transactions(backend, guard=reports.guard_keys(["XH201"])):
         with attempt as conn:
@@ -101,9 +104,9 @@ def test_reports_versions_and_edits_are_truth(backend, sample_dir: Path, tmp_pat
                                         author="qa", reason="corrected", base_version=stored.version,
                                         review_reasons=[])
     assert version == 2
-    forced = run_week(backend, "XH201", weeks[1], "run-3", force=True)
+    forced = run_week(backend, plan_week(backend, "XH201", weeks[1], force=True), "run-3")
     assert forced.outcome.outcome == "skipped-edited"
-    overwritten = run_week(backend, "XH201", weeks[2], "run-3", force=True)
+    overwritten = run_week(backend, plan_week(backend, "XH201", weeks[2], force=True), "run-3")
     assert overwritten.outcome.outcome == "generated"
     assert _rows(backend, "SELECT project_id, week_number, count(*) FROM weekly_reports GROUP BY ALL "
                           "HAVING count(*) > 1") == []
@@ -141,7 +144,7 @@ def test_run_and_llm_ledgers(backend) -> None:
 def test_same_schema_and_results_on_both_topologies(lake_env: dict[str, str], home: Path, sample_dir: Path,
                                                     tmp_path: Path) -> None:
     """Column names and types of every table and view, and the analyst views' rows, agree."""
-    from chronicle.services.weekly import run_week
+    from chronicle.services.weekly import plan_week, run_week
 
     from chronicle.weeks import IsoWeek
 
@@ -153,7 +156,7 @@ def test_same_schema_and_results_on_both_topologies(lake_env: dict[str, str], ho
     for settings in (embedded, lake):
         _ingest(settings, files)
         for n in (202519, 202520):
-            run_week(settings, "XH201", IsoWeek.from_number(n), "run-1")
+            run_week(settings, plan_week(settings, "XH201", IsoWeek.from_number(n)), "run-1")
         results.append({
             "schema": [r for r in _rows(settings, schema_sql) if r[0] != "chronicle_claims"],
             "weekly_stats": _rows(settings, "SELECT * FROM weekly_stats ORDER BY project_id, week_number"),

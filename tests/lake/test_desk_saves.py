@@ -18,7 +18,7 @@ WEEKS = (202529, 202530, 202531)
 CHILD = WAIT_FOR_GO + """
 import json
 from chronicle.services.reports import VersionConflict, edit_report
-from chronicle.services.weekly import run_week
+from chronicle.services.weekly import plan_week, run_week
 from chronicle.settings import Settings
 from chronicle.weeks import IsoWeek
 role, who = sys.argv[2], sys.argv[3]
@@ -40,7 +40,7 @@ else:
 def test_two_saves_and_a_lake_worker_at_once(home: Path, lake_env: dict[str, str], sample_dir: Path,
                                              tmp_path: Path) -> None:
     from chronicle.services.ingest import FileIngestor
-    from chronicle.services.weekly import run_week
+    from chronicle.services.weekly import plan_week, run_week
     from chronicle.storage.db import connect
 
     from chronicle.weeks import IsoWeek
@@ -51,7 +51,7 @@ def test_two_saves_and_a_lake_worker_at_once(home: Path, lake_env: dict[str, str
     shutil.copy(sample_dir / "logs" / "XH201" / "2025-07.jsonl", folder / "2025-07.jsonl")
     FileIngestor(settings).ingest(folder / "2025-07.jsonl")
     for number in WEEKS:
-        run_week(settings, "XH201", IsoWeek.from_number(number), "first")
+        run_week(settings, plan_week(settings, "XH201", IsoWeek.from_number(number)), "first")
 
     env = child_env(home, lake_env)
     procs = start_together(CHILD, [["save", "ana"], ["save", "bo"], ["worker", "w"]], [env] * 3, tmp_path / "go",

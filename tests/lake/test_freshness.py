@@ -27,7 +27,7 @@ def backend(request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.Monk
 def test_freshness_says_what_is_missing(backend, sample_dir: Path, tmp_path: Path) -> None:
     from chronicle.services.freshness import freshness
     from chronicle.services.ingest import FileIngestor
-    from chronicle.services.weekly import run_week
+    from chronicle.services.weekly import plan_week, run_week
     from chronicle.storage import pipeline_runs as runs
     from chronicle.storage.db import write
 
@@ -45,7 +45,8 @@ def test_freshness_says_what_is_missing(backend, sample_dir: Path, tmp_path: Pat
     assert len(weeks) >= 4 and weeks == list(project.missing_weeks)
 
     for number in weeks[:-1]:  # every ended week but the last
-        assert run_week(backend, "XH201", IsoWeek.from_number(number), "run-1").outcome.outcome == "generated"
+        job = plan_week(backend, "XH201", IsoWeek.from_number(number))
+        assert run_week(backend, job, "run-1").outcome.outcome == "generated"
     now = datetime.now(UTC).replace(tzinfo=None)
     write(backend, lambda c: runs.run_started(c, "w-1", "weekly-chronicle", {}))
     write(backend, lambda c: runs.run_finished(c, "w-1", "COMPLETED", {}))
@@ -68,7 +69,7 @@ def test_freshness_says_what_is_missing(backend, sample_dir: Path, tmp_path: Pat
     assert f"XH201: 1 ended week(s) with entries but no report: {label}" in problems
     assert "ingest-logs: never completed" in problems and "1 failure(s) since" in problems
 
-    run_week(backend, "XH201", IsoWeek.from_number(weeks[-1]), "run-2")
+    run_week(backend, plan_week(backend, "XH201", IsoWeek.from_number(weeks[-1])), "run-2")
     (project,) = freshness(backend).projects
     assert project.up_to_date and project.last_current_week == weeks[-1] == project.last_ended_week
 

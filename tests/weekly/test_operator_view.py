@@ -123,7 +123,7 @@ def test_an_end_week_past_the_last_entry_pads_nothing(trial: Path) -> None:
 
 def test_overwrite_edited_replaces_only_the_edits_that_existed_when_the_run_planned(trial: Path) -> None:
     from chronicle.services.reports import edit_report
-    from chronicle.services.weekly import plan_project, run_week
+    from chronicle.services.weekly import plan_project, plan_week, run_week
 
     from chronicle.weeks import IsoWeek
 
@@ -136,16 +136,15 @@ def test_overwrite_edited_replaces_only_the_edits_that_existed_when_the_run_plan
 
     weeks = [IsoWeek.parse(w) for w in ("2025-W28", "2025-W29", "2025-W30")]
     for week in weeks:
-        run_week(settings, "XH201", week, "first-run")
+        run_week(settings, plan_week(settings, "XH201", week), "first-run")
     edit(weeks[1], "人工修订：本周无异常。", "CRA-李", "typo")
     edit(weeks[2], "人工修订 v1。", "CRA-李", "typo")
     plan = plan_project(settings, "XH201", weeks[0], weeks[2], force=True, overwrite_edited=True)
-    assert [w for w, _ in plan.to_run] == weeks
+    assert [job.week for job in plan.to_run] == weeks
     # While the regeneration runs, a human saves edits: a first one on W28, a second one on W30.
     edit(weeks[0], "运行中保存的修订。", "CRA-王", "during the run")
     edit(weeks[2], "人工修订 v2。", "CRA-王", "during the run")
-    outcomes = [run_week(settings, "XH201", week, "regen-run", force=True, overwrite_edited=True,
-                         prepared=prepared).outcome.outcome for week, prepared in plan.to_run]
+    outcomes = [run_week(settings, job, "regen-run").outcome.outcome for job in plan.to_run]
     assert outcomes == ["skipped-edited", "generated", "skipped-edited"]
     kept = dict(db_rows("SELECT week_number, summary FROM weekly_reports WHERE status = 'edited'"))
     assert kept == {202528: "运行中保存的修订。", 202530: "人工修订 v2。"}

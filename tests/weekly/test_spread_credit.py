@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chronicle.services import week_dibs as spread
-from chronicle.services.weekly import plan_project, run_week
+from chronicle.services.weekly import plan_project, plan_week, run_week
 
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import WeekOutcome
@@ -16,13 +16,13 @@ def test_weeks_a_killed_child_wrote_are_the_childs_not_cached(trial: Path) -> No
 
     settings = Settings()
     plan = plan_project(settings, "XH201")
-    weeks = [week for week, _ in plan.to_run[:10]]
+    weeks = [job.week for job in plan.to_run[:10]]
     # The child (run "child-run") wrote the first 8 weeks, then was killed before publishing its rows.
     for week in weeks[:8]:
-        run_week(settings, "XH201", week, "child-run")
+        run_week(settings, plan_week(settings, "XH201", week), "child-run")
     # The parent's sweep then ran all 10: 8 found current (cached), 2 written by the parent itself.
     swept = [WeekOutcome("XH201", w.number, "cached", "offline-extractive", 3) for w in weeks[:8]]
-    swept += [run_week(settings, "XH201", w, "parent-run").outcome for w in weeks[8:]]
+    swept += [run_week(settings, plan_week(settings, "XH201", w), "parent-run").outcome for w in weeks[8:]]
     theirs, mine = _credit_children(settings, swept, {"child-run"})
     assert sorted(r.week_number for r in theirs) == sorted(w.number for w in weeks[:8])
     assert {r.outcome for r in theirs} <= {"generated", "empty"} and "cached" not in {r.outcome for r in theirs}
