@@ -170,10 +170,11 @@ close) costs ~40-60 ms of CPU, ten offline weeks' work: 4 weeks a window made th
 backfill's cost, and at 16 (3 windows for a 37-week group) they were still ~40 % of its worker CPU;
 50 weeks of text are ~0.15 s to redo after a kill."""
 
-def _write_text(settings: Settings, week_input: WeekInput, stored: StoredReport | None, model: str,
-                run_id: str) -> WeekReport:
+
+def _write_text(settings: Settings, job: WeekJob, model: str, run_id: str) -> WeekReport:
     """The week's text (offline engine, or the LLM through the gate); a failure marks a changed report stale."""
-    project_id, week = week_input.project_id, week_input.week
+    week_input, stored = job.input, job.stored
+    project_id, week = job.project_id, job.week
     try:
         if settings.offline_llm or not week_input.entries:
             return offline_week(week_input, settings.report_max_chars)
