@@ -24,8 +24,8 @@ from chronicle.weeks import IsoWeek
 role, who = sys.argv[2], sys.argv[3]
 settings = Settings()
 if role == "worker":  # a lake worker regenerating the project's weeks
-    outcomes = [run_week(settings, "XH201", IsoWeek.from_number(n), "worker", force=True).outcome.outcome
-                for n in (202529, 202530, 202531)]
+    outcomes = [run_week(settings, plan_week(settings, "XH201", IsoWeek.from_number(n), force=True),
+                         "worker").outcome.outcome for n in (202529, 202530, 202531)]
     print(json.dumps({"who": who, "outcomes": outcomes}), flush=True)
 else:
     try:
