@@ -115,7 +115,7 @@ def run_week(settings: Settings, job: WeekJob, run_id: str) -> WeekRun:
     leases = week_claims.leases_of(job.lease_owner)
     if leases is not None and leases.holds(key):
         try:
-            run = _generate(settings, job, model, run_id, lease=(leases, key))
+            run = _generate(settings, job, model, run_id, lease=claims.Lease(leases, key))
         except BaseException:
             leases.release([key])
             raise
@@ -134,7 +134,7 @@ def run_week(settings: Settings, job: WeekJob, run_id: str) -> WeekRun:
 
 
 def _generate(settings: Settings, job: WeekJob, model: str, run_id: str, *,
-              lease: tuple[claims.Leases, str] | None = None) -> WeekRun:
+              lease: claims.Lease | None = None) -> WeekRun:
     """Write the week (offline engine, or the LLM through the gate) and store it as its new version
     (ending `lease` in the same commit)."""
     # The week's successful LLM attempts are stored in its report's commit (one write window per week);
@@ -230,7 +230,7 @@ def run_week_group(settings: Settings, jobs: list[WeekJob], run_id: str, *,
             except BaseException:
                 leases.release([key])
                 raise
-            pending[i] = _Pending(job, report, (leases, key), calls, time.perf_counter() - t0)
+            pending[i] = _Pending(job, report, claims.Lease(leases, key), calls, time.perf_counter() - t0)
         except Exception as exc:
             out[i] = exc
 
@@ -242,7 +242,7 @@ def run_week_group(settings: Settings, jobs: list[WeekJob], run_id: str, *,
         share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
         for (i, p), result in zip(todo, saved, strict=True):
             if isinstance(result, BaseException):
-                p.lease[0].release([p.lease[1]])
+                p.lease.release()
                 write_calls(settings, p.calls)
                 out[i] = result if isinstance(result, Exception) else RuntimeError(str(result))
                 continue
@@ -283,7 +283,7 @@ class _Pending(NamedTuple):
 
     job: WeekJob
     report: WeekReport
-    lease: tuple[claims.Leases, str]
+    lease: claims.Lease
     calls: list
     seconds: float
 

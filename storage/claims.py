@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import duckdb
 from chronicle.storage import files, lake
@@ -281,6 +281,16 @@ def wait_free(settings: Settings, key: str, timeout_s: float) -> None:
             raise ClaimTimeout(f"{key!r} is still claimed by {holder(settings, key)} after {timeout_s:.0f}s")
         time.sleep(pause)
         pause = min(0.5, pause * 1.5)
+
+
+class Lease(NamedTuple):
+    """One key held by a bulk `Leases`: what a unit of work ends in the commit that stores its result."""
+
+    leases: Leases
+    key: str
+
+    def release(self) -> None:
+        self.leases.release([self.key])
 
 
 class Leases:

@@ -18,14 +18,14 @@ class Queued(NamedTuple):
     """A report to store, the week's claim that ends with its commit, and the LLM attempts that wrote it."""
 
     write: ReportWrite
-    lease: tuple[claims.Leases, str] | None = None
+    lease: claims.Lease | None = None
     calls: Sequence[CallRow] = ()
 
 
 class _Ticket:
     __slots__ = ("args", "calls", "done", "error", "lease", "outcome")
 
-    def __init__(self, args: ReportWrite, lease: tuple[claims.Leases, str] | None = None,
+    def __init__(self, args: ReportWrite, lease: claims.Lease | None = None,
                  calls: Sequence[CallRow] = ()) -> None:
         self.args = args
         self.lease = lease
@@ -50,7 +50,7 @@ class ReportWriter:
         self._queue: list[_Ticket] = []
         self._writing = False
 
-    def save(self, write: ReportWrite, *, lease: tuple[claims.Leases, str] | None = None,
+    def save(self, write: ReportWrite, *, lease: claims.Lease | None = None,
              calls: Sequence[CallRow] = ()) -> str:
         """Store the report (group-committed) with the `llm_calls` rows of the attempts that wrote it (`calls`,
         same transaction); `lease` (the week's claim) ends with it: in the same transaction on the embedded
@@ -86,7 +86,7 @@ class ReportWriter:
                 out.append(t.error)
                 continue
             if t.lease is not None and self.settings.lake:
-                t.lease[0].finish([t.lease[1]])  # in PostgreSQL: ended by this caller after the commit
+                t.lease.leases.finish([t.lease.key])  # in PostgreSQL: ended by this caller after the commit
             assert t.outcome is not None
             out.append(t.outcome)
         return out
@@ -97,7 +97,7 @@ class ReportWriter:
         if not self.settings.lake:  # the claims live in this file: end them in the same commit
             for t in tickets:
                 if t.lease is not None:
-                    leases.setdefault(t.lease[0], []).append(t.lease[1])
+                    leases.setdefault(t.lease.leases, []).append(t.lease.key)
             for held, keys in leases.items():
                 held.forget(keys)  # no heartbeat renews them from here on
         for attempt in transactions(self.settings, guard=guard):
