@@ -13,8 +13,9 @@ store — it raised, or its write failed — are written when it ends, so no att
 Slots: a fan-out reserves several at once and spreads its calls over them with an in-process semaphore.
 That is a second mechanism beside Prefect's limit, and it stays because the limit alone, taken around each
 call, is slow where it matters: `bench/llm_slots.py` (64 calls, 8 slots, 32 threads, one real API) measures
-4.0 s with the reservation against 17.1 s with the per-call limit at 0.5 s a call (ideal 4.0 s), and 16.0 s
-against 22.8 s at 2 s: a waiter for a busy limit is told to retry later and polls, so freed slots sit idle.
+4.0 s with the reservation against 17-21 s with the per-call limit at 0.5 s a call (ideal 4.0 s; three runs),
+and 16.0 s against 22.8 s at 2 s: a waiter for a busy limit is told to retry later and polls, so freed slots
+sit idle.
 A run asks for as many slots as it can use, takes fewer when others hold some (halving, down to one, which
 it waits for), and releases them when its fan-out ends. A call outside any reservation takes a one-slot
 reservation of its own.
