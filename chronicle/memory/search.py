@@ -61,7 +61,7 @@ _jieba_lock = threading.Lock()
 _jieba_ready = False
 
 
-def _jieba():  # type: ignore[no-untyped-def]
+def segmenter():  # type: ignore[no-untyped-def]
     """jieba, initialised once (building its prefix dictionary takes ~1 s and logs to stderr)."""
     global _jieba_ready
     import jieba
@@ -82,7 +82,7 @@ def tokenize(text: str) -> list[str]:
     pos = 0
     for match in _CJK_RUN.finditer(text):
         tokens.extend(_WORD.findall(text[pos : match.start()]))
-        for word in _jieba().cut_for_search(match.group()):
+        for word in segmenter().cut_for_search(match.group()):
             word = word.strip()
             if word and word not in _ZH_STOP:
                 tokens.append(word)
@@ -93,7 +93,7 @@ def tokenize(text: str) -> list[str]:
 
 def jieba_words(text: str) -> list[str]:
     """jieba's precise-mode words of `text` (for the dedup lexical check; search uses `tokenize`)."""
-    return [w for w in _jieba().lcut(text) if w.strip()]
+    return [w for w in segmenter().lcut(text) if w.strip()]
 
 
 def fts_text(*texts: str) -> str:
