@@ -234,48 +234,55 @@ def run_week_group(settings: Settings, jobs: list[WeekJob], run_id: str, *,
         except Exception as exc:
             out[i] = exc
 
-    def store(indices: range) -> None:
-        todo = [(i, p) for i in indices if (p := pending[i]) is not None]
-        t_save = time.perf_counter()
-        saved = report_writer.writer_for(settings).save_many(
-            [Queued(_report_write(p.job, p.report, run_id), p.lease, p.calls) for _, p in todo])
-        share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
-        for (i, p), result in zip(todo, saved, strict=True):
-            if isinstance(result, BaseException):
-                p.lease.release()
-                write_calls(settings, p.calls)
-                out[i] = result if isinstance(result, Exception) else RuntimeError(str(result))
-                continue
-            run = _written(p.job, p.report, result)
-            out[i] = WeekRun(run.outcome.timed(p.seconds + share), run.report)
+    _in_rounds(len(jobs), threads, one, lambda indices: _store_round(settings, run_id, pending, out, indices))
+    assert all(r is not None for r in out)
+    return [r for r in out if r is not None]
 
-    # One commit per round of `threads` weeks (at least COMMIT_EVERY): a handful of windows per group, and
-    # what a kill can throw away stays a round, not the whole group.
+
+def _store_round(settings: Settings, run_id: str, pending: list[_Pending | None], out: list[WeekRun | Exception | None],
+                 indices: range) -> None:
+    """Store a round's written weeks in one commit (ending their leases); a week whose write failed gets its
+    error in `out`, its lease released and its LLM attempts' rows written on their own."""
+    todo = [(i, p) for i in indices if (p := pending[i]) is not None]
+    t_save = time.perf_counter()
+    saved = report_writer.writer_for(settings).save_many(
+        [Queued(_report_write(p.job, p.report, run_id), p.lease, p.calls) for _, p in todo])
+    share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
+    for (i, p), result in zip(todo, saved, strict=True):
+        if isinstance(result, BaseException):
+            p.lease.release()
+            write_calls(settings, p.calls)
+            out[i] = result if isinstance(result, Exception) else RuntimeError(str(result))
+            continue
+        run = _written(p.job, p.report, result)
+        out[i] = WeekRun(run.outcome.timed(p.seconds + share), run.report)
+
+
+def _in_rounds(n: int, threads: int, one: Callable[[int], None], store: Callable[[range], None]) -> None:
+    """`one(i)` for each of a group's `n` weeks, `threads` at a time, and `store(round)` for each round of them,
+    in order. One commit per round of `threads` weeks (at least COMMIT_EVERY): a handful of windows per group,
+    and what a kill can throw away stays a round, not the whole group."""
     step = max(threads, COMMIT_EVERY)
-    workers = min(max(1, threads), len(jobs)) or 1
-    if workers == 1:
-        for first in range(0, len(jobs), step):
-            chunk = range(first, min(first + step, len(jobs)))
+    rounds = [range(first, min(first + step, n)) for first in range(0, n, step)]
+    if min(max(1, threads), n) <= 1:
+        for chunk in rounds:
             for i in chunk:
                 one(i)
             store(chunk)
-    else:
-        # No barrier between rounds: a thread that finished a week takes the next one at once, while a
-        # neighbour waits for its report's commit — a round waiting for its slowest week and its write window
-        # left the LLM slots idle (~5 of 8 calls in flight at 500 ms). The weeks' offline reports
-        # are still committed in rounds, in order, as their weeks finish.
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chronicle-week") as pool:
-            # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run
-            # and the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold
-            # neither, and a week would then wait forever for a slot its own run holds).
-            futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(len(jobs))]
-            for first in range(0, len(jobs), step):
-                chunk = range(first, min(first + step, len(jobs)))
-                for i in chunk:
-                    futures[i].result()
-                store(chunk)
-    assert all(r is not None for r in out)
-    return [r for r in out if r is not None]
+        return
+    # No barrier between rounds: a thread that finished a week takes the next one at once, while a
+    # neighbour waits for its report's commit — a round waiting for its slowest week and its write window
+    # left the LLM slots idle (~5 of 8 calls in flight at 500 ms). The weeks' offline reports
+    # are still committed in rounds, in order, as their weeks finish.
+    with ThreadPoolExecutor(max_workers=min(threads, n), thread_name_prefix="chronicle-week") as pool:
+        # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run
+        # and the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold
+        # neither, and a week would then wait forever for a slot its own run holds).
+        futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(n)]
+        for chunk in rounds:
+            for i in chunk:
+                futures[i].result()
+            store(chunk)
 
 
 class _Pending(NamedTuple):
