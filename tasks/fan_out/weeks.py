@@ -144,11 +144,6 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
         if on_done is not None:
             on_done(row)
 
-    def failed_row(project_id: str, week: IsoWeek, n: int, exc: BaseException, t0: float) -> WeekOutcome:
-        row = failed(project_id, week, n, exc, time.perf_counter() - t0)
-        # The message lands in the outcome artifact, pipeline_runs and the CLI: redacted like all shown.
-        return replace(row, message=redactor_for(settings).redact(row.message or ""))
-
     def notify() -> None:
         nonlocal on_start
         if on_start is not None:
@@ -161,19 +156,13 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
                 if not in_hand:
                     refill()
                     continue
-                jobs: list[WeekJob] = []
                 # The run's first group is half a group: the groups in flight then end half a group apart, so
                 # one is mid-way (its threads filling the LLM slots) while the next starts after the other. Of
                 # equal size they ran in lockstep and every slot went idle at each hand-over.
                 size = max(1, group // 2) if submitted == 0 and groups_in_flight > 1 else group
                 submitted += 1
-                while in_hand and len(jobs) < size:
-                    job = in_hand.popleft()
-                    at = (job.project_id, job.week.number)
-                    if at in answered:
-                        done(answered.pop(at))
-                        continue
-                    jobs.append(replace(job, lease_owner=leases.owner) if leases is not None and at in leased else job)
+                jobs = _next_group(in_hand, size, answered, leased, leases.owner if leases is not None else None,
+                                   done)
                 if not jobs:
                     continue
                 t0 = time.perf_counter()
@@ -189,16 +178,45 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
             notify()
             future, info, t0 = finished.get()
             in_flight -= 1
-            try:
-                results = future.result()
-            except GroupFailedError as exc:  # some weeks failed: the task run is Failed, the others' rows stand
-                results = exc.results
-            except Exception as exc:  # the group's task itself failed: every week of it failed
-                results = [exc] * len(info)
-            for (project_id, week, n), result in zip(info, results, strict=True):
-                done(failed_row(project_id, week, n, result, t0) if isinstance(result, BaseException) else result)
+            for row in _group_rows(settings, future, info, t0):
+                done(row)
     notify()
     artifacts.drain()  # the per-week Markdown artifacts are published in the background
+    return rows
+
+
+def _next_group(in_hand: deque[WeekJob], size: int, answered: dict[tuple[str, int], WeekOutcome],
+                leased: set[tuple[str, int]], owner: str | None,
+                done: Callable[[WeekOutcome], None]) -> list[WeekJob]:
+    """Up to `size` weeks from `in_hand` for the next task run; a week another run wrote since the plan is
+    `done` with its row instead, and a week this fan-out leased carries its lease `owner`."""
+    jobs: list[WeekJob] = []
+    while in_hand and len(jobs) < size:
+        job = in_hand.popleft()
+        at = (job.project_id, job.week.number)
+        if at in answered:
+            done(answered.pop(at))
+            continue
+        jobs.append(replace(job, lease_owner=owner) if owner is not None and at in leased else job)
+    return jobs
+
+
+def _group_rows(settings: Settings, future: PrefectFuture[Any], info: list[tuple[str, IsoWeek, int]],
+                t0: float) -> list[WeekOutcome]:
+    """One outcome row per week of a finished group task: its own row, or a failed row whose message is
+    redacted (it lands in the outcome artifact, pipeline_runs and the CLI, like everything shown)."""
+    try:
+        results = future.result()
+    except GroupFailedError as exc:  # some weeks failed: the task run is Failed, the others' rows stand
+        results = exc.results
+    except Exception as exc:  # the group's task itself failed: every week of it failed
+        results = [exc] * len(info)
+    rows = []
+    for (project_id, week, n), result in zip(info, results, strict=True):
+        if isinstance(result, BaseException):
+            row = failed(project_id, week, n, result, time.perf_counter() - t0)
+            result = replace(row, message=redactor_for(settings).redact(row.message or ""))
+        rows.append(result)
     return rows
 
 
