@@ -23,9 +23,7 @@ from chronicle.cli.launch import CHILD_ENV, ROOT, private_state_dir, read_runner
 
 WARM_IMPORTS = (
     # Not the distill flow: LanceDB starts a background thread at import, and a forked child would inherit
-    # its objects without the thread. Nothing here may start a thread (checked after the imports). What
-    # `lancedb` imports before that thread starts is warmed: its generated REST client `lance_namespace`
-    # (~0.6 s of a memory command's ~1.3 s of imports) and pyarrow.
+    # its objects without the thread. Nothing here may start a thread (checked after the imports).
     "prefect", "prefect.flows", "prefect.tasks", "prefect.artifacts", "prefect.client.orchestration",
     "prefect.task_runners", "prefect.states", "prefect.settings", "prefect.logging.configuration",
     "chronicle.flows.ingest_logs", "chronicle.flows.backfill_weeks", "chronicle.flows.weekly_chronicle",
@@ -33,8 +31,27 @@ WARM_IMPORTS = (
     "chronicle.services.param_checks", "chronicle.services.run_history", "chronicle.deployments.local_api", "typer",
     "click", "rich.console",
     "rich.table", "rich.progress", "rich.markup", "pydantic_settings", "duckdb", "psutil", "filelock",
-    "pyarrow", "lance_namespace", "chronicle.memory.search",
 )
+MEMORY_IMPORTS = ("pyarrow", "lance_namespace", "chronicle.memory.search")
+"""What a memory command needs that can be warmed, loaded once the first command is on its way (a flow
+command need not wait ~1.2 s for them): what `lancedb` imports before its thread starts — its generated REST
+client `lance_namespace` (~0.6 s) and pyarrow — and the keyword leg's segmenter dictionary (~0.6 s, only read
+afterwards, so forked children share it)."""
+
+
+def _threads_started() -> list[str] | None:
+    """The names of the threads running beside this one, or None: a forked child would have none of them."""
+    return None if threading.active_count() == 1 else [t.name for t in threading.enumerate()]
+
+
+def _warm_memory() -> None:
+    import importlib
+
+    for name in MEMORY_IMPORTS:
+        importlib.import_module(name)
+    from chronicle.memory.search import segmenter
+
+    segmenter()
 
 
 def _recv_exact(conn: socket.socket, n: int) -> bytes:
@@ -160,16 +177,10 @@ def serve(key: str) -> None:
     started = time.monotonic()
     for name in WARM_IMPORTS:
         importlib.import_module(name)
-    # The keyword leg's segmenter: loading its dictionary is ~0.6 s of every memory search and `ask`, and it is
-    # only read afterwards, so forked children share it.
-    from chronicle.memory.search import segmenter
-
-    segmenter()
     from chronicle.deployments.local_api import configured_url
 
     no_api_configured = configured_url() is None  # as every child will see it: same environment (the key)
-    if threading.active_count() != 1:
-        names = [t.name for t in threading.enumerate()]
+    if names := _threads_started():
         state.write_text(json.dumps(me | {"failed": f"threads after imports: {names}"}))
         print(f"not serving: imports started threads {names}", flush=True)
         return
@@ -184,6 +195,7 @@ def serve(key: str) -> None:
     server.settimeout(idle_s)
     state.write_text(json.dumps(me | {"ready": True, "warmup_s": round(time.monotonic() - started, 2)}))
     print(f"warm runner {key} ready in {time.monotonic() - started:.1f}s (pid {os.getpid()})", flush=True)
+    memory_warm = False
     try:
         while True:
             try:
@@ -223,6 +235,12 @@ def serve(key: str) -> None:
             for fd in fds:
                 os.close(fd)
             conn.close()
+            if not memory_warm:  # while the first command runs in its child
+                memory_warm = True
+                _warm_memory()
+                if names := _threads_started():
+                    print(f"not serving: the memory imports started threads {names}", flush=True)
+                    return
     finally:
         if read_runner_state() and read_runner_state().get("pid") == os.getpid():
             with contextlib.suppress(FileNotFoundError):
