@@ -114,10 +114,11 @@ def run_week(settings: Settings, job: WeekJob, run_id: str) -> WeekRun:
     key = week_claims.week_claim_key(week_input, model)
     leases = week_claims.leases_of(job.lease_owner)
     if leases is not None and leases.holds(key):
+        lease = claims.Lease(leases, key)
         try:
-            run = _generate(settings, job, model, run_id, lease=claims.Lease(leases, key))
+            run = _generate(settings, job, model, run_id, lease=lease)
         except BaseException:
-            leases.release([key])
+            lease.release()
             raise
         return WeekRun(run.outcome.timed(time.perf_counter() - t0), run.report)
 
@@ -222,15 +223,16 @@ def run_week_group(settings: Settings, jobs: list[WeekJob], run_id: str, *,
             if job.decision.action != "generate" or leases is None or not leases.holds(key) or llm:
                 out[i] = run_week(settings, job, run_id)
                 return
+            lease = claims.Lease(leases, key)
             try:
                 with held_calls(settings) as held:
                     report = _write_text(settings, job, model, run_id)
                     calls = held.take()
                     held.done()  # stored with the group's commit below (or written on their own if it fails)
             except BaseException:
-                leases.release([key])
+                lease.release()
                 raise
-            pending[i] = _Pending(job, report, claims.Lease(leases, key), calls, time.perf_counter() - t0)
+            pending[i] = _Pending(job, report, lease, calls, time.perf_counter() - t0)
         except Exception as exc:
             out[i] = exc
 
