@@ -13,8 +13,8 @@ Overhead = wall time − the flow's own duration (Prefect's flow run, start to e
 `chronicle runs` over 1,000 recorded runs (in-process and warm), against reading the same rows with duckdb; and
 `chronicle memory search` over the demo's memories, warm and without the runner. Why the runner stays: a read
 command that needs neither Prefect nor LanceDB (`runs`, `report list`, `weeks`) is ~0.5 s without it, but a flow
-command imports Prefect and the flows (~3 s) and a memory command imports LanceDB and loads the segmenter's
-dictionary (~2 s), which the runner has done once for every later command.
+command imports Prefect and the flows and a memory command imports LanceDB and loads the segmenter's dictionary
+(each ~2.2-2.6 s without the runner on this machine), which the runner has done once for every later command.
 """
 
 from __future__ import annotations
