@@ -253,8 +253,8 @@ class Settings(CheckedSettings):
     (`chronicle.weekly.grouping`): a 300-week backfill shows as a few dozen task runs, not 300."""
 
     backfill_spread: int = Field(default=0, ge=0)
-    """Lake topology: child runs (deployment `backfill-shard/backfill-shard`) a backfill starts on the work pool
-    to share its weeks with other workers; set it to the number of workers minus one (or more). Each week is
+    """Lake topology: child runs (deployment `backfill-shard/backfill-shard`) a backfill starts on the work pool,
+    each with a disjoint shard of its weeks; set it to the number of workers minus one (or more). Each week is
     still written once. 0 = every week in the backfill's own run (threads)."""
 
     chronicle_context_tokens: int = Field(default=32000, ge=500)

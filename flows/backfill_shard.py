@@ -1,7 +1,7 @@
 """Flow `backfill-shard`: one child run of a backfill spread over the work pool's workers.
 
 Started by `backfill-weeks` (never by hand) when `CHRONICLE_BACKFILL_SPREAD` is set, through the deployment
-`backfill-shard/backfill-shard`. It walks the backfill's weeks and writes those it takes first; its outcome
+`backfill-shard/backfill-shard`. It writes its shard of the backfill's weeks; its outcome
 rows go back to the parent, which publishes the backfill's one outcome table (tasks/fan_out/workers.py).
 """
 
@@ -24,24 +24,22 @@ def shard_run_name() -> str:
 
 
 @flow(name="backfill-shard", flow_run_name=shard_run_name, log_prints=False, **RUN_HOOKS)
-def backfill_shard(batch: str, weeks: dict[str, list[int]], participant: int, participants: int,
-                   force: bool = False, overwrite_edited: bool = False,
-                   max_workers: int = 0) -> list[WeekOutcome]:
-    """Write this run's share of a spread backfill: the weeks of `weeks` no other run of `batch` took first.
+def backfill_shard(batch: str, weeks: dict[str, list[int]], participant: int, force: bool = False,
+                   overwrite_edited: bool = False, max_workers: int = 0) -> list[WeekOutcome]:
+    """Write this run's shard of a spread backfill.
 
     Args:
         batch: The parent backfill's flow run id (names the batch's claims).
-        weeks: Project id -> ISO week numbers (YYYYWW) of the whole backfill.
-        participant: This run's number in the batch (the parent is 0).
-        participants: How many runs share the batch, the parent included.
+        weeks: Project id -> ISO week numbers (YYYYWW) of this run's shard.
+        participant: This run's shard's number in the batch (the parent's is 0).
         force: As the parent's `force`: regenerate current reports too.
         overwrite_edited: As the parent's `overwrite_edited`.
         max_workers: Weeks in flight at once in this run; 0 = the backfill_max_workers setting.
     """
     settings = load_settings()
-    params = {"batch": batch, "participant": participant, "participants": participants, "force": force,
+    params = {"batch": batch, "participant": participant, "force": force,
               "overwrite_edited": overwrite_edited, "max_workers": max_workers,
               "weeks": sum(len(numbers) for numbers in weeks.values())}
     with tracked_run(settings, "backfill-shard", params) as counts:
-        return shard(settings, batch, weeks, participant, participants, title=flow_run.name or "backfill-shard",
+        return shard(settings, batch, weeks, participant, title=flow_run.name or "backfill-shard",
                      force=force, overwrite_edited=overwrite_edited, max_workers=max_workers, counts=counts)

@@ -154,6 +154,12 @@ def writers_of(conn: duckdb.DuckDBPyConnection, keys: list[tuple[str, int]]) -> 
               "JOIN {keys} ON r.project_id = k.p AND r.week_number = k.w", keys)}
 
 
+def count_written_by(conn: duckdb.DuckDBPyConnection, run_ids: list[str]) -> int:
+    """How many current reports these flow runs wrote."""
+    return conn.execute("SELECT count(*) FROM weekly_reports WHERE list_contains(?, flow_run_id)",
+                        [run_ids]).fetchone()[0]
+
+
 def guard_keys(project_ids: Iterable[str]) -> list[str]:
     """Claim keys for writing reports of these projects: versions and the one-row-per-week rule need
     writers of one project to take turns in the lake (the embedded file lock already does that)."""

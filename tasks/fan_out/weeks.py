@@ -52,7 +52,7 @@ def run_label(project_id: str | None) -> str:
 class Progress:
     """Progress for the CLI on every week, for the Prefect progress artifact at most once a second.
 
-    `count` (optional) recounts the weeks done from elsewhere (a spread backfill's other runs) instead of
+    `count` (optional) recounts the weeks done (a spread backfill's, its child runs' included) instead of
     counting this run's own steps.
     """
 
@@ -91,22 +91,19 @@ def _tasks_in_process() -> bool:
 
 def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int | None, planned_at: datetime,
               on_done: Callable[[WeekOutcome], None] | None = None,
-              take: Callable[[list[WeekJob]], list[WeekJob]] | None = None,
               on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
     """Run weeks as concurrent tasks (at most `max_workers` in flight), in order; one outcome row per week run.
 
     The weeks to write are leased first (their cache keys, services/week_claims.py), in one round trip.
-    `take(weeks)`, when given (a spread backfill), is asked for the next `max_workers` weeks whenever this
-    run has none left in hand, and returns those this run gets; the others are skipped without a task or
-    a row (another run has them). `planned_at`: when the weeks' inputs were read. `on_start()`, when given, is
+    `planned_at`: when the weeks' inputs were read. `on_start()`, when given, is
     called once the first task runs are submitted (the LLM slots held), or when there is nothing to submit.
     """
-    todo = deque(work)
+    in_hand = deque(work)
     rows: list[WeekOutcome] = []
     # Four weeks per LLM slot: a week waits for its report's commit (group-committed, serialised) after its
     # call; with two per slot a slow write window left slots idle (bench/backfill at 500 ms).
     workers = max(1, max_workers or settings.backfill_max_workers or 4 * settings.llm_concurrency)
-    llm_weeks = sum(1 for job in todo if job.input.entries)
+    llm_weeks = sum(1 for job in in_hand if job.input.entries)
     # The offline engine and empty weeks take no LLM slot; tasks in other processes (Dask) take their own.
     in_process = _tasks_in_process()
     wrap = quote if in_process else (lambda value: value)
@@ -117,27 +114,14 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
     finished: queue.Queue[tuple[PrefectFuture[Any], list[tuple[str, IsoWeek, int]], float]] = queue.Queue()
     in_flight = 0
     model = engine_model(settings)
-    in_hand: deque[WeekJob] = deque()
-    leased: set[tuple[str, int]] = set()
-    answered: dict[tuple[str, int], WeekOutcome] = {}
     # Weeks per task run: the orchestration (task run, events, write window) is paid per group of weeks.
-    group, threads, groups_in_flight = grouping(len(todo), workers, settings.weeks_per_task)
+    group, threads, groups_in_flight = grouping(len(in_hand), workers, settings.weeks_per_task)
     if settings.offline_llm or not llm_weeks:
         # Offline and empty weeks are pure Python (the GIL): threads inside a group only take turns, and
         # each round of them is a barrier. One thread per group; the groups in flight overlap the commits.
         threads = 1
-    cards = len(todo) <= REPORT_CARDS_MAX
+    cards = len(in_hand) <= REPORT_CARDS_MAX
     submitted = 0
-
-    def refill() -> None:
-        batch = [todo.popleft() for _ in range(min(len(todo), group if take is not None else len(todo)))]
-        if take is not None:
-            batch = take(batch)
-        if leases is not None and batch:
-            got, reused = lease_weeks(settings, leases, batch, model, planned_at=planned_at)
-            leased.update(got)
-            answered.update(reused)
-        in_hand.extend(batch)
 
     def done(row: WeekOutcome) -> None:
         rows.append(row)
@@ -151,11 +135,10 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
             call()
 
     with gate, leasing as leases:
-        while todo or in_hand or in_flight:
-            while in_flight < groups_in_flight and (in_hand or todo):
-                if not in_hand:
-                    refill()
-                    continue
+        leased, answered = (lease_weeks(settings, leases, list(in_hand), model, planned_at=planned_at)
+                            if leases is not None and in_hand else (set(), {}))
+        while in_hand or in_flight:
+            while in_flight < groups_in_flight and in_hand:
                 # The run's first group is half a group: the groups in flight then end half a group apart, so
                 # one is mid-way (its threads filling the LLM slots) while the next starts after the other. Of
                 # equal size they ran in lockstep and every slot went idle at each hand-over.

@@ -1,0 +1,72 @@
+"""A spread backfill: disjoint shards, each owned by one run, and each week credited to the run that wrote it,
+even a child killed before it reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chronicle.services import shards
+from chronicle.services.weekly import plan_project, plan_week, run_week
+
+from chronicle.settings import Settings
+from chronicle.weekly.outcome import WeekOutcome
+
+
+def test_weeks_a_killed_child_wrote_are_the_childs_not_cached(trial: Path) -> None:
+    from chronicle.tasks.fan_out.workers import _credit_children
+
+    settings = Settings()
+    plan = plan_project(settings, "XH201")
+    weeks = [job.week for job in plan.to_run[:10]]
+    # The child (run "child-run") wrote the first 8 weeks, then was killed before publishing its rows.
+    for week in weeks[:8]:
+        run_week(settings, plan_week(settings, "XH201", week), "child-run")
+    # The parent's sweep then ran all 10: 8 found current (cached), 2 written by the parent itself.
+    swept = [WeekOutcome("XH201", w.number, "cached", "offline-extractive", 3) for w in weeks[:8]]
+    swept += [run_week(settings, plan_week(settings, "XH201", w), "parent-run").outcome for w in weeks[8:]]
+    # The operator's progress bar counts the weeks a running child has written.
+    assert shards.written_count(settings, ["child-run"]) == 8 and shards.written_count(settings, ["x"]) == 0
+    assert shards.written_count(settings, ["child-run", "parent-run"]) == 10
+    theirs, mine = _credit_children(settings, swept, {"child-run"})
+    assert sorted(r.week_number for r in theirs) == sorted(w.number for w in weeks[:8])
+    assert {r.outcome for r in theirs} <= {"generated", "empty"} and "cached" not in {r.outcome for r in theirs}
+    assert [r.week_number for r in mine] == [w.number for w in weeks[8:]]
+    # A week a run of its own (not a child) left current stays cached.
+    theirs, mine = _credit_children(settings, swept[:8], {"another-child"})
+    assert theirs == [] and {r.outcome for r in mine} == {"cached"}
+
+
+def test_a_small_offline_backfill_is_not_spread(trial: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings()
+    assert settings.offline_llm
+    assert not shards.worth_spreading(settings, 20)
+    assert shards.worth_spreading(settings, shards.SPREAD_MIN_OFFLINE_WEEKS)
+    monkeypatch.setenv("LLM_URL", "http://127.0.0.1:9/v1")
+    assert shards.worth_spreading(Settings(), 2)  # LLM weeks cost seconds: two already pay
+
+
+def test_shards_are_disjoint_contiguous_and_cover_every_week() -> None:
+    weeks = [("A", w) for w in range(202501, 202553)] + [("B", w) for w in range(202501, 202511)]
+    for parts in (1, 2, 3, 5, 61, 62, 70):
+        cut = shards.cut(weeks, parts)
+        assert len(cut) == parts and [item for part in cut for item in part] == weeks  # in order, each once
+        sizes = [len(part) for part in cut]
+        assert max(sizes) - min(sizes) <= 1, sizes
+    assert shards.cut([], 3) == [[], [], []]
+
+
+def test_a_shard_is_owned_by_the_first_run_that_takes_it(trial: Path) -> None:
+    """The child takes its shard when it starts; the parent, done with its own, takes the shard of a child that
+    has not started — and then the child, starting late, ends at once. A child that started and went silent
+    keeps its shard (the parent treats it as dead: Crashed, its weeks credited to it)."""
+    settings = Settings()
+    assert shards.own_shard(settings, "batch-1", 1, 1)  # the child first
+    assert shards.own_shard(settings, "batch-1", 1, 1)  # a retry of the same child run keeps it
+    assert not shards.own_shard(settings, "batch-1", 1, 0)  # so the parent knows it started
+    assert shards.own_shard(settings, "batch-1", 2, 0)  # the parent first
+    assert not shards.own_shard(settings, "batch-1", 2, 2)  # the late child ends without planning
+    assert shards.own_shard(settings, "batch-2", 2, 2)  # another batch's shards are its own
+    assert not shards.is_alive(settings, "batch-1", 1)
+    with shards.alive(settings, "batch-1", 1):
+        assert shards.is_alive(settings, "batch-1", 1) and not shards.is_alive(settings, "batch-1", 2)
+    assert not shards.is_alive(settings, "batch-1", 1)
