@@ -10,6 +10,11 @@ at the slowest of four rates:
     commits  = 1000 / commit_ms                                       (one writer at a time per catalog)
     llm      = llm_concurrency / (calls_per_week x latency_s)        (the endpoint's limit)
 
+With several workers a backfill is cut into disjoint shards, one child run per worker, and each child starts
+`child_start_s` after the backfill does: the time with n workers is child_start_s + weeks / rate(n), so spreading
+pays from weeks = child_start_s / (1 / rate(1) - 1 / rate(n)) on — and never when a shared part (the API server,
+the commits, the LLM endpoint) already limits one worker.
+
 The per-week figures default to the README's measured ones (bench/backfill, bench/scale); pass your own,
 or `--from-bench` to read bench/out/backfill.json. Usage::
 
@@ -45,6 +50,9 @@ class Costs:
     """0 = the offline engine (no LLM limit)."""
     calls_per_week: float = 1.0
     latency_s: float = 0.0
+    child_start_s: float = 25.0
+    """A child run's start-up when a backfill is spread (the worker's poll, a new process, imports): 16-31 s
+    measured on the 2-core development host (bench/scale, tests/lake)."""
 
 
 def rates(c: Costs, workers: int) -> dict[str, float]:
@@ -57,15 +65,24 @@ def rates(c: Costs, workers: int) -> dict[str, float]:
     return out
 
 
+def pays_from(c: Costs, workers: int) -> float | None:
+    """The backfill size (weeks) from which spreading it over `workers` is faster than one worker; None: never."""
+    one, many = min(rates(c, 1).values()), min(rates(c, workers).values())
+    return c.child_start_s / (1 / one - 1 / many) if many > one else None
+
+
 def table(c: Costs, weeks: int, workers: tuple[int, ...] = WORKERS) -> list[dict[str, str]]:
     rows = []
     for n in workers:
         r = rates(c, n)
         limit = min(r, key=lambda k: r[k])
-        seconds = weeks / r[limit]
+        seconds = weeks / r[limit] + (c.child_start_s if n > 1 else 0.0)
+        threshold = pays_from(c, n) if n > 1 else None
+        pays = "—" if n == 1 else "never" if threshold is None else f"{threshold:,.0f} weeks"
         rows.append({"workers": str(n), "weeks/s": f"{r[limit]:.0f}", "time": _duration(seconds),
                      "bottleneck": limit,
-                     "next": min((k for k in r if k != limit), key=lambda k: r[k])})
+                     "next": min((k for k in r if k != limit), key=lambda k: r[k]),
+                     "spread pays from": pays})
     return rows
 
 

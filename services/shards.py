@@ -35,13 +35,12 @@ Weeks = dict[str, list[int]]
 """A shard's weeks: project -> ISO week numbers (a flow-run parameter, so plain JSON)."""
 
 SPREAD_MIN_OFFLINE_WEEKS = 1500
-"""An offline-engine backfill smaller than this is not spread. Measured (bench/scale, 2 cores): a child run
-starts 16-31 s after it is created (the worker's poll, a new process, Prefect's and Chronicle's imports; load
-8-20), and one worker writes ~36 offline weeks/s on the lake (312 weeks in ~9 s at load 11-16, since a group's
-weeks share one write window). A 312-week backfill was done before its child left `Submitting`, and the spread
-run took 1.8x as long as one worker (the child's start-up CPU on the same cores): a child only pays when one
-worker needs clearly longer than that start-up, ~2 x 20 s of weeks. With an LLM every week costs seconds, and
-spreading two weeks already pays (docs/deploy.md, "Many workers")."""
+"""An offline-engine backfill smaller than this is not spread. A child run starts 16-31 s after it is created
+(the worker's poll, a new process, Prefect's and Chronicle's imports; bench/scale, 2 cores, load 8-20), and one
+worker writes ~36 offline weeks/s on the lake: a child only pays when one worker needs clearly longer than that
+start-up (scripts/capacity.py: from ~2,500 weeks with one child, ~1,550 with many). LLM weeks are spread from two
+on: whether that pays depends on the endpoint, which the operator knows — only when one worker cannot fill the
+`llm` limit (docs/deploy.md, "Many workers")."""
 
 
 def worth_spreading(settings: Settings, weeks: int) -> bool:
