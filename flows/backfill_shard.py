@@ -2,13 +2,13 @@
 
 Started by `backfill-weeks` (never by hand) when `CHRONICLE_BACKFILL_SPREAD` is set, through the deployment
 `backfill-shard/backfill-shard`. It writes its shard of the backfill's weeks; its outcome
-rows go back to the parent, which publishes the backfill's one outcome table (tasks/fan_out/workers.py).
+rows go back to the parent, which publishes the backfill's one outcome table (tasks/spread.py).
 """
 
 from __future__ import annotations
 
 from chronicle.services.run_tracking import RUN_HOOKS, tracked_run
-from chronicle.tasks.fan_out.workers import shard
+from chronicle.tasks.spread import shard
 from prefect import flow
 from prefect.runtime import flow_run
 

@@ -14,8 +14,8 @@ from chronicle.services.param_checks import backfill_scope
 from chronicle.services.run_tracking import publish_after, refused, tracked_run
 from chronicle.services.weekly import plan_project
 from chronicle.tasks.analytics import publish_charts
-from chronicle.tasks.fan_out.weeks import run_label
-from chronicle.tasks.fan_out.workers import backfill_fan_out
+from chronicle.tasks.spread import spread_backfill
+from chronicle.tasks.weekly import fan_out, run_label
 from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
@@ -77,11 +77,13 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
                 if not charts:
                     charts.append(publish_charts.submit(settings, scope.projects))
 
+            fan = {"key": f"backfill-{run_label(project_id)}", "title": flow_run.name or "backfill",
+                   "max_workers": max_workers, "counts": run, "on_start": start_charts}
             try:
-                rows = backfill_fan_out(settings, plans, key=f"backfill-{run_label(project_id)}",
-                                        title=flow_run.name or "backfill", force=force,
-                                        overwrite_edited=overwrite_edited, max_workers=max_workers, counts=run,
-                                        on_start=start_charts)
+                if settings.backfill_spread:  # the lake's workers share the weeks (tasks/spread.py)
+                    rows = spread_backfill(settings, plans, force=force, overwrite_edited=overwrite_edited, **fan)
+                else:
+                    rows = fan_out(settings, plans, **fan)
             finally:
                 start_charts()  # a fan-out that failed before its first task run still publishes the charts
             where = scope.describe() if scope.projects else "any project (nothing ingested yet)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from chronicle.services.param_checks import one_week
 from chronicle.services.run_tracking import RUN_HOOKS, refused, tracked_run
 from chronicle.services.weekly import plan_project
-from chronicle.tasks.fan_out.weeks import fan_out, run_label
+from chronicle.tasks.weekly import fan_out, run_label
 from prefect import flow
 from prefect.runtime import flow_run
 from prefect.states import Completed

@@ -8,7 +8,7 @@ from chronicle.services.param_checks import weekly_scope
 from chronicle.services.run_tracking import RUN_HOOKS, publish_after, refused, tracked_run
 from chronicle.services.weekly import plan_project
 from chronicle.tasks.analytics import publish_charts
-from chronicle.tasks.fan_out.weeks import fan_out
+from chronicle.tasks.weekly import fan_out
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.states import Completed

@@ -1,4 +1,6 @@
-"""Weekly-report tasks: a group of weeks as a Prefect task, and a report as a Markdown artifact.
+"""The weekly fan-out: weeks planned by `services/weekly.py` run as groups in the `summarize-weeks` task, a few
+groups in flight at once, and the run's progress bar, outcome table and summary published. Shared by the
+backfill, weekly and single-week flows (it lives with the tasks so that flows never import each other).
 
 No `retries=` here: the only network is the LLM, and `ChatClient` (behind `chronicle.services.llm_gate`) is the
 one retry layer (exponential backoff + jitter, Retry-After); stacking Prefect retries would multiply
@@ -9,24 +11,44 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import queue
+import shlex
 import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import nullcontext
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
-from chronicle.services.llm_gate import redactor_for
-from chronicle.services.run_tracking import current_flow_run_id
-from chronicle.services.weekly import run_week_group
+from chronicle.services.llm_gate import redactor_for, reserve_llm
+from chronicle.services.run_tracking import current_flow_run_id, run_notes
+from chronicle.services.week_claims import fan_out_leases, lease_weeks
+from chronicle.services.weekly import ProjectPlan, run_week_group
 from prefect import get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
 from prefect.cache_policies import NO_CACHE
+from prefect.context import FlowRunContext
+from prefect.futures import PrefectFuture
 from prefect.states import Failed
+from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from chronicle.names import bounded_label, bounded_name
+from chronicle.progress import report
 from chronicle.settings import Settings
-from chronicle.weekly.engine import WeekJob
+from chronicle.weekly.engine import WeekJob, engine_model
+from chronicle.weekly.grouping import grouping
 from chronicle.weekly.model import WeekReport
-from chronicle.weekly.outcome import GroupFailedError, WeekOutcome
-from chronicle.weekly.report_md import report_markdown
+from chronicle.weekly.outcome import GroupFailedError, WeekOutcome, WeeksFailedError, failed, outcome_counts
+from chronicle.weekly.report_md import outcome_markdown, report_markdown
 from chronicle.weeks import IsoWeek
 
 _log = logging.getLogger("chronicle.weekly")
@@ -116,3 +138,229 @@ def summarize_weeks_task(settings: Settings, jobs: list[WeekJob], cards: bool = 
     error = GroupFailedError(out, redactor_for(settings).redact(f"{type(errors[0]).__name__}: {errors[0]}"))
     get_run_logger().error("%s", error)
     return Failed(message=str(error)[:1000], data=error)
+
+
+REPORT_CARDS_MAX = 8
+"""A run of at most this many weeks also shows each new report as its own Markdown artifact; a longer one
+shows its weeks in its one outcome table (`chronicle report show PROJECT WEEK` one click away), not as
+hundreds of unordered cards."""
+
+
+def run_label(project_id: str | None) -> str:
+    return artifact_key("x", project_id or "all")[2:]
+
+
+class Progress:
+    """Progress for the CLI on every week, for the Prefect progress artifact at most once a second.
+
+    `count` (optional) recounts the weeks done (a spread backfill's, its child runs' included) instead of
+    counting this run's own steps.
+    """
+
+    def __init__(self, key: str | None, total: int, done: int, *, description: str = "weeks done in this run",
+                 count: Callable[[], int] | None = None) -> None:
+        self.total, self.done, self._last = total, done, 0.0
+        self._base, self._count = done, count
+        self._artifact = create_progress_artifact(progress=self._pct(), key=f"{key}-progress" if key else None,
+                                                   description=description)
+        report("weekly", done, total)
+
+    def _pct(self) -> float:
+        return min(100.0, 100.0 * self.done / self.total) if self.total else 100.0
+
+    def step(self, n: int = 1) -> None:
+        if self._count is None:
+            self.done += n
+        self.refresh(force=self._count is None and self.done >= self.total)
+
+    def refresh(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < 1.0:
+            return
+        self._last = now
+        if self._count is not None:
+            self.done = min(self.total, self._base + self._count())
+        report("weekly", self.done, self.total)
+        update_progress_artifact(artifact_id=self._artifact, progress=self._pct())
+
+
+def _tasks_in_process() -> bool:
+    """Whether submitted tasks run in this process's threads (and so can share its slot reservation)."""
+    ctx = FlowRunContext.get()
+    return ctx is None or isinstance(ctx.task_runner, ThreadPoolTaskRunner)
+
+
+def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int | None, planned_at: datetime,
+              on_done: Callable[[WeekOutcome], None] | None = None,
+              on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
+    """Run weeks as concurrent tasks (at most `max_workers` in flight), in order; one outcome row per week run.
+
+    The weeks to write are leased first (their cache keys, services/week_claims.py), in one round trip.
+    `planned_at`: when the weeks' inputs were read. `on_start()`, when given, is
+    called once the first task runs are submitted (the LLM slots held), or when there is nothing to submit.
+    """
+    in_hand = deque(work)
+    rows: list[WeekOutcome] = []
+    # Four weeks per LLM slot: a week waits for its report's commit (group-committed, serialised) after its
+    # call; with two per slot a slow write window left slots idle (bench/backfill at 500 ms).
+    workers = max(1, max_workers or settings.backfill_max_workers or 4 * settings.llm_concurrency)
+    llm_weeks = sum(1 for job in in_hand if job.input.entries)
+    # The offline engine and empty weeks take no LLM slot; tasks in other processes (Dask) take their own.
+    in_process = _tasks_in_process()
+    wrap = quote if in_process else (lambda value: value)
+    reserve = llm_weeks and not settings.offline_llm and in_process
+    gate = reserve_llm(settings, min(workers, llm_weeks)) if reserve else nullcontext()
+    # Tasks in other processes cannot see this process's leases: they claim their week themselves.
+    leasing = fan_out_leases(settings) if in_process else nullcontext()
+    finished: queue.Queue[tuple[PrefectFuture[Any], list[tuple[str, IsoWeek, int]], float]] = queue.Queue()
+    in_flight = 0
+    model = engine_model(settings)
+    # Weeks per task run: the orchestration (task run, events, write window) is paid per group of weeks.
+    group, threads, groups_in_flight = grouping(len(in_hand), workers, settings.weeks_per_task)
+    if settings.offline_llm or not llm_weeks:
+        # Offline and empty weeks are pure Python (the GIL): threads inside a group only take turns, and
+        # each round of them is a barrier. One thread per group; the groups in flight overlap the commits.
+        threads = 1
+    cards = len(in_hand) <= REPORT_CARDS_MAX
+    submitted = 0
+
+    def done(row: WeekOutcome) -> None:
+        rows.append(row)
+        if on_done is not None:
+            on_done(row)
+
+    def notify() -> None:
+        nonlocal on_start
+        if on_start is not None:
+            call, on_start = on_start, None
+            call()
+
+    with gate, leasing as leases:
+        leased, answered = (lease_weeks(settings, leases, list(in_hand), model, planned_at=planned_at)
+                            if leases is not None and in_hand else (set(), {}))
+        while in_hand or in_flight:
+            while in_flight < groups_in_flight and in_hand:
+                # The run's first group is half a group: the groups in flight then end half a group apart, so
+                # one is mid-way (its threads filling the LLM slots) while the next starts after the other. Of
+                # equal size they ran in lockstep and every slot went idle at each hand-over.
+                size = max(1, group // 2) if submitted == 0 and groups_in_flight > 1 else group
+                submitted += 1
+                jobs = _next_group(in_hand, size, answered, leased, leases.owner if leases is not None else None,
+                                   done)
+                if not jobs:
+                    continue
+                t0 = time.perf_counter()
+                # quote(): Prefect would otherwise walk every entry of every week's input twice per task run
+                # (looking for futures to wait on; there are none), ~a tenth of a week's worker CPU. In threads
+                # only: the Dask runner ships the annotation as it is and the task got a tuple, not its settings.
+                future = summarize_weeks_task.submit(wrap(settings), wrap(jobs), cards, threads)
+                info = [(job.project_id, job.week, len(job.input.entries)) for job in jobs]
+                future.add_done_callback(lambda f, info=info, t0=t0: finished.put((f, info, t0)))
+                in_flight += 1
+            if not in_flight:
+                continue
+            notify()
+            future, info, t0 = finished.get()
+            in_flight -= 1
+            for row in _group_rows(settings, future, info, t0):
+                done(row)
+    notify()
+    artifacts.drain()  # the per-week Markdown artifacts are published in the background
+    return rows
+
+
+def _next_group(in_hand: deque[WeekJob], size: int, answered: dict[tuple[str, int], WeekOutcome],
+                leased: set[tuple[str, int]], owner: str | None,
+                done: Callable[[WeekOutcome], None]) -> list[WeekJob]:
+    """Up to `size` weeks from `in_hand` for the next task run; a week another run wrote since the plan is
+    `done` with its row instead, and a week this fan-out leased carries its lease `owner`."""
+    jobs: list[WeekJob] = []
+    while in_hand and len(jobs) < size:
+        job = in_hand.popleft()
+        at = (job.project_id, job.week.number)
+        if at in answered:
+            done(answered.pop(at))
+            continue
+        jobs.append(replace(job, lease_owner=owner) if owner is not None and at in leased else job)
+    return jobs
+
+
+def _group_rows(settings: Settings, future: PrefectFuture[Any], info: list[tuple[str, IsoWeek, int]],
+                t0: float) -> list[WeekOutcome]:
+    """One outcome row per week of a finished group task: its own row, or a failed row whose message is
+    redacted (it lands in the outcome artifact, pipeline_runs and the CLI, like everything shown)."""
+    try:
+        results = future.result()
+    except GroupFailedError as exc:  # some weeks failed: the task run is Failed, the others' rows stand
+        results = exc.results
+    except Exception as exc:  # the group's task itself failed: every week of it failed
+        results = [exc] * len(info)
+    rows = []
+    for (project_id, week, n), result in zip(info, results, strict=True):
+        if isinstance(result, BaseException):
+            row = failed(project_id, week, n, result, time.perf_counter() - t0)
+            result = replace(row, message=redactor_for(settings).redact(row.message or ""))
+        rows.append(result)
+    return rows
+
+
+def outcome_row(row: WeekOutcome) -> dict[str, Any]:
+    """A row of the run's outcome table, with the command that shows the week's report."""
+    week = IsoWeek.from_number(row.week_number)
+    shown = f"chronicle report show -p {shlex.quote(row.project)} -w {week.year}-W{week.week:02d}"
+    return row.table_row() | {"report": shown}
+
+
+def publish_outcome(rows: list[WeekOutcome], *, key: str | None, title: str, counts: dict[str, Any],
+                    table: Callable[[WeekOutcome], dict[str, Any]] = outcome_row) -> list[WeekOutcome]:
+    """Sort the rows, count them into `counts`, publish the outcome table and summary; raise
+    `WeeksFailedError` if any week failed."""
+    rows.sort(key=lambda r: (r.project, r.week_number))
+    outcomes = outcome_counts(rows)
+    counts.update(weeks=len(rows), outcomes=outcomes, llm_calls=sum(r.llm_calls for r in rows),
+                  needs_review=sum(1 for r in rows if r.needs_review),
+                  # kept with the run row: the desk's grid shows these weeks as failed until a report lands
+                  failed_weeks=[[r.project, r.week_number] for r in rows if r.outcome == "failed"])
+    create_table_artifact(table=[table(r) for r in rows], key=key, description=f"{title}: outcome per week")
+    create_markdown_artifact(markdown=outcome_markdown(title, rows, run_notes()), key=f"{key}-summary" if key else None,
+                             description=f"{title}: failures and weeks needing review")
+    if outcomes.get("failed"):
+        raise WeeksFailedError(rows)
+    return rows
+
+
+_cleaned: set[tuple[str, int]] = set()
+
+
+def own_artifacts() -> None:
+    """A retried run (the UI's Retry runs the same flow run again) starts without its earlier attempts'
+    artifacts: its outcome table, summary, progress and report cards are this attempt's, not mixed with the
+    first one's (whose failures this attempt may have fixed). Once per attempt; a first attempt has none."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+    from prefect.runtime import flow_run
+
+    run_id, attempt = flow_run.get_id(), flow_run.get_run_count()
+    if not run_id or attempt <= 1 or (run_id, attempt) in _cleaned:
+        return
+    _cleaned.add((run_id, attempt))
+    with get_client(sync_client=True) as client:
+        for artifact in client.read_artifacts(artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(run_id)]))):
+            client.delete_artifact(artifact.id)
+
+
+def fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, title: str, max_workers: int | None,
+            counts: dict[str, Any], on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
+    """Run the planned weeks as concurrent tasks (at most `max_workers` in flight), publish the
+    outcome table, and raise `WeeksFailedError` if any week failed. `on_start`: as in `run_weeks`."""
+    own_artifacts()
+    rows = [row for plan in plans for row in plan.done]
+    work = [job for plan in plans for job in plan.to_run]
+    progress = Progress(key, len(rows) + len(work), len(rows))
+    planned_at = min((plan.planned_at for plan in plans), default=datetime.now(UTC))
+    rows += run_weeks(settings, work, max_workers=max_workers, planned_at=planned_at,
+                      on_done=lambda _row: progress.step(), on_start=on_start)
+    return publish_outcome(rows, key=key, title=title, counts=counts)

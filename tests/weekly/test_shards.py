@@ -13,7 +13,7 @@ from chronicle.weekly.outcome import WeekOutcome
 
 
 def test_weeks_a_killed_child_wrote_are_the_childs_not_cached(trial: Path) -> None:
-    from chronicle.tasks.fan_out.workers import _credit_children
+    from chronicle.tasks.spread import _credit_children
 
     settings = Settings()
     plan = plan_project(settings, "XH201")

@@ -25,7 +25,7 @@ from uuid import UUID
 from chronicle.services import shards
 from chronicle.services.run_tracking import current_flow_run_id
 from chronicle.services.weekly import ProjectPlan, plan_project
-from chronicle.tasks.fan_out.weeks import Progress, fan_out, own_artifacts, publish_outcome, run_weeks
+from chronicle.tasks.weekly import Progress, fan_out, own_artifacts, publish_outcome, run_weeks
 
 from chronicle.settings import Settings
 from chronicle.weekly.engine import WeekJob
@@ -79,11 +79,11 @@ def shard(settings: Settings, batch: str, weeks: shards.Weeks, participant: int,
         return publish_outcome(rows, key=None, title=title, counts=counts, table=WeekOutcome.as_dict)
 
 
-def backfill_fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, title: str, force: bool,
+def spread_backfill(settings: Settings, plans: list[ProjectPlan], *, key: str, title: str, force: bool,
                      overwrite_edited: bool, max_workers: int | None, counts: dict[str, Any],
                      on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
-    """`fan_out`, or with `backfill_spread` set (lake topology) the same spread over child runs. `on_start()` (once):
-    when the first weeks' task runs are submitted (`run_weeks`), or before a spread run starts its children."""
+    """`fan_out` spread over child runs (lake topology), or `fan_out` itself when spreading cannot work or does not
+    pay. `on_start()` (once): when the first weeks' task runs are submitted, or before the children start."""
     own_artifacts()
     work = sorted((job for plan in plans for job in plan.to_run), key=lambda job: (job.project_id, job.week.number))
     children = _children_wanted(settings, len(work))
