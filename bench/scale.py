@@ -15,6 +15,12 @@ PostgreSQL, moto, workers and their flow runs) are recorded per configuration: t
 went. The child run's start-up (created -> running: the worker's poll, a process, imports) is inside the
 parent's duration, and recorded per sample (`children[].start_up_s`). Goals: lake-2 / lake-1 throughput >= 1.8x
 (issue 20); lake-1 time <= 1.3x embedded-1 (issue 11).
+
+Two cores cannot show what a second HOST gives CPU-bound weeks: two workers here share the cores. `--latency-ms L
+--max-workers 1` simulates hosts instead: every week is a model call of L ms (the fake endpoint, in this process)
+and each run writes one week at a time, so a worker is a serial host whose per-week cost is L and spends no CPU
+waiting. The spread should then approach child start-up + one shard (scripts/capacity.py); the figures go to
+`bench/out/scale-hosts.json` (the offline ones to scale.json).
 """
 
 from __future__ import annotations
@@ -66,13 +72,14 @@ def _insert(env: dict[str, str], home: Path, weeks: int) -> None:
         lake.close_sessions()
 
 
-def _run(queue: str, timeout: float) -> dict[str, Any]:
+def _run(queue: str, timeout: float, max_workers: int = 0) -> dict[str, Any]:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
     from prefect.deployments import run_deployment
 
     t0 = time.perf_counter()
-    run = run_deployment(DEPLOYMENT, parameters={"project_id": PROJECT, "force": True}, timeout=timeout,
+    run = run_deployment(DEPLOYMENT, parameters={"project_id": PROJECT, "force": True, "max_workers": max_workers},
+                         timeout=timeout,
                          poll_interval=1, work_queue_name=queue)
     wall = time.perf_counter() - t0
     with get_client(sync_client=True) as client:
@@ -100,6 +107,9 @@ def main() -> None:
     parser.add_argument("--weeks", type=int, default=120)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--latency-ms", type=float, default=0.0,
+                        help="simulate hosts: each week is a model call of this many ms (0: the offline engine)")
+    parser.add_argument("--max-workers", type=int, default=0, help="weeks in flight per run (0: the setting)")
     args = parser.parse_args()
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
@@ -127,6 +137,8 @@ def main() -> None:
         os.environ["PREFECT_API_URL"] = server.api_url
         lake = lake_env(pg, s3, "lake_scale")
         base = prefect_env(PREFECT_API_URL=server.api_url, PREFECT_LOGGING_LEVEL="WARNING")
+        if args.latency_ms > 0:
+            base["LLM_URL"] = stack.enter_context(_slow_model(args.latency_ms / 1000)).base_url
         admin = {**base, **lake, "CHRONICLE_HOME": str(root / "admin")}
         deploy_all(admin, REPO)
         from prefect.client.orchestration import get_client
@@ -150,13 +162,13 @@ def main() -> None:
         }
         services = {"prefect-server": server.proc.pid, "postgres": pg.pid(), "moto": s3.pid}
         for config in CONFIGS:  # warm-up: caches, first lake attach, compiled regexes in a fresh run
-            _run(QUEUES[config], args.timeout)
+            _run(QUEUES[config], args.timeout, args.max_workers)
         for rep in range(args.reps):
             for config in CONFIGS:
                 before = {name: cpu_seconds(pid) for name, pid in services.items()}
                 before["workers"] = sum(cpu_seconds(w.proc.pid) for w in workers[config])
                 loads.append(os.getloadavg()[0])
-                sample = _run(QUEUES[config], args.timeout)
+                sample = _run(QUEUES[config], args.timeout, args.max_workers)
                 after = {name: cpu_seconds(pid) for name, pid in services.items()}
                 after["workers"] = sum(cpu_seconds(w.proc.pid) for w in workers[config])
                 sample["cpu_s"] = {k: round(after[k] - before[k], 2) for k in after}
@@ -180,12 +192,32 @@ def main() -> None:
              "cpu_s_per_run": cpu, "cpu_ms_per_week": per_week_ms,
              "load_avg_1m": loads, "load_avg_1m_median": statistics.median(loads),
              "cores": os.cpu_count()}
+    if args.latency_ms > 0:
+        extra |= {"latency_ms": args.latency_ms, "max_workers": args.max_workers}
+        result("scale-hosts", measure=f"{args.weeks}-week backfill, {args.latency_ms:.0f} ms a week, "
+               f"{args.max_workers or 'default'} week(s) in flight per run (lake): 2 workers vs 1",
+               ours=throughput["lake-2"], baseline=throughput["lake-1"], baseline_name="1 worker, same lake",
+               unit="weeks/s", goal="2 workers faster than 1", ok=speedup > 1.0, extra=extra)
+        return
     result("scale", measure=f"{args.weeks}-week offline backfill through the work pool (lake): 2 workers vs 1",
            ours=throughput["lake-2"], baseline=throughput["lake-1"], baseline_name="1 worker, same lake",
            unit="weeks/s", goal="2 workers >= 1.8x 1 worker", ok=speedup >= 1.8, extra=extra)
     result("scale-lake", measure=f"{args.weeks}-week offline backfill, 1 worker: lake vs embedded file",
            ours=median["lake-1"], baseline=median["embedded-1"], baseline_name="1 worker, embedded DuckDB",
            unit="s", goal="lake <= 1.3x embedded", ok=lake_cost <= 1.3, extra=extra)
+
+
+def _slow_model(latency_s: float) -> Any:
+    """The fake endpoint answering every week after `latency_s` (a sleep: no CPU), with a report citing E1."""
+    from tests.fakellm import FakeLLMServer
+
+    def answer(_request: dict) -> str:
+        time.sleep(latency_s)
+        return "## 本周要点\n\n- 项目按计划推进，详见流水账 [E1]。\n"
+
+    server = FakeLLMServer()
+    server.responder = answer
+    return server
 
 
 class _stopping:
