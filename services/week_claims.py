@@ -64,8 +64,7 @@ def answer_from(current: StoredReport | None, job: WeekJob, model: str) -> WeekO
     again = decide(current, week, model, overwrite_edited=job.overwrite_edited)
     if again.action == "generate":
         return None
-    outcome = "cached" if again.action == "cached" else "skipped-edited"
-    return WeekOutcome(week.project_id, week.week.number, outcome, current.model, len(week.entries),
+    return WeekOutcome(week.project_id, week.week.number, again.kept_as, current.model, len(week.entries),
                        needs_review=current.needs_review, why=REUSED_WHY)
 
 

@@ -105,9 +105,9 @@ def run_week(settings: Settings, job: WeekJob, run_id: str) -> WeekRun:
     if decision.action != "generate":
         assert stored is not None
         _refresh(settings, week_input, stored, decision.stale if decision.action == "skip-edited" else None)
-        outcome = "cached" if decision.action == "cached" else "skipped-edited"
-        row = WeekOutcome(job.project_id, job.week.number, outcome, stored.model, n, needs_review=stored.needs_review,
-                          reasons=tuple(describe(r) for r in stored.review_reasons), why=decision.why)
+        row = WeekOutcome(job.project_id, job.week.number, decision.kept_as, stored.model, n,
+                          needs_review=stored.needs_review, reasons=tuple(describe(r) for r in stored.review_reasons),
+                          why=decision.why)
         return WeekRun(row.timed(time.perf_counter() - t0), None)
 
     model = engine_model(settings)
@@ -364,9 +364,8 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
             needs_review = bool(reasons) if reasons is not None else needs_review
             refreshes.append((week.number, digest.stats, stale, reasons))
         shown = reasons if reasons is not None else kept.review_reasons
-        plan.done.append(WeekOutcome(project_id, week.number,
-                                     "cached" if decision.action == "cached" else "skipped-edited", kept.model,
-                                     digest.entry_count, needs_review=needs_review,
+        plan.done.append(WeekOutcome(project_id, week.number, decision.kept_as, kept.model, digest.entry_count,
+                                     needs_review=needs_review,
                                      reasons=tuple(describe(r) for r in shown) if needs_review else (),
                                      why=decision.why))
     if refreshes:

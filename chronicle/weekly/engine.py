@@ -44,6 +44,11 @@ class Decision:
     why: str
     stale: bool = False  # skip-edited only: the week's inputs changed since the edit
 
+    @property
+    def kept_as(self) -> str:
+        """The outcome of a week answered from its stored report: "cached", or "skipped-edited" (an edit kept)."""
+        return "cached" if self.action == "cached" else "skipped-edited"
+
 
 @dataclass(frozen=True)
 class WeekJob:

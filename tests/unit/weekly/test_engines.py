@@ -88,6 +88,9 @@ def test_cache_decision() -> None:
     edited = _stored(week, status="edited")
     assert decide(edited, week, OFFLINE_MODEL, force=True) == decide(edited, week, OFFLINE_MODEL)
     assert decide(edited, week, OFFLINE_MODEL).action == "skip-edited" and not decide(edited, week, "m").stale
+    # The outcome row of a week answered from its stored report (plan, run, or a report written meanwhile).
+    assert decide(edited, week, OFFLINE_MODEL).kept_as == "skipped-edited"
+    assert decide(_stored(week), week, OFFLINE_MODEL).kept_as == "cached"
     assert decide(_stored(week, status="edited", input_hash="old"), week, OFFLINE_MODEL).stale
     assert decide(edited, week, OFFLINE_MODEL, overwrite_edited=True).action == "generate"
     empty = week_input([])  # an empty week needs no model: configuring an endpoint does not redo it
