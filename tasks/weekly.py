@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from chronicle.services.llm_gate import redactor_for, reserve_llm
 from chronicle.services.run_tracking import current_flow_run_id, run_notes
@@ -190,6 +190,32 @@ def _tasks_in_process() -> bool:
     return ctx is None or isinstance(ctx.task_runner, ThreadPoolTaskRunner)
 
 
+class _Shape(NamedTuple):
+    """How a fan-out runs its weeks: task runs of `group` weeks, `threads` weeks at a time inside one,
+    `in_flight` task runs at once, and `slots` LLM slots reserved for them all (0: none)."""
+
+    group: int
+    threads: int
+    in_flight: int
+    slots: int
+
+
+def _shape(settings: Settings, jobs: list[WeekJob], max_workers: int | None, in_process: bool) -> _Shape:
+    # Four weeks per LLM slot: a week waits for its report's commit (group-committed, serialised) after its
+    # call; with two per slot a slow write window left slots idle (bench/backfill at 500 ms).
+    workers = max(1, max_workers or settings.backfill_max_workers or 4 * settings.llm_concurrency)
+    llm_weeks = sum(1 for job in jobs if job.input.entries)
+    # Weeks per task run: the orchestration (task run, events, write window) is paid per group of weeks.
+    group, threads, in_flight = grouping(len(jobs), workers, settings.weeks_per_task)
+    if settings.offline_llm or not llm_weeks:
+        # Offline and empty weeks are pure Python (the GIL) and take no LLM slot: threads inside a group only
+        # take turns, and each round of them is a barrier. One thread per group; the groups in flight overlap
+        # the commits.
+        return _Shape(group, 1, in_flight, 0)
+    # Tasks in other processes (Dask) take their own slots.
+    return _Shape(group, threads, in_flight, min(workers, llm_weeks) if in_process else 0)
+
+
 def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int | None, planned_at: datetime,
               on_done: Callable[[WeekOutcome], None] | None = None,
               on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
@@ -199,74 +225,62 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
     `planned_at`: when the weeks' inputs were read. `on_start()`, when given, is
     called once the first task runs are submitted (the LLM slots held), or when there is nothing to submit.
     """
-    in_hand = deque(work)
-    rows: list[WeekOutcome] = []
-    # Four weeks per LLM slot: a week waits for its report's commit (group-committed, serialised) after its
-    # call; with two per slot a slow write window left slots idle (bench/backfill at 500 ms).
-    workers = max(1, max_workers or settings.backfill_max_workers or 4 * settings.llm_concurrency)
-    llm_weeks = sum(1 for job in in_hand if job.input.entries)
-    # The offline engine and empty weeks take no LLM slot; tasks in other processes (Dask) take their own.
+    jobs = list(work)
     in_process = _tasks_in_process()
-    wrap = quote if in_process else (lambda value: value)
-    reserve = llm_weeks and not settings.offline_llm and in_process
-    gate = reserve_llm(settings, min(workers, llm_weeks)) if reserve else nullcontext()
+    shape = _shape(settings, jobs, max_workers, in_process)
+    gate = reserve_llm(settings, shape.slots) if shape.slots else nullcontext()
     # Tasks in other processes cannot see this process's leases: they claim their week themselves.
     leasing = fan_out_leases(settings) if in_process else nullcontext()
     finished: queue.Queue[tuple[PrefectFuture[Any], list[tuple[str, IsoWeek, int]], float]] = queue.Queue()
-    in_flight = 0
-    model = engine_model(settings)
-    # Weeks per task run: the orchestration (task run, events, write window) is paid per group of weeks.
-    group, threads, groups_in_flight = grouping(len(in_hand), workers, settings.weeks_per_task)
-    if settings.offline_llm or not llm_weeks:
-        # Offline and empty weeks are pure Python (the GIL): threads inside a group only take turns, and
-        # each round of them is a barrier. One thread per group; the groups in flight overlap the commits.
-        threads = 1
-    cards = len(in_hand) <= REPORT_CARDS_MAX
-    submitted = 0
+    rows: list[WeekOutcome] = []
+    in_hand, in_flight, submitted, cards = deque(jobs), 0, 0, len(jobs) <= REPORT_CARDS_MAX
 
     def done(row: WeekOutcome) -> None:
         rows.append(row)
         if on_done is not None:
             on_done(row)
 
-    def notify() -> None:
-        nonlocal on_start
-        if on_start is not None:
-            call, on_start = on_start, None
-            call()
-
     with gate, leasing as leases:
-        leased, answered = (lease_weeks(settings, leases, list(in_hand), model, planned_at=planned_at)
-                            if leases is not None and in_hand else (set(), {}))
+        leased, answered = (lease_weeks(settings, leases, jobs, engine_model(settings), planned_at=planned_at)
+                            if leases is not None and jobs else (set(), {}))
         while in_hand or in_flight:
-            while in_flight < groups_in_flight and in_hand:
+            while in_flight < shape.in_flight and in_hand:
                 # The run's first group is half a group: the groups in flight then end half a group apart, so
                 # one is mid-way (its threads filling the LLM slots) while the next starts after the other. Of
                 # equal size they ran in lockstep and every slot went idle at each hand-over.
-                size = max(1, group // 2) if submitted == 0 and groups_in_flight > 1 else group
+                size = max(1, shape.group // 2) if submitted == 0 and shape.in_flight > 1 else shape.group
                 submitted += 1
-                jobs = _next_group(in_hand, size, answered, leased, leases.owner if leases is not None else None,
-                                   done)
-                if not jobs:
-                    continue
-                t0 = time.perf_counter()
-                # quote(): Prefect would otherwise walk every entry of every week's input twice per task run
-                # (looking for futures to wait on; there are none), ~a tenth of a week's worker CPU. In threads
-                # only: the Dask runner ships the annotation as it is and the task got a tuple, not its settings.
-                future = summarize_weeks_task.submit(wrap(settings), wrap(jobs), cards, threads)
-                info = [(job.project_id, job.week, len(job.input.entries)) for job in jobs]
-                future.add_done_callback(lambda f, info=info, t0=t0: finished.put((f, info, t0)))
-                in_flight += 1
+                group = _next_group(in_hand, size, answered, leased, leases.owner if leases is not None else None,
+                                    done)
+                if group:
+                    _submit(settings, group, cards, shape.threads, in_process, finished)
+                    in_flight += 1
             if not in_flight:
                 continue
-            notify()
+            if on_start is not None:
+                on_start, call = None, on_start
+                call()
             future, info, t0 = finished.get()
             in_flight -= 1
             for row in _group_rows(settings, future, info, t0):
                 done(row)
-    notify()
+    if on_start is not None:
+        on_start()
     artifacts.drain()  # the per-week Markdown artifacts are published in the background
     return rows
+
+
+def _submit(settings: Settings, jobs: list[WeekJob], cards: bool, threads: int, in_process: bool,
+            finished: queue.Queue[tuple[PrefectFuture[Any], list[tuple[str, IsoWeek, int]], float]]) -> None:
+    """Start a group's task run; `finished` gets (its future, its weeks, when it started) once it ends."""
+    t0 = time.perf_counter()
+    # quote(): Prefect would otherwise walk every entry of every week's input twice per task run (looking for
+    # futures to wait on; there are none), ~a tenth of a week's worker CPU. In threads only: the Dask runner
+    # ships the annotation as it is and the task got a tuple, not its settings.
+    wrap = quote if in_process else (lambda value: value)
+    future = summarize_weeks_task.submit(wrap(settings), wrap(jobs), cards, threads)
+    info = [(job.project_id, job.week, len(job.input.entries)) for job in jobs]
+    future.add_done_callback(lambda f: finished.put((f, info, t0)))
 
 
 def _next_group(in_hand: deque[WeekJob], size: int, answered: dict[tuple[str, int], WeekOutcome],
