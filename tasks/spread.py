@@ -121,12 +121,12 @@ def spread_backfill(settings: Settings, plans: list[ProjectPlan], *, key: str, t
             # What a settled child left unwritten (all of it, for a child that never started) is written here.
             have = {(r.project, r.week_number) for r in [*here, *watch.rows]}
             write([job for i in settled for job in parts[i] if (job.project_id, job.week.number) not in have])
-        credited, here[:] = _credit_children(settings, here, {str(run_id) for run_id in started.values()})
-        rows += [*watch.rows, *credited, *here]
+        credited, own = _credit_children(settings, here, {str(run_id) for run_id in started.values()})
+        rows += [*watch.rows, *credited, *own]
     finally:
         shards.tidy(settings)
     progress.refresh(force=True)
-    counts["spread"] = {"runs": len(started) + 1, "weeks_here": len(here),
+    counts["spread"] = {"runs": len(started) + 1, "weeks_here": len(own),
                         "weeks_children": len(watch.rows) + len(credited), "child_start_s": watch.start_times()}
     return publish_outcome(_one_per_week(rows), key=key, title=title, counts=counts)
 

@@ -136,7 +136,10 @@ def _kill_a_child(pool: Pool, client) -> None:  # noqa: F811 - Pool is the impor
         time.sleep(0.5)
     history = [(s.name, s.message) for s in client.read_flow_run_states(child.id)]
     table = client.read_artifacts(artifact_filter=_artifact_key("backfill-xh201", run.id))
+    progress = client.read_artifacts(artifact_filter=_artifact_key("backfill-xh201-progress", run.id))
     assert final.state.is_completed(), final.state
+    # The operator's bar counts the weeks the dead child wrote too (credited to it): the backfill is done.
+    assert progress and progress[0].data == 100.0, [p.data for p in progress]
     assert not {"Cancelling", "Cancelled"} & {name for name, _ in history}, history
     # Crashed by the parent's rule (the automation is paused): the same liveness rule as `chronicle runs`.
     assert any(name == "Crashed" and "heartbeat stopped" in (message or "") for name, message in history), history
