@@ -254,8 +254,9 @@ class Settings(CheckedSettings):
 
     backfill_spread: int = Field(default=0, ge=0)
     """Lake topology: child runs (deployment `backfill-shard/backfill-shard`) a backfill starts on the work pool,
-    each with a disjoint shard of its weeks; set it to the number of workers minus one (or more). Each week is
-    still written once. 0 = every week in the backfill's own run (threads)."""
+    each with a disjoint shard of its weeks, when children add throughput (an offline backfill of 1,500 weeks or
+    more; with an LLM, a run whose weeks in flight cannot fill `llm_concurrency`); set it to the number of workers
+    minus one (or more). Each week is still written once. 0 = every week in the backfill's own run (threads)."""
 
     chronicle_context_tokens: int = Field(default=32000, ge=500)
     """Token budget of the chronicle block `chronicle ask` sends; older weeks fold into rollups beyond it."""

@@ -23,6 +23,7 @@ from chronicle.storage import claims, reports
 from chronicle.storage.db import connect
 
 from chronicle.settings import Settings
+from chronicle.weekly.grouping import weeks_in_flight
 
 T = TypeVar("T")
 SHARD_TTL_S = 6 * 3600.0
@@ -38,13 +39,20 @@ SPREAD_MIN_OFFLINE_WEEKS = 1500
 """An offline-engine backfill smaller than this is not spread. A child run starts 16-31 s after it is created
 (the worker's poll, a new process, Prefect's and Chronicle's imports; bench/scale, 2 cores, load 8-20), and one
 worker writes ~36 offline weeks/s on the lake: a child only pays when one worker needs clearly longer than that
-start-up (scripts/capacity.py: from ~2,500 weeks with one child, ~1,550 with many). LLM weeks are spread from two
-on: whether that pays depends on the endpoint, which the operator knows — only when one worker cannot fill the
-`llm` limit (docs/deploy.md, "Many workers")."""
+start-up (scripts/capacity.py: from ~2,500 weeks with one child, ~1,550 with many)."""
 
 
-def worth_spreading(settings: Settings, weeks: int) -> bool:
-    return weeks >= 2 and (not settings.offline_llm or weeks >= SPREAD_MIN_OFFLINE_WEEKS)
+def worth_spreading(settings: Settings, weeks: int, max_workers: int | None) -> bool:
+    """Whether child runs would make a backfill of `weeks` weeks (`max_workers` of them in flight per run) faster.
+
+    LLM weeks wait on the `llm` limit, which every run on every worker shares: a child adds calls in flight
+    only when one run cannot fill the limit by itself (scripts/capacity.py: otherwise spreading never pays and
+    costs a child's start-up)."""
+    if weeks < 2:
+        return False
+    if settings.offline_llm:
+        return weeks >= SPREAD_MIN_OFFLINE_WEEKS
+    return weeks_in_flight(settings, max_workers) < settings.llm_concurrency
 
 
 def cut(items: Sequence[T], parts: int) -> list[list[T]]:

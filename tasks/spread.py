@@ -86,7 +86,7 @@ def spread_backfill(settings: Settings, plans: list[ProjectPlan], *, key: str, t
     pay. `on_start()` (once): when the first weeks' task runs are submitted, or before the children start."""
     own_artifacts()
     work = sorted((job for plan in plans for job in plan.to_run), key=lambda job: (job.project_id, job.week.number))
-    children = _children_wanted(settings, len(work))
+    children = _children_wanted(settings, len(work), max_workers)
     if not children:
         return fan_out(settings, plans, key=key, title=title, max_workers=max_workers, counts=counts,
                        on_start=on_start)
@@ -131,7 +131,7 @@ def spread_backfill(settings: Settings, plans: list[ProjectPlan], *, key: str, t
     return publish_outcome(_one_per_week(rows), key=key, title=title, counts=counts)
 
 
-def _children_wanted(settings: Settings, weeks: int) -> int:
+def _children_wanted(settings: Settings, weeks: int, max_workers: int | None) -> int:
     """How many child runs to start for a backfill of `weeks` weeks: 0 when spreading does not pay or
     cannot work, else the setting, capped by the pool's free workers."""
     children = settings.backfill_spread
@@ -139,7 +139,7 @@ def _children_wanted(settings: Settings, weeks: int) -> int:
         log.warning("backfill_spread=%d needs the lake topology (CHRONICLE_CATALOG): with an embedded DuckDB file "
                     "each worker would write its own file; running every week in this run", children)
         return 0
-    if children < 1 or not shards.worth_spreading(settings, weeks):
+    if children < 1 or not shards.worth_spreading(settings, weeks, max_workers):
         return 0
     try:
         free = _free_workers()

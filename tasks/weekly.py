@@ -45,7 +45,7 @@ from chronicle.names import bounded_label, bounded_name
 from chronicle.progress import report
 from chronicle.settings import Settings
 from chronicle.weekly.engine import WeekJob, engine_model
-from chronicle.weekly.grouping import grouping
+from chronicle.weekly.grouping import grouping, weeks_in_flight
 from chronicle.weekly.model import WeekReport
 from chronicle.weekly.outcome import GroupFailedError, WeekOutcome, WeeksFailedError, failed, outcome_counts
 from chronicle.weekly.report_md import outcome_markdown, report_markdown
@@ -201,9 +201,7 @@ class _Shape(NamedTuple):
 
 
 def _shape(settings: Settings, jobs: list[WeekJob], max_workers: int | None, in_process: bool) -> _Shape:
-    # Four weeks per LLM slot: a week waits for its report's commit (group-committed, serialised) after its
-    # call; with two per slot a slow write window left slots idle (bench/backfill at 500 ms).
-    workers = max(1, max_workers or settings.backfill_max_workers or 4 * settings.llm_concurrency)
+    workers = weeks_in_flight(settings, max_workers)
     llm_weeks = sum(1 for job in jobs if job.input.entries)
     # Weeks per task run: the orchestration (task run, events, write window) is paid per group of weeks.
     group, threads, in_flight = grouping(len(jobs), workers, settings.weeks_per_task)

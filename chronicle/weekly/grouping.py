@@ -7,11 +7,20 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from chronicle.settings import Settings
+
 GROUPS_IN_FLIGHT = 2
 """Group task runs at once: while one finishes its last weeks (its threads idle), the other keeps going."""
 TARGET_GROUPS = 8
 """Groups per run when the run is large: the last ones end close together (a group is a run's tail)."""
 MAX_WEEKS_PER_TASK = 50
+
+
+def weeks_in_flight(settings: Settings, max_workers: int | None) -> int:
+    """Weeks one run writes at once: `max_workers`, else the backfill_max_workers setting, else four per LLM
+    slot — a week waits for its report's commit (group-committed, serialised) after its call, and with two per
+    slot a slow write window left slots idle (bench/backfill at 500 ms)."""
+    return max(1, max_workers or settings.backfill_max_workers or 4 * settings.llm_concurrency)
 
 
 class Grouping(NamedTuple):
