@@ -3,7 +3,9 @@ the work pool, in ONE run:
 
 * `embedded-1`: one worker, embedded DuckDB file (the baseline of the lake's overhead);
 * `lake-1`: one worker, DuckLake on PostgreSQL + S3 (moto);
-* `lake-2`: two workers, the backfill spread over both (`CHRONICLE_BACKFILL_SPREAD=1`, one run per worker).
+* `lake-2`: two workers with `CHRONICLE_BACKFILL_SPREAD=1`. An offline backfill under 1,500 weeks is not spread
+  (`services/shards.py`), so at the default 120 weeks this is a pool of two where one run does the work; the
+  spread itself is measured with `--latency-ms` (below).
 
 Everything is real and on this machine: PostgreSQL 15 (DuckLake catalog AND the Prefect server's
 database), moto as the S3 endpoint, `prefect server start` on PostgreSQL, `prefect worker start` processes
