@@ -77,3 +77,37 @@ def test_a_shard_is_owned_by_the_first_run_that_takes_it(trial: Path) -> None:
     with shards.alive(settings, "batch-1", 1):
         assert shards.is_alive(settings, "batch-1", 1) and not shards.is_alive(settings, "batch-1", 2)
     assert not shards.is_alive(settings, "batch-1", 1)
+
+
+def test_the_parent_takes_the_shard_of_a_child_that_never_started_and_cancels_it(trial: Path,
+                                                                                    prefect_api: None) -> None:
+    """A child run still queued when the parent has written its own shard is not waited for: the parent owns
+    its shard now (a worker picking the child up after all finds it taken, and the child ends at once) and the
+    queued run is Cancelled, saying why. A child that took its shard first is never cancelled."""
+    from chronicle.tasks.spread import _Children
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.states import Scheduled
+
+    @flow(name="queued-child")
+    def queued_child() -> None:
+        pass
+
+    class Bar:  # the parent's progress bar, refreshed while it waits
+        def refresh(self, force: bool = False) -> None:
+            pass
+
+    settings = Settings()
+    with get_client(sync_client=True) as client:
+        queued = client.create_flow_run(queued_child, state=Scheduled())
+        working = client.create_flow_run(queued_child, state=Scheduled())
+    assert shards.own_shard(settings, "batch-q", 2, 2)  # child 2 took its shard: it started
+    with shards.alive(settings, "batch-q", 2):  # and works while the parent settles the others
+        watch = _Children(settings, "batch-q", {1: queued.id, 2: working.id})
+        assert watch.settle(Bar()) == [1]  # type: ignore[arg-type]
+        assert list(watch.pending) == [2] and watch.rows == []
+    assert not shards.own_shard(settings, "batch-q", 1, 1)  # the late child finds its shard taken
+    with get_client(sync_client=True) as client:
+        cancelled, still = client.read_flow_run(queued.id).state, client.read_flow_run(working.id).state
+    assert cancelled.is_cancelled() and "parent" in (cancelled.message or ""), cancelled
+    assert still.is_scheduled(), still
