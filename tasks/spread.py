@@ -114,13 +114,17 @@ def spread_backfill(settings: Settings, plans: list[ProjectPlan], *, key: str, t
 
     try:
         write(mine)
+        t1 = time.monotonic()
         _run_log().info("spread backfill: %d child run(s) started in %.1fs; this run wrote its %d week(s) in %.1fs",
-                        len(started), t_started - t0, len(mine), time.monotonic() - t_started)
+                        len(started), t_started - t0, len(mine), t1 - t_started)
         while watch.pending:
             settled = watch.settle(progress)
             # What a settled child left unwritten (all of it, for a child that never started) is written here.
             have = {(r.project, r.week_number) for r in [*here, *watch.rows]}
             write([job for i in settled for job in parts[i] if (job.project_id, job.week.number) not in have])
+        _run_log().info("spread backfill: %d week(s) from the child runs; %.1fs after this run's own shard; child "
+                        "start-up (created -> working) %s", len(watch.rows), time.monotonic() - t1,
+                        ", ".join(f"{s:.1f}s" for s in watch.start_times()) or "none (no child started)")
         credited, own = _credit_children(settings, here, {str(run_id) for run_id in started.values()})
         rows += [*watch.rows, *credited, *own]
     finally:
