@@ -87,7 +87,7 @@ def offline_reports(entries: list[Entry], project: str = "BENCH") -> list[Any]:
         week_input = make_week_input(project, IsoWeek.from_number(number), by_week[number], running,
                                      settings.tz_for(project), redactor_for(settings))
         running = week_input.stats["enrolled_total"]
-        out.append(offline_week(week_input, settings.report_max_chars))
+        out.append(offline_week(week_input, settings.weekly.report_max_chars))
     return out
 
 

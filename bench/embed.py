@@ -68,7 +68,7 @@ def main() -> None:
                     if r == 0:
                         ours_parts.append(out)
                 else:
-                    out = model.encode(chunk, batch_size=settings.embedding_batch_size, show_progress_bar=False)
+                    out = model.encode(chunk, batch_size=settings.embedding.batch_size, show_progress_bar=False)
                     base_t[c][r] = time.perf_counter() - t0
                     if r == 0:
                         raw_parts.append(out)
@@ -80,7 +80,7 @@ def main() -> None:
     ours_tps = len(texts) / sum(min(t) for t in ours_t)
     base_tps = len(texts) / sum(min(t) for t in base_t)
     print(
-        f"{len(texts)} texts, batch {settings.embedding_batch_size}: ours {ours_tps:.0f} texts/s "
+        f"{len(texts)} texts, batch {settings.embedding.batch_size}: ours {ours_tps:.0f} texts/s "
         f"(rounds {', '.join(f'{s:.1f}s' for s in ours_s)}), raw encode {base_tps:.0f} texts/s "
         f"(rounds {', '.join(f'{s:.1f}s' for s in base_s)}), max |diff| {max_diff:.2e}"
     )

@@ -127,7 +127,7 @@ def main() -> None:
     from chronicle.settings import Settings
     from chronicle.weekly.faithfulness import check_report, count_claims
 
-    max_chars = Settings().report_max_chars
+    max_chars = Settings().weekly.report_max_chars
     print(", ".join(f"{name}: {sum(1 for w in weeks if w.entries)} weeks" for name, weeks in corpora.items()))
     sampler = load_sampler()
     with sampler:

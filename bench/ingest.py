@@ -112,7 +112,7 @@ with connect(s):
     pass  # create + migrate the database outside the timed part
 c0, t0 = time.process_time(), time.perf_counter()
 files, _ = discover([Path({folder!r})])
-ing, rows, batches = FileIngestor(s), 0, file_batches([(str(f), f.stat().st_size) for f in files], s.ingest_batch_files)
+ing, rows, batches = FileIngestor(s), 0, file_batches([(str(f), f.stat().st_size) for f in files], s.ingest.batch_files)
 for batch in batches:
     rows += sum(r.entries_added for r in ing.ingest_many([Path(p) for p in batch]))
 dt, cpu = time.perf_counter() - t0, time.process_time() - c0

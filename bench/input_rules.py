@@ -57,7 +57,7 @@ def one_run(file: Path, home: Path, with_rules: bool) -> tuple[float, float, int
             c0, t0 = time.process_time(), time.perf_counter()
             ingest_sql.store_lines(conn, table, source="jsonl", source_file=str(file), default_project=None,
                                    default_tz=settings.timezone, project_tz={}, column_map={},
-                                   max_line_bytes=settings.max_line_bytes, fresh=True)
+                                   max_line_bytes=settings.ingest.max_line_bytes, fresh=True)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             rows = conn.execute("SELECT count(*) FROM raw_logs").fetchall()[0][0]
     finally:

@@ -211,7 +211,7 @@ def main() -> None:
             "variants": variants,
             "embed_seconds": embed_s,
             "captions": not args.no_captions,
-            "embedding_model": settings.embedding_model,
+            "embedding_model": settings.embedding.model,
         },
     )
 

@@ -49,7 +49,7 @@ def sweep(corpus_name: str, layout: str, samples: int) -> list[dict[str, Any]]:
         entries, _, _ = distill_corpus(settings, Path(tmp) / "memory", days[0], days[-1], corpus_name, False)
         entry_to_turn = {e.entry_id: where.get((Path(e.source_file).name, e.line_no or -1)) for e in entries}
         for change in CANDIDATES:
-            store = MemoryStore(settings.model_copy(update=change))
+            store = MemoryStore(settings.updated(**change))
             hit, leaks, _, _ = search_all(store, questions, entry_to_turn)
             row = {"settings": change or "shipped", "other_subject_hits": leaks,
                    **{f"hit_{k.replace('@', '_at')}": v / len(questions) for k, v in hit.items()}}

@@ -69,7 +69,7 @@ def engine_pass(settings: Any, weeks: list[Any], rows: dict[int, list[dict]], be
     for week in weeks:
         week_input = make_week_input(PROJECT, week, rows.get(week.number, []), running, tz, redactor)
         running = week_input.stats["enrolled_total"]
-        flagged += offline_week(week_input, settings.report_max_chars).needs_review
+        flagged += offline_week(week_input, settings.weekly.report_max_chars).needs_review
     return flagged
 
 

@@ -214,7 +214,8 @@ def search_where(store: Any, query: str, where: str, limit: int = 10, mode: str 
 
     table = store._readable()
     s = store.settings
-    weights = Weights(s.search_semantic_weight, s.search_importance_weight, s.search_fulltext_weight)
+    m = s.memory
+    weights = Weights(m.search_semantic_weight, m.search_importance_weight, m.search_fulltext_weight)
     scored, rows = ranked(table, store._embed_query, query, where, limit, mode,  # type: ignore[arg-type]
                           ann=store._has_ann(table), weights=weights)
     return hits(scored, rows)
@@ -376,7 +377,7 @@ def main() -> None:
     from chronicle.settings import Settings
 
     base = Settings(home=Path("unused"))
-    embedder = get_embedder(base.model_copy(update={"embedding_model": args.model}) if args.model else base)
+    embedder = get_embedder(base.updated(embedding_model=args.model) if args.model else base)
     rng = random.Random(99)
     modes = args.vectors.split(",")
     real = realistic(embedder) if "clustered" in modes else None

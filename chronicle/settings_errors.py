@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 import tomllib
+from typing import Any
 
 from pydantic import ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_settings import SettingsError
 
 from chronicle.settings import Settings
-from chronicle.settings_checks import _toml_path
+from chronicle.settings_checks import _toml_path, env_names, flat_keys
 
 SETTING_EXAMPLES: dict[str, str] = {
     "timezone": "CHRONICLE_TIMEZONE=Asia/Shanghai",
@@ -21,18 +23,26 @@ SETTING_EXAMPLES: dict[str, str] = {
     "source_paths": """CHRONICLE_SOURCE_PATHS='["/data/logs"]'""",
     "protected_files": """CHRONICLE_PROTECTED_FILES='["SOUL.md"]'""",
     "overwrite_allowed_files": """CHRONICLE_OVERWRITE_ALLOWED_FILES='["MEMORY.md"]'""",
-    "redact_extra_patterns": """CHRONICLE_REDACT_EXTRA_PATTERNS='["XH-\\d+"]'""",
+    "extra_patterns": """CHRONICLE_REDACT_EXTRA_PATTERNS='["XH-\\d+"]'""",
 }
 """A valid value to show next to a refused one (fields not listed get `NAME=<a valid value>` with their default)."""
 
 
-def _env_name(field: str) -> str:
-    info = Settings.model_fields.get(field)
-    alias = getattr(info, "validation_alias", None) if info else None
-    choices = getattr(alias, "choices", None)
-    if choices:
-        return str(choices[0])
-    return f"CHRONICLE_{field.upper()}"
+def _path(loc: tuple[Any, ...]) -> tuple[str | None, str]:
+    """(section, field) of an error's location (`("llm", "concurrency")`, `("timezone",)`)."""
+    if len(loc) > 1 and str(loc[0]) in Settings.sections():
+        return str(loc[0]), str(loc[1])
+    return None, str(loc[0])
+
+
+def _field(path: tuple[str | None, str]) -> FieldInfo | None:
+    section, field = path
+    model = Settings if section is None else Settings.model_fields[section].annotation
+    return getattr(model, "model_fields", {}).get(field)
+
+
+def _env_name(path: tuple[str | None, str]) -> str:
+    return env_names(Settings).get(path, (f"CHRONICLE_{path[1].upper()}",))[0]
 
 
 SETTINGS_ERRORS: tuple[type[Exception], ...] = (ValidationError, SettingsError, tomllib.TOMLDecodeError)
@@ -45,17 +55,17 @@ def settings_problem(exc: Exception) -> str:
         return f"settings file {_toml_path()} is not valid TOML: {exc}"
     if not isinstance(exc, ValidationError):
         match = re.search(r'field "(\w+)"', str(exc))
-        field = match.group(1) if match else "?"
-        example = SETTING_EXAMPLES.get(field)
-        return (f"setting {_env_name(field)}: not valid JSON" + (f" (valid example: {example})" if example else ""))
+        path = flat_keys(Settings).get(match.group(1) if match else "?", (None, "?"))
+        example = SETTING_EXAMPLES.get(path[1])
+        return (f"setting {_env_name(path)}: not valid JSON" + (f" (valid example: {example})" if example else ""))
     parts = []
     for error in exc.errors():
         loc = error.get("loc") or ("?",)
-        field = str(loc[0])
-        name = _env_name(field)
+        path = _path(tuple(loc))
+        name = _env_name(path)
         message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-        info = Settings.model_fields.get(field)
-        example = SETTING_EXAMPLES.get(field)
+        info = _field(path)
+        example = SETTING_EXAMPLES.get(path[1])
         if example is None and info is not None and info.default is not None and not callable(info.default):
             example = f"{name}={info.default}"
         detail = f"setting {name}: {message}" + (f" (valid example: {example})" if example else "")

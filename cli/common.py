@@ -60,7 +60,7 @@ def read_settings(home: str | None = None) -> Settings:
     # alone, or one whose LanceDB lives elsewhere, is still a home to read).
     lance = settings.lance_uri
     has_memories = "://" in lance or Path(lance).exists()
-    if not settings.lake and not settings.db_path.exists() and not has_memories:
+    if not settings.lake.enabled and not settings.db_path.exists() and not has_memories:
         fail(f"no Chronicle data at {settings.db_path}: CHRONICLE_HOME / --home points to {settings.home}, where "
              "nothing was ever ingested; check the path (or run `chronicle ingest PATH` to start a home there)")
     return settings

@@ -25,8 +25,8 @@ def run_demo(home: str | None, seed: int) -> Settings:
     console.print(f"{len(manifest.files)} files, projects {', '.join(manifest.projects)}")
 
     # The sample's CSV export uses other column names; map them as a user would in chronicle.toml.
-    if not settings.column_map:
-        settings = settings.model_copy(update={"column_map": manifest.column_map})
+    if not settings.ingest.column_map:
+        settings = settings.updated(column_map=manifest.column_map)
 
     _step("2. ingest into DuckDB")
     from chronicle.cli.main import print_ingest_summary, print_week_table
@@ -75,7 +75,7 @@ def run_demo(home: str | None, seed: int) -> Settings:
                       "`chronicle server stop` stops it)")
     home = f" --home {settings.home}" if home else ""
     console.print(f"review desk: chronicle desk user add me --name \"Your Name\" --role '*=reviewer'{home}, then "
-                  f"chronicle desk{home} and open http://127.0.0.1:{settings.desk_port}/ (docs/desk.md)")
+                  f"chronicle desk{home} and open http://127.0.0.1:{settings.desk.port}/ (docs/desk.md)")
     console.print(f"finished in {time.perf_counter() - started:.1f}s")
     return settings
 

@@ -18,7 +18,7 @@ def serve_desk(home: str | None, host: str, port: int | None, allow_remote: bool
     import uvicorn
     from chronicle.desk.app import create_app
 
-    port = port or settings.desk_port
+    port = port or settings.desk.port
     console.print(f"Chronicle desk: http://{host if ':' not in host else f'[{host}]'}:{port}/  "
                   f"(home {settings.home}; accounts: chronicle desk user add)")
     uvicorn.run(create_app(settings, https_only=https_only), host=host, port=port, log_level="warning",

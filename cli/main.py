@@ -27,6 +27,8 @@ from chronicle.cli.output import Format, emit, format_option
 from rich.markup import escape
 
 from chronicle.ingest.model import IngestSummary
+from chronicle.settings import Settings
+from chronicle.settings_checks import env_names
 
 app = typer.Typer(help="Chronicle: raw project logs -> weekly chronicle + distilled memory.", no_args_is_help=True)
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
@@ -39,7 +41,12 @@ def config(home: str | None = HomeOpt, as_json: bool = typer.Option(False, "--js
     if as_json:
         console.print_json(json.dumps(data, default=str))
         return
-    emit([{"setting": key, "value": value} for key, value in data.items()], title="Effective settings")
+    names = env_names(Settings)  # (section, field) -> environment names; derived values have none
+    top = [{"setting": key, "env": names.get((None, key), ("",))[0], "value": value}
+           for key, value in data.items() if key not in Settings.sections()]
+    rows = [{"setting": f"{key}.{field}", "env": names[(key, field)][0], "value": value}
+            for key in Settings.sections() for field, value in data[key].items()]
+    emit(top + rows, title="Effective settings")
 
 
 @app.command()

@@ -111,7 +111,7 @@ def demo_distill(settings: Settings) -> None:
     from chronicle.storage.db import read
     from chronicle.storage.memory.events import note_date_range
 
-    span = read(settings, note_date_range, settings.notes_project)  # (first, last) note day, None without notes
+    span = read(settings, note_date_range, settings.ingest.notes_project)  # (first, last) note day, None without notes
     if span is None:
         console.print("no daily notes ingested; nothing to distill")
         return
@@ -192,7 +192,7 @@ def register(app: typer.Typer) -> None:
             _say_unknown_mentions(settings, about)
         fmt = Format.json if as_json else fmt
         if fmt is Format.table:
-            print_hits(query, hits, settings.tz_for(settings.notes_project))
+            print_hits(query, hits, settings.tz_for(settings.ingest.notes_project))
         else:
             emit(_rows(hits), fmt)
 

@@ -33,14 +33,14 @@ WeekOpt = typer.Option(..., "--week", "-w", help="ISO week, e.g. 2026-W05.")
 
 def engine_banner(settings: Settings) -> str:
     """Which engine writes reports — said on every command that writes them."""
-    if settings.offline_llm:
+    if settings.llm.offline:
         return ("engine: [bold]offline-extractive[/] (no LLM_URL set: deterministic extractive reports; "
                 "configure an endpoint and rerun to regenerate those weeks with the model)")
     from chronicle.llm import base_url
     from chronicle.redaction.urls import mask_url_credentials
 
-    shown = mask_url_credentials(base_url(settings.llm_url or ""))  # `http://admin:pw@host` -> `admin:****@`
-    return f"engine: [bold]LLM {escape(settings.llm_model)}[/] at {escape(shown)}"
+    shown = mask_url_credentials(base_url(settings.llm.url or ""))  # `http://admin:pw@host` -> `admin:****@`
+    return f"engine: [bold]LLM {escape(settings.llm.model)}[/] at {escape(shown)}"
 
 
 def _parse_week(text: str) -> IsoWeek:

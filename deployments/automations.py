@@ -70,19 +70,19 @@ def _deployment_runs_of(flow_names: list[str]) -> list[dict[str, Any]]:
 def notification_block_id(settings: Settings, client: SyncPrefectClient) -> tuple[Any, str] | None:
     """(block document id, what was done) of the notification target, saving the webhook block if needed;
     None when neither `alert_webhook_url` nor `alert_block` is set."""
-    if settings.alert_block:
-        slug, _, name = settings.alert_block.partition("/")
+    if settings.alerts.block:
+        slug, _, name = settings.alerts.block.partition("/")
         if not name:
-            raise ValueError(f"alert_block {settings.alert_block!r}: expected <block-type-slug>/<name>, "
+            raise ValueError(f"alert_block {settings.alerts.block!r}: expected <block-type-slug>/<name>, "
                              "e.g. slack-webhook/ops")
         doc = client.read_block_document_by_name(name=name, block_type_slug=slug)
-        return doc.id, f"notification block {settings.alert_block!r} (existing)"
-    if settings.alert_webhook_url is None:
+        return doc.id, f"notification block {settings.alerts.block!r} (existing)"
+    if settings.alerts.webhook_url is None:
         return None
     from prefect.blocks.notifications import CustomWebhookNotificationBlock
 
     block = CustomWebhookNotificationBlock(
-        name="Chronicle alerts", url=settings.alert_webhook_url.get_secret_value(), method="POST",
+        name="Chronicle alerts", url=settings.alerts.webhook_url.get_secret_value(), method="POST",
         json_data={"subject": "{{subject}}", "body": "{{body}}", "source": "chronicle"})
     block_id = block.save(ALERT_BLOCK_NAME, overwrite=True, client=client)
     return block_id, f"notification block 'custom-webhook/{ALERT_BLOCK_NAME}' saved (URL from alert_webhook_url)"
@@ -100,7 +100,7 @@ def wanted(settings: Settings, block_id: Any | None) -> list[AutomationCore]:
     names = chronicle_flow_names()
     out = [AutomationCore(
         name=ZOMBIE_RUNS,
-        description=f"Chronicle: a flow run with no heartbeat for {settings.zombie_after_s}s is marked Crashed "
+        description=f"Chronicle: a flow run with no heartbeat for {settings.alerts.zombie_after_s}s is marked Crashed "
                     "(its process or machine died), which frees its concurrency slot. Deployment "
                     "runs beat every 30 s (PREFECT_FLOWS_HEARTBEAT_FREQUENCY in RUN_ENV, docs/operating.md).",
         tags=["chronicle"],
@@ -115,16 +115,16 @@ def wanted(settings: Settings, block_id: Any | None) -> list[AutomationCore]:
             expect={"prefect.flow-run.heartbeat", "prefect.flow-run.Completed", "prefect.flow-run.Failed",
                     "prefect.flow-run.Cancelled", "prefect.flow-run.Crashed"},
             for_each={"prefect.resource.id"}, posture=Posture.Proactive, threshold=1,
-            within=timedelta(seconds=settings.zombie_after_s)),
+            within=timedelta(seconds=settings.alerts.zombie_after_s)),
         actions=[ChangeFlowRunState(state=StateType.CRASHED, name="Crashed",
-                                    message=f"No heartbeat for {settings.zombie_after_s}s: the run's process "
+                                    message=f"No heartbeat for {settings.alerts.zombie_after_s}s: the run's process "
                                             "is gone (chronicle-zombie-runs automation)")],
     )]
     if block_id is None:
         return out
     weekly = by_name("weekly-chronicle")
     cron = weekly.schedules(settings)[0].cron or "0 2 * * 1"
-    window = deadline_window(settings.alert_weekly_deadline, cron, settings.timezone)
+    window = deadline_window(settings.alerts.weekly_deadline, cron, settings.timezone)
     out += [
         AutomationCore(
             name=RUN_FAILED,
@@ -141,7 +141,7 @@ def wanted(settings: Settings, block_id: Any | None) -> list[AutomationCore]:
         ),
         AutomationCore(
             name=WEEKLY_OVERDUE,
-            description=f"Chronicle: a weekly-chronicle run not Completed {settings.alert_weekly_deadline!r} "
+            description=f"Chronicle: a weekly-chronicle run not Completed {settings.alerts.weekly_deadline!r} "
                         f"({int(window.total_seconds())}s after it was scheduled, {settings.timezone}).",
             tags=["chronicle"],
             trigger=EventTrigger(
@@ -156,7 +156,7 @@ def wanted(settings: Settings, block_id: Any | None) -> list[AutomationCore]:
             actions=[SendNotification(
                 block_document_id=block_id,
                 subject="Chronicle: the weekly chronicle has not completed by its deadline",
-                body=f"No Completed weekly-chronicle run by {settings.alert_weekly_deadline} ({settings.timezone})"
+                body=f"No Completed weekly-chronicle run by {settings.alerts.weekly_deadline} ({settings.timezone})"
                      ": is a worker running? `chronicle status` says what is missing.\n{{ event.resource.id }}")],
         ),
         AutomationCore(

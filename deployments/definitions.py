@@ -27,7 +27,7 @@ WORK_POOL = "chronicle-process"
 """Process work pool `prefect deploy --all` targets and `chronicle setup` creates."""
 
 LLM_LIMIT = "llm"
-"""Global concurrency limit around every LLM call (slots = `settings.llm_concurrency`)."""
+"""Global concurrency limit around every LLM call (slots = `settings.llm.concurrency`)."""
 
 DUCKDB_WRITER_LIMIT = "duckdb-writer"
 """Global concurrency limit with one slot: the lock for write windows when runs span machines."""
@@ -159,8 +159,8 @@ RUN_ENV: dict[str, str] = {
 
 def _ingest_schedules(settings: Settings) -> list[ScheduleSpec]:
     # Without source folders there is nothing to read: the schedule exists but stays paused.
-    return [ScheduleSpec(settings.timezone, interval=timedelta(minutes=settings.ingest_interval_minutes),
-                         anchor=_ANCHOR_HOURLY, active=bool(settings.source_paths))]
+    return [ScheduleSpec(settings.timezone, interval=timedelta(minutes=settings.ingest.interval_minutes),
+                         anchor=_ANCHOR_HOURLY, active=bool(settings.ingest.source_paths))]
 
 
 DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
@@ -173,7 +173,7 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
                     "source folders (CHRONICLE_SOURCE_PATHS) into DuckDB, then publish the analysts' read snapshot.",
         tags=("chronicle", "ingest", "scheduled"),
         schedules=_ingest_schedules,
-        parameters=lambda s: {"paths": list(s.source_paths)},
+        parameters=lambda s: {"paths": list(s.ingest.source_paths)},
         concurrency_limit=1,
     ),
     DeploymentSpec(

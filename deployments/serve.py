@@ -39,7 +39,7 @@ def serve_all(settings: Settings, *, limit: int | None = None, setup_limits: boo
     deployments, missing = build_deployments(settings)
     for name in missing:
         log.warning("not serving %s: its flow module does not exist in this checkout", name)
-    if not settings.source_paths:
+    if not settings.ingest.source_paths:
         log.warning("source_paths is empty: the ingest schedule is paused until CHRONICLE_SOURCE_PATHS is set")
     if setup_limits:
         # Flows take slots of `llm`; a limit that does not exist would not limit anything.

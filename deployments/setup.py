@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def wanted_limits(settings: Settings) -> dict[str, int]:
     """Global concurrency limits by name: LLM calls in flight, and one DuckDB writer across machines."""
-    return {LLM_LIMIT: settings.llm_concurrency, DUCKDB_WRITER_LIMIT: 1}
+    return {LLM_LIMIT: settings.llm.concurrency, DUCKDB_WRITER_LIMIT: 1}
 
 
 def ensure_concurrency_limits(settings: Settings, client: SyncPrefectClient) -> list[str]:
@@ -99,7 +99,7 @@ def check_setup(settings: Settings) -> tuple[list[str], bool]:
         except ObjectNotFound:
             lines.append(f"work pool {WORK_POOL!r}: MISSING")
             ok = False
-        block = settings.alert_block or (f"custom-webhook/{ALERT_BLOCK_NAME}" if settings.alert_webhook_url else None)
+        block = settings.alerts.block or (f"custom-webhook/{ALERT_BLOCK_NAME}" if settings.alerts.webhook_url else None)
         if block:
             slug, _, name = block.partition("/")
             try:

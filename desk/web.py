@@ -47,7 +47,7 @@ def settings_of(request: Request) -> Settings:
 def account(request: Request) -> Account:
     """The signed-in, enabled account; LoginRequired otherwise."""
     settings = settings_of(request)
-    username = signed_in(request, settings.desk_idle_timeout_s)
+    username = signed_in(request, settings.desk.idle_timeout_s)
     found = get_account(settings, username) if username else None
     if found is None or found.disabled:
         request.session.clear()
@@ -77,7 +77,7 @@ def iso_week(text: str) -> IsoWeek:
 
 def run_link(settings: Settings, flow_run_id: str | None) -> str | None:
     """The Prefect UI page of a run: the desk's setting, else Prefect's UI URL, else its API URL's server."""
-    base = settings.desk_prefect_ui_url or os.environ.get("PREFECT_UI_URL")
+    base = settings.desk.prefect_ui_url or os.environ.get("PREFECT_UI_URL")
     api = os.environ.get("PREFECT_API_URL", "").rstrip("/")
     if not base and api.endswith("/api"):
         base = api.removesuffix("/api")

@@ -80,7 +80,7 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
             fan = {"key": f"backfill-{run_label(project_id)}", "title": flow_run.name or "backfill",
                    "max_workers": max_workers, "counts": run, "on_start": start_charts}
             try:
-                if settings.backfill_spread:  # the lake's workers share the weeks (tasks/spread.py)
+                if settings.weekly.backfill_spread:  # the lake's workers share the weeks (tasks/spread.py)
                     rows = spread_backfill(settings, plans, force=force, overwrite_edited=overwrite_edited, **fan)
                 else:
                     rows = fan_out(settings, plans, **fan)

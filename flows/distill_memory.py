@@ -57,8 +57,8 @@ def _distill(settings: Settings, chunks: list[Chunk], run_id: str) -> list[Chunk
     One reservation for the whole fan-out (as the weekly flows do): the chunk tasks run in this
     process's threads and take their calls' slots from it. The offline engine takes none.
     """
-    width = max(1, settings.llm_concurrency)
-    gate = nullcontext() if settings.offline_llm or not chunks else reserve_llm(settings, min(width, len(chunks)))
+    width = max(1, settings.llm.concurrency)
+    gate = nullcontext() if settings.llm.offline or not chunks else reserve_llm(settings, min(width, len(chunks)))
     outcomes: list[ChunkOutcome] = []
     with gate:
         for start in range(0, len(chunks), width):
@@ -105,7 +105,7 @@ def distill_memory(days: DistillDays = 0, until: UntilDate = "", project: NotesP
                            ", ".join(sorted(removed))[:300])
         entries = redact_entries(t.load_window(settings, after, until, project), redactor_for(settings),
                                  tally.redactions)
-        chunks = make_chunks(entries, settings.distill_chunk_chars)
+        chunks = make_chunks(entries)
         done = t.cached_chunks(settings, [c.input_hash for c in chunks], info.version, info.model)
         todo = [c for c in chunks if c.input_hash not in done]
         tally.entries, tally.chunks, tally.cached = len(entries), len(chunks), len(chunks) - len(todo)

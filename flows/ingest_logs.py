@@ -38,7 +38,7 @@ def _summary_markdown(summary: IngestSummary, notes: list[str]) -> str:
 def _files_markdown(summary: IngestSummary) -> str:
     """The files the operator must hear about: refused whole, repeating other files, already known under
     another name, read while being written."""
-    extra = tuple(load_settings().redact_extra_patterns)
+    extra = tuple(load_settings().redact.extra_patterns)
     out = [f"- `{shown_path(f, extra)}` refused: {redact_name(why, extra)}" for f, why in summary.refused_files.items()]
     out += [f"- `{shown_path(f, extra)}`: {n} entr(ies) already held by `{shown_path(of, extra)}`, stored once"
             for f, per in summary.duplicates.items() for of, n in per.items()]
@@ -54,7 +54,7 @@ def _run_name() -> str:
     paths = params.get("paths") or []
     if not isinstance(paths, list | tuple):
         paths = [paths]
-    extra = tuple(load_settings().redact_extra_patterns)
+    extra = tuple(load_settings().redact.extra_patterns)
     what = name_part(shown_path(str(paths[0]), extra).rsplit("/", 1)[-1], "none") if len(paths) == 1 \
         else f"{len(paths)}-paths"
     return f"ingest-{name_part(params.get('project'), 'all')}-{what}"
@@ -78,13 +78,13 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRe
                                   | ({"replace": True} if replace else {}))
         with tracked_run(settings, "ingest-logs", params) as counts:
             files, skipped = discover_files(ingest_paths(settings, paths))
-            extra = tuple(settings.redact_extra_patterns)  # a file name may hold a phone number
+            extra = tuple(settings.redact.extra_patterns)  # a file name may hold a phone number
             documents = [shown_path(s, extra) for s in skipped if s.lower().endswith(".json")]
             if documents:
                 logger.warning("skipped %d .json file(s) holding one JSON document, not log lines or LoCoMo: %s",
                                len(documents), ", ".join(d.rsplit("/", 1)[-1] for d in documents[:5]))
             summary = IngestSummary(skipped_files=len(skipped), skipped_documents=documents)
-            batches = file_batches([(f, file_size(f)) for f in files], settings.ingest_batch_files)
+            batches = file_batches([(f, file_size(f)) for f in files], settings.ingest.batch_files)
             for i, batch in enumerate(batches, start=1):
                 label = f"{i}/{len(batches)}"
                 for result in ingest_batch(settings, batch, project.strip() or None, force, label=label,

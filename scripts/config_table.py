@@ -1,9 +1,9 @@
 """Render README's configuration table from the `Settings` class: names, defaults and meanings come from the
 class, so the table cannot drift from the code. `python -m scripts.config_table --write` rewrites the block.
 
-The table lists what an operator sets (OPERATOR, grouped by component); every other field is a tuning knob
-documented where it is declared (`chronicle/settings.py`). `tests/test_docs.py` fails when the README block is
-stale or when a name below is no longer a field.
+The table lists what an operator sets (OPERATOR, by section of `Settings`); every other field is a tuning knob
+documented where it is declared (`chronicle/settings.py`, `chronicle/settings_sections.py`).
+`tests/test_docs.py` fails when the README block is stale or when a name below is no longer a field.
 """
 
 from __future__ import annotations
@@ -13,46 +13,61 @@ import ast
 import re
 from pathlib import Path
 
+from pydantic.fields import FieldInfo
+
 from chronicle.settings import Settings
+from chronicle.settings_checks import env_names
 
 REPO = Path(__file__).resolve().parents[1]
 START, END = "<!-- config:start -->", "<!-- config:end -->"
 OPERATOR: dict[str, tuple[str, ...]] = {
-    "LLM": ("llm_url", "llm_model", "llm_api_key", "llm_concurrency"),
-    "embedding and memory": ("embedding_url", "embedding_model", "embedding_api_key", "distill_days",
-                             "protected_files", "knowledge_min_importance", "knowledge_max_chars",
-                             "memory_llm_decisions"),
-    "storage": ("home", "duckdb_path", "lancedb_uri", "workspace", "catalog", "data_path", "aws_endpoint_url",
-                "aws_access_key_id", "aws_secret_access_key", "aws_region"),
-    "ingest": ("timezone", "project_timezones", "column_map", "notes_project", "source_paths"),
+    "storage": ("home", "duckdb_path", "lancedb_uri", "workspace", "timezone", "project_timezones"),
+    "lake": ("catalog", "data_path", "aws_endpoint_url", "aws_access_key_id", "aws_secret_access_key", "aws_region"),
+    "llm": ("url", "model", "api_key", "concurrency"),
+    "embedding": ("url", "model", "api_key"),
+    "memory": ("distill_days", "protected_files", "knowledge_min_importance", "knowledge_max_chars", "llm_decisions"),
+    "ingest": ("column_map", "notes_project", "source_paths", "input_roots"),
     "weekly": ("backfill_spread", "context_flagged_weeks"),
-    "alerts": ("alert_webhook_url", "alert_block", "alert_weekly_deadline"),
-    "desk": ("desk_port", "desk_idle_timeout_s", "desk_prefect_ui_url"),
-    "fail closed": ("input_roots", "pseudonymise_families", "redact_subject_id_pattern", "redact_commit_hashes_safe"),
+    "alerts": ("webhook_url", "block", "weekly_deadline"),
+    "desk": ("port", "idle_timeout_s", "prefect_ui_url"),
+    "redact": ("pseudonymise_families", "subject_id_pattern", "commit_hashes_safe"),
 }
+"""What an operator sets, by section of `Settings` ("storage": the root fields)."""
 
 
-def _docstrings() -> dict[str, str]:
-    """Each field's docstring (the string literal right below it in the class body)."""
-    tree = ast.parse((REPO / "chronicle" / "settings.py").read_text(encoding="utf-8"))
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Settings")
-    docs: dict[str, str] = {}
-    for field, doc in zip(cls.body, cls.body[1:], strict=False):
-        if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
-                and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)):
-            docs[field.target.id] = " ".join(str(doc.value.value).split())
+def _path(component: str, name: str) -> tuple[str | None, str]:
+    return (None if component == "storage" else component), name
+
+
+def _docstrings() -> dict[tuple[str | None, str], str]:
+    """Each field's docstring (the string literal right below it in its class body), by (section, field)."""
+    classes = {info.annotation.__name__: section for section, info in Settings.model_fields.items()
+               if section in Settings.sections()} | {"Settings": None}
+    docs: dict[tuple[str | None, str], str] = {}
+    for module in ("settings.py", "settings_sections.py"):
+        tree = ast.parse((REPO / "chronicle" / module).read_text(encoding="utf-8"))
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in classes):
+            for field, doc in zip(cls.body, cls.body[1:], strict=False):
+                if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+                        and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)):
+                    docs[(classes[cls.name], field.target.id)] = " ".join(str(doc.value.value).split())
     return docs
 
 
-def _env_names(name: str) -> str:
-    alias = Settings.model_fields[name].validation_alias
-    names = list(alias.choices) if alias is not None else [f"CHRONICLE_{name.upper()}"]
+def field_info(path: tuple[str | None, str]) -> FieldInfo:
+    section, name = path
+    model = Settings if section is None else Settings.model_fields[section].annotation
+    return model.model_fields[name]  # type: ignore[union-attr]
+
+
+def _env_names(path: tuple[str | None, str]) -> str:
+    names = env_names(Settings)[path]
+    # The seed's / AWS's own names are the documented ones; the CHRONICLE_ spellings of them are aliases.
     return ", ".join(f"`{n}`" for n in names if not (n.startswith("CHRONICLE_") and len(names) > 1))
 
 
-def _default(name: str) -> str:
-    field = Settings.model_fields[name]
-    value = field.get_default(call_default_factory=True)
+def _default(path: tuple[str | None, str]) -> str:
+    value = field_info(path).get_default(call_default_factory=True)
     if value is None:
         return "unset"
     return f"`{value}`".replace("|", "\\|")
@@ -67,8 +82,8 @@ def render() -> str:
     docs = _docstrings()
     lines = ["| component | variable | default | meaning |", "|---|---|---|---|"]
     for component, names in OPERATOR.items():
-        for name in names:
-            lines.append(f"| {component} | {_env_names(name)} | {_default(name)} | {_first_sentence(docs[name])} |")
+        for path in (_path(component, name) for name in names):
+            lines.append(f"| {component} | {_env_names(path)} | {_default(path)} | {_first_sentence(docs[path])} |")
     return "\n".join(lines)
 
 

@@ -193,13 +193,13 @@ def authenticate(settings: Settings, username: str, password: str, *, remote: st
     Every attempt is an audit row (`action`: login, or reauth when a signature asks for the password again).
     """
     username = (username or "").strip()
-    since = now_utc() - timedelta(seconds=settings.desk_login_window_s)
+    since = now_utc() - timedelta(seconds=settings.desk.login_window_s)
 
     def look(conn) -> tuple[desk.AccountRow | None, int]:  # type: ignore[no-untyped-def]
         return desk.get_account(conn, username), desk.recent_failures(conn, username, remote, since)
 
     row, failures = read(settings, look)
-    if failures >= settings.desk_login_max_failures:
+    if failures >= settings.desk.login_max_failures:
         raise _refuse(settings, username, remote, "throttled", action, attempt=False)
     ok = _hasher().verify(password or "", row.password_hash if row else _dummy_hash())
     if row is None:

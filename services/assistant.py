@@ -52,7 +52,7 @@ def propose(settings: Settings, content: str, target_file: str, *, reason: str =
                     action=action, source=ASSISTANT_SOURCE)
     suspect = looks_like_injection(memory.content)
     why = redactor.redact(" ".join(reason.split())) or "no reason given"
-    today = datetime.now(settings.tz_for(settings.notes_project)).date()
+    today = datetime.now(settings.tz_for(settings.ingest.notes_project)).date()
     proposal = make_proposal(
         memory, day=today, source=ASSISTANT_SOURCE, memory_id=None, flow_run_id=None, suspected_injection=suspect,
         reason=f"proposed by an assistant over MCP: {why}" + (

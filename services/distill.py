@@ -18,6 +18,7 @@ from chronicle.distill.chunks import Chunk, NoteEntry
 from chronicle.distill.decide import SCHEMA as DECISIONS_SCHEMA
 from chronicle.distill.decide import Shown, apply_decisions, decision_messages
 from chronicle.distill.engine import ChunkOutcome, distill_offline, distill_with_llm
+from chronicle.distill.gate import DAILY_CAP
 from chronicle.distill.knowledge import KnowledgeWrite, clean_workspace, sync_file
 from chronicle.distill.proposals import Proposal
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
@@ -32,10 +33,10 @@ from chronicle.settings import Settings
 def resolve_window(settings: Settings, days: int | None, until: date | None,
                    project: str | None = None) -> tuple[date, date]:
     """(after, until): the window is `after < local_date <= until`, `until` defaulting to today locally."""
-    days = settings.distill_days if days is None else days
+    days = settings.memory.distill_days if days is None else days
     if days < 1:
         raise ValueError(f"days must be >= 1, got {days}")
-    until = until or datetime.now(settings.tz_for(project or settings.notes_project)).date()
+    until = until or datetime.now(settings.tz_for(project or settings.ingest.notes_project)).date()
     return until - timedelta(days=days), until
 
 
@@ -60,11 +61,11 @@ def distill_chunk(settings: Settings, chunk: Chunk, run_id: str) -> ChunkOutcome
     """One chunk through the offline rules, or through the LLM gate (shared `llm` slots, logged calls) and then
     the model's add / update / no-op decisions (`memory_llm_decisions`)."""
     redactor = redactor_for(settings)
-    if settings.offline_llm:
+    if settings.llm.offline:
         return distill_offline(chunk, redactor, user_name_of(settings))
     call = llm_call(settings, run_id, project_id=chunk.project_id, redact_answer=False)
     outcome = distill_with_llm(chunk, call, redactor)
-    if outcome.status == "ok" and settings.memory_llm_decisions:
+    if outcome.status == "ok" and settings.memory.llm_decisions:
         _decide(settings, outcome, call)
     return outcome
 
@@ -121,14 +122,14 @@ def memory_count(settings: Settings) -> int:
 
 def write_knowledge(settings: Settings, name: str, items: list[Item]) -> KnowledgeWrite:
     """Place items in one knowledge file (backup + atomic replace, only when it changes), at most
-    `knowledge_daily_cap` per note day and `knowledge_max_chars` in all (the least important bullets leave, by
+    `DAILY_CAP` per note day and `knowledge_max_chars` in all (the least important bullets leave, by
     their memories' importance in the store); a file that is not UTF-8 is left alone (`FileResult.skipped`)."""
 
     def importance(ids: set[str]) -> dict[str, float]:
         return {m.id: m.importance for m in MemoryStore(settings).get(sorted(ids))}
 
-    return sync_file(settings.workspace_dir, name, items, keep=settings.backup_keep, cap=settings.knowledge_daily_cap,
-                     budget=settings.knowledge_max_chars, importance=importance)
+    return sync_file(settings.workspace_dir, name, items, keep=settings.memory.backup_keep, cap=DAILY_CAP,
+                     budget=settings.memory.knowledge_max_chars, importance=importance)
 
 
 def record_run(settings: Settings, chunks: list[ChunkRecord], quarantine: list[QuarantineRecord],

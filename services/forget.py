@@ -73,10 +73,10 @@ def forget(settings: Settings, selector: Selector, *, reason: str, by: str | Non
     marks = Marks(frozenset(ids), frozenset(s.content_hash for s in stones), frozenset(r.id for r in rows) - ids)
     edit_text = partial(drop_lines, marks=marks)
     if dry_run:
-        return ForgetResult(chosen, change_files(settings.workspace_dir, edit_text, keep=settings.backup_keep,
+        return ForgetResult(chosen, change_files(settings.workspace_dir, edit_text, keep=settings.memory.backup_keep,
                                                  dry_run=True), True)
     change_id = _record(settings, "forget", selector.describe(), reason, by, chosen, stones)
-    files = change_files(settings.workspace_dir, edit_text, keep=settings.backup_keep)
+    files = change_files(settings.workspace_dir, edit_text, keep=settings.memory.backup_keep)
     store.delete(sorted(ids))
     _finish(settings, change_id, files)
     return ForgetResult(chosen, files, False, change_id)
@@ -101,7 +101,7 @@ def edit(settings: Settings, memory_id: str, text: str, *, reason: str, by: str 
     change_id = _record(settings, "correct", f"id={row.id}", reason or "corrected", by, [row], stones)
     marks = Marks(frozenset({row.id}), frozenset(s.content_hash for s in stones))
     files = change_files(settings.workspace_dir, partial(rewrite_lines, marks=marks, new_text=after.content,
-                                                         new_hash=after.content_hash), keep=settings.backup_keep)
+                                                         new_hash=after.content_hash), keep=settings.memory.backup_keep)
     rewrite_row(store, after)
     _finish(settings, change_id, files)
     return EditResult(row, after, files, change_id)

@@ -42,5 +42,5 @@ def freshness(settings: Settings, now: datetime | None = None) -> Freshness:
         projects = project_freshness(conn)
         runs = last_runs(conn)
     flows = judge_flows({name: (done, state) for name, (done, state, _) in runs.items()}, now,
-                        settings.ingest_interval_minutes)
+                        settings.ingest.interval_minutes)
     return Freshness(projects, flows, {name: n for name, (_, _, n) in runs.items()})

@@ -27,6 +27,9 @@ from chronicle.weekly.prompt import ask_messages, rollup_messages
 from chronicle.weekly.search import rank_weeks, stats_question, weeks_with
 from chronicle.weekly.tokens import estimate_tokens, is_chinese
 
+CONTEXT_TOKENS = 32_000
+"""Token budget of the chronicle block `chronicle ask` sends; older weeks fold into rollups beyond it."""
+
 
 def _rollup_tokens(weeks: list[ChronicleWeek], max_chars: int) -> int:
     # Upper bound of one rollup line: its length limit in the chronicle's language.
@@ -38,11 +41,11 @@ def _llm_rollup(settings: Settings, project_id: str, block: Block, texts: list[s
     call = llm_call(settings, current_flow_run_id(), project_id=project_id)
     lang = "zh" if is_chinese(texts) else "en"
     # A long period is folded in budget-sized parts first; nothing is truncated.
-    while estimate_tokens("\n".join(texts)) > settings.llm_context_tokens and len(texts) > 1:
-        texts = [call(rollup_messages(project_id, block.period, chunk, max_chars=settings.report_max_chars,
+    while estimate_tokens("\n".join(texts)) > settings.llm.context_tokens and len(texts) > 1:
+        texts = [call(rollup_messages(project_id, block.period, chunk, max_chars=settings.weekly.report_max_chars,
                                       language=lang), "rollup").strip()
-                 for chunk in chunk_lines(texts, settings.llm_context_tokens)]
-    return call(rollup_messages(project_id, block.period, texts, max_chars=settings.report_max_chars,
+                 for chunk in chunk_lines(texts, settings.llm.context_tokens)]
+    return call(rollup_messages(project_id, block.period, texts, max_chars=settings.weekly.report_max_chars,
                                 language=lang), "rollup").strip()
 
 
@@ -84,12 +87,12 @@ def _build_rollups(settings: Settings, project_id: str, blocks: list[Block],
         missing = _missing(folded, stored, model, texts)
         fresh: list[rollups.Rollup] = []
         # One `llm` slot for the whole rebuild (not one reservation per rollup); the offline engine takes none.
-        with nullcontext() if settings.offline_llm or not missing else reserve_llm(settings, 1):
+        with nullcontext() if settings.llm.offline or not missing else reserve_llm(settings, 1):
             for block, digest in missing:
-                if settings.offline_llm:
+                if settings.llm.offline:
                     summary = offline_rollup(block.period,
                                              [(w.week_number, w.source, w.stats) for w in block.weeks],
-                                             settings.report_max_chars)
+                                             settings.weekly.report_max_chars)
                 else:
                     summary = _llm_rollup(settings, project_id, block,
                                           [f"[Week {w.week_number}]: {w.text}" for w in block.weeks])
@@ -114,11 +117,11 @@ def build_history_context(settings: Settings, project_id: str, max_tokens: int |
         rows = reports.chronicle_rows(conn, project_id)
         flagged = reports.flagged_week_numbers(conn, project_id)
         stored = rollups.load(conn, project_id) if folding else {}
-    if settings.context_flagged_weeks == "omit":
+    if settings.weekly.context_flagged_weeks == "omit":
         rows = [r for r in rows if r[0] not in flagged]
     weeks = [ChronicleWeek(n, week_line(s, flagged=n in flagged), json.loads(st), strip_citations(s)) if folding
              else ChronicleWeek(n, week_line(s, flagged=n in flagged)) for n, s, st in rows]
-    blocks = plan_blocks(weeks, max_tokens, _rollup_tokens(weeks, settings.report_max_chars))
+    blocks = plan_blocks(weeks, max_tokens, _rollup_tokens(weeks, settings.weekly.report_max_chars))
     return render(blocks, _build_rollups(settings, project_id, blocks, stored) if folding else None)
 
 
@@ -137,8 +140,8 @@ def ask_chronicle(settings: Settings, project_id: str, question: str, *, limit: 
     The question is redacted first (a user may paste a credential into it): it goes to the model, into
     `llm_calls` and, offline, back to the screen as the matched terms.
     """
-    question = Redactor.build(settings.redact_extra_patterns).redact(question)
-    if settings.offline_llm:
+    question = Redactor.build(settings.redact.extra_patterns).redact(question)
+    if settings.llm.offline:
         with connect(settings) as conn:
             rows = reports.chronicle_rows(conn, project_id)
         texts = {n: one_line(s) for n, s, _ in rows}
@@ -151,6 +154,6 @@ def ask_chronicle(settings: Settings, project_id: str, question: str, *, limit: 
         ranked = rank_weeks(question, list(texts.items()), limit=limit)
         weeks = [{"week": n, "score": score, "terms": terms, "text": texts[n]} for n, score, terms in ranked]
         return HistoryAnswer("offline", "", weeks)
-    context = build_history_context(settings, project_id, settings.chronicle_context_tokens)
+    context = build_history_context(settings, project_id, CONTEXT_TOKENS)
     call = llm_call(settings, current_flow_run_id(), project_id=project_id)
-    return HistoryAnswer(settings.llm_model, call(ask_messages(context, question), "ask").strip(), [])
+    return HistoryAnswer(settings.llm.model, call(ask_messages(context, question), "ask").strip(), [])

@@ -74,7 +74,7 @@ class FileIngestor:
         self.settings = settings
         self.project = project
         self.run_id = run_id
-        self._redact = Redactor.build(settings.redact_extra_patterns).redact  # project ids (one gate at ingest)
+        self._redact = Redactor.build(settings.redact.extra_patterns).redact  # project ids (one gate at ingest)
 
     def ingest(self, path: Path, *, force: bool = False, replace: bool = False) -> FileResult:
         """Read `path` if it changed since last time (or always, with `force`: re-read whole)."""
@@ -154,7 +154,7 @@ class FileIngestor:
         """Same size, mtime and content fingerprint — and no unterminated tail left to judge now it has settled."""
         if prev["size"] != size or prev["mtime_ns"] != mtime_ns:
             return False
-        settled = time.time() - mtime_ns / 1e9 > self.settings.ingest_settle_s
+        settled = time.time() - mtime_ns / 1e9 > self.settings.ingest.settle_s
         if prev["parsed_bytes"] < size and settled and not key.lower().endswith(".gz"):
             return False  # a tail left "for its writer", who never came back: judge it now
         return prev.get("content_sha256") == file_fingerprint(Path(key), size)

@@ -183,8 +183,9 @@ def plan_lines(settings: Settings, project: str | None, state: dict[str, Any], d
         table = ingest_sql.lines_table(lines, line_nos or range(1, len(lines) + 1))
         return Write(state, status, table, mode=mode, rejects=binary + rejects, replace=replace)
     if fmt == "note":
-        tz_project = project or settings.notes_project
-        entries, rejects = note_entries(path, text, tz_project, settings.tz_for(tz_project), settings.max_line_bytes)
+        tz_project = project or settings.ingest.notes_project
+        entries, rejects = note_entries(path, text, tz_project, settings.tz_for(tz_project),
+                                        settings.ingest.max_line_bytes)
     else:
         tz = settings.tz_for(project) if project else settings.tz_for("")
         entries, rejects = locomo_entries(path, text, project, tz)
@@ -201,7 +202,7 @@ def _plan_json_lines(settings: Settings, state: dict, data: bytes, ident: dict |
             start += 1
     chunk = data[start:]
     end = len(chunk)
-    settled = time.time() - state["mtime_ns"] / 1e9 > settings.ingest_settle_s and state["mtime_ns"] >= 0
+    settled = time.time() - state["mtime_ns"] / 1e9 > settings.ingest.settle_s and state["mtime_ns"] >= 0
     if chunk and not chunk.endswith(b"\n") and not settled:
         tail_start = chunk.rfind(b"\n") + 1
         if not _is_json(chunk[tail_start:].decode("utf-8", "replace")):
@@ -274,7 +275,7 @@ def write_batch(settings: Settings, redact: Any, planned: list[Write], run_id: s
                 conn, ingest_sql.batch_table(lines), resumed=[w.file_id for w in stored if w.mode == "resumed"],
                 default_project=stored[0].state.get("project_id") if stored and stored[0].state else None,
                 default_tz=settings.timezone, project_tz=settings.project_timezones,
-                column_map=settings.column_map, max_line_bytes=settings.max_line_bytes, now=now,
+                column_map=settings.ingest.column_map, max_line_bytes=settings.ingest.max_line_bytes, now=now,
             ) if lines else {}
             ingest_history.drop_duplicates(conn, ids, now, changes)
             ingest_history.supersede_rewritten(conn, {w.file_id: w.prev_id for w in stored if w.prev_id and w.file_id},

@@ -95,8 +95,8 @@ def _facet_classes() -> tuple[type, type]:
 
 def table_namespace(settings: Settings) -> str:
     """Where the tables live, without credentials: the DuckDB file, or the lake's data root."""
-    if settings.lake:
-        return f"ducklake://{settings.lake_data_root.rstrip('/')}"
+    if settings.lake.enabled:
+        return f"ducklake://{settings.lake.data_root.rstrip('/')}"
     return f"duckdb://{socket.gethostname()}{settings.db_path.resolve()}"
 
 
@@ -163,7 +163,7 @@ def run_event(settings: Settings, event_type: str, flow_name: str, run: Any, sta
     )
 
     prefect_facet, partition_facet = _facet_classes()
-    redactor = Redactor.build(settings.redact_extra_patterns)
+    redactor = Redactor.build(settings.redact.extra_patterns)
     params = redact_value(dict(run.parameters or {}), redactor)
     inputs, outputs = _datasets(settings, flow_name, dict(run.parameters or {}))
     facets: dict[str, Any] = {

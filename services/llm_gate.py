@@ -1,7 +1,7 @@
 """The LLM gate: every LLM call of every flow goes through here, once.
 
 Three things every call needs, wired in one place: a slot of the shared Prefect global concurrency
-limit `llm` (`settings.llm_concurrency` in all, across all flow runs and processes), the one
+limit `llm` (`settings.llm.concurrency` in all, across all flow runs and processes), the one
 `ChatClient` per flow run and endpoint (the only retry layer), and the call logger that writes one
 redacted `llm_calls` row per attempt.
 
@@ -157,14 +157,14 @@ def ensure_llm_limit(slots: int) -> bool:
 
 def _local_gate(settings: Settings) -> LLMGate:
     with _local_lock:
-        semaphore = _local_slots.setdefault(settings.llm_concurrency, _Slots(settings.llm_concurrency))
-    return LLMGate(settings.llm_concurrency, "local", semaphore)
+        semaphore = _local_slots.setdefault(settings.llm.concurrency, _Slots(settings.llm.concurrency))
+    return LLMGate(settings.llm.concurrency, "local", semaphore)
 
 
 @contextmanager
 def reserve_llm(settings: Settings, wanted: int) -> Iterator[LLMGate]:
     """Hold up to `wanted` slots of `llm` for the block; tasks started inside see the gate."""
-    n = max(1, min(settings.llm_concurrency, wanted))
+    n = max(1, min(settings.llm.concurrency, wanted))
     with ExitStack() as stack:
         gate = _acquire(settings, n, stack)
         token = _current.set(gate)
@@ -189,7 +189,7 @@ Prefect's default five minutes."""
 def _acquire(settings: Settings, n: int, stack: ExitStack) -> LLMGate:
     from prefect.concurrency.sync import concurrency
 
-    if not ensure_llm_limit(settings.llm_concurrency):
+    if not ensure_llm_limit(settings.llm.concurrency):
         return _local_gate(settings)
     quick, said = True, False
     while True:
@@ -263,8 +263,8 @@ def _redactor(patterns: tuple[str, ...], subject_id: str, commit_hashes: bool) -
 
 def redactor_for(settings: Settings) -> Redactor:
     """The redactor of these settings (built-in patterns plus `redact_extra_patterns`), compiled once."""
-    return _redactor(tuple(settings.redact_extra_patterns), settings.redact_subject_id_pattern,
-                     settings.redact_commit_hashes_safe)
+    return _redactor(tuple(settings.redact.extra_patterns), settings.redact.subject_id_pattern,
+                     settings.redact.commit_hashes_safe)
 
 
 class HeldCalls:
@@ -345,7 +345,7 @@ _MAX_CLIENTS = 8  # a long-lived worker serves many flow runs; keep only the rec
 
 def _client(settings: Settings, run_id: str) -> tuple[ChatClient, _RedactingBufferedLogger]:
     # One thread-safe client (and HTTP connection pool) per flow run and endpoint.
-    key = (settings.llm_url, settings.llm_model, str(settings.db_path), run_id, id(settings))
+    key = (settings.llm.url, settings.llm.model, str(settings.db_path), run_id, id(settings))
     with _clients_lock:
         if key not in _clients:
             logger = _RedactingBufferedLogger(DuckDBCallLogger(settings, run_id), redactor_for(settings))

@@ -33,7 +33,7 @@ def search_memories(
     person (never another subject's); `as_of`: what was current at the end of that day; `include_mentions`
     (with `about`): also memories whose person is unknown that name them.
     """
-    query = Redactor.build(settings.redact_extra_patterns).redact(query)
+    query = Redactor.build(settings.redact.extra_patterns).redact(query)
     store = MemoryStore(settings)
     options = {"tags": tags, "min_importance": min_importance, "target_file": target_file, "mode": mode,
                "as_of": as_of}

@@ -80,7 +80,8 @@ def one_week(settings: Settings, project_id: str, week: str, *,
 def input_roots(settings: Settings) -> list[Path]:
     """Where input may come from: `input_roots`, the home, the working directory (not `/`) and `source_paths`."""
     cwd = Path.cwd().resolve()
-    roots = [*settings.input_roots, *settings.source_paths, settings.home, *([cwd] if cwd != cwd.parent else [])]
+    ingest = settings.ingest
+    roots = [*ingest.input_roots, *ingest.source_paths, settings.home, *([cwd] if cwd != cwd.parent else [])]
     return [Path(r).expanduser().resolve() for r in roots]
 
 

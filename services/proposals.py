@@ -61,9 +61,9 @@ def approve(settings: Settings, id_or_prefix: str, by: str | None = None) -> Pro
     proposal = _one(settings, id_or_prefix)
     if proposal.status == "rejected":
         raise ProposalError(f"{proposal.proposal_id} was rejected on {proposal.decided_at:%Y-%m-%d}; not writing it")
-    action, _ = effective_action(proposal.action, proposal.target_file, settings.overwrite_allowed_files)
+    action, _ = effective_action(proposal.action, proposal.target_file, settings.memory.overwrite_allowed_files)
     result = sync_file(settings.workspace_dir, proposal.target_file, [approved_item(proposal, action)],
-                       keep=settings.backup_keep)
+                       keep=settings.memory.backup_keep)
     if result.skipped:
         raise ProposalError(result.skipped)
     if proposal.status == "approved":

@@ -140,8 +140,8 @@ def content_hash(text: str) -> str:
 
 def _prepare(settings: Settings, project_id: str, week: IsoWeek, text: str,
              hidden: Counter[str]) -> tuple[str, WeekInput, Any]:
-    text = clean_text(text, settings.edit_max_chars)
-    text = Redactor.build(settings.redact_extra_patterns).redact(text, hidden)
+    text = clean_text(text, settings.weekly.edit_max_chars)
+    text = Redactor.build(settings.redact.extra_patterns).redact(text, hidden)
     week_input, stored = read_week(settings, project_id, week)
     if stored is None:
         raise NoReportError(f"no report for {project_id} {week}; generate it before correcting it")
@@ -171,7 +171,7 @@ def edit_report(settings: Settings, project_id: str, week: IsoWeek, text: str, *
     reason = clean_field(reason, "the reason", MAX_REASON)
     hidden: Counter[str] = Counter()
     text, week_input, stored = _prepare(settings, project_id, week, text, hidden)
-    redactor = Redactor.build(settings.redact_extra_patterns)
+    redactor = Redactor.build(settings.redact.extra_patterns)
     # Who and why are stored with the version and shown by `report history`: the same sink as the text.
     author, reason = redactor.redact(author, hidden), redactor.redact(reason, hidden)
     if stored.version == base_version and text == stored.summary.strip():

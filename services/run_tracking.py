@@ -70,7 +70,7 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
     """
     run_id = current_flow_run_id()
     counts = RunCounts()
-    redactor = Redactor.build(settings.redact_extra_patterns)
+    redactor = Redactor.build(settings.redact.extra_patterns)
     shown = redact_value(parameters, redactor)
     me = this_process()
     notes = _NOTES.setdefault(run_id, [])
@@ -117,7 +117,7 @@ def record_unfinished(flow: Any, run: Any, state: Any) -> None:
     parameter validation refused it) or while Prefect, not the body, was in charge (SIGTERM) gets its row."""
     settings = load_settings()
     final = "CRASHED" if state.is_crashed() else "FAILED"
-    redactor = Redactor.build(settings.redact_extra_patterns)
+    redactor = Redactor.build(settings.redact.extra_patterns)
     shown = redact_value(dict(run.parameters or {}), redactor)
     message = redactor.redact(state.message or "") or None
     if any(r["flow_run_id"] == str(run.id) for r in run_journal.pending(settings.db_path)):

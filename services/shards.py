@@ -50,9 +50,9 @@ def worth_spreading(settings: Settings, weeks: int, max_workers: int | None) -> 
     costs a child's start-up)."""
     if weeks < 2:
         return False
-    if settings.offline_llm:
+    if settings.llm.offline:
         return weeks >= SPREAD_MIN_OFFLINE_WEEKS
-    return weeks_in_flight(settings, max_workers) < settings.llm_concurrency
+    return weeks_in_flight(settings, max_workers) < settings.llm.concurrency
 
 
 def cut(items: Sequence[T], parts: int) -> list[list[T]]:

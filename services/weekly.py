@@ -50,7 +50,7 @@ def read_week(settings: Settings, project_id: str, week: IsoWeek) -> tuple[WeekI
         before = week_inputs.enrolled_before(conn, project_id, week.number)
         stored = reports.stored_reports(conn, project_id, week.number, week.number).get(week.number)
         known = pseudonym_store.load(conn, project_id)
-    names = Pseudonyms(known, tuple(settings.pseudonymise_families))
+    names = Pseudonyms(known, tuple(settings.redact.pseudonymise_families))
     week_input = make_week_input(project_id, week, rows, before, settings.tz_for(project_id), redactor_for(settings),
                                  pseudonyms=names)
     return _with_pseudonyms_stored(settings, project_id, names, lambda: read_week(settings, project_id, week),
@@ -177,11 +177,11 @@ def _write_text(settings: Settings, job: WeekJob, model: str, run_id: str) -> We
     week_input, stored = job.input, job.stored
     project_id, week = job.project_id, job.week
     try:
-        if settings.offline_llm or not week_input.entries:
-            return offline_week(week_input, settings.report_max_chars)
+        if settings.llm.offline or not week_input.entries:
+            return offline_week(week_input, settings.weekly.report_max_chars)
         call = llm_call(settings, run_id, project_id=project_id, week_number=week.number)
-        return llm_week(week_input, call, model=model, max_chars=settings.report_max_chars,
-                        context_tokens=settings.llm_context_tokens)
+        return llm_week(week_input, call, model=model, max_chars=settings.weekly.report_max_chars,
+                        context_tokens=settings.llm.context_tokens)
     except Exception:
         if stored is not None and stored.status == "generated" and stored.input_hash != week_input.input_hash:
             for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
@@ -219,7 +219,7 @@ def run_week_group(settings: Settings, jobs: list[WeekJob], run_id: str, *,
             key = week_claims.week_claim_key(job.input, model)
             # A week written by the LLM is stored as soon as it is written (group-committed with the weeks
             # in flight beside it): held for the group's commit, a kill would throw away paid calls.
-            llm = bool(job.input.entries) and not settings.offline_llm
+            llm = bool(job.input.entries) and not settings.llm.offline
             if job.decision.action != "generate" or leases is None or not leases.holds(key) or llm:
                 out[i] = run_week(settings, job, run_id)
                 return
@@ -341,7 +341,7 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
         running = week_inputs.enrolled_before(conn, project_id, first.number)
         stored = reports.stored_reports(conn, project_id, first.number, last.number)
         known = pseudonym_store.load(conn, project_id)
-    names = Pseudonyms(known, tuple(settings.pseudonymise_families))
+    names = Pseudonyms(known, tuple(settings.redact.pseudonymise_families))
     tz, model, redactor = settings.tz_for(project_id), engine_model(settings), redactor_for(settings)
     refreshes: list[tuple[int, dict, bool | None, list[dict] | None]] = []
     for week in week_range(first, last):

@@ -55,7 +55,7 @@ def export_parquet(conn: duckdb.DuckDBPyConnection, out_dir: Path) -> list[tuple
 
 def shell_attach_sql(settings: Settings) -> str:
     """SQL for an analyst's `duckdb` shell: attach the live lake, or open the embedded snapshot read-only."""
-    if settings.lake:
+    if settings.lake.enabled:
         return lake.shell_sql(settings)
     from chronicle.storage.snapshot import snapshot_path
 

@@ -96,7 +96,7 @@ class Coordinator:
 @contextmanager
 def coordination(settings: Settings) -> Iterator[Coordinator]:
     """A `Coordinator` for one short step (embedded: under the file lock, like any write window)."""
-    if settings.lake:
+    if settings.lake.enabled:
         cur = lake.session(settings).db.cursor()
         try:
             yield Coordinator(cur, remote=True)
@@ -133,7 +133,7 @@ def _coord(settings: Settings) -> Iterator[Coordinator]:
             for ddl in _DDL:  # local and cheap; the file may have been replaced since
                 coord.execute(ddl)
         else:
-            where = (settings.catalog or "", str(os.getpid()))
+            where = (settings.lake.catalog or "", str(os.getpid()))
             with _ready_lock:
                 if where not in _ready:
                     # PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against itself: two processes

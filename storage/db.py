@@ -112,7 +112,7 @@ def connect(settings: Settings, *, read_only: bool = False) -> Iterator[duckdb.D
     snapshot. Writes that may conflict belong in `transactions()` / `write()`. A database behind the
     shipped migrations is brought up to date first.
     """
-    if settings.lake:
+    if settings.lake.enabled:
         with _connect_lake(settings) as conn:
             yield conn
     else:
@@ -147,7 +147,7 @@ def _tag(conn: duckdb.DuckDBPyConnection) -> None:
 
 def _guarded(settings: Settings, guard: Iterable[str]) -> AbstractContextManager[object]:
     keys = sorted(set(guard))
-    if not keys or not settings.lake:
+    if not keys or not settings.lake.enabled:
         return nullcontext()  # the embedded file lock already serialises every writer
     return claims.hold(settings, keys)
 
@@ -162,7 +162,7 @@ def transaction(settings: Settings, *, guard: Iterable[str] = ()) -> Iterator[du
     with _guarded(settings, guard), connect(settings) as conn:
         conn.execute("BEGIN TRANSACTION")
         try:
-            if settings.lake:
+            if settings.lake.enabled:
                 _tag(conn)
             yield conn
         except BaseException:
@@ -211,7 +211,7 @@ def transactions(settings: Settings, *, guard: Iterable[str] = (),
     keep the values of the attempt that committed.
     """
     guard = tuple(guard)
-    n = attempts if settings.lake else 1
+    n = attempts if settings.lake.enabled else 1
     for i in range(n):
         attempt = _Attempt(settings, guard, last=i == n - 1)
         yield attempt

@@ -77,7 +77,7 @@ def load_extensions(conn: duckdb.DuckDBPyConnection) -> None:
 
 def data_dir(settings: Settings) -> str:
     """Where DuckLake writes its Parquet files: `<data_path>/ducklake/`."""
-    return f"{settings.lake_data_root}/ducklake/"
+    return f"{settings.lake.data_root}/ducklake/"
 
 
 def is_remote(uri: str) -> bool:
@@ -85,27 +85,27 @@ def is_remote(uri: str) -> bool:
 
 
 def conninfo(settings: Settings) -> str:
-    assert settings.catalog is not None
-    return settings.catalog.removeprefix("ducklake:postgres:")
+    assert settings.lake.catalog is not None
+    return settings.lake.catalog.removeprefix("ducklake:postgres:")
 
 
 def _endpoint(settings: Settings) -> tuple[str, bool] | None:
     """(host[:port], use_ssl) of an S3-compatible endpoint override; None for AWS itself."""
-    if not settings.aws_endpoint_url:
+    if not settings.lake.aws_endpoint_url:
         return None
-    url = urlparse(settings.aws_endpoint_url if "://" in settings.aws_endpoint_url
-                   else f"https://{settings.aws_endpoint_url}")
+    url = urlparse(settings.lake.aws_endpoint_url if "://" in settings.lake.aws_endpoint_url
+                   else f"https://{settings.lake.aws_endpoint_url}")
     return url.netloc, url.scheme == "https"
 
 
 def secret_sql(settings: Settings) -> str | None:
     """A session-only S3 secret from the settings (AWS_* variables); None when no credentials are configured."""
     parts = ["TYPE s3"]
-    if settings.aws_access_key_id:
-        parts.append(f"KEY_ID {_lit(settings.aws_access_key_id)}")
-    if settings.aws_secret_access_key:
-        parts.append(f"SECRET {_lit(settings.aws_secret_access_key.get_secret_value())}")
-    parts.append(f"REGION {_lit(settings.aws_region or 'us-east-1')}")
+    if settings.lake.aws_access_key_id:
+        parts.append(f"KEY_ID {_lit(settings.lake.aws_access_key_id)}")
+    if settings.lake.aws_secret_access_key:
+        parts.append(f"SECRET {_lit(settings.lake.aws_secret_access_key.get_secret_value())}")
+    parts.append(f"REGION {_lit(settings.lake.aws_region or 'us-east-1')}")
     endpoint = _endpoint(settings)
     if endpoint:
         # S3-compatible servers (MinIO, moto, Ceph) are addressed by path, not by bucket sub-domain.
@@ -119,11 +119,11 @@ def attach_sql(settings: Settings, *, alias: str = LAKE, snapshot_version: int |
                writer: bool = True) -> str:
     """`ATTACH 'ducklake:postgres:…' AS chronicle (DATA_PATH …)`; a `snapshot_version` opens it as of then."""
     options = [f"DATA_PATH {_lit(data_dir(settings))}"]
-    if writer and settings.lake_inline_rows:
-        options.append(f"DATA_INLINING_ROW_LIMIT {int(settings.lake_inline_rows)}")
+    if writer and settings.lake.inline_rows:
+        options.append(f"DATA_INLINING_ROW_LIMIT {int(settings.lake.inline_rows)}")
     if snapshot_version is not None:
         options.append(f"SNAPSHOT_VERSION {int(snapshot_version)}")
-    return f"ATTACH IF NOT EXISTS {_lit(settings.catalog or '')} AS {alias} ({', '.join(options)})"
+    return f"ATTACH IF NOT EXISTS {_lit(settings.lake.catalog or '')} AS {alias} ({', '.join(options)})"
 
 
 def shell_sql(settings: Settings) -> str:
@@ -137,8 +137,8 @@ def shell_sql(settings: Settings) -> str:
     if endpoint:
         stmts += [f"SET s3_endpoint = {_lit(endpoint[0])}", "SET s3_url_style = 'path'",
                   f"SET s3_use_ssl = {str(endpoint[1]).lower()}"]
-    if settings.aws_region:
-        stmts.append(f"SET s3_region = {_lit(settings.aws_region)}")
+    if settings.lake.aws_region:
+        stmts.append(f"SET s3_region = {_lit(settings.lake.aws_region)}")
     stmts += [attach_sql(settings, writer=False), f"USE {LAKE}"]
     return "; ".join(stmts) + ";"
 
@@ -146,14 +146,14 @@ def shell_sql(settings: Settings) -> str:
 def lance_storage_options(settings: Settings) -> dict[str, str]:
     """LanceDB `storage_options` for an object-store URI: the same endpoint and credentials as DuckLake."""
     opts: dict[str, str] = {}
-    if settings.aws_endpoint_url:
-        opts["aws_endpoint"] = settings.aws_endpoint_url
-        opts["allow_http"] = str(settings.aws_endpoint_url.startswith("http://")).lower()
-    if settings.aws_access_key_id:
-        opts["aws_access_key_id"] = settings.aws_access_key_id
-    if settings.aws_secret_access_key:
-        opts["aws_secret_access_key"] = settings.aws_secret_access_key.get_secret_value()
-    opts["aws_region"] = settings.aws_region or "us-east-1"
+    if settings.lake.aws_endpoint_url:
+        opts["aws_endpoint"] = settings.lake.aws_endpoint_url
+        opts["allow_http"] = str(settings.lake.aws_endpoint_url.startswith("http://")).lower()
+    if settings.lake.aws_access_key_id:
+        opts["aws_access_key_id"] = settings.lake.aws_access_key_id
+    if settings.lake.aws_secret_access_key:
+        opts["aws_secret_access_key"] = settings.lake.aws_secret_access_key.get_secret_value()
+    opts["aws_region"] = settings.lake.aws_region or "us-east-1"
     return opts
 
 
@@ -191,12 +191,12 @@ _sessions_lock = threading.Lock()
 
 def session(settings: Settings) -> LakeSession:
     """The process's lake session for these settings (created, extensions loaded and lake attached once)."""
-    key = (settings.catalog or "", settings.lake_data_root, os.getpid())  # a forked child attaches anew
+    key = (settings.lake.catalog or "", settings.lake.data_root, os.getpid())  # a forked child attaches anew
     with _sessions_lock:
         found = _sessions.get(key)
         if found is not None:
             return found
-        root = settings.lake_data_root
+        root = settings.lake.data_root
         if not is_remote(root):
             Path(data_dir(settings)).mkdir(parents=True, exist_ok=True)
         db = duckdb.connect(":memory:", config=_CONFIG)
@@ -216,7 +216,7 @@ def session(settings: Settings) -> LakeSession:
             db.close()
             raise
         _sessions[key] = found = LakeSession(key, db)
-        log.info("attached DuckLake %s (data %s)", settings.lake_data_root, data_dir(settings))
+        log.info("attached DuckLake %s (data %s)", settings.lake.data_root, data_dir(settings))
         return found
 
 

@@ -85,7 +85,7 @@ class ReportWriter:
             if t.error is not None:
                 out.append(t.error)
                 continue
-            if t.lease is not None and self.settings.lake:
+            if t.lease is not None and self.settings.lake.enabled:
                 t.lease.leases.finish([t.lease.key])  # in PostgreSQL: ended by this caller after the commit
             assert t.outcome is not None
             out.append(t.outcome)
@@ -94,7 +94,7 @@ class ReportWriter:
     def _write(self, tickets: list[_Ticket]) -> None:
         guard = guard_keys(t.args.report.project_id for t in tickets)
         leases: dict[claims.Leases, list[str]] = {}
-        if not self.settings.lake:  # the claims live in this file: end them in the same commit
+        if not self.settings.lake.enabled:  # the claims live in this file: end them in the same commit
             for t in tickets:
                 if t.lease is not None:
                     leases.setdefault(t.lease.leases, []).append(t.lease.key)

@@ -19,8 +19,8 @@ def ensure_storage(settings: Settings) -> list[str]:
     is writable with these credentials), the catalog's DuckLake metadata and migrations, the claims table."""
     done: list[str] = []
     started = datetime.now(UTC).replace(tzinfo=None)
-    if settings.lake:
-        root = settings.lake_data_root
+    if settings.lake.enabled:
+        root = settings.lake.data_root
         with connect(settings) as conn:  # attaches (DuckLake creates its metadata tables) and migrates
             version, fresh = _schema(conn, started)
             marker = f"{lake.data_dir(settings)}{MARKER}.json"

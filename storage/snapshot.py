@@ -71,7 +71,7 @@ def publish_snapshot(settings: Settings) -> SnapshotInfo | None:
     Holds the database for one CHECKPOINT plus a file copy (a fraction of a second for a few hundred MB),
     the same short write window as any other Chronicle writer. None in the lake topology (no copy needed).
     """
-    if settings.lake:
+    if settings.lake.enabled:
         return None
     target = snapshot_path(settings)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,7 @@ def shown_path(path: str, extra_patterns: tuple[str, ...] = ()) -> str:
 
 def ingest_task_name(parameters: dict[str, Any]) -> str:
     settings = parameters.get("settings")
-    extra = tuple(settings.redact_extra_patterns) if isinstance(settings, Settings) else ()
+    extra = tuple(settings.redact.extra_patterns) if isinstance(settings, Settings) else ()
     paths = parameters.get("paths") or []
     first = shown_path(str(paths[0]), extra) if paths else "none"
     more = f" +{len(paths) - 1} files" if len(paths) > 1 else ""
@@ -53,7 +53,7 @@ def ingest_batch(settings: Settings, paths: list[str], project: str | None, forc
 
 
 def _outcome_rows(settings: Settings, results: list[FileResult]) -> list[dict[str, Any]]:
-    extra = tuple(settings.redact_extra_patterns)  # a file name may hold a phone number
+    extra = tuple(settings.redact.extra_patterns)  # a file name may hold a phone number
     return [{"file": shown_path(r.path, extra), "format": r.format, "status": r.status, "added": r.entries_added,
              "removed": r.entries_removed, "rejects": ", ".join(f"{k}: {v}" for k, v in sorted(r.rejects.items())),
              "duplicates": ", ".join(f"{shown_path(f, extra)}: {n}" for f, n in sorted(r.duplicates.items())),

@@ -138,8 +138,8 @@ def spread_backfill(settings: Settings, plans: list[ProjectPlan], *, key: str, t
 def _children_wanted(settings: Settings, weeks: int, max_workers: int | None) -> int:
     """How many child runs to start for a backfill of `weeks` weeks: 0 when spreading does not pay or
     cannot work, else the setting, capped by the pool's free workers."""
-    children = settings.backfill_spread
-    if children and not settings.lake:
+    children = settings.weekly.backfill_spread
+    if children and not settings.lake.enabled:
         log.warning("backfill_spread=%d needs the lake topology (CHRONICLE_CATALOG): with an embedded DuckDB file "
                     "each worker would write its own file; running every week in this run", children)
         return 0

@@ -204,8 +204,8 @@ def _shape(settings: Settings, jobs: list[WeekJob], max_workers: int | None, in_
     workers = weeks_in_flight(settings, max_workers)
     llm_weeks = sum(1 for job in jobs if job.input.entries)
     # Weeks per task run: the orchestration (task run, events, write window) is paid per group of weeks.
-    group, threads, in_flight = grouping(len(jobs), workers, settings.weeks_per_task)
-    if settings.offline_llm or not llm_weeks:
+    group, threads, in_flight = grouping(len(jobs), workers, settings.weekly.weeks_per_task)
+    if settings.llm.offline or not llm_weeks:
         # Offline and empty weeks are pure Python (the GIL) and take no LLM slot: threads inside a group only
         # take turns, and each round of them is a barrier. One thread per group; the groups in flight overlap
         # the commits.

@@ -16,6 +16,8 @@ from pathlib import PurePath
 
 from chronicle.redaction.redactor import Redactor, split_secret_markers
 
+CHUNK_CHARS = 6000
+"""Characters of (redacted) note text per distillation prompt; a bigger day is split into several chunks."""
 TRUNCATED = " …[truncated]"
 
 
@@ -106,7 +108,7 @@ def render_entry(number: int, entry: NoteEntry, limit: int, previous: tuple[str,
     return neutralise(f"{head}[{number}] {parent}{body}")
 
 
-def make_chunks(entries: list[NoteEntry], budget_chars: int) -> list[Chunk]:
+def make_chunks(entries: list[NoteEntry], budget_chars: int = CHUNK_CHARS) -> list[Chunk]:
     """Group entries by day (ordered by file and line) and cut each day into chunks of <= `budget_chars`.
 
     One entry is never split across chunks; an entry longer than the whole budget is truncated for the

@@ -36,9 +36,9 @@ class EngineInfo:
 
 
 def engine_info(settings: Settings) -> EngineInfo:
-    if settings.offline_llm:
+    if settings.llm.offline:
         return EngineInfo("offline", OFFLINE_MODEL, OFFLINE_ENGINE_VERSION)
-    return EngineInfo("llm", settings.llm_model, DISTILL_PROMPT_VERSION)
+    return EngineInfo("llm", settings.llm.model, DISTILL_PROMPT_VERSION)
 
 
 @dataclass

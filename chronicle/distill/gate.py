@@ -6,7 +6,7 @@ A memory goes to its knowledge file only when it carries knowledge:
 - importance >= `knowledge_min_importance` (default 0.6: the prompt's "useful preference or fact" is 0.7,
   its "minor detail" 0.4; the offline engine reaches 0.6 with a rule, decision, preference or "remember",
   or with two weaker signals such as a first-person fact and a date);
-- at most `knowledge_daily_cap` memories per file and note day, the most important first (`sections.apply`).
+- at most `DAILY_CAP` memories per file and note day, the most important first (`sections.apply`).
 Protected files (`protected_files`, default SOUL.md, IDENTITY.md and AGENTS.md: files that instruct the assistant)
 are never written by a run: what passes the gate for them becomes a proposal a human approves or rejects. A memory
 the injection screen flagged (`reads_as_order`) is stored but becomes a flagged proposal, whatever its file.
@@ -24,20 +24,23 @@ from chronicle.settings import Settings
 
 Verdict = Literal["file", "proposal", "order", "small_talk", "question", "below_min_importance"]
 KEPT_OUT: tuple[Verdict, ...] = ("small_talk", "question", "below_min_importance")
+DAILY_CAP = 5
+"""Memories per knowledge file and note day: with importance 0.6, LoCoMo conversations written as daily notes give
+15-19 knowledge-file lines per 100 turns (the rest stays searchable in the store)."""
 
 
 @dataclass(frozen=True)
 class KnowledgePolicy:
     min_importance: float = 0.6
-    daily_cap: int = 5
+    daily_cap: int = DAILY_CAP
     protected: tuple[str, ...] = ("SOUL.md", "IDENTITY.md", "AGENTS.md")
     overwrite_allowed: tuple[str, ...] = ("MEMORY.md", "USER.md", "AGENTS.md", "TOOLS.md")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> KnowledgePolicy:
-        return cls(min_importance=settings.knowledge_min_importance, daily_cap=settings.knowledge_daily_cap,
-                   protected=tuple(settings.protected_files),
-                   overwrite_allowed=tuple(settings.overwrite_allowed_files))
+        return cls(min_importance=settings.memory.knowledge_min_importance,
+                   protected=tuple(settings.memory.protected_files),
+                   overwrite_allowed=tuple(settings.memory.overwrite_allowed_files))
 
 
 def carries_knowledge(text: str) -> Verdict | None:

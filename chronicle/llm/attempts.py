@@ -35,7 +35,7 @@ class RetryPolicy:
     @classmethod
     def from_settings(cls, settings: Any) -> RetryPolicy:
         return cls(
-            max(1, int(settings.llm_max_attempts)), settings.llm_backoff_base_s, settings.llm_backoff_max_s
+            max(1, int(settings.llm.max_attempts)), settings.llm.backoff_base_s, settings.llm.backoff_max_s
         )
 
 

@@ -51,7 +51,7 @@ class ChatClient(EndpointClient):
         *,
         rng: random.Random | None = None,
     ) -> None:
-        super().__init__(settings, settings.llm_url, settings.llm_api_key, settings.llm_model,
+        super().__init__(settings, settings.llm.url, settings.llm.api_key, settings.llm.model,
                          unset="LLM_URL is not set — no chat endpoint to call", logger=logger, sleep=sleep, rng=rng)
 
     def complete(

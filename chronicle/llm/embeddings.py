@@ -26,10 +26,10 @@ class EmbeddingClient(EndpointClient):
         *,
         rng: random.Random | None = None,
     ) -> None:
-        super().__init__(settings, settings.embedding_url, settings.embedding_api_key, settings.embedding_model,
+        super().__init__(settings, settings.embedding.url, settings.embedding.api_key, settings.embedding.model,
                          unset="EMBEDDING_URL is not set — no embeddings endpoint to call", logger=logger,
                          sleep=sleep, rng=rng)
-        self.batch_size = max(1, settings.embedding_batch_size)
+        self.batch_size = max(1, settings.embedding.batch_size)
 
     def embed(self, texts: list[str], *, purpose: str = "embedding") -> list[list[float]]:
         """One vector per text, in input order; one request (with retries) per batch."""

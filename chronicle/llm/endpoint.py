@@ -79,7 +79,7 @@ class EndpointClient:
         self._logger = logger
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._client = openai_client(base, key, settings.llm_timeout_s)
+        self._client = openai_client(base, key, settings.llm.timeout_s)
 
     def _with_retries(self, send: Callable[[], Answer[T]], *, service: Service, purpose: str, prompt: str,
                       project_id: str | None = None, week_number: int | None = None) -> tuple[Answer[T], int]:

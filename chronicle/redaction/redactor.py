@@ -261,7 +261,7 @@ _CACHE_MAX = 8192
 
 @dataclass(frozen=True)
 class Redactor:
-    """Compiled built-in patterns plus the user's `settings.redact_extra_patterns` (kind `custom`)."""
+    """Compiled built-in patterns plus the user's `settings.redact.extra_patterns` (kind `custom`)."""
 
     patterns: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool] | None, tuple[str, ...]], ...]
     safe: SafeShapes = field(default_factory=SafeShapes)

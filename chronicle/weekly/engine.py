@@ -74,7 +74,7 @@ class WeekJob:
 
 def engine_model(settings: Settings) -> str:
     """The model a fresh report records: the offline engine unless an endpoint is configured."""
-    return OFFLINE_MODEL if settings.offline_llm else settings.llm_model
+    return OFFLINE_MODEL if settings.llm.offline else settings.llm.model
 
 
 def target_model(week: WeekInput | WeekDigest, engine_model: str) -> str:

@@ -20,7 +20,7 @@ def weeks_in_flight(settings: Settings, max_workers: int | None) -> int:
     """Weeks one run writes at once: `max_workers`, else the backfill_max_workers setting, else four per LLM
     slot — a week waits for its report's commit (group-committed, serialised) after its call, and with two per
     slot a slow write window left slots idle (bench/backfill at 500 ms)."""
-    return max(1, max_workers or settings.backfill_max_workers or 4 * settings.llm_concurrency)
+    return max(1, max_workers or settings.weekly.backfill_max_workers or 4 * settings.llm.concurrency)
 
 
 class Grouping(NamedTuple):

@@ -23,4 +23,4 @@ def rewrite_row(store: MemoryStore, row: StoredMemory) -> None:
         table = store._writable()
         data = to_arrow([PlannedRow(row, vector, False)], table.schema)
         table.merge_insert("id").when_matched_update_all().execute(data)
-        indexes.after_write(table, store.settings.ann_min_rows)
+        indexes.after_write(table, store.settings.memory.ann_min_rows)

@@ -93,7 +93,7 @@ class MemoryStore:
     ) -> None:
         self.settings = settings
         self.embedder = embedder if embedder is not None else get_embedder(settings)
-        self._redacted = text_gate(settings.redact_extra_patterns)  # for rows read back and queries
+        self._redacted = text_gate(settings.redact.extra_patterns)  # for rows read back and queries
         # Folder or object store, and the lock writers take: storage/lance.py (both topologies).
         handle = open_lance(settings, TABLE)
         self.uri, self._db, self._write_lock = handle.uri, handle.db, handle.lock
@@ -189,7 +189,7 @@ class MemoryStore:
         return table
 
     def _policy(self, language: str) -> DedupPolicy:
-        return DedupPolicy.for_model(self.embedder.model_name, language, self.settings.dedup_threshold)
+        return DedupPolicy.for_model(self.embedder.model_name, language, self.settings.memory.dedup_threshold)
 
     # --- writes -----------------------------------------------------------------------------
     def upsert(
@@ -247,7 +247,7 @@ class MemoryStore:
         if plan.rows:
             data = to_arrow(list(plan.rows.values()), table.schema)
             table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
-            indexes.after_write(table, self.settings.ann_min_rows)
+            indexes.after_write(table, self.settings.memory.ann_min_rows)
         return plan.events
 
     def _supersede(self, plan: UpsertPlan) -> None:
@@ -274,7 +274,7 @@ class MemoryStore:
                 where = f"id IN ({sql_list(chunk)})"
                 removed += table.count_rows(where)
                 table.delete(where)
-            indexes.after_write(table, self.settings.ann_min_rows)
+            indexes.after_write(table, self.settings.memory.ann_min_rows)
             return removed
 
     def reindex(self, new_embedder: Embedder | None = None) -> int:
@@ -328,17 +328,17 @@ class MemoryStore:
         table = self._readable()
         if table is None or limit <= 0 or not query.strip():
             return []
-        tz = self.settings.tz_for(self.settings.notes_project)
+        tz = self.settings.tz_for(self.settings.ingest.notes_project)
         current_at = None if as_of is None else datetime.combine(as_of + timedelta(days=1), time.min, tzinfo=tz)
         where = build_where(tags=tags, min_importance=min_importance, target_file=target_file,
                             subject=None if subject is None else normalise_subject(subject), current_at=current_at)
         weights = Weights(
-            self.settings.search_semantic_weight,
-            self.settings.search_importance_weight,
-            self.settings.search_fulltext_weight,
-            self.settings.search_score,
+            self.settings.memory.search_semantic_weight,
+            self.settings.memory.search_importance_weight,
+            self.settings.memory.search_fulltext_weight,
+            self.settings.memory.search_score,
         )
-        half_life = self.settings.memory_importance_half_life_days
+        half_life = self.settings.memory.importance_half_life_days
         # A few more candidates than asked: demoting superseded rows (or ageing) lets the next ones move up.
         fetch = limit * 2 if half_life > 0 else limit + 5
         scored, rows = ranked(
@@ -384,7 +384,7 @@ class MemoryStore:
     # --- indexes ----------------------------------------------------------------------------
     def ensure_indexes(self) -> list[str]:
         """Create missing indexes (see `chronicle.storage.memory.indexes.ensure_indexes`); returns those created."""
-        return [] if self._table is None else indexes.ensure_indexes(self._table, self.settings.ann_min_rows)
+        return [] if self._table is None else indexes.ensure_indexes(self._table, self.settings.memory.ann_min_rows)
 
     def optimize(self) -> None:
         """Compact small fragments and fold all new rows into the existing indexes now (incremental)."""

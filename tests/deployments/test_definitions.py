@@ -76,7 +76,7 @@ def test_schedules_follow_the_configured_timezone(settings: Settings) -> None:
     assert {(d.hour, d.minute) for d in runs} == {(3, 0)} and runs[2] - runs[0] == timedelta(days=6)
 
     ingest = by_name("ingest").to_runner_deployment(settings)
-    assert ingest.schedules[0].schedule.interval == timedelta(minutes=settings.ingest_interval_minutes)
+    assert ingest.schedules[0].schedule.interval == timedelta(minutes=settings.ingest.interval_minutes)
     assert ingest.schedules[0].active is False  # no source_paths configured: nothing to read yet
     assert not by_name("backfill-weeks").to_runner_deployment(settings).schedules
 

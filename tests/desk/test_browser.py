@@ -247,6 +247,6 @@ def test_chronicle_desk_starts_in_one_command_and_prints_where(tmp_path: Path, p
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(60)
-    linked = people.model_copy(update={"desk_prefect_ui_url": "http://prefect.test:4200/"})
+    linked = people.updated(desk_prefect_ui_url="http://prefect.test:4200/")
     week = login(client(linked), "rita", PASSWORD).get("/p/XH201/w/2025-W30").text
     assert 'href="http://prefect.test:4200/runs/flow-run/test-run"' in week

@@ -51,7 +51,7 @@ def test_headers_and_cookie(people: Settings) -> None:
 
 
 def test_login_refusals_and_throttling(people: Settings) -> None:
-    strict = people.model_copy(update={"desk_login_max_failures": 3})
+    strict = people.updated(desk_login_max_failures=3)
     c = client(strict)
     wrong = c.post("/login", data={"csrf": csrf(c), "username": "ana", "password": "not it"})
     unknown = c.post("/login", data={"csrf": csrf(c), "username": "nobody", "password": "not it"})
@@ -172,7 +172,7 @@ def test_idle_session_ends(people: Settings, monkeypatch: pytest.MonkeyPatch) ->
 
     from chronicle.desk import security
 
-    short = people.model_copy(update={"desk_idle_timeout_s": 30})
+    short = people.updated(desk_idle_timeout_s=30)
     c = login(client(short), "ana", PASSWORD)
     assert c.get("/").status_code == 200
 

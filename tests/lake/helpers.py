@@ -68,5 +68,5 @@ def settings_for(home: Path, env: dict[str, str]):
 
     kwargs = {(k.removeprefix("CHRONICLE_").lower() if k.startswith("CHRONICLE_") else k): v for k, v in env.items()}
     settings = Settings(home=home, **kwargs)
-    assert settings.lake == ("CHRONICLE_CATALOG" in env)
+    assert settings.lake.enabled == ("CHRONICLE_CATALOG" in env)
     return settings

@@ -71,5 +71,5 @@ def test_setup_is_idempotent_and_config_masks_secrets(home: Path, lake_env: dict
     assert f"{prefix}/ducklake/.chronicle-lake.json" in keys
     masked = settings.masked()
     assert "hunter2" not in str(masked) and "testing-secret" not in str(masked)
-    assert masked["aws_secret_access_key"] == "****" and "password=****" in masked["catalog"]
+    assert masked["lake"]["aws_secret_access_key"] == "****" and "password=****" in masked["lake"]["catalog"]
     assert "hunter2" not in "\n".join(first + again)

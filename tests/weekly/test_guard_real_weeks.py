@@ -34,7 +34,7 @@ def _flagged(settings, project: str) -> tuple[int, list[str]]:
         if not week_input.entries:
             continue
         weeks += 1
-        report = offline_week(week_input, settings.report_max_chars)
+        report = offline_week(week_input, settings.weekly.report_max_chars)
         alarms += [f"{project} {week}: {describe(r)}" for r in report.review_reasons]
     return weeks, alarms
 

@@ -38,15 +38,15 @@ def test_weeks_a_killed_child_wrote_are_the_childs_not_cached(trial: Path) -> No
 
 def test_a_backfill_is_spread_only_where_children_add_throughput(trial: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     settings = Settings()
-    assert settings.offline_llm
+    assert settings.llm.offline
     assert not shards.worth_spreading(settings, 20, None)
     assert shards.worth_spreading(settings, shards.SPREAD_MIN_OFFLINE_WEEKS, None)
     monkeypatch.setenv("LLM_URL", "http://127.0.0.1:9/v1")
     llm = Settings()
     # LLM weeks share the `llm` limit across runs: a child helps only when one run cannot fill it by itself.
     assert not shards.worth_spreading(llm, 2, None)  # four weeks per slot in flight: the limit is full
-    assert not shards.worth_spreading(llm, 500, llm.llm_concurrency)
-    assert shards.worth_spreading(llm, 2, 1) and shards.worth_spreading(llm, 500, llm.llm_concurrency - 1)
+    assert not shards.worth_spreading(llm, 500, llm.llm.concurrency)
+    assert shards.worth_spreading(llm, 2, 1) and shards.worth_spreading(llm, 500, llm.llm.concurrency - 1)
     assert not shards.worth_spreading(llm, 1, 1)
     assert not shards.worth_spreading(Settings(backfill_max_workers=8, llm_concurrency=8), 50, None)
     assert shards.worth_spreading(Settings(backfill_max_workers=2, llm_concurrency=8), 50, None)
