@@ -4,13 +4,14 @@ The key is the cache key itself (project, week, input hash, model, prompt versio
 the same week waits for the first and reuses its report; a run with other inputs (a late entry) is not
 held up. Claims live where `chronicle.storage.claims` keeps them (the DuckDB file, or PostgreSQL in the lake).
 
-Two ways to hold them, one rule:
+One kind of lease (`chronicle.storage.claims.Leases`), taken at one of two moments:
 
 * **A fan-out leases its weeks in bulk** (`lease_weeks`): one round trip for all the weeks it is about to
   write, one heartbeat renewing them all, and each lease ended in the same commit as its report (the
   report writer `finish`es it). Per-week claim windows would serialise a backfill on the embedded file lock.
-* **A single week** that was not leased (its key was busy, or the task runs in another process) claims
-  it by itself with `chronicle.storage.claims.run_once`: wait while another run holds it, then reuse its report.
+* **A week that was not leased** (its key was busy, or its task runs in another process) takes its key when
+  it runs (`week_lease`), on the same leases, waiting while another run holds it, then reuses that run's
+  report if it answers the week. Either way the lease ends in the commit that stores the report.
 
 After winning a key, a run must not trust its plan blindly: another run may have written the week since
 the plan was read. A finished claim leaves its end time (`Taken.previous_end`); only when that is later
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 
 from chronicle.storage import claims, reports
@@ -68,6 +69,30 @@ def answer_from(current: StoredReport | None, job: WeekJob, model: str) -> WeekO
                        needs_review=current.needs_review, why=REUSED_WHY)
 
 
+@contextmanager
+def week_lease(settings: Settings, job: WeekJob, model: str) -> Iterator[claims.Lease | WeekOutcome]:
+    """The lease a week to be written is written under, or the outcome when another run wrote it meanwhile.
+
+    The fan-out's lease when it took the week; else the week's key is taken now (on the fan-out's leases, or,
+    in a process without them, on leases of its own), waiting while another run (another backfill, another
+    worker) writes it; a holder killed with -9 frees the key at once on the embedded file, `WEEK_CLAIM_TTL_S`
+    later in the lake. Once taken, the stored report is read again: the holder may have written the week.
+    """
+    key = week_claim_key(job.input, model)
+    fan_out = leases_of(job.lease_owner)
+    if fan_out is not None and fan_out.holds(key):
+        yield claims.Lease(fan_out, key)
+        return
+    with nullcontext(fan_out) if fan_out is not None else claims.Leases(settings, ttl_s=WEEK_CLAIM_TTL_S) as leases:
+        leases.acquire(key, settings.db_lock_timeout_s)
+        row = written_meanwhile(settings, job, model)
+        if row is not None:
+            leases.release([key])
+            yield row
+            return
+        yield claims.Lease(leases, key)
+
+
 def written_meanwhile(settings: Settings, job: WeekJob, model: str) -> WeekOutcome | None:
     """`answer_from` the week's report as stored now (one short read)."""
     number = job.week.number
@@ -106,7 +131,7 @@ def lease_weeks(settings: Settings, leases: claims.Leases, jobs: list[WeekJob], 
     """Lease the weeks that are to be written, in one round trip.
 
     Returns (weeks leased: write them, weeks another run has written since the plan: their outcome rows).
-    The rest (weeks not to be written, or whose key another run holds now) are left to `run_week`.
+    The rest (weeks not to be written, or whose key another run holds now) take theirs when they run (`week_lease`).
     """
     wanted = {week_claim_key(job.input, model): job for job in jobs if job.decision.action == "generate"}
     taken = leases.take(wanted)

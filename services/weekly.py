@@ -111,31 +111,18 @@ def run_week(settings: Settings, job: WeekJob, run_id: str) -> WeekRun:
         return WeekRun(row.timed(time.perf_counter() - t0), None)
 
     model = engine_model(settings)
-    key = week_claims.week_claim_key(week_input, model)
-    leases = week_claims.leases_of(job.lease_owner)
-    if leases is not None and leases.holds(key):
-        lease = claims.Lease(leases, key)
+    with week_claims.week_lease(settings, job, model) as owned:
+        if isinstance(owned, WeekOutcome):  # another run wrote the week while this one waited for its lease
+            return WeekRun(owned.timed(time.perf_counter() - t0), None)
         try:
-            run = _generate(settings, job, model, run_id, lease=lease)
+            run = _generate(settings, job, model, run_id, lease=owned)
         except BaseException:
-            lease.release()
+            owned.release()
             raise
-        return WeekRun(run.outcome.timed(time.perf_counter() - t0), run.report)
-
-    def reuse() -> WeekRun | None:
-        row = week_claims.written_meanwhile(settings, job, model)
-        return None if row is None else WeekRun(row, None)
-
-    # Claim the week's cache key before calling the model: a second run handed the same week (another
-    # backfill, another worker) waits for this one and reuses its report; a holder killed with -9 frees
-    # the key WEEK_CLAIM_TTL_S later. The plan was read just now, so the first look is under the claim.
-    run, _ran = claims.run_once(settings, key, work=lambda: _generate(settings, job, model, run_id), reuse=reuse,
-                                ttl_s=week_claims.WEEK_CLAIM_TTL_S, just_checked=True)
     return WeekRun(run.outcome.timed(time.perf_counter() - t0), run.report)
 
 
-def _generate(settings: Settings, job: WeekJob, model: str, run_id: str, *,
-              lease: claims.Lease | None = None) -> WeekRun:
+def _generate(settings: Settings, job: WeekJob, model: str, run_id: str, *, lease: claims.Lease) -> WeekRun:
     """Write the week (offline engine, or the LLM through the gate) and store it as its new version
     (ending `lease` in the same commit)."""
     # The week's successful LLM attempts are stored in its report's commit (one write window per week);

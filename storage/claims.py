@@ -1,9 +1,10 @@
 """Claims (leases): one owner at a time for a key, across processes and hosts, on both topologies.
 
-    won = claim(settings, "week:XH201:202605", owner, ttl_s=60)    # -> True for exactly one contender
-    release(settings, "week:XH201:202605", owner)
-    with hold(settings, ["ingest:/data/a.jsonl"]): ...              # wait for it, keep it alive, release
-    result, ran = run_once(settings, key, work=..., reuse=...)      # losers wait, then reuse the result
+    taken = take(settings, ["week:XH201:202605"], owner, ttl_s=60)  # one round trip; won by exactly one owner
+    with hold(settings, ["ingest:/data/a.jsonl"]): ...                # wait for it, keep it alive, release
+    with Leases(settings, ttl_s=30) as leases:                        # many keys, one heartbeat
+        leases.take(keys); leases.acquire(key, timeout_s)             # now, or waiting while another holds it
+        leases.finish([key])                                          # the work is stored: end it, keep a marker
 
 Where the claim lives:
 
@@ -21,7 +22,7 @@ Where the claim lives:
 
 The statement is the same text on both backends (`coordination` below picks where it runs),
 and time is the database's own `now()`, so hosts with skewed clocks agree on expiry. A claim expires
-after `ttl_s`; `hold`, `run_once` and `Leases` renew it from one heartbeat (`Leases`) every `ttl_s / 3`, so a holder
+after `ttl_s`; a holder's `Leases` (`hold` is one) renews all its keys from one heartbeat every `ttl_s / 3`, so a holder
 that is alive keeps it however long it works, and one killed with -9 frees the key `ttl_s` later —
 except on the embedded file, where every holder is on this machine: a key whose holder's process is gone
 (its pid, from the owner id, no longer exists) is taken at once, so a rerun after a kill does not wait.
@@ -36,11 +37,11 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple
 
 import duckdb
 from chronicle.storage import files, lake
@@ -49,7 +50,6 @@ from chronicle.settings import Settings
 
 log = logging.getLogger("chronicle.storage.claims")
 
-T = TypeVar("T")
 TABLE = "chronicle_claims"
 DEFAULT_TTL_S = 10.0
 _DDL = (f"CREATE TABLE IF NOT EXISTS {TABLE} (key VARCHAR PRIMARY KEY, owner VARCHAR NOT NULL, "
@@ -205,14 +205,6 @@ def _orphaned(rows: list[tuple], owner: str) -> list[tuple[str, str]]:
     return [(key, holder) for key, holder, _ in rows if holder != owner and _process_gone(holder)]
 
 
-def claim(settings: Settings, key: str, owner: str, ttl_s: float = DEFAULT_TTL_S) -> bool:
-    """Take `key` for `owner` unless someone else holds an unexpired claim; True if `owner` holds it now.
-
-    Claiming a key you already hold renews it.
-    """
-    return take(settings, [key], owner, ttl_s)[key].won
-
-
 def _finish_sql(keys: list[str], owner: str) -> str:
     listed = ", ".join(_lit(k) for k in keys)
     return (f"UPDATE {TABLE} SET expires_at = now(), prev_end = NULL "
@@ -234,11 +226,6 @@ def finish_in(conn: object, keys: Iterable[str], owner: str) -> None:
     wanted = sorted(set(keys))
     if wanted:
         conn.execute(_finish_sql(wanted, owner))  # type: ignore[attr-defined]
-
-
-def renew(settings: Settings, key: str, owner: str, ttl_s: float = DEFAULT_TTL_S) -> bool:
-    """Extend `owner`'s claim; False if it was lost (expired and taken by another owner)."""
-    return claim(settings, key, owner, ttl_s)
 
 
 def release(settings: Settings, key: str, owner: str) -> None:
@@ -271,16 +258,6 @@ def purge_expired(settings: Settings, older_than_s: float = 7 * 86400.0) -> None
     ones stay as markers until then)."""
     with _coord(settings) as coord:
         coord.execute(f"DELETE FROM {TABLE} WHERE expires_at < now() - {_ms(older_than_s)}")
-
-
-def wait_free(settings: Settings, key: str, timeout_s: float) -> None:
-    """Wait until nobody holds `key` (released or expired); ClaimTimeout after `timeout_s`."""
-    deadline, pause = time.monotonic() + timeout_s, 0.01
-    while holder(settings, key) is not None:
-        if time.monotonic() > deadline:
-            raise ClaimTimeout(f"{key!r} is still claimed by {holder(settings, key)} after {timeout_s:.0f}s")
-        time.sleep(pause)
-        pause = min(0.5, pause * 1.5)
 
 
 class Lease(NamedTuple):
@@ -326,6 +303,20 @@ class Leases:
     def take(self, keys: Iterable[str]) -> dict[str, Taken]:
         taken = take(self.settings, keys, self.owner, self.ttl_s)
         self.keep(k for k, t in taken.items() if t.won)
+        return taken
+
+    def acquire(self, key: str, timeout_s: float) -> Taken:
+        """Take `key`, waiting while another owner holds it (the answer tells when that claim ended); ClaimTimeout
+        after `timeout_s`. Held from then on like every key this owner took."""
+        deadline, pause, told = time.monotonic() + timeout_s, 0.005, False
+        while not (taken := self.take([key])[key]).won:
+            if not told:
+                told = True
+                log.info("%r is held by %s; waiting for it", key, holder(self.settings, key))
+            if time.monotonic() > deadline:
+                raise ClaimTimeout(f"{key!r} is still claimed by {holder(self.settings, key)} after {timeout_s:.0f}s")
+            time.sleep(pause)
+            pause = min(0.25, pause * 1.5)
         return taken
 
     def keep(self, keys: Iterable[str]) -> None:
@@ -379,58 +370,11 @@ class Leases:
                 log.warning("claim %r of %s was lost (expired and taken over)", key, self.owner)
 
 
-def acquire(settings: Settings, key: str, owner: str, *, ttl_s: float = DEFAULT_TTL_S,
-            timeout_s: float = 600.0) -> None:
-    """Claim `key`, waiting while someone else holds it; ClaimTimeout after `timeout_s`."""
-    deadline, pause, told = time.monotonic() + timeout_s, 0.005, False
-    while not claim(settings, key, owner, ttl_s):
-        if not told:
-            told = True
-            log.info("%r is held by %s; waiting for it", key, holder(settings, key))
-        if time.monotonic() > deadline:
-            raise ClaimTimeout(f"{key!r} is still claimed by {holder(settings, key)} after {timeout_s:.0f}s")
-        time.sleep(pause)
-        pause = min(0.25, pause * 1.5)
-
-
 @contextmanager
 def hold(settings: Settings, keys: Iterable[str], *, owner: str | None = None, ttl_s: float = DEFAULT_TTL_S,
          timeout_s: float | None = None) -> Iterator[str]:
     """Hold every key for the block (taken in sorted order, so two holders never deadlock); yields the owner."""
-    # One heartbeat for every holder: the Leases' (renewed together, released when the block ends).
-    with Leases(settings, owner=owner, ttl_s=ttl_s) as leases:
+    with Leases(settings, owner=owner, ttl_s=ttl_s) as leases:  # one heartbeat, released when the block ends
         for key in sorted(set(keys)):
-            acquire(settings, key, leases.owner, ttl_s=ttl_s,
-                    timeout_s=settings.db_lock_timeout_s if timeout_s is None else timeout_s)
-            leases.keep([key])
+            leases.acquire(key, settings.db_lock_timeout_s if timeout_s is None else timeout_s)
         yield leases.owner
-
-
-def run_once(settings: Settings, key: str, *, work: Callable[[], T], reuse: Callable[[], T | None],
-             owner: str | None = None, ttl_s: float = DEFAULT_TTL_S, timeout_s: float | None = None,
-             just_checked: bool = False) -> tuple[T, bool]:
-    """Do `work()` for `key` in exactly one contender at a time; the others wait and take `reuse()`.
-
-    `reuse()` reads the stored result (None while there is none). Returns `(result, ran_work)`. A winner
-    that dies leaves its claim to expire after `ttl_s`; a waiter then finds no result and does the work.
-    `just_checked`: the caller has just looked for a stored result itself, so the first look before
-    claiming is skipped (the look under the claim never is).
-    """
-    owner = owner or new_owner()
-    timeout_s = settings.db_lock_timeout_s if timeout_s is None else timeout_s
-    deadline = time.monotonic() + timeout_s
-    look = not just_checked
-    while True:
-        found = reuse() if look else None
-        look = True
-        if found is not None:
-            return found, False
-        if claim(settings, key, owner, ttl_s):
-            with Leases(settings, owner=owner, ttl_s=ttl_s) as leases:  # renewed while working, released after
-                leases.keep([key])
-                # Re-check under the claim: the previous holder may have stored it just before releasing.
-                found = reuse()
-                if found is not None:
-                    return found, False
-                return work(), True
-        wait_free(settings, key, max(0.0, deadline - time.monotonic()))

@@ -23,18 +23,22 @@ def test_claim_expire_renew_release(backend: tuple[str, dict[str, str]], home: P
     from chronicle.storage import claims
 
     s = settings_for(home, backend[1])
-    assert claims.claim(s, "week:P:202605", "A", ttl_s=60)
-    assert not claims.claim(s, "week:P:202605", "B", ttl_s=60)
+
+    def claim(key: str, owner: str, ttl_s: float = 10.0) -> bool:
+        return claims.take(s, [key], owner, ttl_s)[key].won
+
+    assert claim("week:P:202605", "A", ttl_s=60)
+    assert not claim("week:P:202605", "B", ttl_s=60)
     assert claims.holder(s, "week:P:202605") == "A"
-    assert claims.renew(s, "week:P:202605", "A", ttl_s=0.001)  # A now holds an (almost) expired claim
-    claims.wait_free(s, "week:P:202605", timeout_s=30)              # ... which a waiter sees expire
-    assert claims.claim(s, "week:P:202605", "B", ttl_s=60)        # and B takes over
-    assert not claims.renew(s, "week:P:202605", "A")               # A learns it lost the claim
+    assert claim("week:P:202605", "A", ttl_s=0.001)                # A renews to an (almost) expired claim
+    b = claims.Leases(s, owner="B", ttl_s=60)
+    b.acquire("week:P:202605", timeout_s=30)                       # a waiter sees it expire and takes over
+    assert not claim("week:P:202605", "A")                         # A learns it lost the claim
     claims.release(s, "week:P:202605", "A")                        # not A's any more: no effect
     assert claims.holder(s, "week:P:202605") == "B"
-    claims.release(s, "week:P:202605", "B")
+    b.close()                                                      # B's leases end: the key is released
     assert claims.holder(s, "week:P:202605") is None
-    assert claims.claim(s, "o'hare; DROP TABLE x", "C")           # keys are quoted, never SQL
+    assert claim("o'hare; DROP TABLE x", "C")                      # keys are quoted, never SQL
 
 
 RACE = WAIT_FOR_GO + """
@@ -43,7 +47,7 @@ from pathlib import Path
 from chronicle.settings import Settings
 from chronicle.storage import claims
 s = Settings()
-won = claims.claim(s, "week:XH201:202605", claims.new_owner(), ttl_s=120)
+won = claims.take(s, ["week:XH201:202605"], claims.new_owner(), ttl_s=120)["week:XH201:202605"].won
 print("WON" if won else "LOST", flush=True)
 sys.stdin.read()  # stay alive until every racer has tried: a winner that is gone frees its key (embedded)
 """
@@ -65,7 +69,9 @@ def work():
 def reuse():
     return "cached" if result_file.exists() else None
 
-outcome, ran = claims.run_once(s, "week:XH201:202605", work=work, reuse=reuse, ttl_s=60)
+with claims.Leases(s, ttl_s=60) as leases:  # as a week without a fan-out lease takes its key (`week_lease`)
+    leases.acquire("week:XH201:202605", timeout_s=600)
+    outcome = reuse() or work()
 print(outcome, flush=True)
 """
 
@@ -82,7 +88,7 @@ lake.session(s)
 print("READY", flush=True)
 while not Path(sys.argv[1]).exists():
     time.sleep(0.001)
-print("WON" if claims.claim(s, sys.argv[2], claims.new_owner(), ttl_s=120) else "LOST", flush=True)
+print("WON" if claims.take(s, [sys.argv[2]], claims.new_owner(), ttl_s=120)[sys.argv[2]].won else "LOST", flush=True)
 """
 
 
@@ -131,8 +137,8 @@ def test_a_dead_holder_frees_its_keys_at_once_only_on_the_embedded_file(backend:
     dead = f"{socket.gethostname()}:{int(done.stdout)}:1:deadbeef"
     with subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE) as alive_proc:
         alive = f"{socket.gethostname()}:{alive_proc.pid}:1:cafebabe"
-        assert claims.claim(s, "week:P:1", dead, ttl_s=600)
-        assert claims.claim(s, "week:P:2", alive, ttl_s=600)
+        assert claims.take(s, ["week:P:1"], dead, ttl_s=600)["week:P:1"].won
+        assert claims.take(s, ["week:P:2"], alive, ttl_s=600)["week:P:2"].won
         taken = claims.take(s, ["week:P:1", "week:P:2"], "me", ttl_s=60)
         alive_proc.stdin.close()
     assert not taken["week:P:2"].won and claims.holder(s, "week:P:2") == alive  # a live holder keeps its key
