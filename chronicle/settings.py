@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field, SecretStr
@@ -46,6 +46,8 @@ class Settings(CheckedSettings):
     """Effective configuration of one Chronicle process."""
 
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+    OPERATOR: ClassVar[tuple[str, ...]] = ("home", "duckdb_path", "lancedb_uri", "workspace", "timezone",
+                                           "project_timezones")
 
     # --- where the data lives -------------------------------------------------------------
     home: Path = Field(default=Path(".chronicle"))

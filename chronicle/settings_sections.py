@@ -33,10 +33,15 @@ class Section(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=False)
     ENV_PREFIX: ClassVar[str] = "CHRONICLE_"
+    OPERATOR: ClassVar[tuple[str, ...]] = ()
+    """The fields an operator sets (README's configuration table); the others are tuning knobs."""
 
 
 class LakeSettings(Section):
     """The lake topology (DuckLake on PostgreSQL + object storage); unset `catalog` = the embedded DuckDB file."""
+
+    OPERATOR: ClassVar[tuple[str, ...]] = ("catalog", "data_path", "aws_endpoint_url", "aws_access_key_id",
+                                           "aws_secret_access_key", "aws_region")
 
     catalog: str | None = None
     """`ducklake:postgres:<libpq conninfo>`: a DuckLake whose catalog lives in PostgreSQL (many writers on
@@ -87,6 +92,8 @@ class LakeSettings(Section):
 class IngestSettings(Section):
     """Reading raw logs and daily notes (`chronicle ingest`, the scheduled `ingest` deployment)."""
 
+    OPERATOR: ClassVar[tuple[str, ...]] = ("column_map", "notes_project", "source_paths", "input_roots")
+
     column_map: dict[str, str] = Field(default_factory=dict)
     """Source column -> Chronicle field (`project_id`, `ts`, `actor`, `type`, `content`) for JSONL/CSV exports."""
 
@@ -119,6 +126,8 @@ class IngestSettings(Section):
 
 class LLMSettings(Section):
     """The OpenAI-compatible chat endpoint (seed 002's names); unset `url` = the offline engines."""
+
+    OPERATOR: ClassVar[tuple[str, ...]] = ("url", "model", "api_key", "concurrency")
 
     ENV_PREFIX: ClassVar[str] = "CHRONICLE_LLM_"
 
@@ -157,6 +166,8 @@ class LLMSettings(Section):
 class EmbeddingSettings(Section):
     """The embedding model (seed 002's names): a local or packaged model, or an OpenAI-compatible endpoint."""
 
+    OPERATOR: ClassVar[tuple[str, ...]] = ("url", "model", "api_key")
+
     ENV_PREFIX: ClassVar[str] = "CHRONICLE_EMBEDDING_"
 
     url: str | None = Field(default=None, validation_alias=env("EMBEDDING_URL", "CHRONICLE_EMBEDDING_URL"))
@@ -177,6 +188,8 @@ class EmbeddingSettings(Section):
 
 class WeeklySettings(Section):
     """The weekly chronicle: report size, backfill concurrency, the chronicle block, corrections."""
+
+    OPERATOR: ClassVar[tuple[str, ...]] = ("backfill_spread", "context_flagged_weeks")
 
     report_max_chars: int = 500
     """Length limit of a weekly report (seed 000: 500 字以内)."""
@@ -207,6 +220,9 @@ class WeeklySettings(Section):
 
 class MemorySettings(Section):
     """Distillation, the vector store, search ranking and the knowledge files."""
+
+    OPERATOR: ClassVar[tuple[str, ...]] = ("distill_days", "protected_files", "knowledge_min_importance",
+                                           "knowledge_max_chars", "llm_decisions")
 
     distill_days: int = Field(default=7, validation_alias=env("DISTILL_DAYS", "CHRONICLE_DISTILL_DAYS"))
     """Days of daily notes one distillation run reads (seed 002 default 7)."""
@@ -285,6 +301,8 @@ class MemorySettings(Section):
 class DeskSettings(Section):
     """The review desk: clinicians' accounts, sign-in throttling, sessions."""
 
+    OPERATOR: ClassVar[tuple[str, ...]] = ("port", "idle_timeout_s", "prefect_ui_url")
+
     ENV_PREFIX: ClassVar[str] = "CHRONICLE_DESK_"
 
     port: int = Field(default=8765, ge=1, le=65535)
@@ -307,6 +325,8 @@ class DeskSettings(Section):
 
 class AlertSettings(Section):
     """Operations: Prefect automations that alert, and the zombie-run rule."""
+
+    OPERATOR: ClassVar[tuple[str, ...]] = ("webhook_url", "block", "weekly_deadline")
 
     ENV_PREFIX: ClassVar[str] = "CHRONICLE_ALERT_"
 
@@ -331,6 +351,8 @@ class AlertSettings(Section):
 
 class RedactSettings(Section):
     """Fail closed: what is redacted or pseudonymised before any text reaches an LLM or a sink."""
+
+    OPERATOR: ClassVar[tuple[str, ...]] = ("pseudonymise_families", "subject_id_pattern", "commit_hashes_safe")
 
     ENV_PREFIX: ClassVar[str] = "CHRONICLE_REDACT_"
 

@@ -1,7 +1,7 @@
 """Render README's configuration table from the `Settings` class: names, defaults and meanings come from the
 class, so the table cannot drift from the code. `python -m scripts.config_table --write` rewrites the block.
 
-The table lists what an operator sets (OPERATOR, by section of `Settings`); every other field is a tuning knob
+The table lists what an operator sets (each settings class's OPERATOR, by section); every other field is a tuning knob
 documented where it is declared (`chronicle/settings.py`, `chronicle/settings_sections.py`).
 `tests/test_docs.py` fails when the README block is stale or when a name below is no longer a field.
 """
@@ -20,23 +20,14 @@ from chronicle.settings_checks import env_names
 
 REPO = Path(__file__).resolve().parents[1]
 START, END = "<!-- config:start -->", "<!-- config:end -->"
-OPERATOR: dict[str, tuple[str, ...]] = {
-    "storage": ("home", "duckdb_path", "lancedb_uri", "workspace", "timezone", "project_timezones"),
-    "lake": ("catalog", "data_path", "aws_endpoint_url", "aws_access_key_id", "aws_secret_access_key", "aws_region"),
-    "llm": ("url", "model", "api_key", "concurrency"),
-    "embedding": ("url", "model", "api_key"),
-    "memory": ("distill_days", "protected_files", "knowledge_min_importance", "knowledge_max_chars", "llm_decisions"),
-    "ingest": ("column_map", "notes_project", "source_paths", "input_roots"),
-    "weekly": ("backfill_spread", "context_flagged_weeks"),
-    "alerts": ("webhook_url", "block", "weekly_deadline"),
-    "desk": ("port", "idle_timeout_s", "prefect_ui_url"),
-    "redact": ("pseudonymise_families", "subject_id_pattern", "commit_hashes_safe"),
-}
-"""What an operator sets, by section of `Settings` ("storage": the root fields)."""
 
 
-def _path(component: str, name: str) -> tuple[str | None, str]:
-    return (None if component == "storage" else component), name
+def operator_fields() -> list[tuple[str, tuple[str | None, str]]]:
+    """(component, (section, field)) of every field an operator sets: each class's OPERATOR, root fields first."""
+    out: list[tuple[str, tuple[str | None, str]]] = [("storage", (None, name)) for name in Settings.OPERATOR]
+    for section in Settings.sections():
+        out += [(section, (section, name)) for name in Settings.model_fields[section].annotation.OPERATOR]
+    return out
 
 
 def _docstrings() -> dict[tuple[str | None, str], str]:
@@ -81,9 +72,8 @@ def _first_sentence(text: str) -> str:
 def render() -> str:
     docs = _docstrings()
     lines = ["| component | variable | default | meaning |", "|---|---|---|---|"]
-    for component, names in OPERATOR.items():
-        for path in (_path(component, name) for name in names):
-            lines.append(f"| {component} | {_env_names(path)} | {_default(path)} | {_first_sentence(docs[path])} |")
+    for component, path in operator_fields():
+        lines.append(f"| {component} | {_env_names(path)} | {_default(path)} | {_first_sentence(docs[path])} |")
     return "\n".join(lines)
 
 
