@@ -154,9 +154,8 @@ def snapshot(home: str | None = HomeOpt) -> None:
 
 def register(app: typer.Typer) -> None:
     register_server(app)
-    for name, command in ((None, serve), (None, setup), ("deploy-check", deploy_check), (None, runs),
-                          (None, snapshot)):
-        app.command(name)(command)
+    for command in (serve, setup, deploy_check, runs, snapshot):  # deploy_check: `deploy-check` (Typer's naming)
+        app.command()(command)
 
 
 def server_status() -> None:
