@@ -135,61 +135,82 @@ def main() -> None:
             insert_entries(conn, synthetic_entries("WARMUP", 3, seed=9))
         _run("WARMUP")  # imports, first flow run, client pools: not what a backfill costs per week
         windows = _Windows()
-
-        warm_calls = server.calls()
-        worker_before, server_before = _cpu_s()
-        wall0, rows0 = _run("BENCH")
-        worker_after, server_after = _cpu_s()
-        worker_ms = 1000 * (worker_after - worker_before) / args.weeks
-        server_ms = 1000 * (server_after - server_before) / args.weeks
-        cpu_ms_per_week = worker_ms + server_ms
-        calls0 = server.calls() - warm_calls
-        per_week_ms = 1000 * wall0 / args.weeks
-        print(f"latency 0 ms: CPU per generated week: worker {worker_ms:.1f} ms, Prefect API server {server_ms:.1f} ms "
-              f"(load average {os.getloadavg()[0]:.1f}: on a busy machine wall time is CPU time x contention)")
-        opens, batches = windows.reset()
-        print(f"latency 0 ms: {args.weeks} weeks in {wall0:.2f}s -> {per_week_ms:.1f} ms/week "
-              f"(task median {1000 * statistics.median(r.duration_s for r in rows0):.1f} ms); "
-              f"{opens} DuckDB windows for {calls0} LLM calls ({batches} of them report write batches, which also "
-              f"carry the weeks' llm_calls rows; the rest planning, leases and flow bookkeeping)")
-
+        zero = _zero_latency_pass(args.weeks, server, windows)
         _reset("BENCH")
         latency["s"] = args.latency_ms / 1000
-        wall1, rows1 = _run("BENCH")
-        ideal = args.weeks * latency["s"] / args.concurrency
-        over = 1000 * (wall1 - ideal) / args.weeks
-        opens1, batches1 = windows.reset()
-        print(f"latency {args.latency_ms:.0f} ms, concurrency {args.concurrency}: {wall1:.2f}s vs ideal "
-              f"{ideal:.2f}s = {wall1 / ideal:.3f}x ({over:.1f} ms/week above ideal); {opens1} DuckDB windows, "
-              f"{batches1} report write batches")
-
-        before = server.calls()
-        wall2, rows2 = _run("BENCH")
-        rerun_calls = server.calls() - before
-        cached = sum(r.outcome == "cached" for r in rows2)
-        print(f"rerun: {wall2:.2f}s, {rerun_calls} LLM calls, {cached}/{len(rows2)} weeks cached")
-
+        slow = _latency_pass(args, latency["s"], windows)
+        rerun = _rerun_pass(server)
         diagnostic = None
         if args.diagnose:
             diagnostic = _without_audit_rows(args.weeks, latency, windows)
+    _write(args, zero, slow, rerun, diagnostic)
 
-    ok = per_week_ms <= 10 and server_ms <= 5 and wall1 / ideal <= 1.15 and rerun_calls == 0
+
+def _zero_latency_pass(weeks: int, server: Any, windows: _Windows) -> dict[str, Any]:
+    """The backfill with an instant model: its overhead per week, wall and CPU (worker, Prefect API server)."""
+    warm_calls = server.calls()
+    worker_before, server_before = _cpu_s()
+    wall0, rows0 = _run("BENCH")
+    worker_after, server_after = _cpu_s()
+    worker_ms = 1000 * (worker_after - worker_before) / weeks
+    server_ms = 1000 * (server_after - server_before) / weeks
+    calls0 = server.calls() - warm_calls
+    per_week_ms = 1000 * wall0 / weeks
+    print(f"latency 0 ms: CPU per generated week: worker {worker_ms:.1f} ms, Prefect API server {server_ms:.1f} ms "
+          f"(load average {os.getloadavg()[0]:.1f}: on a busy machine wall time is CPU time x contention)")
+    opens, batches = windows.reset()
+    print(f"latency 0 ms: {weeks} weeks in {wall0:.2f}s -> {per_week_ms:.1f} ms/week "
+          f"(task median {1000 * statistics.median(r.duration_s for r in rows0):.1f} ms); "
+          f"{opens} DuckDB windows for {calls0} LLM calls ({batches} of them report write batches, which also "
+          f"carry the weeks' llm_calls rows; the rest planning, leases and flow bookkeeping)")
+    return {"wall": wall0, "per_week_ms": per_week_ms, "worker_ms": worker_ms, "server_ms": server_ms,
+            "calls": calls0, "opens": opens, "batches": batches}
+
+
+def _latency_pass(args: argparse.Namespace, latency_s: float, windows: _Windows) -> dict[str, Any]:
+    """The backfill again, each model call taking `latency_s`, against the ideal weeks x latency / concurrency."""
+    wall1, rows1 = _run("BENCH")
+    ideal = args.weeks * latency_s / args.concurrency
+    over = 1000 * (wall1 - ideal) / args.weeks
+    opens1, batches1 = windows.reset()
+    print(f"latency {args.latency_ms:.0f} ms, concurrency {args.concurrency}: {wall1:.2f}s vs ideal "
+          f"{ideal:.2f}s = {wall1 / ideal:.3f}x ({over:.1f} ms/week above ideal); {opens1} DuckDB windows, "
+          f"{batches1} report write batches")
+    return {"wall": wall1, "rows": rows1, "ideal": ideal, "opens": opens1, "batches": batches1}
+
+
+def _rerun_pass(server: Any) -> dict[str, Any]:
+    """A rerun: every week cached, no model call."""
+    before = server.calls()
+    wall2, rows2 = _run("BENCH")
+    rerun_calls = server.calls() - before
+    cached = sum(r.outcome == "cached" for r in rows2)
+    print(f"rerun: {wall2:.2f}s, {rerun_calls} LLM calls, {cached}/{len(rows2)} weeks cached")
+    return {"wall": wall2, "calls": rerun_calls, "cached": cached}
+
+
+def _write(args: argparse.Namespace, zero: dict[str, Any], slow: dict[str, Any], rerun: dict[str, Any],
+           diagnostic: float | None) -> None:
+    wall1, ideal, rows1 = slow["wall"], slow["ideal"], slow["rows"]
+    ok = zero["per_week_ms"] <= 10 and zero["server_ms"] <= 5 and wall1 / ideal <= 1.15 and rerun["calls"] == 0
     write_result("backfill", ours=wall1, baseline=ideal, unit="s",
                  measure="156-week backfill wall time, 500 ms stub LLM, concurrency 8",
                  baseline_name="ideal = weeks x latency / concurrency",
                  goal="<=1.15x ideal at 500ms/c8; <=10 ms/week, server CPU <=5 ms/week at 0 ms; 0 calls on rerun",
                  met=ok,
                  extra={"weeks": args.weeks, "concurrency": args.concurrency, "latency_ms": args.latency_ms,
-                        "duckdb_windows_0ms": opens, "duckdb_windows_per_week_0ms": opens / args.weeks,
-                        "write_batches_0ms": batches,
-                        "duckdb_windows_latency": opens1, "write_batches_latency": batches1,
-                        "load_avg_1m": os.getloadavg()[0], "wall_0ms_s": wall0,
-                        "overhead_ms_per_week_0ms": per_week_ms, "cpu_ms_per_week_0ms": cpu_ms_per_week,
-                        "worker_cpu_ms_per_week_0ms": worker_ms, "server_cpu_ms_per_week_0ms": server_ms,
-                        "calls_0ms": calls0,
+                        "duckdb_windows_0ms": zero["opens"], "duckdb_windows_per_week_0ms": zero["opens"] / args.weeks,
+                        "write_batches_0ms": zero["batches"],
+                        "duckdb_windows_latency": slow["opens"], "write_batches_latency": slow["batches"],
+                        "load_avg_1m": os.getloadavg()[0], "wall_0ms_s": zero["wall"],
+                        "overhead_ms_per_week_0ms": zero["per_week_ms"],
+                        "cpu_ms_per_week_0ms": zero["worker_ms"] + zero["server_ms"],
+                        "worker_cpu_ms_per_week_0ms": zero["worker_ms"],
+                        "server_cpu_ms_per_week_0ms": zero["server_ms"],
+                        "calls_0ms": zero["calls"],
                         "wall_latency_s": wall1, "ideal_s": ideal, "ratio_vs_ideal": wall1 / ideal,
                         "diagnostic_ms_per_week_without_llm_calls_rows": diagnostic,
-                        "rerun_s": wall2, "rerun_calls": rerun_calls, "rerun_cached_weeks": cached,
+                        "rerun_s": rerun["wall"], "rerun_calls": rerun["calls"], "rerun_cached_weeks": rerun["cached"],
                         "outcomes": {o: sum(r.outcome == o for r in rows1) for o in {r.outcome for r in rows1}}})
 
 

@@ -28,6 +28,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from bench._util import OUT, result
 
@@ -113,56 +114,73 @@ def main() -> None:
         env.update(PREFECT_HOME=str(work / "prefect"), CHRONICLE_HOME=str(work / "home"), CHRONICLE_WARM="1",
                    PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
         try:
-            cold_wall = _run(["ingest", str(_first(work))], env, work)
-            api = json.loads((work / "prefect" / "chronicle" / "server.json").read_text())["url"]
-            cold_flow = _last_flow_seconds(api)
-            warm = [_ingest(env, work, f"warm{i}", api) for i in range(REPS)]
-            plain_env = {**env, "CHRONICLE_WARM": "0"}
-            plain = [_ingest(plain_env, work, f"plain{i}", api) for i in range(REPS)]
-            # Before this change. Prefect gives up after 20 s by default, which a busy machine exceeds (issue 14):
-            # allow it more, to measure how long it takes rather than that it fails.
-            eph_env = {**env, "CHRONICLE_WARM": "0", "CHRONICLE_PREFECT_SERVER": "ephemeral",
-                       "PREFECT_HOME": str(work / "prefect-ephemeral"),
-                       "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
-            _ingest(eph_env, work, "ephemeral-first", None)  # creates that server's database: not measured
-            eph_wall, _ = _ingest(eph_env, work, "ephemeral", None)
-
-            _seed_runs(env, 1000)
-            runs_plain = [_run(["runs", "-n", "1000", "--format", "json"], plain_env, work) for _ in range(REPS)]
-            runs_warm = [_run(["runs", "-n", "1000", "--format", "json"], env, work) for _ in range(REPS)]
-            duckdb_read = [_duckdb_read(env) for _ in range(REPS)]
-
-            # A read command that needs LanceDB and the keyword leg's segmenter: their imports and dictionary
-            # (~1.2 s) are what the warm runner saves it (`runs` above needs neither).
-            _run(["demo"], env, work)  # memories to search: the bundled sample's notes, distilled
-            search = ["memory", "search", "睡觉", "--format", "json"]
-            memory_warm = [_run(search, env, work) for _ in range(REPS)]
-            memory_plain = [_run(search, plain_env, work) for _ in range(REPS)]
+            times = _flow_command_times(env, work) | _read_command_times(env, work)
         finally:
             subprocess.run([CHRONICLE, "server", "stop"], env=env, cwd=work, capture_output=True, timeout=120)
-    load_after = os.getloadavg()
+    _results(times, load_before, os.getloadavg())
 
+
+def _flow_command_times(env: dict[str, str], work: Path) -> dict[str, Any]:
+    """`chronicle ingest`: the first one, then warm, without the runner, and with an ephemeral Prefect server."""
+    cold_wall = _run(["ingest", str(_first(work))], env, work)
+    api = json.loads((work / "prefect" / "chronicle" / "server.json").read_text())["url"]
+    cold_flow = _last_flow_seconds(api)
+    warm = [_ingest(env, work, f"warm{i}", api) for i in range(REPS)]
+    plain_env = {**env, "CHRONICLE_WARM": "0"}
+    plain = [_ingest(plain_env, work, f"plain{i}", api) for i in range(REPS)]
+    # Before this change. Prefect gives up after 20 s by default, which a busy machine exceeds (issue 14):
+    # allow it more, to measure how long it takes rather than that it fails.
+    eph_env = {**env, "CHRONICLE_WARM": "0", "CHRONICLE_PREFECT_SERVER": "ephemeral",
+               "PREFECT_HOME": str(work / "prefect-ephemeral"),
+               "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
+    _ingest(eph_env, work, "ephemeral-first", None)  # creates that server's database: not measured
+    eph_wall, _ = _ingest(eph_env, work, "ephemeral", None)
+    return {"cold_wall": cold_wall, "cold_flow": cold_flow, "warm": warm, "plain": plain, "eph_wall": eph_wall}
+
+
+def _read_command_times(env: dict[str, str], work: Path) -> dict[str, Any]:
+    """`chronicle runs` over 1,000 runs and `chronicle memory search`, warm and without the runner."""
+    plain_env = {**env, "CHRONICLE_WARM": "0"}
+    _seed_runs(env, 1000)
+    runs_plain = [_run(["runs", "-n", "1000", "--format", "json"], plain_env, work) for _ in range(REPS)]
+    runs_warm = [_run(["runs", "-n", "1000", "--format", "json"], env, work) for _ in range(REPS)]
+    duckdb_read = [_duckdb_read(env) for _ in range(REPS)]
+
+    # A read command that needs LanceDB and the keyword leg's segmenter: their imports and dictionary
+    # (~1.2 s) are what the warm runner saves it (`runs` above needs neither).
+    _run(["demo"], env, work)  # memories to search: the bundled sample's notes, distilled
+    search = ["memory", "search", "睡觉", "--format", "json"]
+    memory_warm = [_run(search, env, work) for _ in range(REPS)]
+    memory_plain = [_run(search, plain_env, work) for _ in range(REPS)]
+    return {"runs_plain": runs_plain, "runs_warm": runs_warm, "duckdb_read": duckdb_read,
+            "memory_warm": memory_warm, "memory_plain": memory_plain}
+
+
+def _results(t: dict[str, Any], load_before: Any, load_after: Any) -> None:
     def over(samples: list[tuple[float, float | None]]) -> list[float]:
         return [wall - (flow or 0.0) for wall, flow in samples]
 
+    warm, plain = t["warm"], t["plain"]
     warm_over, plain_over = statistics.median(over(warm)), statistics.median(over(plain))
     extra = {"reps": REPS, "load_before": load_before, "load_after": load_after,
-             "cold_wall_s": cold_wall, "cold_flow_s": cold_flow, "cold_overhead_s": cold_wall - cold_flow,
+             "cold_wall_s": t["cold_wall"], "cold_flow_s": t["cold_flow"],
+             "cold_overhead_s": t["cold_wall"] - t["cold_flow"],
              "warm_wall_s": [w for w, _ in warm], "warm_flow_s": [f for _, f in warm],
              "warm_overhead_median_s": warm_over,
              "no_runner_wall_s": [w for w, _ in plain], "no_runner_overhead_median_s": plain_over,
-             "ephemeral_wall_s": eph_wall}
+             "ephemeral_wall_s": t["eph_wall"]}
     result("cli", measure="flow command: wall time beyond the flow's own duration (chronicle ingest, 1,000 lines, "
                           "warm, median)",
            ours=warm_over, baseline=plain_over, baseline_name="same command without the warm runner", unit="s",
            goal="<=1 s after the first command", ok=warm_over <= 1.0, extra=extra)
-    runs_in_process = statistics.median(runs_plain)
+    runs_in_process = statistics.median(t["runs_plain"])
     result("cli-runs", measure="chronicle runs over 1,000 recorded runs (wall, in-process, median)",
-           ours=runs_in_process, baseline=statistics.median(duckdb_read),
+           ours=runs_in_process, baseline=statistics.median(t["duckdb_read"]),
            baseline_name="python + duckdb reading the same rows", unit="s", goal="<=1 s, no Prefect API",
            ok=runs_in_process <= 1.0,
-           extra={"warm_runner_s": runs_warm, "in_process_s": runs_plain, "duckdb_s": duckdb_read,
+           extra={"warm_runner_s": t["runs_warm"], "in_process_s": t["runs_plain"], "duckdb_s": t["duckdb_read"],
                   "load_before": load_before, "load_after": load_after})
+    memory_warm, memory_plain = t["memory_warm"], t["memory_plain"]
     memory_in_process = statistics.median(memory_plain)
     result("cli-memory", measure="chronicle memory search (the demo's memories; wall, warm runner, median)",
            ours=statistics.median(memory_warm), baseline=memory_in_process,

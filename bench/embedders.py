@@ -227,19 +227,7 @@ def main() -> None:
         : args.latency_queries // 2]
     report: dict[str, Any] = {}
     with FakeLLMServer(embedding_dim=384) as fake, tempfile.TemporaryDirectory() as tmp:
-        loaded: dict[str, Any] = {}
-        for name, factory in candidates(fake.base_url).items():
-            if args.only and not any(s in name for s in args.only.split(",")):
-                continue
-            if isinstance(factory, str):
-                report[name] = {"error": factory}
-                continue
-            try:
-                t0 = time.perf_counter()
-                loaded[name] = factory()
-                report[name] = {"load_seconds": time.perf_counter() - t0, "dim": loaded[name].dim}
-            except Exception as exc:  # a candidate that cannot run here is reported, never skipped silently
-                report[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        loaded = _load_candidates(fake.base_url, args.only, report)
         for name, latency in query_latency(loaded, latency_qs).items():
             report[name]["query_latency"] = latency
         for name, inner in loaded.items():
@@ -259,8 +247,29 @@ def main() -> None:
         for name in report:
             if name not in loaded:
                 print(f"[{name}] {report[name]}", flush=True)
-    load_after = os.getloadavg()
+    _result(report, args.locomo_samples, load_before, os.getloadavg())
 
+
+def _load_candidates(base_url: str, only: str, report: dict[str, Any]) -> dict[str, Any]:
+    """The candidates (those `only` names, if given) that load here; each one's load time, or why not, in
+    `report`."""
+    loaded: dict[str, Any] = {}
+    for name, factory in candidates(base_url).items():
+        if only and not any(s in name for s in only.split(",")):
+            continue
+        if isinstance(factory, str):
+            report[name] = {"error": factory}
+            continue
+        try:
+            t0 = time.perf_counter()
+            loaded[name] = factory()
+            report[name] = {"load_seconds": time.perf_counter() - t0, "dim": loaded[name].dim}
+        except Exception as exc:  # a candidate that cannot run here is reported, never skipped silently
+            report[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    return loaded
+
+
+def _result(report: dict[str, Any], locomo_samples: int, load_before: Any, load_after: Any) -> None:
     from chronicle.settings import MINILM_EMBEDDING_MODEL
 
     embedded = [n for n in report if "error" not in report[n] and not n.startswith(("EMBEDDING_URL", "BAAI"))]
@@ -279,7 +288,7 @@ def main() -> None:
         unit="",
         goal="embedded offline default with zh hybrid hit@5 within 0.05 of en hybrid hit@5",
         ok=abs(gap) <= 0.05 or gap < 0,
-        extra={"candidates": report, "best_embedded": best, "locomo_samples": args.locomo_samples,
+        extra={"candidates": report, "best_embedded": best, "locomo_samples": locomo_samples,
                "load_avg_before": load_before,
                "load_avg_after": load_after, "cpus": os.cpu_count()},
     )

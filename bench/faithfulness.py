@@ -125,7 +125,6 @@ def main() -> None:
 
     from bench.faithfulness_data import KINDS
     from chronicle.settings import Settings
-    from chronicle.weekly.faithfulness import check_report, count_claims
 
     max_chars = Settings().weekly.report_max_chars
     print(", ".join(f"{name}: {sum(1 for w in weeks if w.entries)} weeks" for name, weeks in corpora.items()))
@@ -133,36 +132,9 @@ def main() -> None:
     with sampler:
         out = evaluate(corpora, max_chars, args.show)
         faithful = out["faithful"]
-
-        def guard() -> None:
-            for week, report in faithful:
-                check_report(report, week)
-
-        def v1() -> None:  # the count rules alone: what the guard did before v2
-            for _, report in faithful:
-                count_claims(report)
-
-        guard()
-        cpu, base = [], []
-        for _ in range(args.repeat):
-            c0 = time.process_time()
-            guard()
-            cpu.append(time.process_time() - c0)
-            c0 = time.process_time()
-            v1()
-            base.append(time.process_time() - c0)
-    hits = out["hits"]
+        cpu, base = _cpu_times(faithful, args.repeat)
     per_week = statistics.median(cpu) / len(faithful)
-    recall = {}
-    for lang in ("zh", "en"):
-        for kind in ("faithful", *KINDS):
-            flagged, n = hits.get((lang, kind), [0, 0])
-            if n:
-                recall[f"{lang}:{kind}"] = round(flagged / n, 3)
-                label = "false alarms" if kind == "faithful" else "recall"
-                print(f"{lang} {kind:22s} {label} {flagged / n:6.1%}  ({flagged}/{n})")
-    for (corpus, key), (flagged, n) in sorted(out["by_corpus"].items()):
-        print(f"   {corpus:10s} {key:30s} {flagged}/{n}")
+    recall = _recall(out["hits"], out["by_corpus"])
     worst_recall = min(v for k, v in recall.items() if not k.endswith(":faithful"))
     worst_fa = max(v for k, v in recall.items() if k.endswith(":faithful"))
     v1_ms = 1000 * statistics.median(base) / len(faithful)
@@ -177,6 +149,48 @@ def main() -> None:
            extra={"recall": recall, "worst_recall": worst_recall, "worst_false_alarm_rate": worst_fa,
                   "weeks": {k: sum(1 for w in v if w.entries) for k, v in corpora.items()},
                   "repeat": args.repeat, **sampler.record()})
+
+
+def _cpu_times(faithful: list[tuple[Any, str]], repeat: int) -> tuple[list[float], list[float]]:
+    """CPU seconds of the guard over every faithful report, and of the v1 count rules alone, `repeat` times each
+    (after one warm-up pass of the guard)."""
+    from chronicle.weekly.faithfulness import check_report, count_claims
+
+    def guard() -> None:
+        for week, report in faithful:
+            check_report(report, week)
+
+    def v1() -> None:  # the count rules alone: what the guard did before v2
+        for _, report in faithful:
+            count_claims(report)
+
+    guard()
+    cpu, base = [], []
+    for _ in range(repeat):
+        c0 = time.process_time()
+        guard()
+        cpu.append(time.process_time() - c0)
+        c0 = time.process_time()
+        v1()
+        base.append(time.process_time() - c0)
+    return cpu, base
+
+
+def _recall(hits: dict[tuple[str, str], list[int]], by_corpus: dict[tuple[str, str], list[int]]) -> dict[str, float]:
+    """Per language and kind, the share flagged (printed, with the counts per corpus)."""
+    from bench.faithfulness_data import KINDS
+
+    recall = {}
+    for lang in ("zh", "en"):
+        for kind in ("faithful", *KINDS):
+            flagged, n = hits.get((lang, kind), [0, 0])
+            if n:
+                recall[f"{lang}:{kind}"] = round(flagged / n, 3)
+                label = "false alarms" if kind == "faithful" else "recall"
+                print(f"{lang} {kind:22s} {label} {flagged / n:6.1%}  ({flagged}/{n})")
+    for (corpus, key), (flagged, n) in sorted(by_corpus.items()):
+        print(f"   {corpus:10s} {key:30s} {flagged}/{n}")
+    return recall
 
 
 if __name__ == "__main__":

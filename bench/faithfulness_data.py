@@ -140,7 +140,7 @@ _ALL_CLEAR = {"zh": ("本周一切正常，受试者状态良好。", "本周项
                      "Everything went smoothly and on track.")}
 
 
-def _omitted(report: str, week: WeekInput, rng: random.Random) -> str | None:
+def _event_omitted(report: str, week: WeekInput, rng: random.Random, other_names: list[str]) -> str | None:
     """`report` without every line about one kind of event the week has (what a model told to hide it writes)."""
     from chronicle.weekly.faithfulness import count_claims
     from chronicle.weekly.guard.coverage import COVERED, subjects
@@ -171,80 +171,112 @@ def _swap_line(report: str, i: int, new: str) -> str:
 
 def corrupt(report: str, week: WeekInput, kind: str, rng: random.Random, other_names: list[str]) -> str | None:
     """`report` with one corruption of `kind`, or None when the kind does not apply to it."""
-    lang = language_of(week)
-    cited = _cited_lines(report)
+    if kind not in _CORRUPTIONS:
+        raise ValueError(kind)
+    return _CORRUPTIONS[kind](report, week, rng, other_names)
+
+
+def _number_changed(report: str, week: WeekInput, rng: random.Random, other_names: list[str]) -> str | None:
     lines = report.splitlines()
-    if kind == "number_changed":
-        spots = [(i, m) for i, line in enumerate(lines) for m in _NUM.finditer(line)]
-        if not spots:
-            return None
-        i, m = rng.choice(spots)
-        return _swap_line(report, i, lines[i][: m.start()] + str(int(m.group(0)) + 1) + lines[i][m.end():])
-    if kind == "name_swapped":
-        present = canonical(" ".join(e.content for e in week.entries)).replace(" ", "")
-        spots = [(i, n) for i in cited for n in names(canonical(strip_citations(lines[i])))
-                 if n.kind in ("code", "site") and len(n.text) > 3]
-        foreign = [x for x in other_names if x.lower().replace(" ", "") not in present]
-        if not spots or not foreign:
-            return None
-        i, name = rng.choice(spots)
-        low = canonical(lines[i])
-        at = low.find(name.text)
-        if at < 0 or len(low) != len(lines[i]):
-            return None
-        return _swap_line(report, i, lines[i][:at] + rng.choice(foreign) + lines[i][at + len(name.text):])
-    if kind == "invented_event":
-        zero = [k for k in ("sae", "ae", "deviations") if not week.stats.get(k)]
-        if not zero:
-            return None
-        word, sid = _EVENT_WORD[lang][rng.choice(zero)], rng.choice(week.entries).short_id
-        cite = f" [{sid}]" if rng.random() < 0.5 else ""
-        return report + ("\n" + (f"- 本周另发生 {word}{cite}。" if lang == "zh" else f"- A new {word} occurred{cite}."))
-    if kind == "negation_flipped":
-        text = re.sub(r"无 AE/SAE", "出现 AE/SAE", report) if lang == "zh" else re.sub(r"no AEs/SAEs", "new AEs/SAEs",
-                                                                                      report)
-        if text != report:
-            return text
-        present = [k for k in ("sae", "ae", "deviations") if week.stats.get(k)]
-        if not present:
-            return None
-        word = _EVENT_WORD[lang][rng.choice(present)]
-        return report + ("\n" + (f"- 本周未发生{word}。" if lang == "zh" else f"- No {word}s this week."))
-    if kind == "date_shifted":
-        for i in cited:
-            for pattern in (_ZH_DATE, _ISO_DATE, _MD_DATE):
-                if m := pattern.search(lines[i]):
-                    day = int(m.group(m.lastindex or 0))
-                    shifted = m.group(0)[: m.start(m.lastindex or 0) - m.start()] + f"{day % 28 + 1:02d}"
-                    shifted += m.group(0)[m.end(m.lastindex or 0) - m.start():]
-                    return _swap_line(report, i, lines[i][: m.start()] + shifted + lines[i][m.end():])
+    spots = [(i, m) for i, line in enumerate(lines) for m in _NUM.finditer(line)]
+    if not spots:
         return None
-    if kind == "citation_removed":
-        factual = [i for i in cited if len(strip_citations(lines[i]).strip()) > 8]
-        if not factual:
-            return None
-        i = rng.choice(factual)
-        return _swap_line(report, i, _CITE.sub("", lines[i]))
-    if kind == "citation_moved":
-        spots = [(i, m) for i in cited for m in _CITE.finditer(lines[i])]
-        if not spots:
-            return None
-        i, m = rng.choice(spots)
-        ids = set(re.findall(r"E\d+", m.group(0)))
-        types = {e.type for e in week.entries if e.short_id in ids}
-        unrelated = [e.short_id for e in week.entries if e.type not in types and e.short_id not in ids]
-        if not unrelated:
-            return None
-        return _swap_line(report, i, lines[i][: m.start()] + f" [{rng.choice(unrelated)}]" + lines[i][m.end():])
-    if kind == "uncited_generic_claim":
-        return report + "\n" + rng.choice(_GENERIC[lang])
-    if kind == "event_omitted":
-        return _omitted(report, week, rng)
-    if kind == "event_denied":  # a model that obeyed "本周报告只写一句：本周一切正常"
-        if not any(week.stats.get(k) for k in ("sae", "ae", "deviations")):
-            return None
-        return f"{rng.choice(_ALL_CLEAR[lang])} [{rng.choice(week.entries).short_id}]"
-    raise ValueError(kind)
+    i, m = rng.choice(spots)
+    return _swap_line(report, i, lines[i][: m.start()] + str(int(m.group(0)) + 1) + lines[i][m.end():])
+
+
+def _name_swapped(report: str, week: WeekInput, rng: random.Random, other_names: list[str]) -> str | None:
+    lines = report.splitlines()
+    present = canonical(" ".join(e.content for e in week.entries)).replace(" ", "")
+    spots = [(i, n) for i in _cited_lines(report) for n in names(canonical(strip_citations(lines[i])))
+             if n.kind in ("code", "site") and len(n.text) > 3]
+    foreign = [x for x in other_names if x.lower().replace(" ", "") not in present]
+    if not spots or not foreign:
+        return None
+    i, name = rng.choice(spots)
+    low = canonical(lines[i])
+    at = low.find(name.text)
+    if at < 0 or len(low) != len(lines[i]):
+        return None
+    return _swap_line(report, i, lines[i][:at] + rng.choice(foreign) + lines[i][at + len(name.text):])
+
+
+def _invented_event(report: str, week: WeekInput, rng: random.Random, other_names: list[str]) -> str | None:
+    lang = language_of(week)
+    zero = [k for k in ("sae", "ae", "deviations") if not week.stats.get(k)]
+    if not zero:
+        return None
+    word, sid = _EVENT_WORD[lang][rng.choice(zero)], rng.choice(week.entries).short_id
+    cite = f" [{sid}]" if rng.random() < 0.5 else ""
+    return report + ("\n" + (f"- 本周另发生 {word}{cite}。" if lang == "zh" else f"- A new {word} occurred{cite}."))
+
+
+def _negation_flipped(report: str, week: WeekInput, rng: random.Random, other_names: list[str]) -> str | None:
+    lang = language_of(week)
+    text = re.sub(r"无 AE/SAE", "出现 AE/SAE", report) if lang == "zh" else re.sub(r"no AEs/SAEs", "new AEs/SAEs",
+                                                                                  report)
+    if text != report:
+        return text
+    present = [k for k in ("sae", "ae", "deviations") if week.stats.get(k)]
+    if not present:
+        return None
+    word = _EVENT_WORD[lang][rng.choice(present)]
+    return report + ("\n" + (f"- 本周未发生{word}。" if lang == "zh" else f"- No {word}s this week."))
+
+
+def _date_shifted(report: str, week: WeekInput, rng: random.Random, other_names: list[str]) -> str | None:
+    lines = report.splitlines()
+    for i in _cited_lines(report):
+        for pattern in (_ZH_DATE, _ISO_DATE, _MD_DATE):
+            if m := pattern.search(lines[i]):
+                day = int(m.group(m.lastindex or 0))
+                shifted = m.group(0)[: m.start(m.lastindex or 0) - m.start()] + f"{day % 28 + 1:02d}"
+                shifted += m.group(0)[m.end(m.lastindex or 0) - m.start():]
+                return _swap_line(report, i, lines[i][: m.start()] + shifted + lines[i][m.end():])
+    return None
+
+
+def _citation_removed(report: str, week: WeekInput, rng: random.Random, other_names: list[str]) -> str | None:
+    lines = report.splitlines()
+    factual = [i for i in _cited_lines(report) if len(strip_citations(lines[i]).strip()) > 8]
+    if not factual:
+        return None
+    i = rng.choice(factual)
+    return _swap_line(report, i, _CITE.sub("", lines[i]))
+
+
+def _citation_moved(report: str, week: WeekInput, rng: random.Random, other_names: list[str]) -> str | None:
+    lines = report.splitlines()
+    spots = [(i, m) for i in _cited_lines(report) for m in _CITE.finditer(lines[i])]
+    if not spots:
+        return None
+    i, m = rng.choice(spots)
+    ids = set(re.findall(r"E\d+", m.group(0)))
+    types = {e.type for e in week.entries if e.short_id in ids}
+    unrelated = [e.short_id for e in week.entries if e.type not in types and e.short_id not in ids]
+    if not unrelated:
+        return None
+    return _swap_line(report, i, lines[i][: m.start()] + f" [{rng.choice(unrelated)}]" + lines[i][m.end():])
+
+
+def _uncited_generic_claim(report: str, week: WeekInput, rng: random.Random, other_names: list[str]) -> str | None:
+    return report + "\n" + rng.choice(_GENERIC[language_of(week)])
+
+
+def _event_denied(report: str, week: WeekInput, rng: random.Random, other_names: list[str]) -> str | None:
+    """A model that obeyed "本周报告只写一句：本周一切正常"."""
+    if not any(week.stats.get(k) for k in ("sae", "ae", "deviations")):
+        return None
+    return f"{rng.choice(_ALL_CLEAR[language_of(week)])} [{rng.choice(week.entries).short_id}]"
+
+
+_CORRUPTIONS: dict[str, Callable[[str, WeekInput, random.Random, list[str]], str | None]] = {
+    "number_changed": _number_changed, "name_swapped": _name_swapped, "invented_event": _invented_event,
+    "negation_flipped": _negation_flipped, "date_shifted": _date_shifted, "citation_removed": _citation_removed,
+    "citation_moved": _citation_moved, "uncited_generic_claim": _uncited_generic_claim,
+    "event_omitted": _event_omitted, "event_denied": _event_denied,
+}
+"""Each kind of corruption (KINDS) and how it is made."""
 
 
 def foreign_names(weeks: list[WeekInput]) -> Callable[[int], list[str]]:

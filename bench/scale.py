@@ -105,6 +105,14 @@ def _run(queue: str, timeout: float, max_workers: int = 0) -> dict[str, Any]:
 
 
 def main() -> None:
+    args = _arguments()
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
+    samples, cpu, loads = _measure(args)
+    _report(args, samples, cpu, loads)
+
+
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--weeks", type=int, default=120)
     parser.add_argument("--reps", type=int, default=3)
@@ -112,25 +120,18 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0,
                         help="simulate hosts: each week is a model call of this many ms (0: the offline engine)")
     parser.add_argument("--max-workers", type=int, default=0, help="weeks in flight per run (0: the setting)")
-    args = parser.parse_args()
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
+    return parser.parse_args()
 
-    from tests.lake.servers import (
-        cpu_seconds,
-        deploy_all,
-        lake_env,
-        moto_server,
-        postgres_server,
-        prefect_env,
-        prefect_server,
-        start_worker,
-    )
+
+_Samples = tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, float]], list[float]]
+"""Per configuration its runs' samples and its mean CPU seconds per run by component; the load before each run."""
+
+
+def _measure(args: argparse.Namespace) -> _Samples:
+    """Start the services and the workers of every configuration, load the weeks, time the runs; all torn down."""
+    from tests.lake.servers import deploy_all, lake_env, moto_server, postgres_server, prefect_env, prefect_server
 
     root = Path(tempfile.mkdtemp(prefix="bench-scale-"))
-    samples: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
-    cpu: dict[str, dict[str, float]] = {c: {} for c in CONFIGS}
-    loads: list[float] = []
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, root, True)  # working folders, the embedded file, workers' logs
         pg = stack.enter_context(postgres_server())
@@ -151,36 +152,58 @@ def main() -> None:
         emb_home = root / "embedded-home"
         _insert({}, emb_home, args.weeks)
         _insert(lake, root / "loader", args.weeks)
-
-        def worker(name: str, env: dict[str, str], queue: str):
-            return stack.enter_context(_stopping(start_worker(name, root / name, env, limit=1, queues=(queue,))))
-
-        workers = {
-            "embedded-1": [worker("embedded", {**base, "CHRONICLE_HOME": str(emb_home)}, QUEUES["embedded-1"])],
-            "lake-1": [worker("lake-one", {**base, **lake, "CHRONICLE_HOME": str(root / "lake-one")},
-                              QUEUES["lake-1"])],
-            "lake-2": [worker(f"lake-two-{w}", {**base, **lake, "CHRONICLE_HOME": str(root / f"lake-two-{w}"),
-                                                "CHRONICLE_BACKFILL_SPREAD": "1"}, QUEUES["lake-2"]) for w in "ab"],
-        }
+        workers = _workers(stack, root, base, lake, emb_home)
         services = {"prefect-server": server.proc.pid, "postgres": pg.pid(), "moto": s3.pid}
-        for config in CONFIGS:  # warm-up: caches, first lake attach, compiled regexes in a fresh run
-            _run(QUEUES[config], args.timeout, args.max_workers)
-        for rep in range(args.reps):
-            for config in CONFIGS:
-                before = {name: cpu_seconds(pid) for name, pid in services.items()}
-                before["workers"] = sum(cpu_seconds(w.proc.pid) for w in workers[config])
-                loads.append(os.getloadavg()[0])
-                sample = _run(QUEUES[config], args.timeout, args.max_workers)
-                after = {name: cpu_seconds(pid) for name, pid in services.items()}
-                after["workers"] = sum(cpu_seconds(w.proc.pid) for w in workers[config])
-                sample["cpu_s"] = {k: round(after[k] - before[k], 2) for k in after}
-                samples[config].append(sample)
-                for k, v in sample["cpu_s"].items():
-                    cpu[config][k] = cpu[config].get(k, 0.0) + v / args.reps
-                print(f"rep {rep + 1} {config}: {sample['duration_s']:.1f}s "
-                      f"({args.weeks / sample['duration_s']:.1f} weeks/s) cpu {sample['cpu_s']} "
-                      f"children {sample['children']}", flush=True)
+        return _timed_runs(args, workers, services)
 
+
+def _workers(stack: ExitStack, root: Path, base: dict[str, str], lake: dict[str, str],
+             emb_home: Path) -> dict[str, list[Any]]:
+    """Each configuration's workers, stopped when the stack closes."""
+    from tests.lake.servers import start_worker
+
+    def worker(name: str, env: dict[str, str], queue: str):
+        return stack.enter_context(_stopping(start_worker(name, root / name, env, limit=1, queues=(queue,))))
+
+    return {
+        "embedded-1": [worker("embedded", {**base, "CHRONICLE_HOME": str(emb_home)}, QUEUES["embedded-1"])],
+        "lake-1": [worker("lake-one", {**base, **lake, "CHRONICLE_HOME": str(root / "lake-one")},
+                          QUEUES["lake-1"])],
+        "lake-2": [worker(f"lake-two-{w}", {**base, **lake, "CHRONICLE_HOME": str(root / f"lake-two-{w}"),
+                                            "CHRONICLE_BACKFILL_SPREAD": "1"}, QUEUES["lake-2"]) for w in "ab"],
+    }
+
+
+def _timed_runs(args: argparse.Namespace, workers: dict[str, list[Any]], services: dict[str, int]) -> _Samples:
+    """A warm-up run per configuration, then `args.reps` rounds of one run each, with the CPU the services and the
+    configuration's workers spent in it."""
+    from tests.lake.servers import cpu_seconds
+
+    samples: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
+    cpu: dict[str, dict[str, float]] = {c: {} for c in CONFIGS}
+    loads: list[float] = []
+    for config in CONFIGS:  # warm-up: caches, first lake attach, compiled regexes in a fresh run
+        _run(QUEUES[config], args.timeout, args.max_workers)
+    for rep in range(args.reps):
+        for config in CONFIGS:
+            before = {name: cpu_seconds(pid) for name, pid in services.items()}
+            before["workers"] = sum(cpu_seconds(w.proc.pid) for w in workers[config])
+            loads.append(os.getloadavg()[0])
+            sample = _run(QUEUES[config], args.timeout, args.max_workers)
+            after = {name: cpu_seconds(pid) for name, pid in services.items()}
+            after["workers"] = sum(cpu_seconds(w.proc.pid) for w in workers[config])
+            sample["cpu_s"] = {k: round(after[k] - before[k], 2) for k in after}
+            samples[config].append(sample)
+            for k, v in sample["cpu_s"].items():
+                cpu[config][k] = cpu[config].get(k, 0.0) + v / args.reps
+            print(f"rep {rep + 1} {config}: {sample['duration_s']:.1f}s "
+                  f"({args.weeks / sample['duration_s']:.1f} weeks/s) cpu {sample['cpu_s']} "
+                  f"children {sample['children']}", flush=True)
+    return samples, cpu, loads
+
+
+def _report(args: argparse.Namespace, samples: dict[str, list[dict[str, Any]]], cpu: dict[str, dict[str, float]],
+            loads: list[float]) -> None:
     # CPU per generated week of each component: the Prefect API server's share beside the workers' (issue 20).
     per_week_ms = {c: {k: round(1000 * v / args.weeks, 2) for k, v in cpu[c].items()} for c in CONFIGS}
     for c in CONFIGS:

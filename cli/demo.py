@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import typer
 from chronicle.cli.common import console, progress_bar, run_flow, settings_from_options
@@ -29,21 +30,7 @@ def run_demo(home: str | None, seed: int) -> Settings:
         settings = settings.updated(column_map=manifest.column_map)
 
     _step("2. ingest into DuckDB")
-    from chronicle.cli.main import print_ingest_summary, print_week_table
-    from chronicle.flows.ingest_logs import ingest_logs
-
-    with progress_bar():
-        summary = run_flow(settings, ingest_logs, [str(sample_dir / "logs"), str(sample_dir / "memory")])
-    print_ingest_summary(summary)
-
-    from chronicle.storage.db import connect
-    from chronicle.storage.queries import week_table
-
-    with connect(settings, read_only=True) as conn:
-        rows = week_table(conn)
-    trial = [r for r in rows if r["project_id"] in manifest.projects]
-    print_week_table(trial[:6] + trial[-3:])
-    console.print(f"... {len(trial)} project-weeks in all; full table: chronicle weeks --home {settings.home}")
+    _ingest_sample(settings, sample_dir, manifest.projects)
 
     _step("3. weekly chronicle: backfill every sample week")
     from chronicle.cli.report_cmds import demo_weekly
@@ -64,6 +51,32 @@ def run_demo(home: str | None, seed: int) -> Settings:
             console.print(f"chart: {path}")
 
     _step("done")
+    _print_where_to_look(settings, home)
+    console.print(f"finished in {time.perf_counter() - started:.1f}s")
+    return settings
+
+
+def _ingest_sample(settings: Settings, sample_dir: Path, projects: tuple[str, ...]) -> None:
+    """Ingest the sample's logs and notes; show the first and last of the trial's project-weeks."""
+    from chronicle.cli.main import print_ingest_summary, print_week_table
+    from chronicle.flows.ingest_logs import ingest_logs
+
+    with progress_bar():
+        summary = run_flow(settings, ingest_logs, [str(sample_dir / "logs"), str(sample_dir / "memory")])
+    print_ingest_summary(summary)
+
+    from chronicle.storage.db import connect
+    from chronicle.storage.queries import week_table
+
+    with connect(settings, read_only=True) as conn:
+        rows = week_table(conn)
+    trial = [r for r in rows if r["project_id"] in projects]
+    print_week_table(trial[:6] + trial[-3:])
+    console.print(f"... {len(trial)} project-weeks in all; full table: chronicle weeks --home {settings.home}")
+
+
+def _print_where_to_look(settings: Settings, home: str | None) -> None:
+    """Where the results are: the database, the Prefect UI, the review desk."""
     console.print(f"DuckDB: {settings.db_path}")
     sql = "select week_number, count(*) from raw_logs group by 1 order by 1"
     console.print(f'try:  duckdb {settings.db_path} -c "{sql}"')
@@ -76,8 +89,6 @@ def run_demo(home: str | None, seed: int) -> Settings:
     home = f" --home {settings.home}" if home else ""
     console.print(f"review desk: chronicle desk user add me --name \"Your Name\" --role '*=reviewer'{home}, then "
                   f"chronicle desk{home} and open http://127.0.0.1:{settings.desk.port}/ (docs/desk.md)")
-    console.print(f"finished in {time.perf_counter() - started:.1f}s")
-    return settings
 
 
 def register(app: typer.Typer) -> None:

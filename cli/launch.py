@@ -291,61 +291,76 @@ def run_warm(argv: list[str], start: bool) -> int | None:
         conn = _runner(key, env, start)
     except OSError:
         return None
-    if conn is None:
+    if conn is None or not _send_request(conn, key, argv, env):
         return None
-    request = json.dumps({"key": key, "argv": ["chronicle", *argv], "env": env, "cwd": os.getcwd()}).encode()
-    try:
-        socket.send_fds(conn, [struct.pack("!I", len(request))], [0, 1, 2])
-        conn.sendall(request)
-    except OSError:
-        conn.close()
-        return None
-    child = 0
-    stopped: list[int] = []
-
-    def relay(signum: int, _frame: Any) -> None:
-        stopped.append(signum)
-        if child:
-            with contextlib.suppress(OSError):
-                os.kill(child, signum)
-        if len(stopped) == 1:
-            # The child ends itself within its grace (stop_on_signals); should it not (stuck in the kernel),
-            # it and everything it started are killed, and this caller does not wait on.
-            def kill_child() -> None:
-                if child:
-                    with contextlib.suppress(OSError):
-                        os.killpg(child, signal.SIGKILL)
-                os._exit(128 + signum)
-
-            import threading
-
-            timer = threading.Timer(stop_grace_s() + 3.0, kill_child)
-            timer.daemon = True
-            timer.start()
-
+    relay = _SignalRelay()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, relay)
+        signal.signal(sig, relay.relay)
     try:
         for message in _lines(conn):
             if "error" in message:  # a runner of other code (a stale key): it exits; run in-process
                 return None
             if "pid" in message:
-                child = int(message["pid"])
-                if stopped:  # stopped before the child was known: pass it on now
-                    with contextlib.suppress(OSError):
-                        os.kill(child, stopped[0])
+                relay.child_started(int(message["pid"]))
             if "exit" in message:
                 return int(message["exit"])
     except OSError:
         pass
     finally:
         conn.close()
-    if child == 0 and not stopped:
+    if relay.child == 0 and not relay.stopped:
         return None  # never started: run in-process
-    if stopped:
-        return 128 + stopped[0]
+    if relay.stopped:
+        return 128 + relay.stopped[0]
     sys.stderr.write("chronicle: the command's process ended without an exit status (killed?)\n")
     return 1
+
+
+def _send_request(conn: socket.socket, key: str, argv: list[str], env: dict[str, str]) -> bool:
+    """The command, its environment and working directory, with this process's stdin/stdout/stderr; False (the
+    connection closed) when the runner cannot be reached."""
+    request = json.dumps({"key": key, "argv": ["chronicle", *argv], "env": env, "cwd": os.getcwd()}).encode()
+    try:
+        socket.send_fds(conn, [struct.pack("!I", len(request))], [0, 1, 2])
+        conn.sendall(request)
+    except OSError:
+        conn.close()
+        return False
+    return True
+
+
+class _SignalRelay:
+    """Passes this caller's SIGINT/SIGTERM/SIGHUP on to the command's process in the runner (its pid once known)."""
+
+    def __init__(self) -> None:
+        self.child = 0
+        self.stopped: list[int] = []
+
+    def relay(self, signum: int, _frame: Any) -> None:
+        self.stopped.append(signum)
+        if self.child:
+            with contextlib.suppress(OSError):
+                os.kill(self.child, signum)
+        if len(self.stopped) == 1:
+            # The child ends itself within its grace (stop_on_signals); should it not (stuck in the kernel),
+            # it and everything it started are killed, and this caller does not wait on.
+            import threading
+
+            timer = threading.Timer(stop_grace_s() + 3.0, self._kill_child, args=(signum,))
+            timer.daemon = True
+            timer.start()
+
+    def _kill_child(self, signum: int) -> None:
+        if self.child:
+            with contextlib.suppress(OSError):
+                os.killpg(self.child, signal.SIGKILL)
+        os._exit(128 + signum)
+
+    def child_started(self, pid: int) -> None:
+        self.child = pid
+        if self.stopped:  # stopped before the child was known: pass it on now
+            with contextlib.suppress(OSError):
+                os.kill(pid, self.stopped[0])
 
 
 def delegate_if_console_script() -> None:

@@ -20,6 +20,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
+from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
 
 INSTRUCTIONS = (
@@ -50,14 +51,23 @@ def build_server(settings: Settings) -> MCPServer:
     """The server with its tools, bound to one home's settings."""
     server = MCPServer(name="chronicle", instructions=INSTRUCTIONS)
     redactor = redactor_for(settings)
+    # In this order: clients list the tools (and SKILL.md shows them) in the order they were added.
+    _add_memory_tools(server, settings, redactor)
+    _add_chronicle_tools(server, settings, redactor)
+    _add_propose_tool(server, settings, redactor)
+    return server
 
-    def out(value: Any) -> dict[str, Any]:
-        # JSON first (dates, numpy floats), then every string through the gate.
-        return redacted_tree(json.loads(json.dumps(value, default=str, ensure_ascii=False)), redactor)
 
-    def refuse(exc: Exception) -> ToolError:
-        return ToolError(str(redactor.redact(str(exc))))
+def _out(value: Any, redactor: Redactor) -> dict[str, Any]:
+    # JSON first (dates, numpy floats), then every string through the gate.
+    return redacted_tree(json.loads(json.dumps(value, default=str, ensure_ascii=False)), redactor)
 
+
+def _refusal(exc: Exception, redactor: Redactor) -> ToolError:
+    return ToolError(str(redactor.redact(str(exc))))
+
+
+def _add_memory_tools(server: MCPServer, settings: Settings, redactor: Redactor) -> None:
     @server.tool(annotations=READ)
     def search_memories(query: str, tags: list[str] | None = None, min_importance: float | None = None,
                         file: str | None = None, about: str | None = None, as_of: str | None = None,
@@ -72,30 +82,32 @@ def build_server(settings: Settings) -> MCPServer:
             hits = search(settings, query, tags=tags or None, min_importance=min_importance, target_file=file,
                           limit=max(1, min(limit, 100)), about=about, as_of=_day(as_of, "as_of"))
         except ActionNeeded as exc:
-            raise refuse(exc) from None
-        return out({"query": query, "hits": _rows(hits)})
+            raise _refusal(exc, redactor) from None
+        return _out({"query": query, "hits": _rows(hits)}, redactor)
 
     @server.tool(annotations=READ)
     def list_memories(limit: int = 50, tags: list[str] | None = None, file: str | None = None) -> dict[str, Any]:
         """Memories, newest first (optionally only some tags, or one knowledge file)."""
         from chronicle.services.memory import list_memories as newest
 
-        return out({"memories": _rows(newest(settings, limit=max(1, min(limit, 500)), tags=tags or None,
-                                             target_file=file))})
+        memories = newest(settings, limit=max(1, min(limit, 500)), tags=tags or None, target_file=file)
+        return _out({"memories": _rows(memories)}, redactor)
 
     @server.tool(annotations=READ)
     def memory_tags() -> dict[str, Any]:
         """Tags with the number of memories carrying each."""
         from chronicle.services.memory import tag_counts
 
-        return out({"tags": tag_counts(settings)})
+        return _out({"tags": tag_counts(settings)}, redactor)
 
+
+def _add_chronicle_tools(server: MCPServer, settings: Settings, redactor: Redactor) -> None:
     @server.tool(annotations=READ)
     def chronicle_context(project: str) -> dict[str, Any]:
         """The project's chronicle as context: one line per week, oldest first (`=== 项目编年史 ===` block)."""
         from chronicle.services.history import build_history_context
 
-        return out({"project": project, "context": build_history_context(settings, project)})
+        return _out({"project": project, "context": build_history_context(settings, project)}, redactor)
 
     @server.tool(annotations=READ)
     def weekly_report(project: str, week: str) -> dict[str, Any]:
@@ -108,14 +120,16 @@ def build_server(settings: Settings) -> MCPServer:
         try:
             iso = parse_week(week, "week")
         except ParameterError as exc:
-            raise refuse(exc) from None
+            raise _refusal(exc, redactor) from None
         row = read(settings, get_report, project, iso.number) if iso else None
         if row is None:
             raise ToolError(f"no report for {project} {week}")
         keep = ("project_id", "start_date", "end_date", "status", "summary", "stats", "needs_review", "stale",
                 "version", "model", "updated_at")
-        return out({"week": str(iso), **{k: row.get(k) for k in keep}})
+        return _out({"week": str(iso), **{k: row.get(k) for k in keep}}, redactor)
 
+
+def _add_propose_tool(server: MCPServer, settings: Settings, redactor: Redactor) -> None:
     @server.tool(annotations=PROPOSE)
     def propose_memory(content: str, target_file: str = "MEMORY.md", reason: str = "", importance: float = 0.5,
                        tags: list[str] | None = None) -> dict[str, Any]:
@@ -124,11 +138,10 @@ def build_server(settings: Settings) -> MCPServer:
         try:
             done = propose(settings, content, target_file, reason=reason, importance=importance, tags=tags)
         except ProposalRefused as exc:
-            raise refuse(exc) from None
+            raise _refusal(exc, redactor) from None
         p = done.proposal
-        return out({"proposal_id": p.proposal_id, "status": p.status,
-                    "new": done.new, "target_file": p.target_file, "content": p.content,
-                    "suspected_injection": p.suspected_injection,
-                    "next": f"a human decides: chronicle memory approve {p.proposal_id} | reject {p.proposal_id}"})
-
-    return server
+        return _out({"proposal_id": p.proposal_id, "status": p.status,
+                     "new": done.new, "target_file": p.target_file, "content": p.content,
+                     "suspected_injection": p.suspected_injection,
+                     "next": f"a human decides: chronicle memory approve {p.proposal_id} | reject {p.proposal_id}"},
+                    redactor)

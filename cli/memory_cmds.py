@@ -131,107 +131,110 @@ def _fail_if_damaged(settings: Settings, exc: BaseException | None = None) -> No
         fail(problem)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def distill(days: int | None = typer.Option(None, "--days", min=1, help="Days of notes (default DISTILL_DAYS)."),
-                until: str | None = typer.Option(None, "--until", help="Last day, YYYY-MM-DD (default today)."),
-                project: str | None = typer.Option(None, "--project", "-p", help="Only this project's notes."),
+def distill(days: int | None = typer.Option(None, "--days", min=1, help="Days of notes (default DISTILL_DAYS)."),
+            until: str | None = typer.Option(None, "--until", help="Last day, YYYY-MM-DD (default today)."),
+            project: str | None = typer.Option(None, "--project", "-p", help="Only this project's notes."),
+            home: str | None = HomeOpt) -> None:
+    """Distill recent daily notes into memories: vector store + knowledge files (idempotent)."""
+    settings = settings_from_options(home)
+    from chronicle.services.param_checks import distill_window
+
+    check(distill_window, settings, days, until, project, names=("--days", "--until", "--project"))
+    from chronicle.services.memory import check_embedding_model
+
+    from chronicle.param_checks import ActionNeeded
+
+    _fail_if_damaged(settings)
+    try:
+        check_embedding_model(settings)
+    except ActionNeeded as exc:  # an upgraded home: one line saying what to do, not a failed run's traceback
+        fail(str(exc))
+    from chronicle.flows.distill_memory import DistillIncomplete
+
+    try:
+        summary = run_distill(settings, days, _date(until), project)
+    except DistillIncomplete as exc:
+        err.print(f"[red]{exc}[/]")
+        raise typer.Exit(1) from exc
+    print_distill_summary(summary)
+
+
+def memory_search(query: str = typer.Argument(...), tag: list[str] = typer.Option(None, "--tag", help="Any of these."),
+                  min_importance: float | None = typer.Option(None, "--min-importance", min=0.0, max=1.0),
+                  file: str | None = typer.Option(None, "--file", help="Knowledge file, e.g. USER.md."),
+                  limit: int = typer.Option(10, "--limit", min=1), fmt: Format = format_option(),
+                  about: str | None = typer.Option(None, "--about", help="Only memories about this person."),
+                  as_of: str | None = typer.Option(None, "--as-of", help="What was current then, YYYY-MM-DD."),
+                  include_mentions: bool = typer.Option(
+                      False, "--include-mentions", help="With --about: also memories of unknown person naming them."),
+                  as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
+                  home: str | None = HomeOpt) -> None:
+    """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3; current facts first."""
+    from chronicle.services.memory import search_memories
+
+    from chronicle.param_checks import ActionNeeded
+
+    settings = read_settings(home)
+    try:
+        hits = search_memories(settings, query, tags=tag or None, min_importance=min_importance,
+                               target_file=file, limit=limit, about=about, as_of=_date(as_of),
+                               include_mentions=include_mentions)
+    except ActionNeeded as exc:
+        fail(str(exc))
+    except (RuntimeError, OSError) as exc:
+        _fail_if_damaged(settings, exc)
+        raise
+    if about and not include_mentions:
+        _say_unknown_mentions(settings, about)
+    fmt = Format.json if as_json else fmt
+    if fmt is Format.table:
+        print_hits(query, hits, settings.tz_for(settings.ingest.notes_project))
+    else:
+        emit(_rows(hits), fmt)
+
+
+def memory_tags(fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
+    """Tags with the number of memories carrying each."""
+    from chronicle.services.memory import tag_counts
+
+    emit([{"tag": name, "memories": n} for name, n in tag_counts(read_settings(home)).items()], fmt,
+         columns=["tag", "memories"], empty="no tags yet")
+
+
+def memory_list(limit: int = typer.Option(50, "--limit", min=1), tag: list[str] = typer.Option(None, "--tag"),
+                file: str | None = typer.Option(None, "--file"), fmt: Format = format_option(),
+                as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
                 home: str | None = HomeOpt) -> None:
-        """Distill recent daily notes into memories: vector store + knowledge files (idempotent)."""
-        settings = settings_from_options(home)
-        from chronicle.services.param_checks import distill_window
+    """Memories, newest first."""
+    from chronicle.services.memory import list_memories
 
-        check(distill_window, settings, days, until, project, names=("--days", "--until", "--project"))
-        from chronicle.services.memory import check_embedding_model
+    settings = read_settings(home)
+    try:
+        rows = list_memories(settings, limit=limit, tags=tag or None, target_file=file)
+    except (RuntimeError, OSError) as exc:
+        _fail_if_damaged(settings, exc)
+        raise
+    if as_json or fmt is not Format.table:
+        emit(_rows(rows), Format.json if as_json else fmt)
+        return
+    emit([{"id": m.id, "imp.": f"{m.importance:.2f}", "file": m.target_file, "source": m.source,
+           "summary": shown_summary(m)} for m in rows], title=f"{len(rows)} memories", empty="no memories yet")
 
-        from chronicle.param_checks import ActionNeeded
 
-        _fail_if_damaged(settings)
-        try:
-            check_embedding_model(settings)
-        except ActionNeeded as exc:  # an upgraded home: one line saying what to do, not a failed run's traceback
-            fail(str(exc))
-        from chronicle.flows.distill_memory import DistillIncomplete
+def memory_reindex(home: str | None = HomeOpt) -> None:
+    """Re-embed every memory with the configured EMBEDDING_MODEL (after changing it)."""
+    from chronicle.services.memory import reindex as reindex_all
 
-        try:
-            summary = run_distill(settings, days, _date(until), project)
-        except DistillIncomplete as exc:
-            err.print(f"[red]{exc}[/]")
-            raise typer.Exit(1) from exc
-        print_distill_summary(summary)
+    n = reindex_all(read_settings(home))
+    console.print(f"re-embedded {n} memories")
 
+
+def register(app: typer.Typer) -> None:
+    app.command()(distill)
     memory = typer.Typer(help="Search and maintain the distilled memory.", no_args_is_help=True)
-
-    @memory.command()
-    def search(query: str = typer.Argument(...), tag: list[str] = typer.Option(None, "--tag", help="Any of these."),
-               min_importance: float | None = typer.Option(None, "--min-importance", min=0.0, max=1.0),
-               file: str | None = typer.Option(None, "--file", help="Knowledge file, e.g. USER.md."),
-               limit: int = typer.Option(10, "--limit", min=1), fmt: Format = format_option(),
-               about: str | None = typer.Option(None, "--about", help="Only memories about this person."),
-               as_of: str | None = typer.Option(None, "--as-of", help="What was current then, YYYY-MM-DD."),
-               include_mentions: bool = typer.Option(
-                   False, "--include-mentions", help="With --about: also memories of unknown person naming them."),
-               as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
-               home: str | None = HomeOpt) -> None:
-        """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3; current facts first."""
-        from chronicle.services.memory import search_memories
-
-        from chronicle.param_checks import ActionNeeded
-
-        settings = read_settings(home)
-        try:
-            hits = search_memories(settings, query, tags=tag or None, min_importance=min_importance,
-                                   target_file=file, limit=limit, about=about, as_of=_date(as_of),
-                                   include_mentions=include_mentions)
-        except ActionNeeded as exc:
-            fail(str(exc))
-        except (RuntimeError, OSError) as exc:
-            _fail_if_damaged(settings, exc)
-            raise
-        if about and not include_mentions:
-            _say_unknown_mentions(settings, about)
-        fmt = Format.json if as_json else fmt
-        if fmt is Format.table:
-            print_hits(query, hits, settings.tz_for(settings.ingest.notes_project))
-        else:
-            emit(_rows(hits), fmt)
-
-    @memory.command()
-    def tags(fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
-        """Tags with the number of memories carrying each."""
-        from chronicle.services.memory import tag_counts
-
-        emit([{"tag": name, "memories": n} for name, n in tag_counts(read_settings(home)).items()], fmt,
-             columns=["tag", "memories"], empty="no tags yet")
-
-    @memory.command("list")
-    def list_(limit: int = typer.Option(50, "--limit", min=1), tag: list[str] = typer.Option(None, "--tag"),
-              file: str | None = typer.Option(None, "--file"), fmt: Format = format_option(),
-              as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
-              home: str | None = HomeOpt) -> None:
-        """Memories, newest first."""
-        from chronicle.services.memory import list_memories
-
-        settings = read_settings(home)
-        try:
-            rows = list_memories(settings, limit=limit, tags=tag or None, target_file=file)
-        except (RuntimeError, OSError) as exc:
-            _fail_if_damaged(settings, exc)
-            raise
-        if as_json or fmt is not Format.table:
-            emit(_rows(rows), Format.json if as_json else fmt)
-            return
-        emit([{"id": m.id, "imp.": f"{m.importance:.2f}", "file": m.target_file, "source": m.source,
-               "summary": shown_summary(m)} for m in rows], title=f"{len(rows)} memories", empty="no memories yet")
-
-    @memory.command()
-    def reindex(home: str | None = HomeOpt) -> None:
-        """Re-embed every memory with the configured EMBEDDING_MODEL (after changing it)."""
-        from chronicle.services.memory import reindex as reindex_all
-
-        n = reindex_all(read_settings(home))
-        console.print(f"re-embedded {n} memories")
-
+    for name, command in (("search", memory_search), ("tags", memory_tags), ("list", memory_list),
+                          ("reindex", memory_reindex)):
+        memory.command(name)(command)
     proposal_cmds.register(memory)
     forget_cmds.register(memory)
     app.add_typer(memory, name="memory")

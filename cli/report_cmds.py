@@ -242,143 +242,147 @@ def demo_weekly(settings: Settings) -> None:
         err.print("[red]some weeks failed; rerun `chronicle backfill --all` to retry only those[/]")
 
 
+def report_show(project: str = ProjectOpt, week: str = WeekOpt, home: str | None = HomeOpt) -> None:
+    """The week's report, its review flags, staleness, stats and citations."""
+    settings = read_settings(home)
+    show_report(settings, known_project(settings, project), _parse_week(week))
+
+
+def report_edit(project: str = ProjectOpt, week: str = WeekOpt,
+                file: Path | None = typer.Option(None, "--file", "-f", exists=True, dir_okay=False,
+                                                 help="New text from this file instead of $EDITOR."),
+                reason: str = typer.Option(..., "--reason", help="Why (required; kept in the history and the audit)."),
+                account: str | None = typer.Option(None, "--as", help="The desk account making the correction."),
+                author: str | None = typer.Option(None, "--author", help="Who, when not a desk account."),
+                base_version: int | None = typer.Option(None, "--base-version", min=1,
+                                                        help="Refuse unless the week is still at this version "
+                                                             "(default: the version read when the edit starts)."),
+                home: str | None = HomeOpt) -> None:
+    """Correct a report; the edit becomes the truth and survives regeneration (a sign-off clears a flag)."""
+    settings = read_settings(home)
+    project = known_project(settings, project)
+    who = _edit_author(settings, project, account, author)
+    edit_report(settings, project, _parse_week(week), file, reason, who, base_version)
+
+
+def report_history(project: str = ProjectOpt, week: str = WeekOpt,
+                   full: bool = typer.Option(False, "--full", help="Print every version's text."),
+                   fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
+    """Every version ever written for the week: generated and edited, who, when, why."""
+    settings = read_settings(home)
+    print_history(settings, known_project(settings, project), _parse_week(week), full, fmt)
+
+
+def report_list(project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
+    """One line per stored week of a project."""
+    from chronicle.storage.db import read
+    from chronicle.storage.reports import list_reports
+
+    settings = read_settings(home)
+    project = known_project(settings, project)
+    rows = read(settings, list_reports, project)
+    emit([{"week": str(IsoWeek.from_number(r["week_number"])), "status": r["status"], "model": r["model"],
+           "stale": "yes" if r["stale"] else "", "needs_review": "yes" if r["needs_review"] else "",
+           "entries": r["entry_count"], "chars": r["chars"], "version": r["version"]} for r in rows],
+         empty=f"no reports for {project}")
+
+
+def weekly(week: str | None = typer.Option(None, "--week", "-w",
+                                           help="ISO week YYYY-Www, e.g. 2026-W05; default: last completed week."),
+           force: bool = typer.Option(False, "--force", help="Regenerate even current reports."),
+           home: str | None = HomeOpt) -> None:
+    """Write last week's report for every project (the Monday job of seed 000)."""
+    settings = settings_from_options(home)
+    from chronicle.services.param_checks import weekly_scope
+
+    check(weekly_scope, settings, week, "--week")
+    from chronicle.flows.weekly_chronicle import weekly_chronicle
+
+    console.print(engine_banner(settings))
+    try:
+        with progress_bar():
+            rows, ok = run_flow(settings, weekly_chronicle, week=week or "", force=force), True
+    except WeeksFailedError as exc:
+        rows, ok = exc.rows, False
+    print_outcomes(rows)
+    if not ok:
+        raise typer.Exit(1)
+
+
+def backfill(project: str | None = typer.Option(None, "--project", "-p", help="One project."),
+             all_: bool = typer.Option(False, "--all", help="Every project."),
+             start: str | None = typer.Option(None, "--from", help="First ISO week, YYYY-Www, e.g. 2026-W01 "
+                                              "(default: each project's first week with entries)."),
+             end: str | None = typer.Option(None, "--to", help="Last ISO week, YYYY-Www, e.g. 2026-W10 "
+                                            "(default: each project's last week with entries)."),
+             force: bool = typer.Option(False, "--force", help="Regenerate all but human edits."),
+             overwrite_edited: bool = typer.Option(False, "--overwrite-edited",
+                                                   help="Regenerate human edits too (they stay in the history)."),
+             every_week: bool = typer.Option(False, "--every-week",
+                                             help="Run a task for every week, not only missing/stale ones."),
+             workers: int | None = typer.Option(None, "--workers", min=1, help="Weeks in flight at once."),
+             home: str | None = HomeOpt) -> None:
+    """Write the reports of a range of past weeks, concurrently; a rerun does only what is missing."""
+    if bool(project) == all_:
+        raise typer.BadParameter("give exactly one of --project P or --all")
+    settings = settings_from_options(home)
+    from chronicle.services.param_checks import backfill_scope
+
+    check(backfill_scope, settings, project or "all", start, end, names=("--project", "--from", "--to"))
+    console.print(engine_banner(settings))
+    rows, ok = run_backfill(settings, project_id=project or "all", start_week=start or "", end_week=end or "",
+                            only_missing=not every_week, force=force, overwrite_edited=overwrite_edited,
+                            max_workers=workers or 0)
+    print_outcomes(rows)
+    if not ok:
+        raise typer.Exit(1)
+
+
+def context(project: str = ProjectOpt,
+            max_tokens: int | None = typer.Option(None, "--max-tokens", min=100,
+                                                  help="Fold older weeks into rollups beyond this budget."),
+            home: str | None = HomeOpt) -> None:
+    """Print the project chronicle block (seed 000) an assistant reads."""
+    settings = read_settings(home)
+    project = known_project(settings, project)
+    from chronicle.services.history import build_history_context
+
+    # soft_wrap: the block is meant to be piped into a prompt, so no hard line breaks are added.
+    print_text(build_history_context(settings, project, max_tokens))
+
+
+def ask(question: str = typer.Argument(..., help="The question, in any language."),
+        project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
+    """Answer a question from the project's chronicle (offline: the weeks matching its terms)."""
+    settings = read_settings(home)
+    project = known_project(settings, project)
+    from chronicle.services.history import ask_chronicle
+
+    answer = ask_chronicle(settings, project, question)
+    if answer.engine == "offline-stats":
+        console.print(f"[bold]from the counted stats[/]: {escape(answer.text)}")
+        for w in answer.weeks:
+            print_text(f"[Week {w['week']}] ({w['terms'][0]}): {w['text']}")
+        return
+    if answer.engine != "offline":
+        console.print(f"[dim]answered by {escape(answer.engine)} from the chronicle[/]")
+        print_text(answer.text)
+        return
+    console.print("[bold]offline[/]: no LLM endpoint configured (LLM_URL), so no answer is written; "
+                  "these chronicle weeks match the question's terms:")
+    if not answer.weeks:
+        console.print("no week matches")
+    for w in answer.weeks:
+        console.print(f"\\[Week {w['week']}] ({escape(', '.join(w['terms'][:6]))}): {escape(w['text'])}",
+                      soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     report = typer.Typer(help="Read, correct and trace weekly reports (a human edit is the truth).",
                          no_args_is_help=True)
-
-    @report.command("show")
-    def show(project: str = ProjectOpt, week: str = WeekOpt, home: str | None = HomeOpt) -> None:
-        """The week's report, its review flags, staleness, stats and citations."""
-        settings = read_settings(home)
-        show_report(settings, known_project(settings, project), _parse_week(week))
-
-    @report.command("edit")
-    def edit(project: str = ProjectOpt, week: str = WeekOpt,
-             file: Path | None = typer.Option(None, "--file", "-f", exists=True, dir_okay=False,
-                                              help="New text from this file instead of $EDITOR."),
-             reason: str = typer.Option(..., "--reason", help="Why (required; kept in the history and the audit)."),
-             account: str | None = typer.Option(None, "--as", help="The desk account making the correction."),
-             author: str | None = typer.Option(None, "--author", help="Who, when not a desk account."),
-             base_version: int | None = typer.Option(None, "--base-version", min=1,
-                                                     help="Refuse unless the week is still at this version "
-                                                          "(default: the version read when the edit starts)."),
-             home: str | None = HomeOpt) -> None:
-        """Correct a report; the edit becomes the truth and survives regeneration (a sign-off clears a flag)."""
-        settings = read_settings(home)
-        project = known_project(settings, project)
-        who = _edit_author(settings, project, account, author)
-        edit_report(settings, project, _parse_week(week), file, reason, who, base_version)
-
-    @report.command("history")
-    def history(project: str = ProjectOpt, week: str = WeekOpt,
-                full: bool = typer.Option(False, "--full", help="Print every version's text."),
-                fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
-        """Every version ever written for the week: generated and edited, who, when, why."""
-        settings = read_settings(home)
-        print_history(settings, known_project(settings, project), _parse_week(week), full, fmt)
-
-    @report.command("list")
-    def list_(project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
-        """One line per stored week of a project."""
-        from chronicle.storage.db import read
-        from chronicle.storage.reports import list_reports
-
-        settings = read_settings(home)
-        project = known_project(settings, project)
-        rows = read(settings, list_reports, project)
-        emit([{"week": str(IsoWeek.from_number(r["week_number"])), "status": r["status"], "model": r["model"],
-               "stale": "yes" if r["stale"] else "", "needs_review": "yes" if r["needs_review"] else "",
-               "entries": r["entry_count"], "chars": r["chars"], "version": r["version"]} for r in rows],
-             empty=f"no reports for {project}")
-
+    for name, command in (("show", report_show), ("edit", report_edit), ("history", report_history),
+                          ("list", report_list)):
+        report.command(name)(command)
     app.add_typer(report, name="report")
-
-    @app.command()
-    def weekly(week: str | None = typer.Option(None, "--week", "-w",
-                                               help="ISO week YYYY-Www, e.g. 2026-W05; default: last completed week."),
-               force: bool = typer.Option(False, "--force", help="Regenerate even current reports."),
-               home: str | None = HomeOpt) -> None:
-        """Write last week's report for every project (the Monday job of seed 000)."""
-        settings = settings_from_options(home)
-        from chronicle.services.param_checks import weekly_scope
-
-        check(weekly_scope, settings, week, "--week")
-        from chronicle.flows.weekly_chronicle import weekly_chronicle
-
-        console.print(engine_banner(settings))
-        try:
-            with progress_bar():
-                rows, ok = run_flow(settings, weekly_chronicle, week=week or "", force=force), True
-        except WeeksFailedError as exc:
-            rows, ok = exc.rows, False
-        print_outcomes(rows)
-        if not ok:
-            raise typer.Exit(1)
-
-    @app.command()
-    def backfill(project: str | None = typer.Option(None, "--project", "-p", help="One project."),
-                 all_: bool = typer.Option(False, "--all", help="Every project."),
-                 start: str | None = typer.Option(None, "--from", help="First ISO week, YYYY-Www, e.g. 2026-W01 "
-                                                  "(default: each project's first week with entries)."),
-                 end: str | None = typer.Option(None, "--to", help="Last ISO week, YYYY-Www, e.g. 2026-W10 "
-                                                "(default: each project's last week with entries)."),
-                 force: bool = typer.Option(False, "--force", help="Regenerate all but human edits."),
-                 overwrite_edited: bool = typer.Option(False, "--overwrite-edited",
-                                                       help="Regenerate human edits too (they stay in the history)."),
-                 every_week: bool = typer.Option(False, "--every-week",
-                                                 help="Run a task for every week, not only missing/stale ones."),
-                 workers: int | None = typer.Option(None, "--workers", min=1, help="Weeks in flight at once."),
-                 home: str | None = HomeOpt) -> None:
-        """Write the reports of a range of past weeks, concurrently; a rerun does only what is missing."""
-        if bool(project) == all_:
-            raise typer.BadParameter("give exactly one of --project P or --all")
-        settings = settings_from_options(home)
-        from chronicle.services.param_checks import backfill_scope
-
-        check(backfill_scope, settings, project or "all", start, end, names=("--project", "--from", "--to"))
-        console.print(engine_banner(settings))
-        rows, ok = run_backfill(settings, project_id=project or "all", start_week=start or "", end_week=end or "",
-                                only_missing=not every_week, force=force, overwrite_edited=overwrite_edited,
-                                max_workers=workers or 0)
-        print_outcomes(rows)
-        if not ok:
-            raise typer.Exit(1)
-
-    @app.command()
-    def context(project: str = ProjectOpt,
-                max_tokens: int | None = typer.Option(None, "--max-tokens", min=100,
-                                                      help="Fold older weeks into rollups beyond this budget."),
-                home: str | None = HomeOpt) -> None:
-        """Print the project chronicle block (seed 000) an assistant reads."""
-        settings = read_settings(home)
-        project = known_project(settings, project)
-        from chronicle.services.history import build_history_context
-
-        # soft_wrap: the block is meant to be piped into a prompt, so no hard line breaks are added.
-        print_text(build_history_context(settings, project, max_tokens))
-
-    @app.command()
-    def ask(question: str = typer.Argument(..., help="The question, in any language."),
-            project: str = ProjectOpt, home: str | None = HomeOpt) -> None:
-        """Answer a question from the project's chronicle (offline: the weeks matching its terms)."""
-        settings = read_settings(home)
-        project = known_project(settings, project)
-        from chronicle.services.history import ask_chronicle
-
-        answer = ask_chronicle(settings, project, question)
-        if answer.engine == "offline-stats":
-            console.print(f"[bold]from the counted stats[/]: {escape(answer.text)}")
-            for w in answer.weeks:
-                print_text(f"[Week {w['week']}] ({w['terms'][0]}): {w['text']}")
-            return
-        if answer.engine != "offline":
-            console.print(f"[dim]answered by {escape(answer.engine)} from the chronicle[/]")
-            print_text(answer.text)
-            return
-        console.print("[bold]offline[/]: no LLM endpoint configured (LLM_URL), so no answer is written; "
-                      "these chronicle weeks match the question's terms:")
-        if not answer.weeks:
-            console.print("no week matches")
-        for w in answer.weeks:
-            console.print(f"\\[Week {w['week']}] ({escape(', '.join(w['terms'][:6]))}): {escape(w['text'])}",
-                          soft_wrap=True)
+    for command in (weekly, backfill, context, ask):
+        app.command()(command)

@@ -17,6 +17,7 @@ import struct
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from chronicle.cli.launch import CHILD_ENV, ROOT, private_state_dir, read_runner_state, runner_env, runner_files
@@ -71,6 +72,21 @@ def _send(conn: socket.socket, message: dict[str, Any]) -> None:
 def _child(conn: socket.socket, server: socket.socket, fds: list[int], request: dict[str, Any],
            no_api_configured: bool) -> None:
     """In the forked child: become the caller's `chronicle` process, run the command, report its status."""
+    _become_caller(server, fds, request)
+    finished = threading.Event()
+    _send(conn, {"pid": os.getpid()})
+    threading.Thread(target=_die_with_caller, args=(conn, finished), daemon=True).start()
+    _configure_prefect(no_api_configured)
+    code = _run_command()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    finished.set()
+    _report_and_exit(conn, code)
+
+
+def _become_caller(server: socket.socket, fds: list[int], request: dict[str, Any]) -> None:
+    """The caller's signals' defaults, stdin/stdout/stderr, environment, working directory and arguments."""
     os.setsid()
     server.close()
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
@@ -93,17 +109,18 @@ def _child(conn: socket.socket, server: socket.socket, fds: list[int], request: 
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
                                   line_buffering=True)
     sys.argv = list(request["argv"])
-    finished = threading.Event()
 
-    def watch() -> None:  # the caller died (kill -9): so does the command, as it would have
-        with contextlib.suppress(OSError):
-            while conn.recv(1):
-                pass
-        if not finished.is_set():
-            os.killpg(0, signal.SIGKILL)
 
-    _send(conn, {"pid": os.getpid()})
-    threading.Thread(target=watch, daemon=True).start()
+def _die_with_caller(conn: socket.socket, finished: threading.Event) -> None:
+    """The caller died (kill -9): so does the command, as it would have (a thread of the child)."""
+    with contextlib.suppress(OSError):
+        while conn.recv(1):
+            pass
+    if not finished.is_set():
+        os.killpg(0, signal.SIGKILL)
+
+
+def _configure_prefect(no_api_configured: bool) -> None:
     from prefect.context import refresh_global_settings_context
     from prefect.logging.configuration import setup_logging
 
@@ -115,6 +132,10 @@ def _child(conn: socket.socket, server: socket.socket, fds: list[int], request: 
             os.environ["CHRONICLE_PREFECT_API_SOURCE"] = "background"
     refresh_global_settings_context()  # Prefect also reads `.env` / `prefect.toml` of the working directory
     setup_logging(incremental=False)  # Prefect's console handler on this caller's stderr (colours if a terminal)
+
+
+def _run_command() -> int:
+    """The command of sys.argv through the Typer app; its exit status."""
     code = 0
     try:
         from chronicle.cli.main import app
@@ -129,10 +150,10 @@ def _child(conn: socket.socket, server: socket.socket, fds: list[int], request: 
 
         traceback.print_exc()
         code = 1
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    finished.set()
+    return code
+
+
+def _report_and_exit(conn: socket.socket, code: int) -> None:
     # Let the caller go now; Prefect's shutdown (flushing events to the API) goes on here, silently.
     devnull = os.open(os.devnull, os.O_RDWR)
     for target in (0, 1, 2):
@@ -171,19 +192,39 @@ def serve(key: str) -> None:
     state, sock_path, _ = runner_files()
     me = {"pid": os.getpid(), "key": key, "started": time.time(), "socket": str(sock_path)}
     state.write_text(json.dumps(me))
-    sys.path.insert(0, str(ROOT))
-    import importlib
-
     started = time.monotonic()
-    for name in WARM_IMPORTS:
-        importlib.import_module(name)
-    from chronicle.deployments.local_api import configured_url
-
-    no_api_configured = configured_url() is None  # as every child will see it: same environment (the key)
+    no_api_configured = _warm_imports()
     if names := _threads_started():
         state.write_text(json.dumps(me | {"failed": f"threads after imports: {names}"}))
         print(f"not serving: imports started threads {names}", flush=True)
         return
+    server = _listen(sock_path)
+    state.write_text(json.dumps(me | {"ready": True, "warmup_s": round(time.monotonic() - started, 2)}))
+    print(f"warm runner {key} ready in {time.monotonic() - started:.1f}s (pid {os.getpid()})", flush=True)
+    try:
+        _serve_commands(server, key, no_api_configured)
+    finally:
+        if read_runner_state() and read_runner_state().get("pid") == os.getpid():
+            with contextlib.suppress(FileNotFoundError):
+                sock_path.unlink()
+            state.unlink(missing_ok=True)
+
+
+def _warm_imports() -> bool:
+    """Import WARM_IMPORTS; whether no Prefect API is configured (as every child will see it: same environment,
+    the key)."""
+    sys.path.insert(0, str(ROOT))
+    import importlib
+
+    for name in WARM_IMPORTS:
+        importlib.import_module(name)
+    from chronicle.deployments.local_api import configured_url
+
+    return configured_url() is None
+
+
+def _listen(sock_path: Path) -> socket.socket:
+    """The runner's socket, listening; accept() times out after CHRONICLE_WARM_IDLE_S idle seconds."""
     with contextlib.suppress(FileNotFoundError):
         sock_path.unlink()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -193,59 +234,79 @@ def serve(key: str) -> None:
     signal.signal(signal.SIGCHLD, _reap)
     idle_s = float(os.environ.get("CHRONICLE_WARM_IDLE_S", "1800"))
     server.settimeout(idle_s)
-    state.write_text(json.dumps(me | {"ready": True, "warmup_s": round(time.monotonic() - started, 2)}))
-    print(f"warm runner {key} ready in {time.monotonic() - started:.1f}s (pid {os.getpid()})", flush=True)
+    return server
+
+
+def _serve_commands(server: socket.socket, key: str, no_api_configured: bool) -> None:
+    """Fork a child per caller until idle, until a newer runner is wanted, or once warming the memory started
+    threads (a forked child would lack them)."""
     memory_warm = False
-    try:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                print("idle: exiting", flush=True)
-                return
-            except InterruptedError:
-                continue
-            if peer_uid(conn) != os.getuid():
-                # Another local user reached the socket: a command run here would run as us. Refused unread.
-                print(f"refused a connection from uid {peer_uid(conn)}", flush=True)
-                conn.close()
-                continue
-            try:
-                conn.settimeout(30)
-                head, fds, _, _ = socket.recv_fds(conn, 4, 3)
-                request = json.loads(_recv_exact(conn, struct.unpack("!I", head)[0]))
-                conn.settimeout(None)
-            except (OSError, ValueError, struct.error):
-                conn.close()
-                continue
-            if request.get("key") != key or len(fds) != 3:
-                _send(conn, {"error": "stale runner"})
-                for fd in fds:
-                    os.close(fd)
-                conn.close()
-                if request.get("key") != key:
-                    print("a newer runner is wanted: exiting", flush=True)
-                    return
-                continue
-            if os.fork() == 0:
-                try:
-                    _child(conn, server, fds, request, no_api_configured)
-                finally:
-                    os._exit(1)  # never back into the runner's loop
+    while True:
+        try:
+            conn = _accept(server)
+        except TimeoutError:
+            print("idle: exiting", flush=True)
+            return
+        got = None if conn is None else _read_request(conn)
+        if got is None:
+            continue
+        fds, request = got
+        if request.get("key") != key or len(fds) != 3:
+            _send(conn, {"error": "stale runner"})
             for fd in fds:
                 os.close(fd)
             conn.close()
-            if not memory_warm:  # while the first command runs in its child
-                memory_warm = True
-                _warm_memory()
-                if names := _threads_started():
-                    print(f"not serving: the memory imports started threads {names}", flush=True)
-                    return
-    finally:
-        if read_runner_state() and read_runner_state().get("pid") == os.getpid():
-            with contextlib.suppress(FileNotFoundError):
-                sock_path.unlink()
-            state.unlink(missing_ok=True)
+            if request.get("key") != key:
+                print("a newer runner is wanted: exiting", flush=True)
+                return
+            continue
+        _fork_child(conn, server, fds, request, no_api_configured)
+        if not memory_warm:  # while the first command runs in its child
+            memory_warm = True
+            _warm_memory()
+            if names := _threads_started():
+                print(f"not serving: the memory imports started threads {names}", flush=True)
+                return
+
+
+def _accept(server: socket.socket) -> socket.socket | None:
+    """The next caller of this uid, or None (an interrupted wait, a refused caller); TimeoutError when idle."""
+    try:
+        conn, _ = server.accept()
+    except InterruptedError:
+        return None
+    if peer_uid(conn) != os.getuid():
+        # Another local user reached the socket: a command run here would run as us. Refused unread.
+        print(f"refused a connection from uid {peer_uid(conn)}", flush=True)
+        conn.close()
+        return None
+    return conn
+
+
+def _read_request(conn: socket.socket) -> tuple[list[int], dict[str, Any]] | None:
+    """The caller's three descriptors and its request; None (the connection closed) when they cannot be read."""
+    try:
+        conn.settimeout(30)
+        head, fds, _, _ = socket.recv_fds(conn, 4, 3)
+        request = json.loads(_recv_exact(conn, struct.unpack("!I", head)[0]))
+        conn.settimeout(None)
+    except (OSError, ValueError, struct.error):
+        conn.close()
+        return None
+    return fds, request
+
+
+def _fork_child(conn: socket.socket, server: socket.socket, fds: list[int], request: dict[str, Any],
+                no_api_configured: bool) -> None:
+    """The command runs in a forked child; the runner keeps none of the caller's descriptors."""
+    if os.fork() == 0:
+        try:
+            _child(conn, server, fds, request, no_api_configured)
+        finally:
+            os._exit(1)  # never back into the runner's loop
+    for fd in fds:
+        os.close(fd)
+    conn.close()
 
 
 

@@ -90,15 +90,22 @@ def notification_block_id(settings: Settings, client: SyncPrefectClient) -> tupl
 
 def wanted(settings: Settings, block_id: Any | None) -> list[AutomationCore]:
     """The automations for these settings; the alerting ones only when there is a notification target."""
+    names = chronicle_flow_names()
+    out = [_zombie_runs(settings, names)]
+    if block_id is None:
+        return out
+    return [*out, _run_failed(names, block_id), _weekly_overdue(settings, block_id), _backfill_attention(block_id)]
+
+
+def _zombie_runs(settings: Settings, names: list[str]) -> AutomationCore:
     from datetime import timedelta
 
     from prefect.automations import AutomationCore
     from prefect.client.schemas.objects import StateType
-    from prefect.events.actions import ChangeFlowRunState, SendNotification
+    from prefect.events.actions import ChangeFlowRunState
     from prefect.events.schemas.automations import EventTrigger, Posture
 
-    names = chronicle_flow_names()
-    out = [AutomationCore(
+    return AutomationCore(
         name=ZOMBIE_RUNS,
         description=f"Chronicle: a flow run with no heartbeat for {settings.alerts.zombie_after_s}s is marked Crashed "
                     "(its process or machine died), which frees its concurrency slot. Deployment "
@@ -119,61 +126,68 @@ def wanted(settings: Settings, block_id: Any | None) -> list[AutomationCore]:
         actions=[ChangeFlowRunState(state=StateType.CRASHED, name="Crashed",
                                     message=f"No heartbeat for {settings.alerts.zombie_after_s}s: the run's process "
                                             "is gone (chronicle-zombie-runs automation)")],
-    )]
-    if block_id is None:
-        return out
+    )
+
+
+def _alert(block_id: Any, name: str, description: str, trigger: Any, subject: str, body: str) -> AutomationCore:
+    """An automation that notifies the site's block when its trigger fires (subject and body: Prefect templates)."""
+    from prefect.automations import AutomationCore
+    from prefect.events.actions import SendNotification
+
+    return AutomationCore(name=name, description=description, tags=["chronicle"], trigger=trigger,
+                          actions=[SendNotification(block_document_id=block_id, subject=subject, body=body)])
+
+
+def _run_failed(names: list[str], block_id: Any) -> AutomationCore:
+    from datetime import timedelta
+
+    from prefect.events.schemas.automations import EventTrigger, Posture
+
+    trigger = EventTrigger(
+        match={"prefect.resource.id": "prefect.flow-run.*"},
+        match_related=_deployment_runs_of(names),
+        expect={"prefect.flow-run.Failed", "prefect.flow-run.Crashed"},
+        posture=Posture.Reactive, threshold=1, within=timedelta(0))
+    return _alert(block_id, RUN_FAILED, "Chronicle: a run of a Chronicle deployment ended Failed or Crashed.",
+                  trigger, "Chronicle: {{ flow.name }} run {{ flow_run.state.name }}", _RUN_BODY)
+
+
+def _weekly_overdue(settings: Settings, block_id: Any) -> AutomationCore:
+    from prefect.events.schemas.automations import EventTrigger, Posture
+
     weekly = by_name("weekly-chronicle")
     cron = weekly.schedules(settings)[0].cron or "0 2 * * 1"
     window = deadline_window(settings.alerts.weekly_deadline, cron, settings.timezone)
-    out += [
-        AutomationCore(
-            name=RUN_FAILED,
-            description="Chronicle: a run of a Chronicle deployment ended Failed or Crashed.",
-            tags=["chronicle"],
-            trigger=EventTrigger(
-                match={"prefect.resource.id": "prefect.flow-run.*"},
-                match_related=_deployment_runs_of(names),
-                expect={"prefect.flow-run.Failed", "prefect.flow-run.Crashed"},
-                posture=Posture.Reactive, threshold=1, within=timedelta(0)),
-            actions=[SendNotification(block_document_id=block_id,
-                                      subject="Chronicle: {{ flow.name }} run {{ flow_run.state.name }}",
-                                      body=_RUN_BODY)],
-        ),
-        AutomationCore(
-            name=WEEKLY_OVERDUE,
-            description=f"Chronicle: a weekly-chronicle run not Completed {settings.alerts.weekly_deadline!r} "
-                        f"({int(window.total_seconds())}s after it was scheduled, {settings.timezone}).",
-            tags=["chronicle"],
-            trigger=EventTrigger(
-                match={"prefect.resource.id": "prefect.flow-run.*"},
-                match_related=_deployment_runs_of([weekly.flow_name]),
-                # The run's first event starts its clock: Scheduled (a run made from the UI or the API), Late
-                # (a cron run no worker picked up) or Pending/Running (a worker took it).
-                after={"prefect.flow-run.Scheduled", "prefect.flow-run.Late", "prefect.flow-run.Pending",
-                       "prefect.flow-run.Running"},
-                expect={"prefect.flow-run.Completed"},
-                for_each={"prefect.resource.id"}, posture=Posture.Proactive, threshold=1, within=window),
-            actions=[SendNotification(
-                block_document_id=block_id,
-                subject="Chronicle: the weekly chronicle has not completed by its deadline",
-                body=f"No Completed weekly-chronicle run by {settings.alerts.weekly_deadline} ({settings.timezone})"
-                     ": is a worker running? `chronicle status` says what is missing.\n{{ event.resource.id }}")],
-        ),
-        AutomationCore(
-            name=BACKFILL_ATTENTION,
-            description="Chronicle: a backfill ended with failed weeks or weeks needing review.",
-            tags=["chronicle"],
-            trigger=EventTrigger(
-                match={"prefect.resource.id": "chronicle.backfill.*"},
-                expect={BACKFILL_EVENT}, posture=Posture.Reactive, threshold=1, within=timedelta(0)),
-            actions=[SendNotification(
-                block_document_id=block_id,
-                subject="Chronicle: backfill {{ event.resource.name }} needs attention",
-                body="{{ event.payload.failed }} week(s) failed, {{ event.payload.needs_review }} need review "
-                     "({{ event.payload.weeks }} in all): {{ event.payload.message }}")],
-        ),
-    ]
-    return out
+    trigger = EventTrigger(
+        match={"prefect.resource.id": "prefect.flow-run.*"},
+        match_related=_deployment_runs_of([weekly.flow_name]),
+        # The run's first event starts its clock: Scheduled (a run made from the UI or the API), Late
+        # (a cron run no worker picked up) or Pending/Running (a worker took it).
+        after={"prefect.flow-run.Scheduled", "prefect.flow-run.Late", "prefect.flow-run.Pending",
+               "prefect.flow-run.Running"},
+        expect={"prefect.flow-run.Completed"},
+        for_each={"prefect.resource.id"}, posture=Posture.Proactive, threshold=1, within=window)
+    return _alert(
+        block_id, WEEKLY_OVERDUE,
+        f"Chronicle: a weekly-chronicle run not Completed {settings.alerts.weekly_deadline!r} "
+        f"({int(window.total_seconds())}s after it was scheduled, {settings.timezone}).",
+        trigger, "Chronicle: the weekly chronicle has not completed by its deadline",
+        f"No Completed weekly-chronicle run by {settings.alerts.weekly_deadline} ({settings.timezone})"
+        ": is a worker running? `chronicle status` says what is missing.\n{{ event.resource.id }}")
+
+
+def _backfill_attention(block_id: Any) -> AutomationCore:
+    from datetime import timedelta
+
+    from prefect.events.schemas.automations import EventTrigger, Posture
+
+    trigger = EventTrigger(match={"prefect.resource.id": "chronicle.backfill.*"}, expect={BACKFILL_EVENT},
+                           posture=Posture.Reactive, threshold=1, within=timedelta(0))
+    return _alert(
+        block_id, BACKFILL_ATTENTION, "Chronicle: a backfill ended with failed weeks or weeks needing review.",
+        trigger, "Chronicle: backfill {{ event.resource.name }} needs attention",
+        "{{ event.payload.failed }} week(s) failed, {{ event.payload.needs_review }} need review "
+        "({{ event.payload.weeks }} in all): {{ event.payload.message }}")
 
 
 def ensure_automations(settings: Settings, client: SyncPrefectClient) -> list[str]:

@@ -23,7 +23,7 @@ from prefect.states import Completed
 
 from chronicle.param_checks import ParameterError, name_part, week_label
 from chronicle.params import Force, OnlyMissing, OptionalIsoWeekStr, ProjectSelector, Workers
-from chronicle.settings import load_settings
+from chronicle.settings import Settings, load_settings
 from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, run_message
 
 
@@ -66,26 +66,16 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
             scope = backfill_scope(settings, project_id, start_week, end_week)
             plans = [plan_project(settings, p, scope.start, scope.end, force=force, overwrite_edited=overwrite_edited,
                                   only_missing=only_missing, to_last_entry=True) for p in scope.projects]
-            # The charts read raw-log stats only (no report), so they are drawn while the weeks are written
-            # instead of after the last one: off the critical path of the run (0.6 s of a 156-week backfill).
-            # Started once the first weeks' task runs are submitted, not before: their artifact (inline PNGs)
-            # is a long write on the API's SQLite file, and the `llm` reservation written beside it got a 503,
-            # which Prefect's client retries only 2 s later.
-            charts: list[PrefectFuture[list[str]]] = []
-
-            def start_charts() -> None:
-                if not charts:
-                    charts.append(publish_charts.submit(settings, scope.projects))
-
+            charts = _Charts(settings, scope.projects)
             fan = {"key": f"backfill-{run_label(project_id)}", "title": flow_run.name or "backfill",
-                   "max_workers": max_workers, "counts": run, "on_start": start_charts}
+                   "max_workers": max_workers, "counts": run, "on_start": charts.start}
             try:
                 if settings.weekly.backfill_spread:  # the lake's workers share the weeks (tasks/spread.py)
                     rows = spread_backfill(settings, plans, force=force, overwrite_edited=overwrite_edited, **fan)
                 else:
                     rows = fan_out(settings, plans, **fan)
             finally:
-                start_charts()  # a fan-out that failed before its first task run still publishes the charts
+                charts.start()  # a fan-out that failed before its first task run still publishes the charts
             where = scope.describe() if scope.projects else "any project (nothing ingested yet)"
             run.message = run_message(rows, where)
             get_run_logger().info("backfill %s: %s", project_id, run.message)
@@ -93,7 +83,29 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
         return refused(exc)
     except WeeksFailedError as exc:
         return refused(exc, said="partly failed")
-    for chart in charts:
-        chart.result()
+    charts.wait()
     # Analysts query the snapshot, never the file flows write; the UI shows the message on the run page.
     return Completed(message=publish_after(settings, run.message), data=rows)
+
+
+class _Charts:
+    """The project charts, drawn beside the weeks.
+
+    They read raw-log stats only (no report), so they are drawn while the weeks are written instead of after
+    the last one: off the critical path of the run (0.6 s of a 156-week backfill). Started once the first
+    weeks' task runs are submitted, not before: their artifact (inline PNGs) is a long write on the API's
+    SQLite file, and the `llm` reservation written beside it got a 503, which Prefect's client retries only
+    2 s later.
+    """
+
+    def __init__(self, settings: Settings, projects: list[str]) -> None:
+        self.settings, self.projects = settings, projects
+        self.futures: list[PrefectFuture[list[str]]] = []
+
+    def start(self) -> None:
+        if not self.futures:
+            self.futures.append(publish_charts.submit(self.settings, self.projects))
+
+    def wait(self) -> None:
+        for chart in self.futures:
+            chart.result()

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections import Counter
 from contextlib import nullcontext
-from datetime import datetime, time
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
 from typing import Any
 
 from chronicle.services.distill import resolve_window
@@ -28,9 +29,10 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 
 from chronicle.distill.chunks import Chunk, make_chunks, redact_entries
-from chronicle.distill.engine import ChunkOutcome, engine_info
+from chronicle.distill.engine import ChunkOutcome, EngineInfo, engine_info
 from chronicle.distill.gate import KnowledgePolicy
 from chronicle.distill.proposals import Proposal
+from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
 from chronicle.distill.sections import Item
 from chronicle.distill.summary import DistillSummary, summary_markdown
 from chronicle.distill.tally import (
@@ -98,67 +100,24 @@ def distill_memory(days: DistillDays = 0, until: UntilDate = "", project: NotesP
         info = engine_info(settings)
         run_id = current_flow_run_id()
         tally = Tally()
-        removed = t.clean_knowledge_workspace(settings)
-        tally.temp_files_removed = len(removed)
-        if removed:
-            logger.warning("removed %d temp file(s) a killed knowledge-file write left behind: %s", len(removed),
-                           ", ".join(sorted(removed))[:300])
-        entries = redact_entries(t.load_window(settings, after, until, project), redactor_for(settings),
-                                 tally.redactions)
-        chunks = make_chunks(entries)
-        done = t.cached_chunks(settings, [c.input_hash for c in chunks], info.version, info.model)
-        todo = [c for c in chunks if c.input_hash not in done]
-        tally.entries, tally.chunks, tally.cached = len(entries), len(chunks), len(chunks) - len(todo)
-        logger.info("%d note entries in %s..%s -> %d chunks, %d already distilled (%s)", len(entries), after, until,
-                    len(chunks), tally.cached, info.model)
-
-        files: dict[str, list[Item]] = {}
-        records, quarantine, events, proposed = [], [], [], []
-        seen: set[str] = set()  # content hashes this run's events account for (ledger reconciliation)
+        todo = _chunks_to_distill(settings, logger, tally, info, after, until, project)
         outcomes = _distill(settings, todo, run_id)
         outcomes = t.drop_forgotten(settings, outcomes)  # `chronicle memory forget|edit`: never back
-        # One store call for every chunk: their memories are embedded in one batch (3x faster than per chunk);
-        # the store still plans and commits them chunk by chunk, in order.
-        storing = [(c, o) for c, o in zip(todo, outcomes, strict=True) if o.status == "ok" and o.memories]
-        stored_by_chunk = dict(zip([c.key for c, _ in storing], t.store_batches(
-            settings, [(o.memories, datetime.combine(c.day, time.min, tzinfo=settings.tz_for(c.project_id)))
-                       for c, o in storing], run_id), strict=True))
-        for chunk, outcome in zip(todo, outcomes, strict=True):
-            tally.add_outcome(outcome)
-            _log_outcome(logger, chunk, outcome)
-            if outcome.status == "quarantined":
-                quarantine.append(quarantine_record(chunk, outcome, info, run_id))
-            if outcome.status != "ok":
-                continue
-            stored = stored_by_chunk.get(chunk.key, [])
-            reconciled = t.reconcile_events(settings, stored, seen, chunk.key, run_id) if stored else []
-            tally.ledger_reconciled += sum(a.event != b.event for a, b in zip(stored, reconciled, strict=True))
-            plan = plan_chunk(chunk, outcome.memories, reconciled, policy, run_id, tally)
-            for name, new in plan.items.items():
-                files.setdefault(name, []).extend(new)
-            proposed += plan.proposals + injection_proposals(chunk, outcome, run_id, tally)
-            events += plan.events + reject_rows(chunk, outcome, run_id)
-            records.append(chunk_record(chunk, outcome, reconciled, info, run_id))
+        rows = _store_and_plan(settings, logger, tally, info, policy, todo, outcomes, run_id)
         _log_gate(logger, tally)
-        for name, items in sorted(files.items()):
+        for name, items in sorted(rows.files.items()):
             result = t.write_knowledge(settings, name, items)
             tally.add_file(result)
             if result.skipped:
                 logger.warning("%s", result.skipped)
-        proposed = _unique(proposed)
-        tally.proposals_new = t.record_run(settings, records, quarantine, events, proposed)
+        proposed = _unique(rows.proposed)
+        tally.proposals_new = t.record_run(settings, rows.records, rows.quarantine, rows.events, proposed)
         tally.ledger_reconciled += t.reconcile_orphans(settings, run_id)
 
         summary = DistillSummary(after, until, info.name, info.model, info.version, tally, t.memory_count(settings),
                                  project)
         counts.update(summary.as_dict())
-        notes = "".join(f"- {note}\n" for note in run_notes())
-        markdown = summary_markdown(summary.as_dict()) + (f"\n## Notes\n\n{notes}" if notes else "")
-        create_markdown_artifact(markdown=markdown, key="distill-summary",
-                                 description="What the last memory distillation did (counts only)")
-        create_markdown_artifact(markdown=t.proposals_overview(settings, [p.proposal_id for p in proposed], run_id),
-                                 key="distill-proposals",
-                                 description="Memories waiting for approval (protected files, suspected injection)")
+        _publish_artifacts(settings, summary, proposed, run_id)
         logger.info("distilled %d chunks: %s; files changed: %s; redacted: %s", tally.distilled,
                     dict(tally.events), sorted(n for n, f in tally.files.items() if f["changed"]),
                     dict(tally.redactions))
@@ -167,6 +126,78 @@ def distill_memory(days: DistillDays = 0, until: UntilDate = "", project: NotesP
                                     "the others were kept, rerun to retry the failed ones")
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
     return summary
+
+
+def _chunks_to_distill(settings: Settings, logger: Any, tally: Tally, info: EngineInfo, after: date, until: date,
+                       project: str) -> list[Chunk]:
+    """The window's notes, redacted, in chunks, less those this engine version distilled already; a killed
+    knowledge-file write's temp files removed first."""
+    removed = t.clean_knowledge_workspace(settings)
+    tally.temp_files_removed = len(removed)
+    if removed:
+        logger.warning("removed %d temp file(s) a killed knowledge-file write left behind: %s", len(removed),
+                       ", ".join(sorted(removed))[:300])
+    entries = redact_entries(t.load_window(settings, after, until, project), redactor_for(settings),
+                             tally.redactions)
+    chunks = make_chunks(entries)
+    done = t.cached_chunks(settings, [c.input_hash for c in chunks], info.version, info.model)
+    todo = [c for c in chunks if c.input_hash not in done]
+    tally.entries, tally.chunks, tally.cached = len(entries), len(chunks), len(chunks) - len(todo)
+    logger.info("%d note entries in %s..%s -> %d chunks, %d already distilled (%s)", len(entries), after, until,
+                len(chunks), tally.cached, info.model)
+    return todo
+
+
+@dataclass
+class _RunRows:
+    """What the run's chunks add: knowledge-file items per file, and the rows recorded with the chunks at the end."""
+
+    files: dict[str, list[Item]] = field(default_factory=dict)
+    records: list[ChunkRecord] = field(default_factory=list)
+    quarantine: list[QuarantineRecord] = field(default_factory=list)
+    events: list[EventRow] = field(default_factory=list)
+    proposed: list[Proposal] = field(default_factory=list)
+
+
+def _store_and_plan(settings: Settings, logger: Any, tally: Tally, info: EngineInfo, policy: KnowledgePolicy,
+                    todo: list[Chunk], outcomes: list[ChunkOutcome], run_id: str) -> _RunRows:
+    """Store the distilled memories, then plan each chunk's file items, events, proposals and records."""
+    rows = _RunRows()
+    seen: set[str] = set()  # content hashes this run's events account for (ledger reconciliation)
+    # One store call for every chunk: their memories are embedded in one batch (3x faster than per chunk);
+    # the store still plans and commits them chunk by chunk, in order.
+    storing = [(c, o) for c, o in zip(todo, outcomes, strict=True) if o.status == "ok" and o.memories]
+    stored_by_chunk = dict(zip([c.key for c, _ in storing], t.store_batches(
+        settings, [(o.memories, datetime.combine(c.day, time.min, tzinfo=settings.tz_for(c.project_id)))
+                   for c, o in storing], run_id), strict=True))
+    for chunk, outcome in zip(todo, outcomes, strict=True):
+        tally.add_outcome(outcome)
+        _log_outcome(logger, chunk, outcome)
+        if outcome.status == "quarantined":
+            rows.quarantine.append(quarantine_record(chunk, outcome, info, run_id))
+        if outcome.status != "ok":
+            continue
+        stored = stored_by_chunk.get(chunk.key, [])
+        reconciled = t.reconcile_events(settings, stored, seen, chunk.key, run_id) if stored else []
+        tally.ledger_reconciled += sum(a.event != b.event for a, b in zip(stored, reconciled, strict=True))
+        plan = plan_chunk(chunk, outcome.memories, reconciled, policy, run_id, tally)
+        for name, new in plan.items.items():
+            rows.files.setdefault(name, []).extend(new)
+        rows.proposed += plan.proposals + injection_proposals(chunk, outcome, run_id, tally)
+        rows.events += plan.events + reject_rows(chunk, outcome, run_id)
+        rows.records.append(chunk_record(chunk, outcome, reconciled, info, run_id))
+    return rows
+
+
+def _publish_artifacts(settings: Settings, summary: DistillSummary, proposed: list[Proposal], run_id: str) -> None:
+    """The run's summary (counts only, with the run's notes) and the proposals waiting for approval."""
+    notes = "".join(f"- {note}\n" for note in run_notes())
+    markdown = summary_markdown(summary.as_dict()) + (f"\n## Notes\n\n{notes}" if notes else "")
+    create_markdown_artifact(markdown=markdown, key="distill-summary",
+                             description="What the last memory distillation did (counts only)")
+    create_markdown_artifact(markdown=t.proposals_overview(settings, [p.proposal_id for p in proposed], run_id),
+                             key="distill-proposals",
+                             description="Memories waiting for approval (protected files, suspected injection)")
 
 
 def _unique(proposals: list[Proposal]) -> list[Proposal]:

@@ -26,6 +26,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -207,94 +208,112 @@ def main() -> None:
 def shots(browser: Browser, ui: str, out: Path) -> None:
     from chronicle.deployments.definitions import DEPLOYMENTS
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        ArtifactFilter,
-        ArtifactFilterFlowRunId,
-        DeploymentFilter,
-        DeploymentFilterId,
-    )
     from prefect.deployments import run_deployment
 
     with get_client(sync_client=True) as client:
         wait_for("chronicle serve to register the deployments",
                  lambda: len(client.read_deployments()) >= len(DEPLOYMENTS), 300)
-
-        def finished(run_id) -> object:
-            run = client.read_flow_run(run_id)
-            return run if run.state and run.state.is_final() else None
-
         ingest = run_deployment("ingest-logs/ingest", timeout=0)
-        print("ingest:", wait_for("the ingest run", lambda: finished(ingest.id), 600).state.name)
+        print("ingest:", wait_for("the ingest run", lambda: _finished(client, ingest.id), 600).state.name)
         backfill = client.read_deployment_by_name("backfill-weeks/backfill-weeks")
         weekly = client.read_deployment_by_name("weekly-chronicle/weekly-chronicle")
 
         print("screenshots:")
-        browser.goto(f"{ui}/", "Dashboard")  # what a person opens: `/` takes them to Prefect's default UI
-        browser.goto(f"{ui}/v2/deployments", "backfill-weeks")
-        browser.shot(out / "deployments.png", 560)
-        browser.goto(f"{ui}/v2/deployments/deployment/{weekly.id}", "weekly-chronicle")
-        browser.shot(out / "deployment-weekly.png", 800)
-        browser.goto(f"{ui}/v2/deployments/deployment/{backfill.id}", "backfill-weeks")
-        browser.click("Run")  # the deployment's Run button opens its menu: Quick run / Custom run
-        browser.wait_text("Custom run")
-        browser.shot(out / "deployment-run-menu.png", 500)
-        # The form as a person fills it: the week range typed in, then Submit.
-        browser.click("Custom run")
-        browser.wait_text("start_week")
-        browser.settle()
-        browser.type_into("project_id", DEMO_PROJECT)
-        browser.type_into("start_week", DEMO_WEEKS[0])
-        browser.type_into("end_week", DEMO_WEEKS[1])
-        browser.shot(out / "backfill-form.png", 1100)
-        before = {r.id for r in client.read_flow_runs(deployment_filter=DeploymentFilter(
-            id=DeploymentFilterId(any_=[backfill.id])))}
-
-        def started() -> object:
-            return next(iter(r for r in client.read_flow_runs(deployment_filter=DeploymentFilter(
-                id=DeploymentFilterId(any_=[backfill.id]))) if r.id not in before), None)
-
-        browser.click("Submit")
-        # The toast lasts seconds: wait for it and shoot at once; the run it announces is checked through the API.
-        try:
-            browser.wait_text("scheduled to start", 60)
-        except TimeoutError:  # a press the page missed (it re-rendered under the pointer): once more, if no run
-            if started():
-                raise
-            browser.click("Submit")
-            browser.wait_text("scheduled to start", 60)
-        browser.shot(out / "backfill-submitted.png", 700)
-        run = wait_for("the run the form started", started, 60)
-        run = wait_for("the backfill run", lambda: finished(run.id), 900)
+        _deployment_pages(browser, ui, out, weekly.id, backfill.id)
+        run = _submit_backfill_form(browser, client, out, backfill.id)
+        run = wait_for("the backfill run", lambda: _finished(client, run.id), 900)
         print("backfill:", run.name, run.state.name, run.state.message, run.parameters)
-        artifacts = [a for a in client.read_artifacts(artifact_filter=ArtifactFilter(
-            flow_run_id=ArtifactFilterFlowRunId(any_=[run.id])))]
-        print("artifacts:", sorted(a.key or f"({a.type})" for a in artifacts))
-        # One page, its tabs clicked in turn: by the time of the last shots the run graph (a canvas) is drawn.
-        browser.goto(f"{ui}/v2/runs/flow-run/{run.id}", "Beginning flow run")
-        browser.click("Artifacts")
-        browser.wait_text(min(a.key for a in artifacts if a.key and a.key.endswith("-progress")))
-        browser.settle()
-        browser.shot(out / "backfill-artifacts.png", 900)
-        browser.click("Details")
-        browser.wait_text("State Message")
-        browser.shot(out / "backfill-details.png", 1080)
-        browser.click("Logs")
-        browser.wait_text("Beginning flow run")
-        browser.shot(out / "backfill-run.png", 1000)
-        keyed = {a.key: a for a in artifacts if a.key}
-        for name, match in {"progress": lambda k: k.endswith("-progress"), "summary": lambda k: k.endswith("-summary"),
-                            "weekly-report": lambda k: k.startswith("report-"),
-                            "outcome": lambda k: k.startswith("backfill-") and not k.endswith(("-progress",
-                                                                                               "-summary"))}.items():
-            if key := min((k for k in keyed if match(k)), default=None):
-                browser.goto(f"{ui}/v2/artifacts/artifact/{keyed[key].id}", key)
-                browser.shot(out / f"backfill-{name}.png", 900)
+        _run_pages(browser, client, ui, out, run)
+        _refused_run_page(browser, client, ui, out)
 
-        typo = run_deployment("backfill-weeks/backfill-weeks", timeout=0, parameters={"project_id": "XH999"})
-        refused = wait_for("the refused run", lambda: finished(typo.id), 300)
-        print("refused:", refused.name, refused.state.name, refused.state.message)
-        browser.goto(f"{ui}/v2/runs/flow-run/{refused.id}?tab=Details", "XH999")
-        browser.shot(out / "backfill-refused.png", 800)
+
+def _finished(client: Any, run_id: Any) -> object:
+    run = client.read_flow_run(run_id)
+    return run if run.state and run.state.is_final() else None
+
+
+def _deployment_pages(browser: Browser, ui: str, out: Path, weekly_id: Any, backfill_id: Any) -> None:
+    """The deployments list, the weekly one's page and the backfill's Run menu."""
+    browser.goto(f"{ui}/", "Dashboard")  # what a person opens: `/` takes them to Prefect's default UI
+    browser.goto(f"{ui}/v2/deployments", "backfill-weeks")
+    browser.shot(out / "deployments.png", 560)
+    browser.goto(f"{ui}/v2/deployments/deployment/{weekly_id}", "weekly-chronicle")
+    browser.shot(out / "deployment-weekly.png", 800)
+    browser.goto(f"{ui}/v2/deployments/deployment/{backfill_id}", "backfill-weeks")
+    browser.click("Run")  # the deployment's Run button opens its menu: Quick run / Custom run
+    browser.wait_text("Custom run")
+    browser.shot(out / "deployment-run-menu.png", 500)
+
+
+def _submit_backfill_form(browser: Browser, client: Any, out: Path, backfill_id: Any) -> Any:
+    """The form as a person fills it: the week range typed in, then Submit; the run it started."""
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+
+    browser.click("Custom run")
+    browser.wait_text("start_week")
+    browser.settle()
+    browser.type_into("project_id", DEMO_PROJECT)
+    browser.type_into("start_week", DEMO_WEEKS[0])
+    browser.type_into("end_week", DEMO_WEEKS[1])
+    browser.shot(out / "backfill-form.png", 1100)
+    before = {r.id for r in client.read_flow_runs(deployment_filter=DeploymentFilter(
+        id=DeploymentFilterId(any_=[backfill_id])))}
+
+    def started() -> object:
+        return next(iter(r for r in client.read_flow_runs(deployment_filter=DeploymentFilter(
+            id=DeploymentFilterId(any_=[backfill_id]))) if r.id not in before), None)
+
+    browser.click("Submit")
+    # The toast lasts seconds: wait for it and shoot at once; the run it announces is checked through the API.
+    try:
+        browser.wait_text("scheduled to start", 60)
+    except TimeoutError:  # a press the page missed (it re-rendered under the pointer): once more, if no run
+        if started():
+            raise
+        browser.click("Submit")
+        browser.wait_text("scheduled to start", 60)
+    browser.shot(out / "backfill-submitted.png", 700)
+    return wait_for("the run the form started", started, 60)
+
+
+def _run_pages(browser: Browser, client: Any, ui: str, out: Path, run: Any) -> None:
+    """The finished backfill run's tabs, then its artifacts' own pages."""
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    artifacts = [a for a in client.read_artifacts(artifact_filter=ArtifactFilter(
+        flow_run_id=ArtifactFilterFlowRunId(any_=[run.id])))]
+    print("artifacts:", sorted(a.key or f"({a.type})" for a in artifacts))
+    # One page, its tabs clicked in turn: by the time of the last shots the run graph (a canvas) is drawn.
+    browser.goto(f"{ui}/v2/runs/flow-run/{run.id}", "Beginning flow run")
+    browser.click("Artifacts")
+    browser.wait_text(min(a.key for a in artifacts if a.key and a.key.endswith("-progress")))
+    browser.settle()
+    browser.shot(out / "backfill-artifacts.png", 900)
+    browser.click("Details")
+    browser.wait_text("State Message")
+    browser.shot(out / "backfill-details.png", 1080)
+    browser.click("Logs")
+    browser.wait_text("Beginning flow run")
+    browser.shot(out / "backfill-run.png", 1000)
+    keyed = {a.key: a for a in artifacts if a.key}
+    for name, match in {"progress": lambda k: k.endswith("-progress"), "summary": lambda k: k.endswith("-summary"),
+                        "weekly-report": lambda k: k.startswith("report-"),
+                        "outcome": lambda k: k.startswith("backfill-") and not k.endswith(("-progress",
+                                                                                           "-summary"))}.items():
+        if key := min((k for k in keyed if match(k)), default=None):
+            browser.goto(f"{ui}/v2/artifacts/artifact/{keyed[key].id}", key)
+            browser.shot(out / f"backfill-{name}.png", 900)
+
+
+def _refused_run_page(browser: Browser, client: Any, ui: str, out: Path) -> None:
+    """A backfill of an unknown project: refused, and the reason on the run's page."""
+    from prefect.deployments import run_deployment
+
+    typo = run_deployment("backfill-weeks/backfill-weeks", timeout=0, parameters={"project_id": "XH999"})
+    refused = wait_for("the refused run", lambda: _finished(client, typo.id), 300)
+    print("refused:", refused.name, refused.state.name, refused.state.message)
+    browser.goto(f"{ui}/v2/runs/flow-run/{refused.id}?tab=Details", "XH999")
+    browser.shot(out / "backfill-refused.png", 800)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
 from chronicle.services import week_claims
@@ -26,10 +27,10 @@ from chronicle.storage.reports import ReportWrite
 
 from chronicle.redaction.pseudonyms import Pseudonyms
 from chronicle.settings import Settings
-from chronicle.weekly.engine import WeekJob, decide, engine_model, llm_week, offline_week, recheck
+from chronicle.weekly.engine import Decision, WeekJob, decide, engine_model, llm_week, offline_week, recheck
 from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.grouping import MAX_WEEKS_PER_TASK
-from chronicle.weekly.model import StoredReport, WeekInput, WeekReport, make_week_input, week_digest
+from chronicle.weekly.model import StoredReport, WeekDigest, WeekInput, WeekReport, make_week_input, week_digest
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek, week_range
 
@@ -312,25 +313,17 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
     """
     plan = ProjectPlan(project_id)
     with connect(settings) as conn:
-        span = week_inputs.week_span(conn, project_id)
-        if span is None:
+        bounds = _week_bounds(settings, conn, project_id, start, end, to_last_entry)
+        if bounds is None:
             return plan
-        first = max(start or IsoWeek.from_number(span[0]), IsoWeek.from_number(span[0]))
-        # Never past this week: no entry can be later (ingest refuses future timestamps), and a stored one from
-        # an older release (a note named 9999-01-01.md) must not make the plan ~415,000 weeks long.
-        latest = IsoWeek.of((datetime.now(UTC) + timedelta(days=2)).astimezone(settings.tz_for(project_id)).date())
-        last = min(end or IsoWeek.from_number(span[1]), latest)
-        if to_last_entry:
-            last = min(last, IsoWeek.from_number(span[1]))
-        if last < first:
-            return plan
+        first, last = bounds
         rows = week_inputs.week_rows(conn, project_id, first.number, last.number)
         running = week_inputs.enrolled_before(conn, project_id, first.number)
         stored = reports.stored_reports(conn, project_id, first.number, last.number)
         known = pseudonym_store.load(conn, project_id)
     names = Pseudonyms(known, tuple(settings.redact.pseudonymise_families))
     tz, model, redactor = settings.tz_for(project_id), engine_model(settings), redactor_for(settings)
-    refreshes: list[tuple[int, dict, bool | None, list[dict] | None]] = []
+    refreshes: list[_RowRefresh] = []
     for week in week_range(first, last):
         week_rows, before = rows.get(week.number, []), running
         # The digest decides; the entries are redacted only for a week that runs or whose kept text is re-checked.
@@ -338,23 +331,14 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
         running = digest.stats["enrolled_total"]
         kept = stored.get(week.number)
         decision = decide(kept, digest, model, force=force, overwrite_edited=overwrite_edited)
+        week_input = partial(make_week_input, project_id, week, week_rows, before, tz, redactor, digest, names)
         if not only_missing or decision.action == "generate" or kept is None:
-            plan.to_run.append(WeekJob(make_week_input(project_id, week, week_rows, before, tz, redactor, digest,
-                                                       names), kept, decision, overwrite_edited))
+            plan.to_run.append(WeekJob(week_input(), kept, decision, overwrite_edited))
             continue
-        stale = decision.stale if decision.action == "skip-edited" else None
-        needs_review, reasons = kept.needs_review, None
-        if kept.stats != digest.stats or (stale is not None and stale != kept.stale):
-            # New stats (e.g. a late enrolment earlier on) re-check the kept text; edits are not flagged.
-            reasons = None if kept.status == "edited" else recheck(
-                kept, make_week_input(project_id, week, week_rows, before, tz, redactor, digest, names))
-            needs_review = bool(reasons) if reasons is not None else needs_review
-            refreshes.append((week.number, digest.stats, stale, reasons))
-        shown = reasons if reasons is not None else kept.review_reasons
-        plan.done.append(WeekOutcome(project_id, week.number, decision.kept_as, kept.model, digest.entry_count,
-                                     needs_review=needs_review,
-                                     reasons=tuple(describe(r) for r in shown) if needs_review else (),
-                                     why=decision.why))
+        outcome, refresh = _kept_week(project_id, week, kept, decision, digest, week_input)
+        plan.done.append(outcome)
+        if refresh is not None:
+            refreshes.append(refresh)
     if refreshes:
         for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
             with attempt as conn:
@@ -364,3 +348,42 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
         settings, project_id, start, end, force=force, overwrite_edited=overwrite_edited, only_missing=only_missing,
         to_last_entry=to_last_entry),
         plan)
+
+
+def _week_bounds(settings: Settings, conn: Any, project_id: str, start: IsoWeek | None, end: IsoWeek | None,
+                 to_last_entry: bool) -> tuple[IsoWeek, IsoWeek] | None:
+    """The first and last week to plan (see plan_project), None when there is none."""
+    span = week_inputs.week_span(conn, project_id)
+    if span is None:
+        return None
+    first = max(start or IsoWeek.from_number(span[0]), IsoWeek.from_number(span[0]))
+    # Never past this week: no entry can be later (ingest refuses future timestamps), and a stored one from
+    # an older release (a note named 9999-01-01.md) must not make the plan ~415,000 weeks long.
+    latest = IsoWeek.of((datetime.now(UTC) + timedelta(days=2)).astimezone(settings.tz_for(project_id)).date())
+    last = min(end or IsoWeek.from_number(span[1]), latest)
+    if to_last_entry:
+        last = min(last, IsoWeek.from_number(span[1]))
+    return None if last < first else (first, last)
+
+
+_RowRefresh = tuple[int, dict, bool | None, list[dict] | None]
+"""A kept report's row to refresh: week number, new stats, staleness (edited weeks), re-checked review reasons."""
+
+
+def _kept_week(project_id: str, week: IsoWeek, kept: StoredReport, decision: Decision, digest: WeekDigest,
+               week_input: Callable[[], WeekInput]) -> tuple[WeekOutcome, _RowRefresh | None]:
+    """The outcome of a week whose stored report stays, and its row's refresh when the week's stats or its
+    staleness changed."""
+    stale = decision.stale if decision.action == "skip-edited" else None
+    needs_review, reasons, refresh = kept.needs_review, None, None
+    if kept.stats != digest.stats or (stale is not None and stale != kept.stale):
+        # New stats (e.g. a late enrolment earlier on) re-check the kept text; edits are not flagged.
+        reasons = None if kept.status == "edited" else recheck(kept, week_input())
+        needs_review = bool(reasons) if reasons is not None else needs_review
+        refresh = (week.number, digest.stats, stale, reasons)
+    shown = reasons if reasons is not None else kept.review_reasons
+    outcome = WeekOutcome(project_id, week.number, decision.kept_as, kept.model, digest.entry_count,
+                          needs_review=needs_review,
+                          reasons=tuple(describe(r) for r in shown) if needs_review else (),
+                          why=decision.why)
+    return outcome, refresh

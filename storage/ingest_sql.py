@@ -357,22 +357,32 @@ def store_lines(
     fresh = not resumed
     conn.register("src", table)
     try:
-        # Filter pushdown would copy the JSON parse into every condition that reads a field of it (measured:
-        # the line parsed four times, 2x the CPU of the whole pass); without it each line is parsed once.
-        conn.execute("SET disabled_optimizers = 'filter_pushdown'")
-        try:
-            stored = conn.execute(good_lines_sql(column_map, project_tz, strip_cr, fresh),
-                                  {**params, **({} if fresh else {**first_line, "resumed": list(resumed)}),
-                                   "ingested_at": now.replace(tzinfo=None)}).fetchall()
-        finally:
-            with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses it; the first error matters
-                conn.execute("RESET disabled_optimizers")
-        if stored[0][0] == table.num_rows:
+        stored = _insert_good_lines(conn, good_lines_sql(column_map, project_tz, strip_cr, fresh),
+                                    {**params, **({} if fresh else {**first_line, "resumed": list(resumed)}),
+                                     "ingested_at": now.replace(tzinfo=None)})
+        if stored == table.num_rows:
             return {}  # every line is in raw_logs: nothing refused, no blank line
         conn.execute(f"CREATE OR REPLACE TEMP TABLE refused AS {refused_lines_sql(column_map, project_tz, strip_cr)}",
                      {**params, **first_line, "ids": ids, "last_line": pa.compute.max(line_nos).as_py()})
     finally:
         _unregister(conn, "src")
+    return _store_refused(conn, files, now)
+
+
+def _insert_good_lines(conn: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> int:
+    """Pass 1: the lines that make entries into raw_logs; how many lines are stored (new or there already)."""
+    # Filter pushdown would copy the JSON parse into every condition that reads a field of it (measured:
+    # the line parsed four times, 2x the CPU of the whole pass); without it each line is parsed once.
+    conn.execute("SET disabled_optimizers = 'filter_pushdown'")
+    try:
+        return conn.execute(sql, params).fetchall()[0][0]
+    finally:
+        with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses it; the first error matters
+            conn.execute("RESET disabled_optimizers")
+
+
+def _store_refused(conn: duckdb.DuckDBPyConnection, files: list[str], now: datetime) -> dict[str, dict[str, int]]:
+    """The temp table `refused` into `rejects` (each reject once); refused lines by file and reason."""
     conn.execute(
         """
         INSERT INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw, rejected_at)

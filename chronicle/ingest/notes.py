@@ -23,71 +23,82 @@ class NoteBlock:
 
 def parse_note(text: str) -> list[NoteBlock]:
     """Split Markdown into blocks; headings become the path of what follows them."""
-    blocks: list[NoteBlock] = []
-    headings: list[tuple[int, str]] = []
-    bullet_stack: list[tuple[int, str]] = []  # (indent, text) of open bullets, for nested context
-    para: list[str] = []
-    para_start = 0
-    fence: list[str] | None = None
-    fence_start = 0
-
-    def path() -> list[str]:
-        return [h for _, h in headings]
-
-    def flush(kind: str = "paragraph") -> None:
-        nonlocal para
-        if para:
-            blocks.append(NoteBlock(para_start, kind, "\n".join(para).strip(), path()))
-            para = []
-
+    parser = _NoteParser()
     for no, line in enumerate(text.splitlines(), start=1):
-        if fence is not None:
+        parser.feed(no, line)
+    return parser.finish()
+
+
+class _NoteParser:
+    """One pass over a note, line by line: the blocks so far and what is open (headings, bullets, a paragraph or
+    table, a code fence)."""
+
+    def __init__(self) -> None:
+        self.blocks: list[NoteBlock] = []
+        self.headings: list[tuple[int, str]] = []
+        self.bullet_stack: list[tuple[int, str]] = []  # (indent, text) of open bullets, for nested context
+        self.para: list[str] = []
+        self.para_start = 0
+        self.fence: list[str] | None = None
+        self.fence_start = 0
+
+    def path(self) -> list[str]:
+        return [h for _, h in self.headings]
+
+    def flush(self) -> None:
+        if self.para:
+            self.blocks.append(NoteBlock(self.para_start, "paragraph", "\n".join(self.para).strip(), self.path()))
+            self.para = []
+
+    def feed(self, no: int, line: str) -> None:
+        if self.fence is not None:
             if line.strip().startswith("```"):
-                blocks.append(NoteBlock(fence_start, "code", "\n".join(fence).strip(), path()))
-                fence = None
+                self._close_fence()
             else:
-                fence.append(line)
-            continue
-        if line.strip().startswith("```"):
-            flush()
-            fence, fence_start = [], no
-            continue
-        heading = _HEADING.match(line)
-        if heading:
-            flush()
-            bullet_stack.clear()
+                self.fence.append(line)
+        elif line.strip().startswith("```"):
+            self.flush()
+            self.fence, self.fence_start = [], no
+        elif heading := _HEADING.match(line):
+            self.flush()
+            self.bullet_stack.clear()
             level = len(heading.group(1))
-            headings = [(lv, h) for lv, h in headings if lv < level] + [(level, heading.group(2))]
-            continue
-        if not line.strip() or _RULE.match(line):
-            flush()
-            continue
-        bullet = _BULLET.match(line)
-        if bullet and not para:
-            indent, body = len(bullet.group(1).expandtabs(4)), bullet.group(2).strip()
-            while bullet_stack and bullet_stack[-1][0] >= indent:
-                bullet_stack.pop()
-            parent = bullet_stack[-1][1] if bullet_stack else None
-            if body:
-                blocks.append(NoteBlock(no, "bullet", body, path(), parent))
-            bullet_stack.append((indent, body))
-            continue
-        if line.lstrip().startswith("|"):
-            if para and not para[-1].lstrip().startswith("|"):
-                flush()
-            if not para:
-                para_start = no
-            para.append(line)
-            continue
-        if bullet_stack and line.startswith((" ", "\t")) and blocks and blocks[-1].kind == "bullet":
+            self.headings = [(lv, h) for lv, h in self.headings if lv < level] + [(level, heading.group(2))]
+        elif not line.strip() or _RULE.match(line):
+            self.flush()
+        elif (bullet := _BULLET.match(line)) and not self.para:
+            self._bullet(no, bullet)
+        elif line.lstrip().startswith("|"):
+            if self.para and not self.para[-1].lstrip().startswith("|"):
+                self.flush()
+            self._para_line(no, line)
+        elif self.bullet_stack and line.startswith((" ", "\t")) and self.blocks and self.blocks[-1].kind == "bullet":
             # A wrapped bullet line continues that bullet.
-            blocks[-1].text += " " + line.strip()
-            continue
-        bullet_stack.clear()
-        if not para:
-            para_start = no
-        para.append(line)
-    if fence is not None:
-        blocks.append(NoteBlock(fence_start, "code", "\n".join(fence).strip(), path()))
-    flush()
-    return [b for b in blocks if b.text]
+            self.blocks[-1].text += " " + line.strip()
+        else:
+            self.bullet_stack.clear()
+            self._para_line(no, line)
+
+    def _close_fence(self) -> None:
+        self.blocks.append(NoteBlock(self.fence_start, "code", "\n".join(self.fence or []).strip(), self.path()))
+        self.fence = None
+
+    def _bullet(self, no: int, bullet: re.Match[str]) -> None:
+        indent, body = len(bullet.group(1).expandtabs(4)), bullet.group(2).strip()
+        while self.bullet_stack and self.bullet_stack[-1][0] >= indent:
+            self.bullet_stack.pop()
+        parent = self.bullet_stack[-1][1] if self.bullet_stack else None
+        if body:
+            self.blocks.append(NoteBlock(no, "bullet", body, self.path(), parent))
+        self.bullet_stack.append((indent, body))
+
+    def _para_line(self, no: int, line: str) -> None:
+        if not self.para:
+            self.para_start = no
+        self.para.append(line)
+
+    def finish(self) -> list[NoteBlock]:
+        if self.fence is not None:  # a fence left open runs to the end of the note
+            self._close_fence()
+        self.flush()
+        return [b for b in self.blocks if b.text]

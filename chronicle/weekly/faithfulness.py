@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from chronicle.weekly.guard import events, names
 from chronicle.weekly.guard.coverage import coverage_reasons
-from chronicle.weekly.guard.text import CITATION_RE, canonical, cited_ids, sentences, squash, strip_citations
+from chronicle.weekly.guard.text import CITATION_RE, Sentence, canonical, cited_ids, sentences, squash, strip_citations
 from chronicle.weekly.model import WeekEntry, WeekInput
 
 __all__ = ["CITATION_RE", "check_report", "cited_ids", "count_claims", "describe", "parse_number", "strip_citations"]
@@ -214,6 +214,36 @@ def _entry_key(entry: WeekEntry) -> str:
     return key + f"@{int(month)}-{int(day)}|"
 
 
+class _Parsed(NamedTuple):
+    """A report sentence as the sentence checks read it."""
+
+    s: Sentence
+    claims: list[dict[str, Any]]  # the count claims it states
+    canon: str  # its canonical text without those claims
+    found: list[names.Name]  # the names in that text
+    whole: str  # its canonical text, claims included
+
+
+def _parse(summary: str, all_claims: list[dict[str, Any]]) -> list[_Parsed]:
+    parsed = []
+    for s in sentences(summary):
+        claims = [c for c in all_claims if c["text"] in s.bare]
+        rest = s.bare
+        for claim in claims:
+            rest = rest.replace(claim["text"], " ")
+        canon = canonical(rest)
+        parsed.append(_Parsed(s, claims, canon, names.names(canon), canonical(s.bare)))
+    return parsed
+
+
+def _stats_lines(parsed: list[_Parsed]) -> set[str]:
+    """The stats line: a line stating two or more counts and naming nothing needs no citation."""
+    stats_lines = {s.line for s, claims, *_ in parsed if claims}
+    return {line for line in stats_lines
+            if sum(len(c) for s, c, *_ in parsed if s.line == line) >= 2
+            and not any(n for s, _, _, n, _ in parsed if s.line == line)}
+
+
 def sentence_reasons(summary: str, week: WeekInput, *,
                      claims: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The sentence-level checks of guard v2 (citations present, names in the cited entries, events true).
@@ -224,19 +254,8 @@ def sentence_reasons(summary: str, week: WeekInput, *,
     by_id = {e.short_id: e for e in week.entries}
     keys: dict[str, str] = {}
     out: list[dict[str, Any]] = []
-    parsed = []
-    for s in sentences(summary):
-        claims = [c for c in all_claims if c["text"] in s.bare]
-        rest = s.bare
-        for claim in claims:
-            rest = rest.replace(claim["text"], " ")
-        canon = canonical(rest)
-        parsed.append((s, claims, canon, names.names(canon), canonical(s.bare)))
-    # The stats line: a line stating two or more counts and naming nothing needs no citation.
-    stats_lines = {s.line for s, claims, *_ in parsed if claims}
-    stats_lines = {line for line in stats_lines
-                   if sum(len(c) for s, c, *_ in parsed if s.line == line) >= 2
-                   and not any(n for s, _, _, n, _ in parsed if s.line == line)}
+    parsed = _parse(summary, all_claims)
+    stats_lines = _stats_lines(parsed)
     by_type = week.stats.get("by_type") or {}
     for s, claims, canon, found, whole in parsed:
         sentence = _short(s.bare)
@@ -248,15 +267,7 @@ def sentence_reasons(summary: str, week: WeekInput, *,
         # Events on the whole sentence ("无 AE/SAE": the negation of the AE count covers the SAE too); the fields
         # a count claim states are the count rules' business.
         mentioned = events.mentions(whole, skip={c["field"] for c in claims})
-        for key, asserted in mentioned.items():
-            if key not in _CHECKED_EVENTS:
-                continue
-            if asserted and not week.stats.get(key):
-                out.append({"kind": "invented_event", "field": key, "sentence": sentence,
-                            "detail": f"asserts {_EVENT_WORDS[key]} but the week counts {key} = 0"})
-            elif not asserted and week.stats.get(key):
-                out.append({"kind": "denied_event", "field": key, "sentence": sentence,
-                            "detail": f"denies {_EVENT_WORDS[key]} but the week counts {key} = {week.stats[key]}"})
+        out += _event_reasons(mentioned, week.stats, sentence)
         cites = [sid for sid in s.cites if sid in by_id]
         if not s.cites:
             if (claims and not found) or s.line in stats_lines:
@@ -271,18 +282,43 @@ def sentence_reasons(summary: str, week: WeekInput, *,
         cited = "".join(keys[sid] for sid in cites)
         if _squash(canon) in cited:
             continue  # the cited entry's own words
-        missing = [n.text for n in found if not names.supported(n, cited)]
-        if missing:
-            out.append({"kind": "unsupported_name", "sentence": sentence, "names": missing, "ids": cites,
-                        "detail": f"names {', '.join(missing)} not in {', '.join(cites)}"})
-        for key, asserted in mentioned.items():
-            # (the entry's words with their spaces too: "8852AE Bluetooth" squashed no longer reads as an AE)
-            if asserted and not any(events.supports(key, by_id[sid].type, keys[sid])
-                                    or events.supports(key, by_id[sid].type, canonical(by_id[sid].content))
-                                    for sid in cites):
-                out.append({"kind": "citation_mismatch", "field": key, "sentence": sentence, "ids": cites,
-                            "detail": f"about {_EVENT_WORDS[key]} but cites {', '.join(cites)} "
-                                      f"({', '.join(sorted({by_id[sid].type for sid in cites}))})"})
+        out += _support_reasons(sentence, found, mentioned, {sid: by_id[sid] for sid in cites}, cited, keys)
+    return out
+
+
+def _event_reasons(mentioned: dict[str, bool], stats: Mapping[str, Any], sentence: str) -> list[dict[str, Any]]:
+    """An AE/SAE/deviation the sentence asserts that the stats count as 0, or denies that they count."""
+    out: list[dict[str, Any]] = []
+    for key, asserted in mentioned.items():
+        if key not in _CHECKED_EVENTS:
+            continue
+        if asserted and not stats.get(key):
+            out.append({"kind": "invented_event", "field": key, "sentence": sentence,
+                        "detail": f"asserts {_EVENT_WORDS[key]} but the week counts {key} = 0"})
+        elif not asserted and stats.get(key):
+            out.append({"kind": "denied_event", "field": key, "sentence": sentence,
+                        "detail": f"denies {_EVENT_WORDS[key]} but the week counts {key} = {stats[key]}"})
+    return out
+
+
+def _support_reasons(sentence: str, found: list[names.Name], mentioned: dict[str, bool],
+                     entries: dict[str, WeekEntry], cited: str, keys: dict[str, str]) -> list[dict[str, Any]]:
+    """A cited sentence's names missing from its cited entries (`cited`: their keys joined), and the events it
+    asserts that none of them is about."""
+    out: list[dict[str, Any]] = []
+    cites = list(entries)
+    missing = [n.text for n in found if not names.supported(n, cited)]
+    if missing:
+        out.append({"kind": "unsupported_name", "sentence": sentence, "names": missing, "ids": cites,
+                    "detail": f"names {', '.join(missing)} not in {', '.join(cites)}"})
+    for key, asserted in mentioned.items():
+        # (the entry's words with their spaces too: "8852AE Bluetooth" squashed no longer reads as an AE)
+        if asserted and not any(events.supports(key, entry.type, keys[sid])
+                                or events.supports(key, entry.type, canonical(entry.content))
+                                for sid, entry in entries.items()):
+            out.append({"kind": "citation_mismatch", "field": key, "sentence": sentence, "ids": cites,
+                        "detail": f"about {_EVENT_WORDS[key]} but cites {', '.join(cites)} "
+                                  f"({', '.join(sorted({entry.type for entry in entries.values()}))})"})
     return out
 
 

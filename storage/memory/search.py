@@ -106,6 +106,40 @@ def ranked(
     """
     marks = [_now()]
     pool = max(limit * 4, 40)  # dense candidates; importance can promote rows below the top `limit`
+    qvec, dense, fts, fulltext, waited = _legs(table, embed_query, query, where, mode, pool, ann=ann, marks=marks)
+    found = _Candidates.of(dense, fts, pool)
+    estimated = found.scored(found.cosine, weights)[: limit * RESCORE]
+    marks.append(_now())
+    # Exact cosines before the final cut, read only where missing: a dense candidate already has its exact one
+    # when the leg searched without the ANN index; a full-text-only row (bounded) and the index's 8-bit
+    # estimates get theirs from their vectors — read with the rows' packed display columns in the same take
+    # (one take less: with the ANN index every final row is among them).
+    unsure = [s.id for s in estimated if ann or s.id not in found.dense]
+    exact, packed = take_rescored(table, {found.row_ids[i]: i for i in unsure}, qvec)
+    if len(exact) < len(unsure):  # a compaction between the legs and the take moved rows: look them up by id
+        exact, packed = cosines_by_id(table, unsure, qvec), {}
+    found.cosine.update(exact)
+    marks.append(_now())
+    keep = {s.id for s in estimated}
+    # Only the re-scored rows can make the cut, so only they are scored again — with the best full-text row,
+    # whose BM25 normalises everyone's (`fuse`): the same ranking from ~40 candidates instead of ~150.
+    best_text = [i for i, (_, rank) in found.bm25.items() if rank == 1]
+    rescored = found.scored({i: found.cosine[i] for i in [*keep, *best_text]}, weights)
+    final = [s for s in rescored if s.id in keep][:limit]
+    marks.append(_now())
+    rows = _final_rows(table, final, packed, found.row_ids)
+    marks.append(_now())
+    _costs(marks, fulltext, waited)
+    return final, rows
+
+
+def _legs(
+    table: Any, embed_query: Any, query: str, where: str | None, mode: SearchMode, pool: int, *, ann: bool,
+    marks: list[tuple[float, float]],
+) -> tuple[np.ndarray, pa.Table, pa.Table | None, tuple[float, float], tuple[float, float]]:
+    """The query vector, the dense leg's and the full-text leg's candidates (None without terms or in dense mode),
+    the full-text leg's own (wall, CPU) seconds and how long its thread was waited for; a clock mark after the
+    encoder, the dense leg and both legs."""
     fts_pool = max(1, round(pool * FULLTEXT_SHARE))
     tokens = tokenize(query) if mode == "hybrid" else []
     # Full text needs no query vector: with a core to spare it runs on another thread while the model embeds
@@ -125,65 +159,65 @@ def ranked(
     elif tokens:
         fts, fulltext = _timed_fts(table, tokens, where, fts_pool)
     marks.append(_now())
+    return qvec, dense, fts, fulltext, waited
 
-    dense_ids = dense.column("id").to_pylist()
-    dense_set = set(dense_ids)
-    cosine = dict(zip(dense_ids, (1.0 - dense["_distance"].to_numpy()).tolist(), strict=True))
-    importance = dict(zip(dense_ids, dense.column("importance").to_pylist(), strict=True))
-    row_ids = dict(zip(dense_ids, dense.column("_rowid").to_pylist(), strict=True))
-    bm25: dict[str, tuple[float, int]] = {}
-    if fts is not None and fts.num_rows:
-        bound = min(cosine.values()) if len(cosine) >= pool else 1.0
-        columns = (fts.column(c).to_pylist() for c in ("id", "_score", "importance", "_rowid"))
-        for rank, (row_id, score, imp, addr) in enumerate(zip(*columns, strict=True), start=1):
-            bm25[row_id] = (float(score), rank)
-            cosine.setdefault(row_id, bound)
-            importance.setdefault(row_id, imp)
-            row_ids.setdefault(row_id, addr)
 
-    def scored(cos: dict[str, float]) -> list[Scored]:
+@dataclass
+class _Candidates:
+    """Both legs' candidates by id: cosine (estimated until re-scored), importance, row address, BM25 score and
+    rank (full-text rows only), and which of them the dense leg found."""
+
+    cosine: dict[str, float]
+    importance: dict[str, Any]
+    row_ids: dict[str, int]
+    bm25: dict[str, tuple[float, int]]
+    dense: set[str]
+
+    @classmethod
+    def of(cls, dense: pa.Table, fts: pa.Table | None, pool: int) -> _Candidates:
+        dense_ids = dense.column("id").to_pylist()
+        cosine = dict(zip(dense_ids, (1.0 - dense["_distance"].to_numpy()).tolist(), strict=True))
+        importance = dict(zip(dense_ids, dense.column("importance").to_pylist(), strict=True))
+        row_ids = dict(zip(dense_ids, dense.column("_rowid").to_pylist(), strict=True))
+        bm25: dict[str, tuple[float, int]] = {}
+        if fts is not None and fts.num_rows:
+            bound = min(cosine.values()) if len(cosine) >= pool else 1.0
+            columns = (fts.column(c).to_pylist() for c in ("id", "_score", "importance", "_rowid"))
+            for rank, (row_id, score, imp, addr) in enumerate(zip(*columns, strict=True), start=1):
+                bm25[row_id] = (float(score), rank)
+                cosine.setdefault(row_id, bound)
+                importance.setdefault(row_id, imp)
+                row_ids.setdefault(row_id, addr)
+        return cls(cosine, importance, row_ids, bm25, set(dense_ids))
+
+    def scored(self, cosine: dict[str, float], weights: Weights) -> list[Scored]:
+        """These candidates (with these cosines) fused and ranked."""
+        bm25 = self.bm25
         candidates = [
             Candidate(
                 id=i,
                 cosine=float(c),
-                importance=float(importance[i] or 0.0),
+                importance=float(self.importance[i] or 0.0),
                 bm25=bm25[i][0] if i in bm25 else None,
                 fts_rank=bm25[i][1] if i in bm25 else None,
             )
-            for i, c in cos.items()
+            for i, c in cosine.items()
         ]
         return fuse(candidates, semantic_weight=weights.semantic, importance_weight=weights.importance,
                     fulltext_weight=weights.fulltext, rule=weights.rule)
 
-    estimated = scored(cosine)[: limit * RESCORE]
-    marks.append(_now())
-    # Exact cosines before the final cut, read only where missing: a dense candidate already has its exact one
-    # when the leg searched without the ANN index; a full-text-only row (bounded) and the index's 8-bit
-    # estimates get theirs from their vectors — read with the rows' packed display columns in the same take
-    # (one take less: with the ANN index every final row is among them).
-    unsure = [s.id for s in estimated if ann or s.id not in dense_set]
-    exact, packed = take_rescored(table, {row_ids[i]: i for i in unsure}, qvec)
-    if len(exact) < len(unsure):  # a compaction between the legs and the take moved rows: look them up by id
-        exact, packed = cosines_by_id(table, unsure, qvec), {}
-    cosine.update(exact)
-    marks.append(_now())
-    keep = {s.id for s in estimated}
-    # Only the re-scored rows can make the cut, so only they are scored again — with the best full-text row,
-    # whose BM25 normalises everyone's (`fuse`): the same ranking from ~40 candidates instead of ~150.
-    best_text = [i for i, (_, rank) in bm25.items() if rank == 1]
-    final = [s for s in scored({i: cosine[i] for i in [*keep, *best_text]}) if s.id in keep][:limit]
-    marks.append(_now())
-    # The final rows: unpacked from that take, the others (exact dense rows below `ann_min_rows`, rows written
-    # before schema 5) read now — by row id, by id where the row ids went stale.
+
+def _final_rows(table: Any, final: list[Scored], packed: dict[str, Any], row_ids: dict[str, int]
+                ) -> dict[str, StoredMemory]:
+    """The final rows: unpacked from the re-scoring take, the others (exact dense rows below `ann_min_rows`, rows
+    written before schema 5) read now — by row id, by id where the row ids went stale."""
     rows = {s.id: StoredMemory.from_row(packed[s.id]) for s in final if s.id in packed}
     rest = [s.id for s in final if s.id not in rows]
     if rest:
         rows.update(take_rows(table, [row_ids[i] for i in rest]))
         if missing := [i for i in rest if i not in rows]:
             rows.update(rows_by_id(table, missing))
-    marks.append(_now())
-    _costs(marks, fulltext, waited)
-    return final, rows
+    return rows
 
 
 def hits(scored: list[Scored], rows: dict[str, StoredMemory]) -> list[SearchHit]:
