@@ -205,7 +205,7 @@ class WeeklySettings(Section):
     backfill_spread: int = Field(default=0, ge=0)
     """Lake topology: child runs (deployment `backfill-shard/backfill-shard`) a backfill starts on the work pool,
     each with a disjoint shard of its weeks, when children add throughput (an offline backfill of 1,500 weeks or
-    more; with an LLM, a run whose weeks in flight cannot fill `llm_concurrency`); set it to the number of workers
+    more; with an LLM, a run whose weeks in flight cannot fill `llm.concurrency`); set it to the number of workers
     minus one (or more). Each week is still written once. 0 = every week in the backfill's own run (threads)."""
 
     context_flagged_weeks: Literal["mark", "omit"] = "mark"
