@@ -190,6 +190,10 @@ def query_latency(embedders: dict[str, Any], queries: list[str], repeats: int = 
     Interleaved: every query is embedded by every candidate in turn (the order rotating), so a neighbour's
     burst on this shared machine hits all candidates alike instead of whichever ran at that moment.
     """
+    from chronicle.redaction.redactor import Redactor
+
+    # A query reaches an embedder as `MemoryStore.search` hands it over: redacted (the endpoint refuses other text).
+    queries = [Redactor.build().redact(q) for q in queries]
     calls = {n: getattr(e, "embed_query", None) or (lambda q, e=e: e.embed([q])[0]) for n, e in embedders.items()}
     for call in calls.values():
         for q in queries[:10]:
