@@ -60,7 +60,7 @@ class _Windows:
 
 def _cpu_s() -> tuple[float, float]:
     """(worker, server) CPU seconds: this process (the flow and its task threads) and its children (the
-    harness's Prefect API server), so a change that moves cost to the server is seen (issue 20)."""
+    harness's Prefect API server), so a change that moves cost to the server is seen."""
     import psutil
 
     me = psutil.Process()
@@ -83,7 +83,7 @@ def _run(project: str) -> tuple[float, list[Any]]:
 
 
 def _without_audit_rows(weeks: int, latency: dict[str, float], windows: _Windows) -> float:
-    """Diagnostic only: the 0 ms pass again with `DuckDBCallLogger.log` a no-op. Since issue 15.2 a week's
+    """Diagnostic only: the 0 ms pass again with `DuckDBCallLogger.log` a no-op. A week's
     successful attempts are stored in its report's commit, not through `log` (only failed attempts are), so
     this pass should cost the same as the real one: it checks that no per-attempt window is left. Never part
     of the RESULT."""

@@ -128,7 +128,7 @@ def _flow_command_times(env: dict[str, str], work: Path) -> dict[str, Any]:
     warm = [_ingest(env, work, f"warm{i}", api) for i in range(REPS)]
     plain_env = {**env, "CHRONICLE_WARM": "0"}
     plain = [_ingest(plain_env, work, f"plain{i}", api) for i in range(REPS)]
-    # Before this change. Prefect gives up after 20 s by default, which a busy machine exceeds (issue 14):
+    # Before this change. Prefect gives up after 20 s by default, which a busy machine exceeds:
     # allow it more, to measure how long it takes rather than that it fails.
     eph_env = {**env, "CHRONICLE_WARM": "0", "CHRONICLE_PREFECT_SERVER": "ephemeral",
                "PREFECT_HOME": str(work / "prefect-ephemeral"),

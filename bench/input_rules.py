@@ -1,4 +1,4 @@
-"""bench/input_rules: what issue 22's input rules cost the SQL stage of ingest — the duplicate-key check (one
+"""bench/input_rules: what the input rules cost the SQL stage of ingest — the duplicate-key check (one
 `json_keys` per line) and the daylight-saving check (one more `timezone()` per local time) — against the same
 SQL without them, in the same run (alternating, median of `--repeat`, load recorded).
 

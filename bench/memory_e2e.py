@@ -20,7 +20,7 @@ the mean:
   the raw embedding rate of the same entry texts with the same model in the same process (`embedder.embed`, one
   call) — goal >= 0.5x. `--profile` writes a pyinstrument profile to bench/out/memory_e2e_<corpus>_profile.txt.
 
-Goals (issue 24): MemoryBank scoped worst-layout hit@5 >= 0.80; LoCoMo worst-layout hit@10 >= 0.80; throughput
+Goals: MemoryBank scoped worst-layout hit@5 >= 0.80; LoCoMo worst-layout hit@10 >= 0.80; throughput
 >= 0.5x raw embedding. `--corpus updates` runs the labelled update set instead (bench/memory_updates.py).
 """
 
@@ -121,7 +121,7 @@ def search_all(store: Any, questions: list, entry_to_turn: dict) -> tuple[Counte
 
     hit: Counter[str] = Counter()
     scoped_n, leaks = 0, 0
-    missed: list[dict[str, Any]] = []  # unscoped misses at 10, for reading what is lost (issue 24)
+    missed: list[dict[str, Any]] = []  # unscoped misses at 10, for reading what is lost
     for subject, question, evidence in questions:
         for scope in ("unscoped", "scoped"):
             if scope == "scoped" and subject is None:

@@ -10,7 +10,7 @@ measured in the same run, each the median of `--repeat` repetitions:
    must do, the week's stats and input hash over the same rows. Goal: <= 20 ms per week.
 2. `offline-flow` — `backfill_weeks` end to end with the real Prefect API (test harness) and DuckDB: plan,
    one task per week, the report write. Baseline: the cached rerun of the same flow (plan and fan-out,
-   nothing generated). Goal: <= 15 ms per week (issue 20).
+   nothing generated). Goal: <= 15 ms per week.
 
 `--profile` prints a pyinstrument profile of the engine pass.
 """

@@ -8,7 +8,7 @@
 - precision of kind K: share of the redactor's K matches that overlap a labelled secret; a match in a
   negative example (a date, a version, an order number, an IP ...) is a false positive.
 
-The baseline is the redactor as it was before issue 12 (its patterns are kept below, verbatim), measured
+The baseline is the first redactor (its patterns are kept below, verbatim), measured
 on the same corpus in the same run. `python -m bench.redaction` prints the table for the README.
 """
 
@@ -71,7 +71,7 @@ def score(corpus: list[dict[str, Any]],
 
 
 def family(example: dict[str, Any]) -> str:
-    """The example's family (issue 21's shapes), else the kind of its first secret (the older corpus); an older
+    """The example's family (the shapes corpus), else the kind of its first secret (the older corpus); an older
     negative counts with `negatives` (its precision is the share of matches it did not cause)."""
     if example.get("family"):
         return str(example["family"])
@@ -107,7 +107,7 @@ def ours() -> Callable[[str, list[tuple[str, str]]], str]:
     return redact
 
 
-# --- the redactor before issue 12, verbatim (the baseline) -----------------------------------------------
+# --- the first redactor, verbatim (the baseline) -----------------------------------------------
 _A = "A-Za-z0-9"
 _ND = r"(?!\[REDACTED:)"
 _PV = rf"""(?:(?P<q>["'])(?P<qv>{_ND}[^"'\n]+)|{_ND}[^\s"'`<>，。；、]+)"""
@@ -183,7 +183,7 @@ def main() -> None:
     for name, examples in _examples_per_family(heldout).items():
         held_families[name]["examples"] = examples
     print(f"\nheld-out half: {len(heldout)} examples, {held['all']['labelled']} labelled values; recall "
-          f"{held['all']['recall']:.3f} precision {held['all']['precision']:.3f} (before issue 12: "
+          f"{held['all']['recall']:.3f} precision {held['all']['precision']:.3f} (the first redactor: "
           f"{held_before['all']['recall']:.3f} / {held_before['all']['precision']:.3f})")
     print(family_markdown(held_families))
     for line in held["all"]["misses"]:
@@ -198,7 +198,7 @@ def main() -> None:
     overall, base = table["all"], baseline["all"]
     result("redaction", measure=(f"recall on {overall['labelled']} labelled secrets, {len(corpus)} examples "
                                  f"(precision {overall['precision']:.3f}; before: {base['precision']:.3f})"),
-           ours=overall["recall"], baseline=base["recall"], baseline_name="redactor before issue 12", unit="",
+           ours=overall["recall"], baseline=base["recall"], baseline_name="the first redactor", unit="",
            goal="recall >= 0.97, precision >= 0.99, no family below 0.9 recall",
            ok=overall["recall"] >= 0.97 and overall["precision"] >= 0.99 and worst >= 0.9,
            extra={"precision": overall["precision"], "baseline_precision": base["precision"],

@@ -15,8 +15,8 @@ drifting machine load hits them alike; the figure is the median of the flow runs
 start/end times of the parent run, children included). CPU seconds per component (Prefect server,
 PostgreSQL, moto, workers and their flow runs) are recorded per configuration: they say where the two cores
 went. The child run's start-up (created -> running: the worker's poll, a process, imports) is inside the
-parent's duration, and recorded per sample (`children[].start_up_s`). Goals: lake-2 / lake-1 throughput >= 1.8x
-(issue 20); lake-1 time <= 1.3x embedded-1 (issue 11).
+parent's duration, and recorded per sample (`children[].start_up_s`). Goals: lake-2 / lake-1 throughput >= 1.8x;
+lake-1 time <= 1.3x embedded-1.
 
 Two cores cannot show what a second HOST gives CPU-bound weeks: two workers here share the cores. `--latency-ms L
 --max-workers 1` simulates hosts instead: every week is a model call of L ms (the fake endpoint, in this process)
@@ -204,7 +204,7 @@ def _timed_runs(args: argparse.Namespace, workers: dict[str, list[Any]], service
 
 def _report(args: argparse.Namespace, samples: dict[str, list[dict[str, Any]]], cpu: dict[str, dict[str, float]],
             loads: list[float]) -> None:
-    # CPU per generated week of each component: the Prefect API server's share beside the workers' (issue 20).
+    # CPU per generated week of each component: the Prefect API server's share beside the workers'.
     per_week_ms = {c: {k: round(1000 * v / args.weeks, 2) for k, v in cpu[c].items()} for c in CONFIGS}
     for c in CONFIGS:
         print(f"{c}: CPU ms per generated week {per_week_ms[c]}")

@@ -12,7 +12,7 @@ per call beside wall time. Also reported: the search with its query vector cache
 index costs without the encoder), and ANN recall@10 against exact search (dense mode). Per query, where the time
 went (`chronicle.storage.memory.search.last_cost`: encoder, dense leg, full-text leg, fusion and re-scoring, row
 fetch); each row also has a `subject` (n / 100 people), and the search about one of them is timed against the
-unfiltered one. `--data DIR` keeps the tables for the next run (a 1 M table takes minutes). Goals (issue 27): 100 k
+unfiltered one. `--data DIR` keeps the tables for the next run (a 1 M table takes minutes). Goals: 100 k
 hybrid p95 <= 1.0x brute force, vector cached <= 0.3x the scan alone; 1 M hybrid p95 <= 0.3x brute force, dense
 recall@10 >= 0.95, one-subject p95 <= unfiltered, RSS <= 4 GB.
 """
@@ -92,7 +92,7 @@ def prepared_table(
 
 
 def search_where(store: Any, query: str, where: str, limit: int = 10, mode: str = "hybrid") -> list[Any]:
-    """`store.search` with a raw prefilter (the subject filter before issue 24's `subject=` parameter lands)."""
+    """`store.search` with a raw prefilter (a subject filter on a table the store's `subject=` cannot read yet)."""
     from chronicle.storage.memory.search import Weights, hits, ranked
 
     table = store._readable()

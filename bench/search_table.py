@@ -39,7 +39,7 @@ def sentence(rng: random.Random) -> str:
 
 
 SUBJECT_ROWS = 100
-"""Memories per subject in the synthetic tables (issue 27: 10,000 subjects x ~100 memories at 1 M)."""
+"""Memories per subject in the synthetic tables (10,000 subjects x ~100 memories at 1 M)."""
 BUILD_CHUNK = 100_000
 """Rows written per commit while building: the Arrow copy of one chunk, not of the whole table, is in memory."""
 
@@ -54,7 +54,7 @@ def build_table(
     """Write `n` synthetic memories (in chunks); returns their ids and vectors (the brute-force baseline).
 
     Each row also gets a `subject` (n / SUBJECT_ROWS distinct names, rows of one subject spread over the
-    whole table as a person's memories are over time) — the column issue 24 adds; a table whose schema does
+    whole table as a person's memories are over time); a table whose schema does
     not have it yet gets it as an extra column, which search can filter on (`subject=False`: not then, for a
     table the store is to write to before that schema lands). With `real`: the `clustered` rows of
     bench/search_data.py (vectors around real centres, realistic text); without: `random` ones.
@@ -136,8 +136,8 @@ def _chunk_table(rng: random.Random, schema: Any, lo: int, contents: list[str], 
     }
     arrays = {k: pa.array(v, type=schema.field(k).type) for k, v in columns.items() if k in schema.names}
     arrays["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim)
-    for f in schema:  # a column the schema gained later (and this bench does not know): "" for text (issue 24:
-        # `superseded_by = ''` marks a current memory, which a null would not), else null
+    for f in schema:  # a column the schema gained later (and this bench does not know): "" for text
+        # (`superseded_by = ''` marks a current memory, which a null would not), else null
         default = pa.array([""] * m, f.type) if f.type == pa.string() else pa.nulls(m, f.type)
         if f.name != PACKED:
             arrays.setdefault(f.name, default)

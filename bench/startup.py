@@ -1,4 +1,4 @@
-"""bench/startup: what importing each deployment's entrypoint costs a fresh flow-run process (issue 20).
+"""bench/startup: what importing each deployment's entrypoint costs a fresh flow-run process.
 
 A process worker starts a new interpreter for every flow run (the backfill spread's child runs included), and
 that interpreter imports the flow's module before the flow does anything. Prefect itself is already imported by

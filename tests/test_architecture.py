@@ -186,7 +186,7 @@ def test_the_readme_structure_block_is_generated_from_the_code() -> None:
 
 
 def test_every_module_fits_in_one_sitting() -> None:
-    """Issue 10: a newcomer reads any module in one sitting; a file growing past this gets split on its seams."""
+    """A newcomer reads any module in one sitting; a file growing past this gets split on its seams."""
     long = {str(p.relative_to(REPO)): n for p in _modules()
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 450}
     assert long == {}
@@ -212,7 +212,7 @@ def _storage_imports() -> dict[str, set[str]]:
 
 
 def test_storage_modules_import_each_other_without_a_cycle() -> None:
-    """Issue 25: claims <-> db was a cycle hidden inside functions; the file connection now sits below both."""
+    """Claims <-> db was a cycle hidden inside functions; the file connection now sits below both."""
     graph = _storage_imports()
     cycles = []
 
@@ -229,7 +229,7 @@ def test_storage_modules_import_each_other_without_a_cycle() -> None:
 
 
 def test_only_the_redactor_makes_redacted_text_and_storage_embeds_through_the_check() -> None:
-    """Issue 21.1: `Redacted` is built in one place (`Redactor.redact`), so a sink that insists on the type insists
+    """`Redacted` is built in one place (`Redactor.redact`), so a sink that insists on the type insists
     on the gate; and storage never calls an embedder's `embed` itself, only `embed_redacted` / `query_vector`,
     which refuse plain `str` (the memory store's writes check `require_redacted_memory`)."""
     makers, embeds = [], []

@@ -1,5 +1,5 @@
 """A worker starts a fresh interpreter per flow run, so what a flow module imports is paid by every run, the
-spread's child runs first (issue 20: importing the flow module was ~10 s of a child's start-up on a loaded host).
+spread's child runs first (importing the flow module was ~10 s of a child's start-up on a loaded host).
 Modules a run may not need are imported where they are used; this keeps them out of the entrypoints' import."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The wheel keeps to its namespace: nothing but `chronicle` (and its dist-info) at the top of site-packages,
-with every module of the layer folders inside it (issue 25; the mapping is pyproject's package-dir)."""
+with every module of the layer folders inside it (the mapping is pyproject's package-dir)."""
 
 from __future__ import annotations
 

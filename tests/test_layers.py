@@ -1,4 +1,4 @@
-"""The test layers (issue 25): tests/unit needs no Prefect, no database, no subprocess; the quick layer is
+"""The test layers: tests/unit needs no Prefect, no database, no subprocess; the quick layer is
 most of the suite; the Prefect server starts only for tests that ask for it."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """LoCoMo conversations written as an assistant's daily notes (`memory/YYYY-MM-DD.md`), one bullet per turn.
 
-Issue 13 measured the knowledge files on conversations conv-26 and conv-30 (788 turns over 38 days) written
+The knowledge files were measured on conversations conv-26 and conv-30 (788 turns over 38 days) written
 this way; the tests use the same layout: a file per session date, a heading per session, and each turn as
 `- Speaker: text` (a shared photo's caption appended as `[shares a photo of …]`).
 """

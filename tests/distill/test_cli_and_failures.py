@@ -22,7 +22,7 @@ def test_cli_distill_and_memory_commands(distill_env: Path, notes_dir: Path) -> 
     assert out.exit_code == 0, out.output
     text = " ".join(out.output.split())  # rich wraps at the terminal width
     assert "engine offline" in text and "USER.md (+3)" in text and "warnings" not in text
-    # The canary note's "ignore previous ...": stored flagged (issue 21), never written, proposed.
+    # The canary note's "ignore previous ...": stored flagged, never written, proposed.
     assert "suspected injection: 1 (never written; see proposals)" in text and "memories rejected" not in text
 
     found = runner.invoke(app, ["memory", "search", "王老师几点看消息", "--json", "--limit", "3"])

@@ -1,4 +1,4 @@
-"""Real endpoints' habits (issue 12.7), through the real `openai` client over HTTP to the local test server:
+"""Real endpoints' habits, through the real `openai` client over HTTP to the local test server:
 reasoning (`<think>`, `reasoning_content`) never reaches a report, a memory, an artifact or `llm_calls.response`,
 its tokens are still counted; structured output is asked for where the endpoint takes it and the refusal of an
 endpoint that does not is detected once and remembered."""

@@ -103,7 +103,7 @@ def test_llm_replies_validated_repaired_quarantined_and_leak_free(
     assert summary.tally.llm_calls == 6  # 4 distill + 2 repair
     assert summary.tally.rejected == {"bad_target_file": 3}
     assert summary.tally.warnings["importance_clamped"] == 1 and "overwrite_downgraded" not in summary.tally.warnings
-    # SOUL.md's memory and AGENTS.md's (protected since issue 21: it instructs the assistant) are proposals.
+    # SOUL.md's memory and AGENTS.md's (protected: it instructs the assistant) are proposals.
     assert summary.tally.proposals == 2 and summary.tally.suspected_injection == 0
     assert summary.tally.events["ADD"] == 6 and summary.tally.events["REJECT"] == 3
 

@@ -55,7 +55,7 @@ def test_offline_distill_is_idempotent_and_leak_free(
 
     # Routing by seed 002's keyword table lands memories in several knowledge files, in managed sections.
     written = {p.name for p in settings.workspace_dir.glob("*.md")}
-    # AGENTS.md instructs the assistant: its memories wait for approval (issue 21), the file is not written.
+    # AGENTS.md instructs the assistant: its memories wait for approval, the file is not written.
     assert {"MEMORY.md", "TOOLS.md", "USER.md"} <= written and "AGENTS.md" not in written
     assert first.tally.proposals >= 1
     user = (settings.workspace_dir / "USER.md").read_text(encoding="utf-8")

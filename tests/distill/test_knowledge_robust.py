@@ -1,5 +1,5 @@
-"""Knowledge files a human saved in another encoding are left alone (issue 12.3); temp files of a killed
-write are cleaned up by the next writer, and one project's notes can be distilled alone (issue 13.6)."""
+"""Knowledge files a human saved in another encoding are left alone; temp files of a killed
+write are cleaned up by the next writer, and one project's notes can be distilled alone."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_stale_temp_files_of_a_killed_write_are_removed(tmp_path: Path) -> None:
 
 def test_distill_with_a_gbk_knowledge_file_writes_the_others_and_exits_0(distill_env: Path, notes_dir: Path,
                                                                          fake_llm, monkeypatch) -> None:
-    """Issue 12.3: a human's GBK AGENTS.md used to make every distill exit 1 (and USER.md was never written)."""
+    """A human's GBK AGENTS.md used to make every distill exit 1 (and USER.md was never written)."""
     from chronicle.cli.main import app
     from typer.testing import CliRunner
 
@@ -54,7 +54,7 @@ def test_distill_with_a_gbk_knowledge_file_writes_the_others_and_exits_0(distill
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")
-    # AGENTS.md is behind approval by default since issue 21; the setting that relaxes it lets runs write it.
+    # AGENTS.md is behind approval by default; the setting that relaxes it lets runs write it.
     monkeypatch.setenv("CHRONICLE_PROTECTED_FILES", '["SOUL.md", "IDENTITY.md"]')
     ws = Settings().workspace_dir
     ws.mkdir(parents=True)
@@ -72,7 +72,7 @@ def test_distill_with_a_gbk_knowledge_file_writes_the_others_and_exits_0(distill
 
 
 def test_distill_of_one_project(distill_env: Path, tmp_path: Path, fake_llm, monkeypatch) -> None:
-    """Issue 13.6: `--project P` distills only P's notes (flow parameter and CLI option)."""
+    """`--project P` distills only P's notes (flow parameter and CLI option)."""
     from chronicle.cli.main import app
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs

@@ -1,4 +1,4 @@
-"""Proposals (issue 13.3) in a real DuckDB file: recorded once per text and file, approved through the
+"""Proposals in a real DuckDB file: recorded once per text and file, approved through the
 knowledge-file writer (managed section, backup, atomic replace), rejected without touching any file."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""No reply wedges distillation: a reply the parser cannot take is quarantined and the run goes on (issue 12.3)."""
+"""No reply wedges distillation: a reply the parser cannot take is quarantined and the run goes on."""
 
 from __future__ import annotations
 

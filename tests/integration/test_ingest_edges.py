@@ -1,4 +1,4 @@
-"""Nothing lost at the edges of a file (issue 12.2): a settled unterminated tail, NUL bytes, same-size rewrites
+"""Nothing lost at the edges of a file: a settled unterminated tail, NUL bytes, same-size rewrites
 with a restored mtime, and timestamps with named zones or impossible offsets."""
 
 from __future__ import annotations

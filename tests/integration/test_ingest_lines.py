@@ -1,4 +1,4 @@
-"""The JSON-lines stage of issue 15.1: lines split outside DuckDB (Arrow), good lines stored in one pass, every
+"""The JSON-lines stage of ingest: lines split outside DuckDB (Arrow), good lines stored in one pass, every
 other line refused in a second pass with its reason — the same rows, numbers and reasons on every shape of
 file, and the whole-file formats keep the hash of their content."""
 

@@ -1,5 +1,5 @@
-"""Two backfills handed the same weeks at once call the model once per week and write one version per week
-(issue 12.4, issue 11.3), in both topologies; two processes folding the same rollup store it once.
+"""Two backfills handed the same weeks at once call the model once per week and write one version per week,
+in both topologies; two processes folding the same rollup store it once.
 
 The backfills are real flow runs (Prefect API of the session) in two threads, against the local
 OpenAI-compatible server through the real `openai` client. The server holds every request until the

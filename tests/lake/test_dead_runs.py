@@ -1,4 +1,4 @@
-"""Issue 26.4: a backfill whose worker is killed (kill -9 of the worker and its flow-run process, as a machine
+"""A backfill whose worker is killed (kill -9 of the worker and its flow-run process, as a machine
 dying) is shown Crashed by Prefect within a minute — the `chronicle-zombie-runs` automation `chronicle setup`
 created acts on the lapsed heartbeats — and the next backfill starts without waiting for the dead run's slot.
 The same for the worker of a spread backfill's CHILD run: the child is shown Crashed (not Cancelling or
@@ -104,7 +104,7 @@ def _kill_a_child(pool: Pool, client) -> None:  # noqa: F811 - Pool is the impor
     settings = pool.settings
     # The parent walks the weeks from the first, the child from the middle: the model holds its answers for the
     # first third until the child is dead, so the child dies while the parent is still on its own share (the
-    # case of issue 26.4: the parent had not yet seen the child working).
+    # case where the parent had not yet seen the child working).
     ordered = sorted(pool.with_entries)
     pool.held.update(ordered[: len(ordered) // 3])
     pool.gate.clear()

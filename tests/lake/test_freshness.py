@@ -1,4 +1,4 @@
-"""Freshness (issue 26): the `pipeline_freshness` / `pipeline_run_freshness` views and `chronicle status`, on the
+"""Freshness: the `pipeline_freshness` / `pipeline_run_freshness` views and `chronicle status`, on the
 embedded DuckDB file and on the lake (DuckLake on this session's real PostgreSQL + S3). Same answers on both."""
 
 from __future__ import annotations

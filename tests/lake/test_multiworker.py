@@ -362,7 +362,7 @@ def _one_version_per_week(settings) -> int:
 
 
 def test_a_backfill_spreads_its_weeks_over_two_workers_of_a_pool_on_postgres(pool: Pool) -> None:
-    """Issue 11.6/11.7: the deployed topology. A Prefect server whose database is the session's PostgreSQL,
+    """The deployed topology. A Prefect server whose database is the session's PostgreSQL,
     `chronicle setup` + `prefect deploy --all`, two `prefect worker start` processes (separate working folders,
     sharing only PostgreSQL, S3 and the API) with `CHRONICLE_BACKFILL_SPREAD=1`; the operator starts the
     backfill deployment as the UI form would. The parent starts a `backfill-shard` child run through

@@ -1,4 +1,4 @@
-"""Issue 22: two distillations of one window at once. The ledger recovery (NOOP -> ADD for a run that stored
+"""Two distillations of one window at once. The ledger recovery (NOOP -> ADD for a run that stored
 memories and was killed before writing their events) must only touch runs that are really gone — the same
 liveness rule as `chronicle runs` and the claims — never a run that is still working (64 ADD rows for 40
 memories before)."""

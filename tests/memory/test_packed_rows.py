@@ -1,4 +1,4 @@
-"""Search reads its final rows from the packed copy of the display columns (schema 5, issue 27): what it returns
+"""Search reads its final rows from the packed copy of the display columns (schema 5): what it returns
 must be exactly what a read of the columns returns — same rows, same order, same fields — after adds, merges,
 supersessions, a reindex, and for rows written before the packed column existed."""
 

@@ -1,4 +1,4 @@
-"""Search at a scale where the indexes matter (issue 27): filters go through the scalar indexes, added rows are
+"""Search at a scale where the indexes matter: filters go through the scalar indexes, added rows are
 found before and after they are folded into the existing indexes, and the ANN index is not rebuilt for them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Commands start fast and never die of Prefect's start-up (issue 14.4): Chronicle's background Prefect server
+"""Commands start fast and never die of Prefect's start-up: Chronicle's background Prefect server
 and the warm command runner, found, reused and stopped; a configured API always wins; one clear line when
 no API answers. Real processes, a real Prefect server in a private PREFECT_HOME, the real `chronicle` command."""
 

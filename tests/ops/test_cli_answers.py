@@ -1,4 +1,4 @@
-"""The CLI's side of issue 14: typos end with one line and a non-zero status; every listing speaks table, CSV
+"""The CLI's answers: typos end with one line and a non-zero status; every listing speaks table, CSV
 and JSON through one helper, and a table written to a pipe is never cut."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 22: every operator mistake gets one clear answer and a non-zero status — never a traceback, never a
+"""Every operator mistake gets one clear answer and a non-zero status — never a traceback, never a
 silent success. The cases are `tests/ops/mistakes.py`; docs/mistakes.md is rendered from them."""
 
 from __future__ import annotations

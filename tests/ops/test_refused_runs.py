@@ -1,4 +1,4 @@
-"""Issue 14's acceptance: through a real Prefect server and `chronicle serve`, a typo never becomes a green run.
+"""Through a real Prefect server and `chronicle serve`, a typo never becomes a green run.
 
 An unknown project, a reversed range, a week that does not exist and a week number out of range each give a
 Failed run — never Completed, never Crashed — whose message names the problem, whether the run was started

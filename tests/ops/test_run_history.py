@@ -1,4 +1,4 @@
-"""Run history that tells the truth: a run killed with -9 does not stay RUNNING (issue 12.8, issue 14.3)."""
+"""Run history that tells the truth: a run killed with -9 does not stay RUNNING."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 14.5: a folder's ground-truth JSON is not read as 2,851 broken log lines."""
+"""A folder's ground-truth JSON is not read as 2,851 broken log lines."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 22: SIGTERM and Ctrl-C stop any command within seconds — in its own process and in the warm runner's
+"""SIGTERM and Ctrl-C stop any command within seconds — in its own process and in the warm runner's
 child — even when its work is stuck (here: an LLM endpoint that accepts and never answers, with a 600 s
 timeout). Before, the command caught SIGTERM and kept waiting for its task threads (`timeout 120 chronicle
 backfill --all` still running eight minutes later). And a command that inherited SIGINT ignored (started with

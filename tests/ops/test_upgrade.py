@@ -1,4 +1,4 @@
-"""Issue 22: a home written by the previous release (a frozen copy, tests/data/upgrade) opens with the current
+"""A home written by the previous release (a frozen copy, tests/data/upgrade) opens with the current
 code, migrates, and every command works or says in one line what to do — never a traceback. Before, even
 `memory list` (which needs no embedding) exited 1 with a long traceback ending in "run chronicle memory reindex"."""
 

@@ -1,5 +1,5 @@
 """A process worker stopped with SIGTERM (systemctl stop, Ctrl-C, a pod eviction) exits promptly, and the run it
-had in flight is not left Running: Prefect shows it final and `pipeline_runs` records it (issue 26.4)."""
+had in flight is not left Running: Prefect shows it final and `pipeline_runs` records it."""
 
 from __future__ import annotations
 

@@ -116,7 +116,7 @@ def test_kill_during_distill_then_rerun(home: Path, tmp_path: Path, sample_dir: 
     after = knowledge(clean / "workspace")
     rows, (chunks, events) = store_rows(clean), ledger(clean)
     before = {name: SEED_FILES[name].encode() if name in SEED_FILES else None for name in after}
-    # (AGENTS.md is behind approval since issue 21: its memories are proposals, the file is not written.)
+    # (AGENTS.md is behind approval: its memories are proposals, the file is not written.)
     assert {"MEMORY.md", "USER.md", "TOOLS.md"} <= set(after) and len(rows) > 40 and len(chunks) > 15
     for name, text in SEED_FILES.items():  # the human text is kept byte for byte
         assert after[name].startswith(text.encode()), name

@@ -1,4 +1,4 @@
-"""Issue 21.3: memories that read as orders to the assistant are stored flagged, and search says so.
+"""Memories that read as orders to the assistant are stored flagged, and search says so.
 
 The rephrased orders of the adversarial pass, in a daily note, through both engines (offline rules; the real
 `openai` client against the local fake model, which copies every note entry into a memory for MEMORY.md — a file

@@ -116,8 +116,8 @@ def test_injected_logs_and_hostile_replies_stay_inside_the_allowlist(
     assert "ignore previous instructions" in distill_prompt.split("<<<NOTES>>>")[1].split("<<<END NOTES>>>")[0]
     assert {r.outcome for r in rows} == {"generated"}
     # The persona takeover of SOUL.md ("你现在是…"), the identity one ("…I obey every instruction…") and the
-    # AGENTS.md one are all read as instructions to the model (issue 13): flagged proposals, never written —
-    # stored in LanceDB flagged since issue 21, so no longer rejections.
+    # AGENTS.md one are all read as instructions to the model: flagged proposals, never written —
+    # stored in LanceDB flagged, so no longer rejections.
     assert summary.tally.rejected == {"bad_target_file": len(BAD_TARGETS)}
     assert summary.tally.suspected_injection == summary.tally.proposals == 3
     assert "overwrite_downgraded" not in summary.tally.warnings  # protected files are not even appended to

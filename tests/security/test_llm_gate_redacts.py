@@ -1,4 +1,4 @@
-"""Issue 21.1: the LLM sink has one gate, and it reads the prompt as the model will.
+"""The LLM sink has one gate, and it reads the prompt as the model will.
 
 A caller that forgot to redact, or redacted line by line and joined after (`the password is` ⏎ value, a value
 in the next entry of a prompt), still sends nothing secret: `chronicle.services.llm_gate.llm_call` redacts every message

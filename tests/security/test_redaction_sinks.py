@@ -1,6 +1,6 @@
 """Secrets in the forms people really write — headers, webhook URLs, vendor keys, DB URLs, `*_PASS=`, full-width
 and plain-language passwords, spaced IDs, dotted phones, a key split over two lines, a phone number in a note's
-FILE NAME, a secret the model makes up, a secret typed into `chronicle ask` — reach no sink (issue 12.1):
+FILE NAME, a secret the model makes up, a secret typed into `chronicle ask` — reach no sink:
 LLM requests, `llm_calls`, LanceDB, knowledge files, weekly reports, every other DuckDB table, Prefect artifacts,
 flow- and task-run names, CLI output, logs. `raw_logs`, `rejects` and `ingest_files` are the raw record by design.
 """

@@ -1,4 +1,4 @@
-"""Issue 21.1: canaries in the places nobody looked reach no sink.
+"""Canaries in the places nobody looked reach no sink.
 
 Canaries sit in a note's FILE NAME (`2026-03-02-ghp_….md`), in a PROJECT ID (`ACME-ghp_…`), in shapes a list
 did not anticipate (a label and its value on two lines or two bullets, `VPN token is`, `export PGPASSWORD=`,

@@ -72,7 +72,7 @@ def test_hostile_cli_arguments_match_nothing_and_drop_nothing(home: Path, tmp_pa
     assert code == 0 and json.loads(out), out
 
     for project in HOSTILE_PROJECTS:
-        # Every command answers an unknown project in one line naming it as given (issue 22), never a query.
+        # Every command answers an unknown project in one line naming it as given, never a query.
         for args in (("report", "show", "--project", project, "--week", "2026-W10"),
                      ("report", "history", "--project", project, "--week", "2026-W10"),
                      ("report", "list", "--project", project), ("stats", "--project", project, "--format", "json"),

@@ -1,4 +1,4 @@
-"""Issue 21.1: credentials inside settings' URLs and keys echoed by a server never reach what is shown or stored.
+"""Credentials inside settings' URLs and keys echoed by a server never reach what is shown or stored.
 
 `LLM_URL=http://admin:pw@host/v1` keeps working (the connection uses it), but `chronicle config`, the engine
 banner, `llm_calls.endpoint` (the call records) and every error message show `admin:****@`; a 401 whose body

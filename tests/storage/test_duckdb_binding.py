@@ -1,4 +1,4 @@
-"""DuckDB parameter binding without pandas installed: no import walk per bound value (issue 20)."""
+"""DuckDB parameter binding without pandas installed: no import walk per bound value."""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def test_offline_backfill_of_the_sample_matches_ground_truth_then_caches(trial: 
     groups = len(_task_runs(run_id, "summarize-"))
     assert 0 < groups <= len(rows) // 4
     # Offline weeks are stored a group at a time (services/weekly.py COMMIT_EVERY), not a write window per
-    # handful of weeks (issue 20: 4 a window, then 16, when the windows were most of an offline backfill's cost).
+    # handful of weeks (4 a window, then 16, when the windows were most of an offline backfill's cost).
     assert sum(windows) == len(rows) and len(windows) <= groups + len(rows) // COMMIT_EVERY, windows
 
     again = backfill_weeks(project_id="all")

@@ -1,4 +1,4 @@
-"""Guard v2 raises no false alarm on the offline engine's own reports over real weeks (issue 23's acceptance):
+"""Guard v2 raises no false alarm on the offline engine's own reports over real weeks:
 every week of the sample trial (both projects) and a year of this machine's Debian changelog weeks."""
 
 from __future__ import annotations

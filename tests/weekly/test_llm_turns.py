@@ -1,5 +1,5 @@
 """The LLM gate's slots go to the oldest group's weeks first, and a slow first reservation is asked again at
-once (issue 20: bench/backfill at 500 ms, concurrency 8); flows end without joining Prefect's heartbeat."""
+once (bench/backfill at 500 ms, concurrency 8); flows end without joining Prefect's heartbeat."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Names derived from ids are bounded and hashed: a 300-character project_id cannot wedge `backfill --all`
-(issue 12.3). One helper, `chronicle.names.bounded_name`, makes every such name."""
+"""Names derived from ids are bounded and hashed: a 300-character project_id cannot wedge `backfill --all`.
+One helper, `chronicle.names.bounded_name`, makes every such name."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The review queue (issue 23): a reply that cites nothing is asked once more, then stored flagged with its
+"""The review queue: a reply that cites nothing is asked once more, then stored flagged with its
 reasons; `chronicle review` lists it (table and JSON), the chronicle block marks it (or leaves it out), and
 `chronicle review accept` clears it, which the `review_backlog` view counts."""
 

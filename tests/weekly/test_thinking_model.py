@@ -1,4 +1,4 @@
-"""A reasoning model's weekly report (issue 12.7): Ollama serving a `<think>` model, through the real `openai`
+"""A reasoning model's weekly report: Ollama serving a `<think>` model, through the real `openai`
 client over HTTP. The thinking is neither the report nor counted against its length; its tokens are counted."""
 
 from __future__ import annotations

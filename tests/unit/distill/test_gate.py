@@ -1,4 +1,4 @@
-"""Curated knowledge files (issue 13.2): routing and keep/drop on a labelled set, the per-day cap, and the
+"""Curated knowledge files: routing and keep/drop on a labelled set, the per-day cap, and the
 knowledge-file budget on LoCoMo conversations written as daily notes — with every turn still a memory."""
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def locomo_entries(tmp_path: Path) -> tuple[int, list[NoteEntry]]:
 
 
 def test_locomo_knowledge_files_hold_at_most_20_lines_per_100_turns(tmp_path: Path) -> None:
-    """Issue 13: 788 turns of conv-26 and conv-30 made 780 knowledge-file bullets before (99 per 100 turns)."""
+    """788 turns of conv-26 and conv-30 made 780 knowledge-file bullets before (99 per 100 turns)."""
     turns, entries = locomo_entries(tmp_path)
     policy = KnowledgePolicy()
     stored, files = 0, {}

@@ -1,4 +1,4 @@
-"""Issue 21.3: the phrase screen learns the rephrased orders of the adversarial pass (pure). It is a flag on
+"""The phrase screen learns the rephrased orders of the adversarial pass (pure). It is a flag on
 proposals and memories only — AGENTS.md, SOUL.md and IDENTITY.md are behind approval whatever it says."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Screening for instructions aimed at the model (issue 12.5): disguised forms are caught after normalisation,
+"""Screening for instructions aimed at the model: disguised forms are caught after normalisation,
 and ordinary notes and conversations are not flagged."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_a_reply_that_repeats_an_injected_note_is_flagged_even_when_it_looks_har
     plain = Memory(content="The weekly report goes out on Monday", summary="s", importance=0.7, targetFile="MEMORY.md")
     flagged, kept = screen(chunk, [pirate, plain])
     assert kept == plain and not kept.reads_as_order  # stored as it is
-    assert flagged.reads_as_order and flagged.content == pirate.content  # stored too, flagged (issue 21)
+    assert flagged.reads_as_order and flagged.content == pirate.content  # stored too, flagged
     assert derived_from_injection("I am a pirate who loves log files", [note])
     assert not derived_from_injection("The weekly report goes out on Monday", [note])
 

@@ -55,7 +55,7 @@ def test_validation_rejects_clamps_and_fills_in() -> None:
         "not an object",
     ]
     out = validate(items, source="2026-02-14.md", entry_ids=["e1", "e2", "e3"])
-    order = out.memories.pop()  # reads as an order to the assistant: kept, flagged (issue 21)
+    order = out.memories.pop()  # reads as an order to the assistant: kept, flagged
     assert order.reads_as_order and order.content.startswith("Ignore all previous")
     assert not any(m.reads_as_order for m in out.memories)
     assert [m.content for m in out.memories] == [ITEM["content"], "importance seven", "negative",

@@ -1,4 +1,4 @@
-"""Issue 22, pure rules: notes obey the same plausibility rule as log lines; compressed logs are recognised."""
+"""Input rules, pure: notes obey the same plausibility rule as log lines; compressed logs are recognised."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reasoning blocks are cut off before anything parses or stores an answer (issue 12.7, pure part)."""
+"""Reasoning blocks are cut off before anything parses or stores an answer (pure part)."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ def plan(memories, vectors, neighbours=None, known=None):
         ("I won my first video game tournament.", "I won my fourth video game tournament.", False),
         ("Caroline went to a support group.", "Melanie went to a support group.", False),
         ("Joanna is lactose intolerant.", "Joanna is not lactose intolerant.", False),
-        ("计划去一些其他的博物馆和艺术展览", "尝试一些冥想和呼吸练习", False),  # issue 13's lost facts
+        ("计划去一些其他的博物馆和艺术展览", "尝试一些冥想和呼吸练习", False),  # facts an earlier dedup lost
     ],
 )
 def test_lexical_same_fact(a: str, b: str, same: bool) -> None:

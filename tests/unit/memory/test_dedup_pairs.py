@@ -75,7 +75,7 @@ def _check(embedder) -> None:
 
 
 def test_default_model_never_merges_unrelated_pairs(embedder) -> None:
-    """MiniLM: the model that scored unrelated Chinese statements >= 0.92 and deleted them (issue 13)."""
+    """MiniLM: the model that scored unrelated Chinese statements >= 0.92 and deleted them."""
     _check(embedder)
 
 

@@ -1,4 +1,4 @@
-"""The redactor against the labelled corpus in `tests/data/redaction/corpus.jsonl` (issue 12.1): the forms people
+"""The redactor against the labelled corpus in `tests/data/redaction/corpus.jsonl`: the forms people
 really write are hidden, and dates, versions, order numbers, ISO weeks, timestamps, UUIDs, SHAs, IPs in prose
 and prices survive. Precision and recall per kind are computed by `bench/redaction.py` (figures in the README)."""
 

@@ -1,6 +1,6 @@
-"""Issue 21.2: every shape the adversarial pass leaked through is hidden, and look-alikes survive (pure).
+"""Every shape the adversarial pass leaked through is hidden, and look-alikes survive (pure).
 
-Each positive case here leaked on the main of issue 21 (the redactor matched vocabulary, not shape)."""
+Each positive case here leaked through the earlier redactor (it matched vocabulary, not shape)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 21.1: the embedder and the memory store take only `Redacted` text (pure: no database, no model).
+"""The embedder and the memory store take only `Redacted` text (pure: no database, no model).
 
 Python does not enforce annotations, so each sink checks at run time: a plain `str` raises `NotRedactedError`
 before any model or endpoint sees it, and the error never quotes the text (it is the unredacted one).

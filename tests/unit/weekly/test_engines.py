@@ -125,7 +125,7 @@ def test_llm_week_over_length_twice_is_stored_whole_and_flagged() -> None:
     long = "本周要点：" + "项目按计划推进。" * 80
     script = Script(long)
     report = llm_week(week_input(ZH_WEEK), script, model="m", max_chars=500, context_tokens=6000)
-    # It cites nothing either: asked once for citations (issue 23), then stored as it is, flagged.
+    # It cites nothing either: asked once for citations, then stored as it is, flagged.
     assert [p for p, _ in script.calls] == ["weekly_report", "shorten", "shorten", "cite"]
     assert report.summary == long  # never cut
     assert report.needs_review and report.review_reasons[0]["kind"] == "over_length"

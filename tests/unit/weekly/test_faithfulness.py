@@ -1,6 +1,6 @@
 """Guard v2 (chronicle/weekly/faithfulness.py + chronicle/weekly/guard): pure, deterministic, offline.
 
-The first four tests are the cases of issue 23 that the v1 guard (citations exist, counts match) let through.
+The first four tests are the cases that the v1 guard (citations exist, counts match) let through.
 """
 
 from __future__ import annotations
