@@ -24,6 +24,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from chronicle.storage import claims, reports
@@ -126,11 +127,24 @@ def leases_of(owner: str | None) -> claims.Leases | None:
         return _registry.get(owner)
 
 
+WeekKey = tuple[str, int]
+"""(project, week number)."""
+
+
+@dataclass
+class Leased:
+    """What a fan-out's bulk lease gave: the weeks it holds, and the weeks another run wrote since the plan."""
+
+    weeks: set[WeekKey] = field(default_factory=set)
+    """Leased: write them under the fan-out's lease."""
+    answered: dict[WeekKey, WeekOutcome] = field(default_factory=dict)
+    """Written by another run since the plan: their outcome rows, nothing to write."""
+
+
 def lease_weeks(settings: Settings, leases: claims.Leases, jobs: list[WeekJob], model: str, *,
-                planned_at: datetime) -> tuple[set[tuple[str, int]], dict[tuple[str, int], WeekOutcome]]:
+                planned_at: datetime) -> Leased:
     """Lease the weeks that are to be written, in one round trip.
 
-    Returns (weeks leased: write them, weeks another run has written since the plan: their outcome rows).
     The rest (weeks not to be written, or whose key another run holds now) take theirs when they run (`week_lease`).
     """
     wanted = {week_claim_key(job.input, model): job for job in jobs if job.decision.action == "generate"}
@@ -138,7 +152,7 @@ def lease_weeks(settings: Settings, leases: claims.Leases, jobs: list[WeekJob], 
     since = (planned_at - timedelta(seconds=CLOCK_SKEW_S)).astimezone(UTC)
     won = [key for key, t in taken.items() if t.won]
     recheck = [key for key in won if taken[key].previous_end is not None and _utc(taken[key].previous_end) >= since]
-    answered: dict[tuple[str, int], WeekOutcome] = {}
+    answered: dict[WeekKey, WeekOutcome] = {}
     if recheck:
         current = _stored_now(settings, [wanted[key].input for key in recheck])
         for key in recheck:
@@ -148,7 +162,7 @@ def lease_weeks(settings: Settings, leases: claims.Leases, jobs: list[WeekJob], 
                 answered[(job.project_id, job.week.number)] = row
                 leases.release([key])
     leased = {(wanted[key].project_id, wanted[key].week.number) for key in won} - answered.keys()
-    return leased, answered
+    return Leased(leased, answered)
 
 
 def _utc(moment: datetime) -> datetime:

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from chronicle.services.llm_gate import redactor_for, reserve_llm
 from chronicle.services.run_tracking import current_flow_run_id, run_notes
-from chronicle.services.week_claims import fan_out_leases, lease_weeks
+from chronicle.services.week_claims import Leased, fan_out_leases, lease_weeks
 from chronicle.services.weekly import ProjectPlan, run_week_group
 from prefect import get_run_logger, task
 from prefect.artifacts import (
@@ -239,8 +239,8 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
             on_done(row)
 
     with gate, leasing as leases:
-        leased, answered = (lease_weeks(settings, leases, jobs, engine_model(settings), planned_at=planned_at)
-                            if leases is not None and jobs else (set(), {}))
+        leased = (lease_weeks(settings, leases, jobs, engine_model(settings), planned_at=planned_at)
+                  if leases is not None and jobs else Leased())
         while in_hand or in_flight:
             while in_flight < shape.in_flight and in_hand:
                 # The run's first group is half a group: the groups in flight then end half a group apart, so
@@ -248,8 +248,7 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
                 # equal size they ran in lockstep and every slot went idle at each hand-over.
                 size = max(1, shape.group // 2) if submitted == 0 and shape.in_flight > 1 else shape.group
                 submitted += 1
-                group = _next_group(in_hand, size, answered, leased, leases.owner if leases is not None else None,
-                                    done)
+                group = _next_group(in_hand, size, leased, leases.owner if leases is not None else None, done)
                 if group:
                     _submit(settings, group, cards, shape.threads, in_process, finished)
                     in_flight += 1
@@ -281,8 +280,7 @@ def _submit(settings: Settings, jobs: list[WeekJob], cards: bool, threads: int, 
     future.add_done_callback(lambda f: finished.put((f, info, t0)))
 
 
-def _next_group(in_hand: deque[WeekJob], size: int, answered: dict[tuple[str, int], WeekOutcome],
-                leased: set[tuple[str, int]], owner: str | None,
+def _next_group(in_hand: deque[WeekJob], size: int, leased: Leased, owner: str | None,
                 done: Callable[[WeekOutcome], None]) -> list[WeekJob]:
     """Up to `size` weeks from `in_hand` for the next task run; a week another run wrote since the plan is
     `done` with its row instead, and a week this fan-out leased carries its lease `owner`."""
@@ -290,10 +288,10 @@ def _next_group(in_hand: deque[WeekJob], size: int, answered: dict[tuple[str, in
     while in_hand and len(jobs) < size:
         job = in_hand.popleft()
         at = (job.project_id, job.week.number)
-        if at in answered:
-            done(answered.pop(at))
+        if at in leased.answered:
+            done(leased.answered.pop(at))
             continue
-        jobs.append(replace(job, lease_owner=owner) if owner is not None and at in leased else job)
+        jobs.append(replace(job, lease_owner=owner) if owner is not None and at in leased.weeks else job)
     return jobs
 
 

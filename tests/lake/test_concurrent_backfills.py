@@ -164,7 +164,8 @@ def test_weeks_finished_by_another_run_after_this_plan_are_reused_when_leased(to
     model = engine_model(settings)
     for plan, expect_reused in ((early, True), (late, False)):
         with fan_out_leases(settings) as leases:
-            leased, answered = lease_weeks(settings, leases, plan.to_run, model, planned_at=plan.planned_at)
+            got = lease_weeks(settings, leases, plan.to_run, model, planned_at=plan.planned_at)
+        leased, answered = got.weeks, got.answered
         if expect_reused:
             assert not leased and len(answered) == 10
             assert {(r.outcome, r.why) for r in answered.values()} == {("cached", REUSED_WHY)}
