@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import NamedTuple
 
 from chronicle.storage import queries
 from chronicle.storage.db import read
@@ -28,8 +29,8 @@ from chronicle.param_checks import (
 from chronicle.settings import Settings
 from chronicle.weeks import IsoWeek
 
-__all__ = ["ParameterError", "WeekScope", "backfill_scope", "distill_window", "existing_project", "ingest_paths",
-           "one_week", "weekly_scope"]
+__all__ = ["DistillWindow", "ParameterError", "WeekScope", "backfill_scope", "distill_window", "existing_project",
+           "ingest_paths", "one_week", "weekly_scope"]
 
 
 @dataclass(frozen=True)
@@ -96,13 +97,19 @@ def ingest_paths(settings: Settings, paths: Sequence[str], name: str = "paths") 
     return given
 
 
+class DistillWindow(NamedTuple):
+    """Which notes a distillation reads, as checked: None = the setting, today, every project's notes."""
+
+    days: int | None
+    until: date | None
+    project: str | None
+
+
 def distill_window(settings: Settings, days: int | None, until: str | date | None, project: str | None = None, *,
-                   names: tuple[str, str, str] = ("days", "until", "project")
-                   ) -> tuple[int | None, date | None, str | None]:
-    """(days or None = the setting, last day or None = today, project or None = every project's notes)."""
+                   names: tuple[str, str, str] = ("days", "until", "project")) -> DistillWindow:
     if days is not None and days != 0:
         check_between(days, names[0], 1, 366)
     day = parse_day(until, names[1])
     if project is None or not project.strip():
-        return (days or None), day, None
-    return (days or None), day, check_project(project, read(settings, queries.projects), names[2])
+        return DistillWindow(days or None, day, None)
+    return DistillWindow(days or None, day, check_project(project, read(settings, queries.projects), names[2]))
