@@ -22,7 +22,7 @@ from pydantic_settings import SettingsConfigDict
 
 from chronicle.private import private_umask
 from chronicle.redaction.urls import mask_url_credentials
-from chronicle.settings_checks import CheckedSettings, mask_conninfo, nest
+from chronicle.settings_checks import CheckedSettings, mask_conninfo, nest, section_model
 from chronicle.settings_sections import (
     MINILM_EMBEDDING_MODEL,
     OFFLINE_EMBEDDING_MODEL,
@@ -87,8 +87,7 @@ class Settings(CheckedSettings):
     @classmethod
     def sections(cls) -> tuple[str, ...]:
         """The components' names (`llm`, `desk`, ...), in declaration order."""
-        return tuple(name for name, info in cls.model_fields.items()
-                     if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel))
+        return tuple(name for name, info in cls.model_fields.items() if section_model(info.annotation))
 
     @property
     def db_path(self) -> Path:

@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from dotenv import dotenv_values
 from pydantic import BaseModel, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsError
 
 
@@ -52,8 +53,25 @@ Path_ = tuple[str | None, str]
 """Where a setting lives: (section or None for the root, field)."""
 
 
-def _section(annotation: Any) -> type[BaseModel] | None:
+def section_model(annotation: Any) -> type[BaseModel] | None:
+    """The section class a field of `Settings` is annotated with, None for a root setting."""
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def field_of(settings_cls: type[BaseModel], path: Path_) -> FieldInfo | None:
+    """The declaration of the setting at `path`, None when there is no such setting."""
+    section, field = path
+    model = settings_cls if section is None else section_model(
+        getattr(settings_cls.model_fields.get(section), "annotation", None))
+    return None if model is None else model.model_fields.get(field)
+
+
+def _place(out: dict[str, Any], path: Path_, value: Any) -> None:
+    section, field = path
+    if section is None:
+        out[field] = value
+    else:
+        out.setdefault(section, {})[field] = value
 
 
 @cache
@@ -62,7 +80,7 @@ def env_names(settings_cls: type[BaseModel]) -> dict[Path_, tuple[str, ...]]:
     prefix + the field's name (`CHRONICLE_` + the name for a root field)."""
     names: dict[Path_, tuple[str, ...]] = {}
     for name, info in settings_cls.model_fields.items():
-        section = _section(info.annotation)
+        section = section_model(info.annotation)
         if section is None:
             names[(None, name)] = (f"CHRONICLE_{name.upper()}",)
             continue
@@ -88,9 +106,7 @@ def _is_complex(annotation: Any) -> bool:
 
 
 def _decoded(settings_cls: type[BaseModel], path: Path_, raw: str, flat: str) -> Any:
-    section, field = path
-    model = settings_cls if section is None else _section(settings_cls.model_fields[section].annotation)
-    if not _is_complex(model.model_fields[field].annotation):  # type: ignore[union-attr]
+    if not _is_complex(field_of(settings_cls, path).annotation):  # type: ignore[union-attr]
         return raw
     try:
         return json.loads(raw)
@@ -103,10 +119,10 @@ def nest(settings_cls: type[BaseModel], values: dict[str, Any]) -> dict[str, Any
     keys = flat_keys(settings_cls)
     out: dict[str, Any] = {}
     for key, value in values.items():
-        if _section(getattr(settings_cls.model_fields.get(key), "annotation", None)) and isinstance(value, dict):
+        if section_model(getattr(settings_cls.model_fields.get(key), "annotation", None)) and isinstance(value, dict):
             out.setdefault(key, {}).update(value)
         elif (path := keys.get(key.lower())) is not None and path[0] is not None:
-            out.setdefault(path[0], {})[path[1]] = value
+            _place(out, path, value)
         else:
             out[key] = value
     return out
@@ -137,9 +153,9 @@ class _FlatSource(PydanticBaseSettingsSource):
         for path, envs in env_names(self.settings_cls).items():
             env = next((e for e in envs if e in self.variables), None)
             if env is not None:
-                flat = env.removeprefix("CHRONICLE_").lower()
-                found[flat] = _decoded(self.settings_cls, path, self.variables[env], flat)
-        return nest(self.settings_cls, found)
+                _place(found, path, _decoded(self.settings_cls, path, self.variables[env],
+                                             env.removeprefix("CHRONICLE_").lower()))
+        return found
 
 
 class _TomlSource(PydanticBaseSettingsSource):

@@ -8,11 +8,10 @@ import tomllib
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic.fields import FieldInfo
 from pydantic_settings import SettingsError
 
 from chronicle.settings import Settings
-from chronicle.settings_checks import _toml_path, env_names, flat_keys
+from chronicle.settings_checks import _toml_path, env_names, field_of, flat_keys
 
 SETTING_EXAMPLES: dict[str, str] = {
     "timezone": "CHRONICLE_TIMEZONE=Asia/Shanghai",
@@ -33,12 +32,6 @@ def _path(loc: tuple[Any, ...]) -> tuple[str | None, str]:
     if len(loc) > 1 and str(loc[0]) in Settings.sections():
         return str(loc[0]), str(loc[1])
     return None, str(loc[0])
-
-
-def _field(path: tuple[str | None, str]) -> FieldInfo | None:
-    section, field = path
-    model = Settings if section is None else Settings.model_fields[section].annotation
-    return getattr(model, "model_fields", {}).get(field)
 
 
 def _env_name(path: tuple[str | None, str]) -> str:
@@ -64,7 +57,7 @@ def settings_problem(exc: Exception) -> str:
         path = _path(tuple(loc))
         name = _env_name(path)
         message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-        info = _field(path)
+        info = field_of(Settings, path)
         example = SETTING_EXAMPLES.get(path[1])
         if example is None and info is not None and info.default is not None and not callable(info.default):
             example = f"{name}={info.default}"

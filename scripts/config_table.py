@@ -13,10 +13,8 @@ import ast
 import re
 from pathlib import Path
 
-from pydantic.fields import FieldInfo
-
 from chronicle.settings import Settings
-from chronicle.settings_checks import env_names
+from chronicle.settings_checks import env_names, field_of
 
 REPO = Path(__file__).resolve().parents[1]
 START, END = "<!-- config:start -->", "<!-- config:end -->"
@@ -45,12 +43,6 @@ def _docstrings() -> dict[tuple[str | None, str], str]:
     return docs
 
 
-def field_info(path: tuple[str | None, str]) -> FieldInfo:
-    section, name = path
-    model = Settings if section is None else Settings.model_fields[section].annotation
-    return model.model_fields[name]  # type: ignore[union-attr]
-
-
 def _env_names(path: tuple[str | None, str]) -> str:
     names = env_names(Settings)[path]
     # The seed's / AWS's own names are the documented ones; the CHRONICLE_ spellings of them are aliases.
@@ -58,7 +50,7 @@ def _env_names(path: tuple[str | None, str]) -> str:
 
 
 def _default(path: tuple[str | None, str]) -> str:
-    value = field_info(path).get_default(call_default_factory=True)
+    value = field_of(Settings, path).get_default(call_default_factory=True)
     if value is None:
         return "unset"
     return f"`{value}`".replace("|", "\\|")

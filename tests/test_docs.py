@@ -36,9 +36,11 @@ def test_the_link_check_sees_a_broken_link(tmp_path: Path) -> None:
 
 
 def test_the_readme_configuration_table_is_generated_from_the_settings_class() -> None:
-    from scripts.config_table import field_info, operator_fields, readme_block, render
+    from chronicle.settings import Settings
+    from chronicle.settings_checks import field_of
+    from scripts.config_table import operator_fields, readme_block, render
 
-    assert all(field_info(path) for _, path in operator_fields())
+    assert all(field_of(Settings, path) for _, path in operator_fields())
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert readme_block(readme) == render(), "run `python -m scripts.config_table --write`"
 

@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel, SecretStr
 
 from chronicle.settings import Settings
-from chronicle.settings_checks import RETIRED, env_names, flat_keys
+from chronicle.settings_checks import RETIRED, env_names, field_of, flat_keys
 from chronicle.settings_errors import settings_problem
 
 ENV_NAMES = (
@@ -51,17 +51,11 @@ SPECIAL = {"catalog": "ducklake:postgres:dbname=x", "timezone": "Europe/Berlin",
 BY_NAME = {name: path for path, names in env_names(Settings).items() for name in names}
 
 
-def _field(path: tuple[str | None, str]) -> Any:
-    section, name = path
-    model = Settings if section is None else Settings.model_fields[section].annotation
-    return model.model_fields[name]  # type: ignore[union-attr]
-
-
 def _other_value(path: tuple[str | None, str]) -> Any:
     """A valid value that differs from the field's default, from its type (a few need a shape of their own)."""
     if path[1] in SPECIAL:
         return SPECIAL[path[1]]
-    info = _field(path)
+    info = field_of(Settings, path)
     default = info.get_default(call_default_factory=True)
     kind = info.annotation
     if typing.get_origin(kind) in (typing.Union, types.UnionType):  # `X | None`
