@@ -3,7 +3,7 @@ class, so the table cannot drift from the code. `python -m scripts.config_table 
 
 The table lists what an operator sets (each settings class's OPERATOR, by section); every other field is a tuning knob
 documented where it is declared (`chronicle/settings.py`, `chronicle/settings_sections.py`).
-`tests/test_docs.py` fails when the README block is stale or when a name below is no longer a field.
+`tests/test_docs.py` fails when the README block is stale or when an OPERATOR entry names no field.
 """
 
 from __future__ import annotations
