@@ -3,7 +3,7 @@
 The run the operator started (participant 0) plans the weeks, cuts them into disjoint shards — contiguous runs
 of the (project, week) order, so a project's weeks stay together and a child reads each project's inputs once —
 and starts a child run per shard but its own (`tasks/spread.py`). Nobody negotiates who writes which
-week: the shards say so, and the week leases every fan-out takes (`services/week_claims.py`) keep a week from
+week: the shards say so, and the week leases every fan-out takes (`services.weekly.lease_weeks`) keep a week from
 being written twice when the parent later writes the weeks of a child that never started or died.
 
 Each shard is claimed once, by its child when it starts or by the parent when the child has not started by the

@@ -1,22 +1,32 @@
-"""Use cases of the weekly chronicle: plan a project's weeks, run one week, keep kept reports true.
+"""Use cases of the weekly chronicle: plan a project's weeks, own a week, run it, keep kept reports true.
 
-Read a week (short window) -> decide -> write it (no database held, the LLM through the gate) -> store
-(short window, group-committed with the other weeks in flight). No Prefect tasks or artifacts here: the
-task layer wraps `run_week` and publishes what it returns.
+Plan (one read window per project; every week decided here and nowhere else) -> own the week's cache key
+(a lease, below) -> write it (no database held, the LLM through the gate) -> store it (short window,
+group-committed with the other weeks in flight, ending the lease in the same commit). No Prefect tasks or
+artifacts here: the task layer runs groups of weeks and publishes what they return.
+
+**Owning a week.** The claim key is the week's cache key (`WeekJob.claim_key`), so a second run handed the
+same week waits for the first and reuses its report, and a run with other inputs (a late entry) is not held
+up. One kind of lease (`chronicle.storage.claims.Leases`), taken at one of two moments: a fan-out leases the
+weeks it is about to write in bulk (`lease_weeks`: one round trip, one heartbeat), and a week it could not
+lease (its key was busy, or its task runs in another process) takes its key when it runs (`week_lease`),
+waiting while another run holds it. A won key whose previous claim ended after this run planned is not
+trusted blindly: the week is planned again, and when the new plan keeps the report another run wrote, that
+report answers the week.
 """
 
 from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
-from chronicle.services import week_claims
 from chronicle.services.llm_gate import held_calls, llm_call, llm_turn, redactor_for
 from chronicle.storage import claims, report_writer, reports, week_inputs
 from chronicle.storage import pseudonyms as pseudonym_store
@@ -34,6 +44,26 @@ from chronicle.weekly.model import StoredReport, WeekDigest, WeekInput, WeekRepo
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek, week_range
 
+WEEK_CLAIM_TTL_S = 30.0
+"""Lease of a week being written; renewed every third of it while the writer lives (generous for the
+embedded file lock, where a renewal may wait behind another process's write window)."""
+
+CLOCK_SKEW_S = 120.0
+"""Hosts' clocks may disagree by this much: a claim finished up to this long before a plan was read is
+still taken to be possibly newer than the plan."""
+
+REUSED_WHY = "written by a concurrent run"
+
+COMMIT_EVERY = MAX_WEEKS_PER_TASK
+"""Offline weeks of a group stored per commit at least (more when more threads run at once): a write window
+(open, commit, checkpoint on close) costs about as much CPU as ten offline weeks, so a window per few weeks
+would be most of an offline backfill's cost, while a kill loses at most one window's text (fast to redo)."""
+
+WeekKey = tuple[str, int]
+"""(project, week number)."""
+
+T = TypeVar("T")
+
 
 class WeekRun(NamedTuple):
     """What running one week produced: its outcome row, and the report when new text was stored."""
@@ -41,9 +71,17 @@ class WeekRun(NamedTuple):
     outcome: WeekOutcome
     report: WeekReport | None
 
-T = TypeVar("T")
+
+class Pending(NamedTuple):
+    """A week written by a group, its report waiting for the group's commit (which ends its lease)."""
+
+    job: WeekJob
+    report: WeekReport
+    queued: Queued
+    seconds: float
 
 
+# --- planning -------------------------------------------------------------------------------------
 def read_week(settings: Settings, project_id: str, week: IsoWeek) -> tuple[WeekInput, StoredReport | None]:
     """One short read window: the week's entries, the enrolment before it, its stored report."""
     with connect(settings) as conn:
@@ -73,17 +111,6 @@ def _with_pseudonyms_stored(settings: Settings, project_id: str, names: Pseudony
     return result if write(settings, save) else again()
 
 
-def _refresh(settings: Settings, week: WeekInput, stored: StoredReport, stale: bool | None) -> None:
-    """Keep a kept report's stats true (a late enrolment shifts `enrolled_total` of later weeks)."""
-    if stored.stats == week.stats and (stale is None or stale == stored.stale):
-        return
-    reasons = None if stored.status == "edited" else recheck(stored, week)
-    for attempt in transactions(settings, guard=reports.guard_keys([week.project_id])):
-        with attempt as conn:  # a lake commit conflict re-runs the unit
-            reports.refresh(conn, week.project_id, week.week.number, stats=week.stats, stale=stale,
-                            review_reasons=reasons)
-
-
 def plan_week(settings: Settings, project_id: str, week: IsoWeek, *, force: bool = False,
               overwrite_edited: bool = False) -> WeekJob:
     """The job of one week asked for by name (planned as a backfill of that week alone would plan it)."""
@@ -94,197 +121,6 @@ def plan_week(settings: Settings, project_id: str, week: IsoWeek, *, force: bool
     return jobs[0]
 
 
-def run_week(settings: Settings, job: WeekJob, run_id: str) -> WeekRun:
-    """Run one planned week end to end (or answer it from the stored report).
-
-    A week whose cache key its fan-out leased (`job.lease_owner`, services/week_claims.py) is written at
-    once; without a lease the week claims its key by itself before calling the model.
-    """
-    t0 = time.perf_counter()
-    week_input, stored, decision = job.input, job.stored, job.decision
-    n = len(week_input.entries)
-    if decision.action != "generate":
-        assert stored is not None
-        _refresh(settings, week_input, stored, decision.stale if decision.action == "skip-edited" else None)
-        row = WeekOutcome(job.project_id, job.week.number, decision.kept_as, stored.model, n,
-                          needs_review=stored.needs_review, reasons=tuple(describe(r) for r in stored.review_reasons),
-                          why=decision.why)
-        return WeekRun(row.timed(time.perf_counter() - t0), None)
-
-    model = engine_model(settings)
-    with week_claims.week_lease(settings, job, model) as owned:
-        if isinstance(owned, WeekOutcome):  # another run wrote the week while this one waited for its lease
-            return WeekRun(owned.timed(time.perf_counter() - t0), None)
-        try:
-            run = _generate(settings, job, model, run_id, lease=owned)
-        except BaseException:
-            owned.release()
-            raise
-    return WeekRun(run.outcome.timed(time.perf_counter() - t0), run.report)
-
-
-def _generate(settings: Settings, job: WeekJob, model: str, run_id: str, *, lease: claims.Lease) -> WeekRun:
-    """Write the week (offline engine, or the LLM through the gate) and store it as its new version
-    (ending `lease` in the same commit)."""
-    # The week's successful LLM attempts are stored in its report's commit (one write window per week);
-    # if the week fails before that commit, held_calls writes them on the way out.
-    with held_calls(settings) as held:
-        report = _write_text(settings, job, model, run_id)
-        saved = report_writer.writer_for(settings).save(_report_write(job, report, run_id), lease=lease,
-                                                         calls=held.take())
-        held.done()
-    return _written(job, report, saved)
-
-
-def _written(job: WeekJob, report: WeekReport, saved: str) -> WeekRun:
-    """What storing a week's new text produced (`saved`: the writer's outcome, e.g. generated or skipped-edited)."""
-    row = WeekOutcome(job.project_id, job.week.number, saved, report.model, len(job.input.entries),
-                      llm_calls=report.llm_calls, needs_review=report.needs_review,
-                      reasons=tuple(describe(r) for r in report.review_reasons), why=job.decision.why)
-    return WeekRun(row, report if saved == "generated" else None)
-
-
-def _report_write(job: WeekJob, report: WeekReport, run_id: str) -> ReportWrite:
-    """The write of a week's new text; `edit_seen` is the version of the human edit the run planned over,
-    the only one `overwrite_edited` may replace."""
-    stored = job.stored
-    seen = stored.version if stored is not None and stored.status == "edited" else None
-    return ReportWrite(report, job.overwrite_edited, job.decision.why, run_id, seen)
-
-
-COMMIT_EVERY = MAX_WEEKS_PER_TASK
-"""Offline weeks of a group stored per commit at least (more when more threads run at once): a group's weeks in
-one window unless CHRONICLE_WEEKS_PER_TASK makes groups larger. A write window (open, commit, checkpoint on
-close) costs ~40-60 ms of CPU, ten offline weeks' work: 4 weeks a window made the windows most of an offline
-backfill's cost, and at 16 (3 windows for a 37-week group) they were still ~40 % of its worker CPU;
-50 weeks of text are ~0.15 s to redo after a kill."""
-
-
-def _write_text(settings: Settings, job: WeekJob, model: str, run_id: str) -> WeekReport:
-    """The week's text (offline engine, or the LLM through the gate); a failure marks a changed report stale."""
-    week_input, stored = job.input, job.stored
-    project_id, week = job.project_id, job.week
-    try:
-        if settings.llm.offline or not week_input.entries:
-            return offline_week(week_input, settings.weekly.report_max_chars)
-        call = llm_call(settings, run_id, project_id=project_id, week_number=week.number)
-        return llm_week(week_input, call, model=model, max_chars=settings.weekly.report_max_chars,
-                        context_tokens=settings.llm.context_tokens)
-    except Exception:
-        if stored is not None and stored.status == "generated" and stored.input_hash != week_input.input_hash:
-            for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
-                with attempt as conn:
-                    reports.mark_stale(conn, project_id, week.number)
-        raise
-
-
-def run_week_group(settings: Settings, jobs: list[WeekJob], run_id: str, *,
-                   threads: int = 1) -> list[WeekRun | Exception]:
-    """Run a group of weeks (`threads` at a time); the weeks the offline engine writes (milliseconds each,
-    where a commit per week would cost more than the week) are stored one window per round of weeks.
-
-    Each week keeps its own decision (cache, edits), claim, LLM calls and outcome; a week that fails is
-    its exception in the result and its neighbours go on. A round's offline reports (ending their leases)
-    are committed together once the round is written: a kill before that commit loses the round's text
-    (milliseconds of work), never a week half stored, and the rerun writes it again. A week written by
-    the LLM is stored at once, group-committed with the weeks in flight beside it, as before.
-    A week without a lease (its task runs in another process) goes through `run_week` and claims itself.
-    """
-    model = engine_model(settings)
-    out: list[WeekRun | Exception | None] = [None] * len(jobs)
-    pending: list[_Pending | None] = [None] * len(jobs)
-    started = time.monotonic()  # this group's turn at the LLM slots: an older group's weeks go first
-
-    def one(i: int) -> None:
-        with llm_turn((started, i)):
-            _one(i)
-
-    def _one(i: int) -> None:
-        job = jobs[i]
-        t0 = time.perf_counter()
-        try:
-            leases = week_claims.leases_of(job.lease_owner)
-            key = week_claims.week_claim_key(job.input, model)
-            # A week written by the LLM is stored as soon as it is written (group-committed with the weeks
-            # in flight beside it): held for the group's commit, a kill would throw away paid calls.
-            llm = bool(job.input.entries) and not settings.llm.offline
-            if job.decision.action != "generate" or leases is None or not leases.holds(key) or llm:
-                out[i] = run_week(settings, job, run_id)
-                return
-            lease = claims.Lease(leases, key)
-            try:
-                with held_calls(settings) as held:
-                    report = _write_text(settings, job, model, run_id)
-                    calls = held.take()
-                    held.done()  # stored with the group's commit below (or written on their own if it fails)
-            except BaseException:
-                lease.release()
-                raise
-            pending[i] = _Pending(job, report, lease, calls, time.perf_counter() - t0)
-        except Exception as exc:
-            out[i] = exc
-
-    _in_rounds(len(jobs), threads, one, lambda indices: _store_round(settings, run_id, pending, out, indices))
-    assert all(r is not None for r in out)
-    return [r for r in out if r is not None]
-
-
-def _store_round(settings: Settings, run_id: str, pending: list[_Pending | None], out: list[WeekRun | Exception | None],
-                 indices: range) -> None:
-    """Store a round's written weeks in one commit (ending their leases); a week whose write failed gets its
-    error in `out`, its lease released and its LLM attempts' rows written on their own."""
-    todo = [(i, p) for i in indices if (p := pending[i]) is not None]
-    t_save = time.perf_counter()
-    saved = report_writer.writer_for(settings).save_many(
-        [Queued(_report_write(p.job, p.report, run_id), p.lease, p.calls) for _, p in todo])
-    share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
-    for (i, p), result in zip(todo, saved, strict=True):
-        if isinstance(result, BaseException):
-            p.lease.release()
-            write_calls(settings, p.calls)
-            out[i] = result if isinstance(result, Exception) else RuntimeError(str(result))
-            continue
-        run = _written(p.job, p.report, result)
-        out[i] = WeekRun(run.outcome.timed(p.seconds + share), run.report)
-
-
-def _in_rounds(n: int, threads: int, one: Callable[[int], None], store: Callable[[range], None]) -> None:
-    """`one(i)` for each of a group's `n` weeks, `threads` at a time, and `store(round)` for each round of them,
-    in order. One commit per round of `threads` weeks (at least COMMIT_EVERY): a handful of windows per group,
-    and what a kill can throw away stays a round, not the whole group."""
-    step = max(threads, COMMIT_EVERY)
-    rounds = [range(first, min(first + step, n)) for first in range(0, n, step)]
-    if min(max(1, threads), n) <= 1:
-        for chunk in rounds:
-            for i in chunk:
-                one(i)
-            store(chunk)
-        return
-    # No barrier between rounds: a thread that finished a week takes the next one at once, while a
-    # neighbour waits for its report's commit — a round waiting for its slowest week and its write window
-    # left the LLM slots idle (~5 of 8 calls in flight at 500 ms). The weeks' offline reports
-    # are still committed in rounds, in order, as their weeks finish.
-    with ThreadPoolExecutor(max_workers=min(threads, n), thread_name_prefix="chronicle-week") as pool:
-        # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run
-        # and the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold
-        # neither, and a week would then wait forever for a slot its own run holds).
-        futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(n)]
-        for chunk in rounds:
-            for i in chunk:
-                futures[i].result()
-            store(chunk)
-
-
-class _Pending(NamedTuple):
-    """A week written by a group, waiting for the group's commit."""
-
-    job: WeekJob
-    report: WeekReport
-    lease: claims.Lease
-    calls: list
-    seconds: float
-
-
 @dataclass
 class ProjectPlan:
     """Weeks of one project that need a task, and the outcome rows of those answered at planning."""
@@ -293,7 +129,7 @@ class ProjectPlan:
     to_run: list[WeekJob] = field(default_factory=list)
     done: list[WeekOutcome] = field(default_factory=list)
     planned_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    """Taken before the plan's read: what was stored then is what the plan knows (services/week_claims.py)."""
+    """Taken before the plan's read: what was stored then is what the plan knows (see `lease_weeks`)."""
 
     @property
     def total(self) -> int:
@@ -337,13 +173,8 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
             continue
         outcome, refresh = _kept_week(project_id, week, kept, decision, digest, week_input)
         plan.done.append(outcome)
-        if refresh is not None:
-            refreshes.append(refresh)
-    if refreshes:
-        for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
-            with attempt as conn:
-                for number, stats, stale, reasons in refreshes:
-                    reports.refresh(conn, project_id, number, stats=stats, stale=stale, review_reasons=reasons)
+        refreshes += [refresh] if refresh is not None else []
+    _store_refreshes(settings, project_id, refreshes)
     return _with_pseudonyms_stored(settings, project_id, names, lambda: plan_project(
         settings, project_id, start, end, force=force, overwrite_edited=overwrite_edited, only_missing=only_missing,
         to_last_entry=to_last_entry),
@@ -370,10 +201,11 @@ _RowRefresh = tuple[int, dict, bool | None, list[dict] | None]
 """A kept report's row to refresh: week number, new stats, staleness (edited weeks), re-checked review reasons."""
 
 
-def _kept_week(project_id: str, week: IsoWeek, kept: StoredReport, decision: Decision, digest: WeekDigest,
-               week_input: Callable[[], WeekInput]) -> tuple[WeekOutcome, _RowRefresh | None]:
+def _kept_week(project_id: str, week: IsoWeek, kept: StoredReport, decision: Decision,
+               digest: WeekDigest | WeekInput, week_input: Callable[[], WeekInput],
+               why: str | None = None) -> tuple[WeekOutcome, _RowRefresh | None]:
     """The outcome of a week whose stored report stays, and its row's refresh when the week's stats or its
-    staleness changed."""
+    staleness changed (a late enrolment shifts `enrolled_total` of later weeks)."""
     stale = decision.stale if decision.action == "skip-edited" else None
     needs_review, reasons, refresh = kept.needs_review, None, None
     if kept.stats != digest.stats or (stale is not None and stale != kept.stale):
@@ -385,5 +217,231 @@ def _kept_week(project_id: str, week: IsoWeek, kept: StoredReport, decision: Dec
     outcome = WeekOutcome(project_id, week.number, decision.kept_as, kept.model, digest.entry_count,
                           needs_review=needs_review,
                           reasons=tuple(describe(r) for r in shown) if needs_review else (),
-                          why=decision.why)
+                          why=why or decision.why)
     return outcome, refresh
+
+
+def _store_refreshes(settings: Settings, project_id: str, refreshes: list[_RowRefresh]) -> None:
+    if not refreshes:
+        return
+    for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
+        with attempt as conn:  # a lake commit conflict re-runs the unit
+            for number, stats, stale, reasons in refreshes:
+                reports.refresh(conn, project_id, number, stats=stats, stale=stale, review_reasons=reasons)
+
+
+# --- owning ---------------------------------------------------------------------------------------
+def lease_weeks(settings: Settings, leases: claims.Leases, jobs: list[WeekJob], model: str, *,
+                planned_at: datetime) -> dict[WeekKey, WeekOutcome]:
+    """Lease the weeks that are to be written, in one round trip; returns the outcome rows of the weeks another
+    run wrote since `planned_at` (their leases released: nothing to write). The rest (weeks not to be written,
+    or whose key another run holds now) take theirs when they run (`week_lease`)."""
+    wanted = {job.claim_key(model): job for job in jobs if job.decision.action == "generate"}
+    taken = leases.take(wanted)
+    since = (planned_at - timedelta(seconds=CLOCK_SKEW_S)).astimezone(UTC)
+    won = [key for key, t in taken.items() if t.won]
+    ended = [key for key in won if (end := taken[key].previous_end) is not None
+             and (end.replace(tzinfo=UTC) if end.tzinfo is None else end.astimezone(UTC)) >= since]
+    answered = _written_since_plan(settings, [wanted[key] for key in ended])
+    leases.release([key for key in ended if (wanted[key].project_id, wanted[key].week.number) in answered])
+    return answered
+
+
+@contextmanager
+def week_lease(settings: Settings, job: WeekJob, model: str) -> Iterator[claims.Lease | WeekOutcome]:
+    """The lease a week to be written is written under, or the outcome when another run wrote it meanwhile.
+
+    The fan-out's lease when it took the week; else the week's key is taken now (on the fan-out's leases, or,
+    in a process without them, on leases of its own), waiting while another run (another backfill, another
+    worker) writes it; a holder killed with -9 frees the key at once on the embedded file, `WEEK_CLAIM_TTL_S`
+    later in the lake.
+    """
+    key = job.claim_key(model)
+    fan_out = claims.Leases.of(job.lease_owner)
+    if fan_out is not None and fan_out.holds(key):
+        yield claims.Lease(fan_out, key)
+        return
+    with nullcontext(fan_out) if fan_out is not None else claims.Leases(settings, ttl_s=WEEK_CLAIM_TTL_S) as leases:
+        taken = leases.acquire(key, settings.db_lock_timeout_s)
+        row = (_written_since_plan(settings, [job]).get((job.project_id, job.week.number))
+               if taken.previous_end is not None else None)
+        if row is not None:
+            leases.release([key])
+            yield row
+            return
+        yield claims.Lease(leases, key)
+
+
+def _written_since_plan(settings: Settings, jobs: list[WeekJob]) -> dict[WeekKey, WeekOutcome]:
+    """The weeks of `jobs` another run wrote since they were planned, with their outcome rows.
+
+    Each project's weeks are planned again (where every week is decided); a week is answered when its stored
+    report moved on since this run's plan and the new plan keeps it: current for the week's cache key (even
+    for a forced week — it is written once per set of concurrent runs) or a human edit this run may not
+    overwrite.
+    """
+    out: dict[WeekKey, WeekOutcome] = {}
+    by_project: dict[str, list[WeekJob]] = {}
+    for job in jobs:
+        by_project.setdefault(job.project_id, []).append(job)
+    for project_id, mine in by_project.items():
+        weeks = [job.week for job in mine]
+        again = {j.week.number: j for j in plan_project(settings, project_id, min(weeks), max(weeks),
+                                                        overwrite_edited=mine[0].overwrite_edited,
+                                                        only_missing=False).to_run}
+        for job in mine:
+            now = again.get(job.week.number)
+            if now is None or now.stored is None or now.decision.action == "generate" or (
+                    job.stored is not None and now.stored.version == job.stored.version):
+                continue
+            out[(project_id, job.week.number)] = WeekOutcome(
+                project_id, job.week.number, now.decision.kept_as, now.stored.model, len(now.input.entries),
+                needs_review=now.stored.needs_review, why=REUSED_WHY)
+    return out
+
+
+# --- running --------------------------------------------------------------------------------------
+def run_week(settings: Settings, job: WeekJob, run_id: str, *, hold: bool = False) -> WeekRun | Pending:
+    """Run one planned week end to end: answer it from its stored report, or own it, write it and store it.
+
+    `hold` (a group's offline week under its fan-out's lease): the written report is returned as `Pending`
+    for the group's commit instead of being stored at once.
+    """
+    t0 = time.perf_counter()
+    if job.decision.action != "generate":
+        assert job.stored is not None
+        row, refresh = _kept_week(job.project_id, job.week, job.stored, job.decision, job.input, lambda: job.input)
+        _store_refreshes(settings, job.project_id, [refresh] if refresh is not None else [])
+        return WeekRun(row.timed(time.perf_counter() - t0), None)
+    model = engine_model(settings)
+    with week_lease(settings, job, model) as owned:
+        if isinstance(owned, WeekOutcome):  # another run wrote the week while this one waited for its lease
+            return WeekRun(owned.timed(time.perf_counter() - t0), None)
+        try:
+            # The week's successful LLM attempts are stored in its report's commit (one write window per
+            # week); if the week fails before that commit, held_calls writes them on the way out.
+            with held_calls(settings) as held:
+                report = _write_text(settings, job, model, run_id)
+                queued = Queued(_report_write(job, report, run_id), owned, held.take())
+                if hold:
+                    held.done()  # stored with the group's commit (or written on their own if it fails)
+                    return Pending(job, report, queued, time.perf_counter() - t0)
+                saved = report_writer.writer_for(settings).save(queued.write, lease=owned, calls=queued.calls)
+                held.done()
+        except BaseException:
+            owned.release()
+            raise
+    row = _written(job, report, saved)
+    return WeekRun(row.outcome.timed(time.perf_counter() - t0), row.report)
+
+
+def _write_text(settings: Settings, job: WeekJob, model: str, run_id: str) -> WeekReport:
+    """The week's text (offline engine, or the LLM through the gate); a failure marks a changed report stale."""
+    week_input, stored = job.input, job.stored
+    project_id, week = job.project_id, job.week
+    try:
+        if settings.llm.offline or not week_input.entries:
+            return offline_week(week_input, settings.weekly.report_max_chars)
+        call = llm_call(settings, run_id, project_id=project_id, week_number=week.number)
+        return llm_week(week_input, call, model=model, max_chars=settings.weekly.report_max_chars,
+                        context_tokens=settings.llm.context_tokens)
+    except Exception:
+        if stored is not None and stored.status == "generated" and stored.input_hash != week_input.input_hash:
+            for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
+                with attempt as conn:
+                    reports.mark_stale(conn, project_id, week.number)
+        raise
+
+
+def _report_write(job: WeekJob, report: WeekReport, run_id: str) -> ReportWrite:
+    """The write of a week's new text; `edit_seen` is the version of the human edit the run planned over,
+    the only one `overwrite_edited` may replace (an edit saved while the week runs is kept)."""
+    stored = job.stored
+    seen = stored.version if stored is not None and stored.status == "edited" else None
+    return ReportWrite(report, job.overwrite_edited, job.decision.why, run_id, seen)
+
+
+def _written(job: WeekJob, report: WeekReport, saved: str) -> WeekRun:
+    """What storing a week's new text produced (`saved`: the writer's outcome, e.g. generated or skipped-edited)."""
+    row = WeekOutcome(job.project_id, job.week.number, saved, report.model, len(job.input.entries),
+                      llm_calls=report.llm_calls, needs_review=report.needs_review,
+                      reasons=tuple(describe(r) for r in report.review_reasons), why=job.decision.why)
+    return WeekRun(row, report if saved == "generated" else None)
+
+
+def run_week_group(settings: Settings, jobs: list[WeekJob], run_id: str, *,
+                   threads: int = 1) -> list[WeekRun | Exception]:
+    """Run a group of weeks (`threads` at a time), each through `run_week`; one result per week, in order, a
+    week that fails being its exception while its neighbours go on.
+
+    The weeks the offline engine writes under the fan-out's lease (milliseconds each, where a commit per week
+    would cost more than the week) are stored one window per round of weeks: a kill before that commit loses
+    the round's text, never a week half stored, and the rerun writes it again. A week written by the LLM is
+    stored as soon as it is written (group-committed with the weeks in flight beside it): held for the
+    group's commit, a kill would throw away paid calls.
+    """
+    out: list[WeekRun | Exception | None] = [None] * len(jobs)
+    pending: list[Pending | None] = [None] * len(jobs)
+    started = time.monotonic()  # this group's turn at the LLM slots: an older group's weeks go first
+
+    def one(i: int) -> None:
+        job = jobs[i]
+        hold = job.lease_owner is not None and (settings.llm.offline or not job.input.entries)
+        try:
+            with llm_turn((started, i)):
+                result = run_week(settings, job, run_id, hold=hold)
+        except Exception as exc:
+            result = exc
+        if isinstance(result, Pending):
+            pending[i] = result
+        else:
+            out[i] = result
+
+    _in_rounds(len(jobs), threads, one, lambda indices: _store_round(settings, pending, out, indices))
+    assert all(r is not None for r in out)
+    return [r for r in out if r is not None]
+
+
+def _store_round(settings: Settings, pending: list[Pending | None], out: list[WeekRun | Exception | None],
+                 indices: range) -> None:
+    """Store a round's written weeks in one commit (ending their leases); a week whose write failed gets its
+    error in `out`, its lease released and its LLM attempts' rows written on their own."""
+    todo = [(i, p) for i in indices if (p := pending[i]) is not None]
+    t_save = time.perf_counter()
+    saved = report_writer.writer_for(settings).save_many([p.queued for _, p in todo])
+    share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
+    for (i, p), result in zip(todo, saved, strict=True):
+        if isinstance(result, BaseException):
+            assert p.queued.lease is not None
+            p.queued.lease.release()
+            write_calls(settings, p.queued.calls)
+            out[i] = result if isinstance(result, Exception) else RuntimeError(str(result))
+            continue
+        run = _written(p.job, p.report, result)
+        out[i] = WeekRun(run.outcome.timed(p.seconds + share), run.report)
+
+
+def _in_rounds(n: int, threads: int, one: Callable[[int], None], store: Callable[[range], None]) -> None:
+    """`one(i)` for each of a group's `n` weeks, `threads` at a time, and `store(round)` for each round of them,
+    in order. One commit per round of `threads` weeks (at least COMMIT_EVERY): a handful of windows per group,
+    and what a kill can throw away stays a round, not the whole group."""
+    step = max(threads, COMMIT_EVERY)
+    rounds = [range(first, min(first + step, n)) for first in range(0, n, step)]
+    if min(max(1, threads), n) <= 1:
+        for chunk in rounds:
+            for i in chunk:
+                one(i)
+            store(chunk)
+        return
+    # No barrier between rounds: a thread that finished a week takes the next one at once, while a
+    # neighbour waits for its report's commit — a round waiting for its slowest week and its write window
+    # left the LLM slots idle. The weeks' offline reports are still committed in rounds, in order.
+    with ThreadPoolExecutor(max_workers=min(threads, n), thread_name_prefix="chronicle-week") as pool:
+        # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run
+        # and the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold
+        # neither, and a week would then wait forever for a slot its own run holds).
+        futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(n)]
+        for chunk in rounds:
+            for i in chunk:
+                futures[i].result()
+            store(chunk)

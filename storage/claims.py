@@ -270,6 +270,10 @@ class Lease(NamedTuple):
         self.leases.release([self.key])
 
 
+_open: dict[str, Leases] = {}
+_open_lock = threading.Lock()
+
+
 class Leases:
     """Claims one owner takes in bulk, renews together (one round trip per beat) and ends one by one.
 
@@ -291,7 +295,16 @@ class Leases:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Leases:
+        with _open_lock:
+            _open.setdefault(self.owner, self)
         return self
+
+    @staticmethod
+    def of(owner: str | None) -> Leases | None:
+        """The open `Leases` of `owner` in this process: threads working for the owner (a fan-out's week tasks)
+        take their keys on it, under its one heartbeat."""
+        with _open_lock:
+            return _open.get(owner) if owner is not None else None
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -343,6 +356,9 @@ class Leases:
             release(self.settings, key, self.owner)
 
     def close(self) -> None:
+        with _open_lock:
+            if _open.get(self.owner) is self:
+                del _open[self.owner]
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 
 from chronicle.services.llm_gate import redactor_for, reserve_llm
 from chronicle.services.run_tracking import current_flow_run_id, run_notes
-from chronicle.services.week_claims import Leased, fan_out_leases, lease_weeks
-from chronicle.services.weekly import ProjectPlan, run_week_group
+from chronicle.services.weekly import WEEK_CLAIM_TTL_S, ProjectPlan, WeekKey, lease_weeks, run_week_group
+from chronicle.storage import claims
 from prefect import get_run_logger, task
 from prefect.artifacts import (
     create_markdown_artifact,
@@ -219,7 +219,7 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
               on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
     """Run weeks as concurrent tasks (at most `max_workers` in flight), in order; one outcome row per week run.
 
-    The weeks to write are leased first (their cache keys, services/week_claims.py), in one round trip.
+    The weeks to write are leased first (their cache keys, `services.weekly.lease_weeks`), in one round trip.
     `planned_at`: when the weeks' inputs were read. `on_start()`, when given, is
     called once the first task runs are submitted (the LLM slots held), or when there is nothing to submit.
     """
@@ -228,7 +228,7 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
     shape = _shape(settings, jobs, max_workers, in_process)
     gate = reserve_llm(settings, shape.slots) if shape.slots else nullcontext()
     # Tasks in other processes cannot see this process's leases: they claim their week themselves.
-    leasing = fan_out_leases(settings) if in_process else nullcontext()
+    leasing = claims.Leases(settings, ttl_s=WEEK_CLAIM_TTL_S) if in_process else nullcontext()
     finished: queue.Queue[tuple[PrefectFuture[Any], list[tuple[str, IsoWeek, int]], float]] = queue.Queue()
     rows: list[WeekOutcome] = []
     in_hand, in_flight, submitted, cards = deque(jobs), 0, 0, len(jobs) <= REPORT_CARDS_MAX
@@ -239,8 +239,8 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
             on_done(row)
 
     with gate, leasing as leases:
-        leased = (lease_weeks(settings, leases, jobs, engine_model(settings), planned_at=planned_at)
-                  if leases is not None and jobs else Leased())
+        answered = (lease_weeks(settings, leases, jobs, engine_model(settings), planned_at=planned_at)
+                    if leases is not None and jobs else {})
         while in_hand or in_flight:
             while in_flight < shape.in_flight and in_hand:
                 # The run's first group is half a group: the groups in flight then end half a group apart, so
@@ -248,7 +248,7 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
                 # equal size they ran in lockstep and every slot went idle at each hand-over.
                 size = max(1, shape.group // 2) if submitted == 0 and shape.in_flight > 1 else shape.group
                 submitted += 1
-                group = _next_group(in_hand, size, leased, leases.owner if leases is not None else None, done)
+                group = _next_group(in_hand, size, answered, leases.owner if leases is not None else None, done)
                 if group:
                     _submit(settings, group, cards, shape.threads, in_process, finished)
                     in_flight += 1
@@ -280,18 +280,18 @@ def _submit(settings: Settings, jobs: list[WeekJob], cards: bool, threads: int, 
     future.add_done_callback(lambda f: finished.put((f, info, t0)))
 
 
-def _next_group(in_hand: deque[WeekJob], size: int, leased: Leased, owner: str | None,
+def _next_group(in_hand: deque[WeekJob], size: int, answered: dict[WeekKey, WeekOutcome], owner: str | None,
                 done: Callable[[WeekOutcome], None]) -> list[WeekJob]:
     """Up to `size` weeks from `in_hand` for the next task run; a week another run wrote since the plan is
-    `done` with its row instead, and a week this fan-out leased carries its lease `owner`."""
+    `done` with its row instead, and the others carry the `owner` of the fan-out's leases (in its process)."""
     jobs: list[WeekJob] = []
     while in_hand and len(jobs) < size:
         job = in_hand.popleft()
-        at = (job.project_id, job.week.number)
-        if at in leased.answered:
-            done(leased.answered.pop(at))
+        row = answered.pop((job.project_id, job.week.number), None)
+        if row is not None:
+            done(row)
             continue
-        jobs.append(replace(job, lease_owner=owner) if owner is not None and at in leased.weeks else job)
+        jobs.append(replace(job, lease_owner=owner) if owner is not None else job)
     return jobs
 
 

@@ -55,7 +55,8 @@ class WeekJob:
     """One project-week to run, as planned: its input, its stored report then, and the cache decision made
     then — once, at planning; running it never decides again (only a report written since the plan is
     weighed, by the week's claim). `overwrite_edited`: the run's option the decision was made under, which
-    its write obeys too. `lease_owner`: the fan-out that leased the week's cache key for it, if any."""
+    its write obeys too. `lease_owner`: the fan-out whose leases the week is owned on, if it runs in the
+    fan-out's process."""
 
     input: WeekInput
     stored: StoredReport | None
@@ -70,6 +71,12 @@ class WeekJob:
     @property
     def week(self) -> IsoWeek:
         return self.input.week
+
+    def claim_key(self, engine_model: str) -> str:
+        """The week's cache key (project, week, input hash, model, prompt version) as the key its writer owns."""
+        week = self.input
+        return (f"week:{week.project_id}:{week.week.number}:{week.input_hash}:{target_model(week, engine_model)}:"
+                f"{PROMPT_VERSION}")
 
 
 def engine_model(settings: Settings) -> str:
