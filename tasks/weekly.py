@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from chronicle.services.llm_gate import redactor_for, reserve_llm
 from chronicle.services.run_tracking import current_flow_run_id, run_notes
-from chronicle.services.weekly import WEEK_CLAIM_TTL_S, ProjectPlan, WeekKey, lease_weeks, run_week_group
+from chronicle.services.weekly import WEEK_CLAIM_TTL_S, ProjectPlan, lease_weeks, run_week_group
 from chronicle.storage import claims
 from prefect import get_run_logger, task
 from prefect.artifacts import (
@@ -215,13 +215,14 @@ def _shape(settings: Settings, jobs: list[WeekJob], max_workers: int | None, in_
 
 
 def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int | None, planned_at: datetime,
-              on_done: Callable[[WeekOutcome], None] | None = None,
-              on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
-    """Run weeks as concurrent tasks (at most `max_workers` in flight), in order; one outcome row per week run.
+              on_done: Callable[[WeekOutcome], None], on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
+    """Run weeks as concurrent tasks (at most `max_workers` in flight), in order; one outcome row per week run,
+    each also handed to `on_done`.
 
-    The weeks to write are leased first (their cache keys, `services.weekly.lease_weeks`), in one round trip.
-    `planned_at`: when the weeks' inputs were read. `on_start()`, when given, is
-    called once the first task runs are submitted (the LLM slots held), or when there is nothing to submit.
+    The weeks to write are leased first (their cache keys, `services.weekly.lease_weeks`), in one round trip:
+    a week another run wrote since `planned_at` (when the weeks' inputs were read) is answered by its row, and
+    the others run owned by this fan-out's leases. `on_start()`, when given, is called once the first task
+    runs are submitted (the LLM slots held), or when there is nothing to submit.
     """
     jobs = list(work)
     in_process = _tasks_in_process()
@@ -230,17 +231,16 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
     # Tasks in other processes cannot see this process's leases: they claim their week themselves.
     leasing = claims.Leases(settings, ttl_s=WEEK_CLAIM_TTL_S) if in_process else nullcontext()
     finished: queue.Queue[tuple[PrefectFuture[Any], list[tuple[str, IsoWeek, int]], float]] = queue.Queue()
-    rows: list[WeekOutcome] = []
-    in_hand, in_flight, submitted, cards = deque(jobs), 0, 0, len(jobs) <= REPORT_CARDS_MAX
-
-    def done(row: WeekOutcome) -> None:
-        rows.append(row)
-        if on_done is not None:
-            on_done(row)
-
+    in_flight, submitted, cards = 0, 0, len(jobs) <= REPORT_CARDS_MAX
     with gate, leasing as leases:
         answered = (lease_weeks(settings, leases, jobs, engine_model(settings), planned_at=planned_at)
                     if leases is not None and jobs else {})
+        owner = leases.owner if leases is not None else None
+        in_hand = deque(replace(job, lease_owner=owner) for job in jobs
+                        if (job.project_id, job.week.number) not in answered)
+        rows = list(answered.values())
+        for row in rows:
+            on_done(row)
         while in_hand or in_flight:
             while in_flight < shape.in_flight and in_hand:
                 # The run's first group is half a group: the groups in flight then end half a group apart, so
@@ -248,19 +248,17 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
                 # equal size they ran in lockstep and every slot went idle at each hand-over.
                 size = max(1, shape.group // 2) if submitted == 0 and shape.in_flight > 1 else shape.group
                 submitted += 1
-                group = _next_group(in_hand, size, answered, leases.owner if leases is not None else None, done)
-                if group:
-                    _submit(settings, group, cards, shape.threads, in_process, finished)
-                    in_flight += 1
-            if not in_flight:
-                continue
+                _submit(settings, [in_hand.popleft() for _ in range(min(size, len(in_hand)))], cards,
+                        shape.threads, in_process, finished)
+                in_flight += 1
             if on_start is not None:
                 on_start, call = None, on_start
                 call()
             future, info, t0 = finished.get()
             in_flight -= 1
             for row in _group_rows(settings, future, info, t0):
-                done(row)
+                rows.append(row)
+                on_done(row)
     if on_start is not None:
         on_start()
     artifacts.drain()  # the per-week Markdown artifacts are published in the background
@@ -278,21 +276,6 @@ def _submit(settings: Settings, jobs: list[WeekJob], cards: bool, threads: int, 
     future = summarize_weeks_task.submit(wrap(settings), wrap(jobs), cards, threads)
     info = [(job.project_id, job.week, len(job.input.entries)) for job in jobs]
     future.add_done_callback(lambda f: finished.put((f, info, t0)))
-
-
-def _next_group(in_hand: deque[WeekJob], size: int, answered: dict[WeekKey, WeekOutcome], owner: str | None,
-                done: Callable[[WeekOutcome], None]) -> list[WeekJob]:
-    """Up to `size` weeks from `in_hand` for the next task run; a week another run wrote since the plan is
-    `done` with its row instead, and the others carry the `owner` of the fan-out's leases (in its process)."""
-    jobs: list[WeekJob] = []
-    while in_hand and len(jobs) < size:
-        job = in_hand.popleft()
-        row = answered.pop((job.project_id, job.week.number), None)
-        if row is not None:
-            done(row)
-            continue
-        jobs.append(replace(job, lease_owner=owner) if owner is not None else job)
-    return jobs
 
 
 def _group_rows(settings: Settings, future: PrefectFuture[Any], info: list[tuple[str, IsoWeek, int]],
