@@ -37,10 +37,10 @@ class _Windows:
 
     def __init__(self) -> None:
         import chronicle.storage.files
-        import chronicle.storage.report_writer
+        import chronicle.storage.reports
 
         self.opens = self.batches = 0
-        open_, write = chronicle.storage.files._open, chronicle.storage.report_writer.ReportWriter._write
+        open_, write = chronicle.storage.files._open, chronicle.storage.reports.ReportWriter._write
 
         def counting_open(*args: Any) -> Any:
             self.opens += 1
@@ -51,7 +51,7 @@ class _Windows:
             write(writer, tickets)
 
         chronicle.storage.files._open = counting_open
-        chronicle.storage.report_writer.ReportWriter._write = counting_write
+        chronicle.storage.reports.ReportWriter._write = counting_write
 
     def reset(self) -> tuple[int, int]:
         out, (self.opens, self.batches) = (self.opens, self.batches), (0, 0)

@@ -28,12 +28,11 @@ from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
 from chronicle.services.llm_gate import held_calls, llm_call, llm_turn, redactor_for
-from chronicle.storage import claims, report_writer, reports, week_inputs
+from chronicle.storage import claims, reports, week_inputs
 from chronicle.storage import pseudonyms as pseudonym_store
 from chronicle.storage.db import connect, transactions, write
 from chronicle.storage.llm_log import write_calls
-from chronicle.storage.report_writer import Queued
-from chronicle.storage.reports import ReportWrite
+from chronicle.storage.reports import Queued, ReportWrite
 
 from chronicle.redaction.pseudonyms import Pseudonyms
 from chronicle.settings import Settings
@@ -326,7 +325,7 @@ def run_week(settings: Settings, job: WeekJob, run_id: str, *, hold: bool = Fals
                 if hold:
                     held.done()  # stored with the group's commit (or written on their own if it fails)
                     return Pending(job, report, queued, time.perf_counter() - t0)
-                saved = report_writer.writer_for(settings).save(queued.write, lease=owned, calls=queued.calls)
+                saved = reports.writer_for(settings).save(queued.write, lease=owned, calls=queued.calls)
                 held.done()
         except BaseException:
             owned.release()
@@ -408,7 +407,7 @@ def _store_round(settings: Settings, pending: list[Pending | None], out: list[We
     error in `out`, its lease released and its LLM attempts' rows written on their own."""
     todo = [(i, p) for i in indices if (p := pending[i]) is not None]
     t_save = time.perf_counter()
-    saved = report_writer.writer_for(settings).save_many([p.queued for _, p in todo])
+    saved = reports.writer_for(settings).save_many([p.queued for _, p in todo])
     share = (time.perf_counter() - t_save) / max(1, len(todo))  # each week's part of the one commit
     for (i, p), result in zip(todo, saved, strict=True):
         if isinstance(result, BaseException):

@@ -41,7 +41,7 @@ except VersionConflict as exc:
 BACKFILL_PAUSED = """
 import sys, time
 from pathlib import Path
-import chronicle.storage.report_writer as writer
+import chronicle.storage.reports as writer
 write = writer.ReportWriter._write
 def paused(self, tickets):
     if not Path(sys.argv[2]).exists():

@@ -34,7 +34,7 @@ backfill_weeks(project_id=sys.argv[1])
 # Random kill points land between two windows only by luck; these land there every time.
 WEEKLY_DIES_AT_WRITE_DRIVER = f"""
 import os, signal, sys
-import chronicle.storage.report_writer as writer
+import chronicle.storage.reports as writer
 from chronicle.flows.backfill_weeks import backfill_weeks
 n, inside, windows = int(sys.argv[2]), sys.argv[3] == "inside", [0]
 save_reports, write = writer.save_reports, writer.ReportWriter._write

@@ -54,7 +54,7 @@ def test_offline_backfill_of_the_sample_matches_ground_truth_then_caches(trial: 
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.services.weekly import COMMIT_EVERY
-    from chronicle.storage.report_writer import ReportWriter
+    from chronicle.storage.reports import ReportWriter
 
     windows = []  # the report write windows (the real writes, counted)
     write = ReportWriter._write
