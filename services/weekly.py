@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
@@ -274,28 +274,27 @@ def week_lease(settings: Settings, job: WeekJob, model: str) -> Iterator[claims.
 def _written_since_plan(settings: Settings, jobs: list[WeekJob]) -> dict[WeekKey, WeekOutcome]:
     """The weeks of `jobs` another run wrote since they were planned, with their outcome rows.
 
-    Each project's weeks are planned again (where every week is decided); a week is answered when its stored
-    report moved on since this run's plan and the new plan keeps it: current for the week's cache key (even
-    for a forced week — it is written once per set of concurrent runs) or a human edit this run may not
-    overwrite.
+    One read of the stored reports finds the weeks whose report moved on since this run's plan; only those are
+    planned again (where every week is decided), and one is answered when the new plan keeps its report:
+    current for the week's cache key (even for a forced week — it is written once per set of concurrent runs)
+    or a human edit this run may not overwrite.
     """
     out: dict[WeekKey, WeekOutcome] = {}
     by_project: dict[str, list[WeekJob]] = {}
     for job in jobs:
         by_project.setdefault(job.project_id, []).append(job)
     for project_id, mine in by_project.items():
-        weeks = [job.week for job in mine]
-        again = {j.week.number: j for j in plan_project(settings, project_id, min(weeks), max(weeks),
-                                                        overwrite_edited=mine[0].overwrite_edited,
-                                                        only_missing=False).to_run}
-        for job in mine:
-            now = again.get(job.week.number)
-            if now is None or now.stored is None or now.decision.action == "generate" or (
-                    job.stored is not None and now.stored.version == job.stored.version):
-                continue
-            out[(project_id, job.week.number)] = WeekOutcome(
-                project_id, job.week.number, now.decision.kept_as, now.stored.model, len(now.input.entries),
-                needs_review=now.stored.needs_review, why=REUSED_WHY)
+        numbers = [job.week.number for job in mine]
+        with connect(settings) as conn:
+            now = reports.stored_reports(conn, project_id, min(numbers), max(numbers))
+        moved = {job.week.number for job in mine if (current := now.get(job.week.number)) is not None
+                 and (job.stored is None or current.version != job.stored.version)}
+        if not moved:
+            continue
+        again = plan_project(settings, project_id, IsoWeek.from_number(min(moved)), IsoWeek.from_number(max(moved)),
+                             overwrite_edited=mine[0].overwrite_edited)
+        out |= {(project_id, row.week_number): replace(row, why=REUSED_WHY)
+                for row in again.done if row.week_number in moved}
     return out
 
 
