@@ -70,10 +70,6 @@ def get_account(conn: duckdb.DuckDBPyConnection, username: str) -> AccountRow | 
     return AccountRow(username, printed, hashed, bool(disabled), roles)
 
 
-def list_accounts(conn: duckdb.DuckDBPyConnection) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT username FROM desk_accounts ORDER BY username").fetchall()]
-
-
 def insert_account(conn: duckdb.DuckDBPyConnection, username: str, printed_name: str, password_hash: str,
                    now: datetime) -> None:
     conn.execute("INSERT INTO desk_accounts (username, printed_name, password_hash, disabled, created_at, updated_at)"

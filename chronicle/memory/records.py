@@ -10,8 +10,6 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
-from chronicle.memory.model import Memory
-
 __all__ = ["SearchHit", "StoredMemory", "utc"]
 
 
@@ -63,22 +61,6 @@ class StoredMemory:
         """From an Arrow row (nulls become the dataclass's empty values; unknown keys are ignored)."""
         names = [f.name for f in fields(StoredMemory)]  # a SearchHit's scores are not columns
         return cls(**{name: row.get(name) for name in names} | _defaults(row))
-
-    def to_memory(self) -> Memory:
-        """Back to the shared model (e.g. to re-run a knowledge-file sync from the store)."""
-        return Memory(
-            content=self.content,
-            summary=self.summary,
-            key_info=self.key_info,
-            tags=self.tags,
-            importance=self.importance,
-            target_file=self.target_file,  # type: ignore[arg-type]
-            action=self.action,  # type: ignore[arg-type]
-            source=self.source,
-            source_entry_ids=self.source_entry_ids,
-            subject=self.subject,
-            reads_as_order=self.reads_as_order,
-        )
 
     def texts(self) -> list[str]:
         """The content and every absorbed text: what this row stands for."""

@@ -14,7 +14,6 @@ Staff keep their role and their name (`PI-李建国`, `CRC 王敏`): the safety 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -104,9 +103,6 @@ class Pseudonyms:
             for start, end, placeholder in reversed(spans):
                 text = text[:start] + placeholder + text[end:]
         return text
-
-    def apply_all(self, texts: Iterable[str]) -> list[str]:
-        return [self.apply(t) for t in texts]
 
 
 def _group_spans(pattern: re.Pattern[str], text: str, *names: str) -> list[tuple[int, int]]:
