@@ -37,3 +37,21 @@ def test_an_acquired_lease_renews_while_working_and_is_released_after(settings) 
         seen.append(_claim(settings, "once", "someone-else", ttl_s=5))
     assert seen == [False]
     assert claims.holder(settings, "once") is None
+
+
+def test_threads_working_for_an_owner_join_its_open_leases_under_its_one_heartbeat(settings) -> None:
+    """A fan-out's week tasks find its leases by owner (`Leases.of`) and take a busy key on them: one heartbeat
+    for all, and the key is released with the others when the fan-out's leases close."""
+    with claims.Leases(settings, ttl_s=30.0) as fan_out:
+        fan_out.take(["week:1"])
+        found: list[claims.Leases | None] = []
+        worker = threading.Thread(target=lambda: found.append(claims.Leases.of(fan_out.owner)))
+        worker.start()
+        worker.join()
+        assert found == [fan_out]
+        assert fan_out.acquire("week:2", timeout_s=30).won  # a key the bulk take did not get, taken by a task
+        assert _beats() == {"chronicle-leases"}
+        assert {claims.holder(settings, k) for k in ("week:1", "week:2")} == {fan_out.owner}
+    assert claims.Leases.of(fan_out.owner) is None
+    assert claims.Leases.of(None) is None
+    assert claims.holder(settings, "week:2") is None
