@@ -16,6 +16,8 @@ the mean:
 - other-subject hits: memories of another subject returned by a scoped search (must be 0);
 - knowledge-file memory lines per 100 turns;
 - the questions missed at 10 (unscoped), with their evidence ids, in the per-layout JSON (to read what is lost);
+- MemoryBank: unscoped hit@5 split by how many users' memories hold the question's most specific word
+  (`asker_words`: a question none of whose words is the asker's alone cannot say whose memory it means);
 - distill throughput: note entries per second of the `distill_memory` flow (wall) of the slowest layout, against
   the raw embedding rate of the same entry texts with the same model in the same process (`embedder.embed`, one
   call) — goal >= 0.5x. `--profile` writes a pyinstrument profile to bench/out/memory_e2e_<corpus>_profile.txt.
@@ -140,6 +142,25 @@ def search_all(store: Any, questions: list, entry_to_turn: dict) -> tuple[Counte
     return hit, leaks, missed, scoped_n
 
 
+def asker_words(store: Any, questions: list, entry_to_turn: dict) -> dict[str, dict[str, float]]:
+    """Unscoped hit@5 by how many subjects' memories hold the question's most specific search token (MemoryBank's
+    questions say "我", never who asks): "1" = only the asker's, so the words can tell who asks; ">=4" = no word
+    of the question tells the asker from three others."""
+    from chronicle.memory.search import tokenize
+
+    holders: dict[str, set[str]] = {}
+    for row in store.list(limit=1_000_000):
+        for token in set(tokenize(row.content)):
+            holders.setdefault(token, set()).add(row.subject)
+    groups: dict[str, list[bool]] = {"1": [], "2-3": [], ">=4": []}
+    for subject, question, evidence in questions:
+        counts = [len(holders[t]) for t in set(tokenize(question)) if subject in holders.get(t, ())]
+        fewest = min(counts, default=len({s for h in holders.values() for s in h}))
+        turns = {entry_to_turn.get(i) for h in store.search(question, limit=5) for i in h.source_entry_ids}
+        groups["1" if fewest == 1 else "2-3" if fewest <= 3 else ">=4"].append(bool(evidence & turns))
+    return {k: {"questions": len(v), "hit_unscoped_at5": sum(v) / len(v) if v else 0.0} for k, v in groups.items()}
+
+
 def measure(
     corpus_name: str, layout: str, samples: int, profile: bool, raw: bool, shares: tuple[float, ...] = ()
 ) -> dict[str, Any]:
@@ -177,6 +198,7 @@ def measure(
                 other = search_all(store, questions, entry_to_turn)[0]
             by_share[share] = {f"hit_{key.replace('@', '_at')}": v / len(questions) for key, v in other.items()}
         n = len(questions)
+        by_asker = asker_words(store, questions, entry_to_turn) if corpus_name == "memorybank" else None
         lines = knowledge_lines(settings.workspace_dir)
         markup = knowledge_markup(settings.workspace_dir)
         rows = store.count()
@@ -187,6 +209,7 @@ def measure(
         "knowledge_lines": sum(lines.values()), "knowledge_lines_per_100_turns": 100 * sum(lines.values()) / turns,
         "events": summary.as_dict().get("events"), "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
         "missed_unscoped_at10": missed, "by_fulltext_share": by_share, "knowledge_markup_share": markup,
+        "unscoped_by_asker_words": by_asker,
     }
     OUT.mkdir(exist_ok=True)  # per layout, so layouts can run in parallel processes and be combined (--combine)
     (OUT / f"memory_e2e_{corpus_name}_{layout}.json").write_text(json.dumps(out, indent=2, default=str))
@@ -195,6 +218,9 @@ def measure(
           f"{out['hit_unscoped_at5']:.3f}/{out['hit_unscoped_at10']:.3f} (n={n}, scoped {scoped_n}); other-subject "
           f"hits {leaks}; knowledge lines {out['knowledge_lines_per_100_turns']:.1f}/100 turns; markup share {markup}",
           flush=True)
+    for group, h in (by_asker or {}).items():
+        print(f"  questions whose most specific word {group} subject(s) hold: {h['questions']}, unscoped hit@5 "
+              f"{h['hit_unscoped_at5']:.2f}", flush=True)
     for share, h in by_share.items():
         print(f"  full-text pool share {share}: scoped hit@5/10 {h['hit_scoped_at5']:.3f}/{h['hit_scoped_at10']:.3f}, "
               f"unscoped {h['hit_unscoped_at5']:.3f}/{h['hit_unscoped_at10']:.3f}", flush=True)

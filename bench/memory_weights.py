@@ -3,7 +3,8 @@
 A corpus is written in one layout, ingested and distilled once (offline engine, default embedder), then every
 question is searched unscoped and scoped under each candidate setting of the ranking: the full-text share of
 relevance (`search_fulltext_weight`), the score rule (`scaled` / seed 002's `additive`), the cosine floor
-(`memory_min_cosine`: the model's measured floor vs none) and recency (`memory_recency_half_life_days`). The
+(`memory_min_cosine`: the model's measured floor vs none), recency (`memory_recency_half_life_days`) and the
+share of its score a memory about someone the query does not name keeps (`search_named_subject_factor`). The
 baseline is the shipped settings on the same store. Prints one line per setting and writes
 bench/out/memory_weights_<corpus>.json.
 
@@ -31,6 +32,8 @@ CANDIDATES: tuple[dict[str, Any], ...] = (
     {"search_score": "additive"},
     {"search_importance_weight": 0.1, "search_semantic_weight": 0.9},
     {"memory_recency_half_life_days": 30.0},
+    {"search_named_subject_factor": 1.0},
+    {"search_named_subject_factor": 0.7},
 )
 
 

@@ -254,6 +254,11 @@ class MemorySettings(Section):
     search_fulltext_weight: float = 0.5
     """Share of full-text (BM25, max-normalised per query) in hybrid memory search's semantic relevance."""
 
+    search_named_subject_factor: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Share of its score a memory about another person keeps when the query names someone ("What is Gina's
+    favourite dance?": memories about Jon that do not mention Gina); unset = `chronicle/memory/ranking.py`
+    ELSEWHERE_FACTOR, 1 = off (seed 002's rule: with `search_score = "additive"`)."""
+
     min_cosine: float | None = Field(default=None, ge=0.0, le=1.0, validation_alias=env("CHRONICLE_MEMORY_MIN_COSINE"))
     """Cosine below which a memory is not returned at all, so a question about nothing in the memory gets "no
     match" rather than the least unrelated memories. Unset = the floor measured for the embedding model

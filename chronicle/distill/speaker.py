@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from chronicle.memory.subjects import LATIN_LETTER, LATIN_NAME, LATIN_UPPER
+
 Role = Literal["own", "user", "agent", "other"]
 
 _USER_ROLES = {"user", "the user", "human", "me", "q", "customer", "client", "owner", "boss",
@@ -31,7 +33,8 @@ _LABELS = {
     "作息", "事实", "要点", "总结", "待办", "经验", "心得", "说明", "背景", "方案", "结果", "下一步",
 }
 _SPEAKER = re.compile(
-    r"^\s*(?:\*\*|__)?(?P<name>[A-Za-z][A-Za-z .'’-]{0,30}?|[A-Za-z]{0,3}\s?[\u4e00-\u9fff·]{1,8})"
+    rf"^\s*(?:\*\*|__)?(?P<name>[{LATIN_LETTER}][{LATIN_LETTER} .'’-]{{0,30}}?"
+    rf"|[A-Za-z]{{0,3}}\s?[\u4e00-\u9fff·]{{1,8}})"
     # A parenthetical after the name says whom a reply answers ("AI伴侣（回复张曼婷）:"): the speaker is the name.
     r"(?:\s*[（(][^）)\n]{1,24}[）)])?(?:\*\*|__)?"
     r"\s*[:：]\s*(?:\*\*|__)?\s*(?P<body>\S.*)$",
@@ -41,18 +44,18 @@ _SPEAKER = re.compile(
 # "我对张曼婷说：…", "Caroline said: …", "I replied to Caroline: …", "From Caroline: …", "To Caroline: …".
 _ZH_VERBS = "说道|说|问道|问|答道|回答|答复|回复|答|表示|写道|提到|补充道|告诉我"
 _SPEECH_ZH = re.compile(
-    rf"^\s*(?:\*\*|__)?(?P<name>[\u4e00-\u9fff·]{{1,6}}?|[A-Za-z][A-Za-z .'’-]{{0,30}}?)(?:\*\*|__)?\s*"
-    rf"(?:(?:对|跟|向|给)\s*(?P<to1>[\u4e00-\u9fff·]{{2,6}}?|[A-Z][A-Za-z .'’-]{{0,30}}?)\s*)?"
+    rf"^\s*(?:\*\*|__)?(?P<name>[\u4e00-\u9fff·]{{1,6}}?|[{LATIN_LETTER}][{LATIN_LETTER} .'’-]{{0,30}}?)(?:\*\*|__)?\s*"
+    rf"(?:(?:对|跟|向|给)\s*(?P<to1>[\u4e00-\u9fff·]{{2,6}}?|[{LATIN_UPPER}][{LATIN_LETTER} .'’-]{{0,30}}?)\s*)?"
     rf"(?:{_ZH_VERBS})(?:\s*(?P<to2>[\u4e00-\u9fff·]{{2,4}}))?\s*[:：]\s*(?P<body>\S.*)$",
     re.S,
 )
 _EN_VERBS = r"said|says|asked|asks|replied|replies|answered|answers|wrote|writes|added|adds|told me|explained"
 _SPEECH_EN = re.compile(
-    rf"^\s*(?:\*\*|__)?(?P<name>I|[A-Z][A-Za-z'’-]+(?: [A-Z][A-Za-z'’-]+){{0,2}}|[\u4e00-\u9fff·]{{2,4}})(?:\*\*|__)?"
+    rf"^\s*(?:\*\*|__)?(?P<name>I|{LATIN_NAME}|[\u4e00-\u9fff·]{{2,4}})(?:\*\*|__)?"
     rf"\s*(?:{_EN_VERBS})"
-    rf"(?:\s+(?:to\s+)?(?P<to1>[A-Z][A-Za-z'’-]+(?: [A-Z][A-Za-z'’-]+){{0,2}}))?\s*[:：,]\s*(?P<body>\S.*)$"
+    rf"(?:\s+(?:to\s+)?(?P<to1>{LATIN_NAME}))?\s*[:：,]\s*(?P<body>\S.*)$"
     rf"|^\s*(?:\*\*|__)?(?P<dir>From|To|Reply to|Replying to|Message from|Message to)\s+"
-    rf"(?P<name2>[A-Z][A-Za-z'’-]+(?: [A-Z][A-Za-z'’-]+){{0,2}}|[\u4e00-\u9fff·]{{2,4}})(?:\*\*|__)?\s*[:：]\s*"
+    rf"(?P<name2>{LATIN_NAME}|[\u4e00-\u9fff·]{{2,4}})(?:\*\*|__)?\s*[:：]\s*"
     rf"(?P<body2>\S.*)$",
     re.S,
 )
@@ -93,7 +96,7 @@ def _person_name(name: str, known: frozenset[str]) -> bool:
         return True
     if re.fullmatch(r"[\u4e00-\u9fff·]+", name):
         return looks_like_zh_name(name)
-    return bool(re.fullmatch(r"[A-Z][A-Za-z'’-]+(?: [A-Z][A-Za-z'’-]+){0,2}", name)) and key not in _LABELS \
+    return bool(re.fullmatch(LATIN_NAME, name)) and key not in _LABELS \
         and key not in {"the", "it", "he", "she", "they", "we", "this", "that", "someone", "everyone"}
 
 

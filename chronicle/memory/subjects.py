@@ -28,7 +28,10 @@ USER = "user"
 """Subject of the user when the notes do not name them."""
 
 _CJK_NAME = r"[\u4e00-\u9fff·]{2,4}"
-_EN_NAME = r"[A-Z][a-zA-Z'’-]+(?: [A-Z][a-zA-Z'’-]+){0,2}"
+# Latin-script names with their accents (Tomás, Zoë, Søren, Łukasz): an ASCII-only class lost their subject.
+LATIN_UPPER, LATIN_LETTER = "A-ZÀ-ÖØ-ÞĀ-ſ", "A-Za-zÀ-ÖØ-öø-ÿĀ-ſ"
+LATIN_NAME = rf"[{LATIN_UPPER}][{LATIN_LETTER}'’-]+(?: [{LATIN_UPPER}][{LATIN_LETTER}'’-]+){{0,2}}"
+_EN_NAME = LATIN_NAME
 _CONVERSATION = re.compile(
     rf"^(?:与|和|跟|同)(?P<zh>{_CJK_NAME}?)(?:的)?(?:对话|聊天|谈话|交流|会话)(?:记录)?$"
     rf"|^(?P<zh2>{_CJK_NAME}?)的(?:对话|聊天|谈话)(?:记录)?$"

@@ -346,7 +346,7 @@ class MemoryStore:
         )
         now, tuning = current_at or datetime.now(UTC), Tuning.of(self.settings, self.embedder.model_name)
         return rerank(hits(scored, rows), now=now, importance_weight=weights.importance, half_life_days=half_life,
-                      demote_superseded=as_of is None, rule=weights.rule, tuning=tuning)[:limit]
+                      demote_superseded=as_of is None, rule=weights.rule, tuning=tuning, query=query)[:limit]
 
     def _embed_query(self, query: str) -> np.ndarray:
         return query_vector(self.embedder, self._redacted(query))

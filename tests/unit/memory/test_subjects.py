@@ -54,6 +54,14 @@ def test_locomo_layouts_give_the_speaker(note: str) -> None:
     assert [s for s, _ in subjects(note)] == ["caroline", "melanie"]
 
 
+def test_names_with_accents_are_people_in_labels_speech_verbs_and_headings() -> None:
+    note = ("## Monday\n\n- Zoë: I moved to Lyon last spring and I work at the library there now.\n\n"
+            "Tomás said: My favourite style of dance is salsa, every Friday night.\n\n"
+            "From José: I will bring the projector to the meeting on Thursday.\n\n"
+            "## Conversation with Søren Ødegård\n\n- I am training for the Copenhagen marathon in May.\n")
+    assert [s for s, _ in subjects(note)] == ["zoë", "tomás", "josé", "søren ødegård"]
+
+
 def test_user_lines_take_the_name_usermd_gives() -> None:
     note = "## Chat\n\n- User: I prefer short answers without emoji, please keep that in mind.\n"
     assert [s for s, _ in subjects(note)] == ["user"]
