@@ -22,7 +22,7 @@ the mean:
   the raw embedding rate of the same entry texts with the same model in the same process (`embedder.embed`, one
   call) — goal >= 0.5x. `--profile` writes a pyinstrument profile to bench/out/memory_e2e_<corpus>_profile.txt.
 
-Goals: MemoryBank scoped worst-layout hit@5 >= 0.80; LoCoMo worst-layout hit@10 >= 0.80; throughput
+Goals: MemoryBank scoped worst-layout hit@5 >= 0.80 and unscoped >= 0.70; LoCoMo worst-layout hit@10 >= 0.85; throughput
 >= 0.5x raw embedding. `--corpus updates` runs the labelled update set instead (bench/memory_updates.py).
 """
 
@@ -242,11 +242,12 @@ def report(corpus_name: str, runs: list[dict[str, Any]], samples: int) -> None:
     per_100 = max(r["knowledge_lines_per_100_turns"] for r in runs)
     leaks = sum(r["other_subject_hits"] for r in runs)
     if corpus_name == "memorybank":
-        label, goal = f"{runs[0]['turns']} Chinese MemoryBank utterances", "scoped worst hit@5 >= 0.80"
-        ok = worst[key] >= 0.80
+        label = f"{runs[0]['turns']} Chinese MemoryBank utterances"
+        goal = "scoped worst hit@5 >= 0.80, unscoped worst hit@5 >= 0.70"
+        ok = worst[key] >= 0.80 and min(r["hit_unscoped_at5"] for r in runs) >= 0.70
     else:
-        label, goal = f"{runs[0]['turns']} LoCoMo turns", "worst hit@10 >= 0.80"
-        ok = min(r["hit_unscoped_at10"] for r in runs) >= 0.80  # LoCoMo's goal is unscoped (questions name 1 of 2)
+        label, goal = f"{runs[0]['turns']} LoCoMo turns", "worst hit@10 >= 0.85"
+        ok = min(r["hit_unscoped_at10"] for r in runs) >= 0.85  # LoCoMo's goal is unscoped (questions name 1 of 2)
     layouts_shown = ", ".join(r["layout"] for r in runs)
     unscoped5, unscoped10 = min(r["hit_unscoped_at5"] for r in runs), min(r["hit_unscoped_at10"] for r in runs)
     result(
