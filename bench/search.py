@@ -99,7 +99,7 @@ def search_where(store: Any, query: str, where: str, limit: int = 10, mode: str 
     s = store.settings
     m = s.memory
     weights = Weights(m.search_semantic_weight, m.search_importance_weight, m.search_fulltext_weight)
-    scored, rows = ranked(table, store._embed_query, query, where, limit, mode,  # type: ignore[arg-type]
+    scored, rows = ranked(store._twin(table), store._embed_query, query, where, limit, mode,  # type: ignore[arg-type]
                           ann=store._has_ann(table), weights=weights)
     return hits(scored, rows)
 
