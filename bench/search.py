@@ -182,12 +182,17 @@ class _SizeRun:
 
     def fresh(self, fn: Any) -> Any:
         """`fn` with `q` never in the query-vector cache: the modes take turns on the same text, and before this
-        the second one to search it skipped its encoder (the earlier rounds' hybrid figures included such hits)."""
+        the second one to search it skipped its encoder (the earlier rounds' hybrid figures included such hits).
+        Forgotten after the call too: left in the cache, the fresh texts of 200 queries pushed the cached mode's
+        pre-warmed vectors out of the LRU (256 entries), and that mode ran the encoder after all."""
         from chronicle.memory.embedder import forget_query_vector
 
         def call(q: str) -> Any:
             forget_query_vector(self.embedder, q)
-            return fn(q)
+            try:
+                return fn(q)
+            finally:
+                forget_query_vector(self.embedder, q)
         return call
 
     def _calls(self) -> dict[str, Any]:
