@@ -99,7 +99,7 @@ def search_where(store: Any, query: str, where: str, limit: int = 10, mode: str 
     s = store.settings
     m = s.memory
     weights = Weights(m.search_semantic_weight, m.search_importance_weight, m.search_fulltext_weight)
-    scored, rows = ranked(table, store._embed_query, query, where, limit, mode,  # type: ignore[arg-type]
+    scored, rows = ranked(store._twin(table), store._embed_query, query, where, limit, mode,  # type: ignore[arg-type]
                           ann=store._has_ann(table), weights=weights)
     return hits(scored, rows)
 
@@ -182,12 +182,17 @@ class _SizeRun:
 
     def fresh(self, fn: Any) -> Any:
         """`fn` with `q` never in the query-vector cache: the modes take turns on the same text, and before this
-        the second one to search it skipped its encoder (the earlier rounds' hybrid figures included such hits)."""
+        the second one to search it skipped its encoder (the earlier rounds' hybrid figures included such hits).
+        Forgotten after the call too: left in the cache, the fresh texts of 200 queries pushed the cached mode's
+        pre-warmed vectors out of the LRU (256 entries), and that mode ran the encoder after all."""
         from chronicle.memory.embedder import forget_query_vector
 
         def call(q: str) -> Any:
             forget_query_vector(self.embedder, q)
-            return fn(q)
+            try:
+                return fn(q)
+            finally:
+                forget_query_vector(self.embedder, q)
         return call
 
     def _calls(self) -> dict[str, Any]:

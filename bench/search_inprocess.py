@@ -130,35 +130,43 @@ def patch(share: float, reduce: int) -> None:
     import chronicle.storage.memory.store as store
     from chronicle.storage.memory.arrow import vectors
 
-    lance_leg, lance_ranked = search.dense_leg, search.ranked
+    lance_query, lance_ranked = search.dense_query, search.ranked
     built: dict[tuple[str, int], dict[str, Any]] = {}
 
-    def build(table: Any) -> dict[str, Any]:
+    async def build(table: Any) -> dict[str, Any]:
         t0 = time.perf_counter()
-        data = table.search().select(["id", "importance", "vector"]).with_row_id(True)
-        data = data.limit(table.count_rows()).to_arrow()
+        data = table.query().select(["id", "importance", "vector"]).with_row_id()
+        data = await data.limit(await table.count_rows()).to_arrow()
         index = Partitioned(np.ascontiguousarray(vectors(data)), partitions_for(data.num_rows), reduce)
         print(f"[in-process index] {data.num_rows} rows, {len(index.centres)} partitions, built in "
               f"{time.perf_counter() - t0:.1f} s (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
         return {"index": index, "cols": data.select(["id", "importance", "_rowid"])}
 
-    def dense_leg(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool) -> pa.Table:
+    class Found:
+        def __init__(self, rows: pa.Table) -> None:
+            self.rows = rows
+
+        async def to_arrow(self) -> pa.Table:
+            return self.rows
+
+    async def dense_query(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool,
+                          columns: list[str]) -> Any:
         if where is not None:
-            return lance_leg(table, qvec, where, pool, ann=ann)
+            return await lance_query(table, qvec, where, pool, ann=ann, columns=columns)
         # Keyed by what it reads (the table's folder and version): the bench's two stores share one copy.
-        key = (table.uri, table.version)
+        key = (await table.uri(), await table.version())
         if key not in built:
-            built[key] = build(table)
+            built[key] = await build(table)
         at, sims = built[key]["index"].probe(qvec, share, pool)
         out = built[key]["cols"].take(pa.array(at))
-        return out.append_column("_distance", pa.array(1.0 - sims, pa.float32()))
+        return Found(out.append_column("_distance", pa.array(1.0 - sims, pa.float32())))
 
     def ranked(table: Any, embed_query: Any, query: str, where: str | None, limit: int, mode: Any, *, ann: bool,
                weights: Any) -> Any:
         return lance_ranked(table, embed_query, query, where, limit, mode, ann=ann and where is not None,
                             weights=weights)
 
-    search.dense_leg, search.ranked, store.ranked = dense_leg, ranked, ranked  # type: ignore[assignment]
+    search.dense_query, search.ranked, store.ranked = dense_query, ranked, ranked  # type: ignore[assignment]
     # One BLAS thread for the probe, set once: `threadpool_limits` as a context costs ~0.3 ms per query.
     threadpool_limits(1, user_api="blas")
 

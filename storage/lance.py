@@ -57,15 +57,37 @@ class LanceHandle:
     local: bool
 
 
+_session: Any = None
+
+
+def _shared_session() -> Any:
+    """One LanceDB session (index and metadata caches) for every connection of this process: the sync one and the
+    search path's async one (`open_async`) then hold each index once."""
+    global _session
+    if _session is None:
+        _session = lancedb.Session()
+    return _session
+
+
 def open_lance(settings: Settings, table: str = "memories") -> LanceHandle:
     """Connect to the memory store's LanceDB and the lock its writers take."""
     uri = settings.lance_uri
     if is_remote(uri):
         db = lancedb.connect(uri, read_consistency_interval=timedelta(0),
-                             storage_options=lance_storage_options(settings))
+                             storage_options=lance_storage_options(settings), session=_shared_session())
         return LanceHandle(uri, db, ClaimLock(settings, f"lance:{uri.rstrip('/')}/{table}"), local=False)
     folder = Path(uri.removeprefix("file://"))
     folder.mkdir(parents=True, exist_ok=True)
     # Consistency interval 0: every read checks for commits of other processes (a cheap manifest stat).
-    db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
+    db = lancedb.connect(uri, read_consistency_interval=timedelta(0), session=_shared_session())
     return LanceHandle(uri, db, FileLock(str(folder / f"{table}.lock"), thread_local=False), local=True)
+
+
+async def open_async(settings: Settings, handle: LanceHandle, table: str) -> Any:
+    """`table` through LanceDB's async API (the search path: storage/memory/aio.py), on the sync connections'
+    session so both share one index and metadata cache, and checking for other processes' commits on every read
+    as the sync connection does."""
+    options = None if handle.local else lance_storage_options(settings)
+    db = await lancedb.connect_async(handle.uri, read_consistency_interval=timedelta(0), storage_options=options,
+                                     session=_shared_session())
+    return await db.open_table(table)

@@ -1,22 +1,23 @@
 """Hybrid search over the `memories` table: a dense leg and a full-text leg, fused by `chronicle.memory.search`.
 
-Both legs return up to `pool` candidates (ids, importance, scores) under the same prefilter; the re-scored
-candidates' vectors and rows (the packed copy of their display columns, schema 5) come in one positional read.
+Both legs return up to `pool` candidates (row addresses, importance, scores) under the same prefilter; the
+re-scored candidates' vectors and rows (the packed copy of their display columns, schema 5) come in one positional
+read. A search's reads go through LanceDB's async API on one loop thread (`storage/memory/aio.py`): the
+full-text leg starts before the query is embedded, and each step is one hand-off instead of several per call.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import weakref
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
+from chronicle.storage.memory import aio
 from chronicle.storage.memory.arrow import sql_list, unpack_row, vectors
 from chronicle.storage.memory.indexes import ANN_NPROBES, ANN_REFINE_FACTOR
 from chronicle.storage.memory.schema import PACKED, ROW_COLUMNS, SearchHit, StoredMemory
@@ -26,15 +27,14 @@ from chronicle.memory.search import Candidate, QueryCost, Scored, ScoreRule, fus
 
 SearchMode = Literal["hybrid", "dense"]
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
 _last = threading.local()
 
 
 def last_cost(*, cpu: bool = False) -> QueryCost:
     """The cost breakdown of this thread's last `ranked` call (bench/search.py; ~2 us of clock reads per query):
     wall seconds, or with `cpu` the process's CPU seconds (all threads, LanceDB's workers included — what a
-    busy machine does not inflate; exact when full text ran in line, overlapping the encoder otherwise)."""
+    busy machine does not inflate; the full-text leg's overlaps the encoder's or the dense leg's when it ran
+    beside them)."""
     return getattr(_last, "cpu" if cpu else "cost", None) or QueryCost()
 
 
@@ -50,22 +50,6 @@ def _costs(marks: list[tuple[float, float]], fulltext: tuple[float, float], wait
         cost = QueryCost(encoder=t[1] - t[0], dense=t[2] - t[1], fulltext=fulltext[kind], waited=waited[kind],
                          fusion=(t[4] - t[3]) + (t[6] - t[5]), fetch=(t[5] - t[4]) + (t[7] - t[6]), total=t[7] - t[0])
         setattr(_last, "cpu" if kind else "cost", cost)
-
-
-def _search_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memory-fts")
-        return _pool
-
-
-def _core_to_spare() -> bool:
-    """Whether the 1-minute load average leaves at least one core idle (reading /proc/loadavg costs ~10 us)."""
-    try:
-        return os.getloadavg()[0] <= (os.cpu_count() or 1) - 1
-    except OSError:  # no load average on this platform
-        return True
 
 
 @dataclass(frozen=True)
@@ -90,133 +74,166 @@ def ranked(
     table: Any, embed_query: Any, query: str, where: str | None, limit: int, mode: SearchMode, *, ann: bool,
     weights: Weights,
 ) -> tuple[list[Scored], dict[str, StoredMemory]]:
-    """The best `limit` candidates scored, with their rows (rows deleted or moved meanwhile are missing).
+    """The best `limit` candidates scored, with their rows (rows deleted meanwhile are missing); `table` is the
+    async handle (`aio.AsyncTwin`).
 
-    Per query: the full-text leg (on another thread, while the model embeds the query), the dense leg, one
-    fusion on estimated cosines, a positional read of the vectors and packed rows of the top `RESCORE x limit`
-    rows whose cosine is not exact yet, the final ranking, then (only for final rows that read did not bring)
-    a positional read of the packed rows. Estimated, because neither leg reads a vector: the dense leg's
-    distances come from the ANN index's 8-bit codes once the table has one (exact below `ann_min_rows`, and
-    then not read again), and a row only full text found is given the lowest cosine of the dense pool — an
-    upper bound, since the dense leg would have returned it otherwise — so it is never ranked out before its
-    exact cosine is known. Reading vectors inside the legs (LanceDB's `refine_factor`, or the vector column in
-    the full-text leg) cost ~3x the rest of the query at 100 k rows; a LanceDB take costs per column (~0.25 ms
-    each at 1 M rows), hence one packed column for the 22 display ones (bench/search.py,
-    docs/design/memory-search-scale.md).
+    Per query: the full-text leg (started before the model embeds the query), the dense leg, one fusion on
+    estimated cosines, a positional read of the vectors and packed rows of the top `RESCORE x limit` rows whose
+    cosine is not exact yet, the final ranking, then (only for final rows that read did not bring) a positional
+    read of the packed rows. Estimated, because neither leg reads a vector: the dense leg's distances come from
+    the ANN index's 8-bit codes once the table has one (exact below `ann_min_rows`, and then not read again),
+    and a row only full text found is given the lowest cosine of the dense pool — an upper bound, since the
+    dense leg would have returned it otherwise — so it is never ranked out before its exact cosine is known.
+    With the ANN index the legs return row addresses and importance only (no `id`: a string column read row by
+    row cost ~2 ms of a 100 k-row leg); every candidate that can make the cut is then read by address, and
+    its id comes with its packed row. Reading vectors inside the legs (LanceDB's `refine_factor`, or the vector
+    column in the full-text leg) cost ~3x the rest of the query at 100 k rows; a LanceDB take costs per column
+    (~0.25 ms each at 1 M rows), hence one packed column for the 22 display ones (bench/search.py,
+    docs/design/memory-search-scale.md). A compaction between the legs and that read moves rows: the query
+    then runs once more on the new version.
     """
-    marks = [_now()]
-    pool = max(limit * 4, 40)  # dense candidates; importance can promote rows below the top `limit`
-    qvec, dense, fts, fulltext, waited = _legs(table, embed_query, query, where, mode, pool, ann=ann, marks=marks)
-    found = _Candidates.of(dense, fts, pool)
-    estimated = found.scored(found.cosine, weights)[: limit * RESCORE]
-    marks.append(_now())
-    # Exact cosines before the final cut, read only where missing: a dense candidate already has its exact one
-    # when the leg searched without the ANN index; a full-text-only row (bounded) and the index's 8-bit
-    # estimates get theirs from their vectors — read with the rows' packed display columns in the same take
-    # (one take less: with the ANN index every final row is among them).
-    unsure = [s.id for s in estimated if ann or s.id not in found.dense]
-    exact, packed = take_rescored(table, {found.row_ids[i]: i for i in unsure}, qvec)
-    if len(exact) < len(unsure):  # a compaction between the legs and the take moved rows: look them up by id
-        exact, packed = cosines_by_id(table, unsure, qvec), {}
+    for attempt in (1, 2):
+        marks = [_now()]
+        qvec, found, fulltext, waited = _legs(table, embed_query, query, where, mode, limit, ann=ann, marks=marks)
+        estimated = found.keys(found.scored(found.cosine, weights)[: limit * RESCORE])
+        marks.append(_now())
+        # Exact cosines before the final cut, read only where missing: a dense candidate already has its exact one
+        # when the leg searched without the ANN index; a full-text-only row (bounded) and the index's 8-bit
+        # estimates get theirs from their vectors — read with the rows' packed display columns in the same take
+        # (one take less: with the ANN index every final row is among them).
+        unsure = [k for k in estimated if ann or k not in found.dense]
+        exact, read = aio.run(take_rescored(table, unsure, qvec))
+        if len(exact) == len(unsure) or attempt == 2:
+            break
     found.cosine.update(exact)
+    found.ids.update((k, row["id"]) for k, row in read.items())
     marks.append(_now())
-    keep = {s.id for s in estimated}
+    keep = [k for k in estimated if k in found.ids]
     # Only the re-scored rows can make the cut, so only they are scored again — with the best full-text row,
     # whose BM25 normalises everyone's (`fuse`): the same ranking from ~40 candidates instead of ~150.
-    best_text = [i for i, (_, rank) in found.bm25.items() if rank == 1]
-    rescored = found.scored({i: found.cosine[i] for i in [*keep, *best_text]}, weights)
-    final = [s for s in rescored if s.id in keep][:limit]
+    best_text = [k for k, (_, rank) in found.bm25.items() if rank == 1]
+    rescored = found.scored({k: found.cosine[k] for k in [*keep, *best_text]}, weights)
+    kept = {found.ids[k] for k in keep}
+    final = [s for s in rescored if s.id in kept][:limit]
     marks.append(_now())
-    rows = _final_rows(table, final, packed, found.row_ids)
+    rows = _final_rows(table, final, {found.ids[k]: row for k, row in read.items()}, found.address_of())
     marks.append(_now())
     _costs(marks, fulltext, waited)
     return final, rows
 
 
 def _legs(
-    table: Any, embed_query: Any, query: str, where: str | None, mode: SearchMode, pool: int, *, ann: bool,
+    table: Any, embed_query: Any, query: str, where: str | None, mode: SearchMode, limit: int, *, ann: bool,
     marks: list[tuple[float, float]],
-) -> tuple[np.ndarray, pa.Table, pa.Table | None, tuple[float, float], tuple[float, float]]:
-    """The query vector, the dense leg's and the full-text leg's candidates (None without terms or in dense mode),
-    the full-text leg's own (wall, CPU) seconds and how long its thread was waited for; a clock mark after the
-    encoder, the dense leg and both legs."""
-    fts_pool = max(1, round(pool * FULLTEXT_SHARE))
+) -> tuple[np.ndarray, _Candidates, tuple[float, float], tuple[float, float]]:
+    """The query vector, both legs' candidates, the full-text leg's own (wall, CPU) seconds and how long it was
+    waited for after the dense leg; a clock mark after the encoder, the dense leg and both legs."""
+    pool = max(limit * 4, 40)  # dense candidates; importance can promote rows below the top `limit`
     tokens = tokenize(query) if mode == "hybrid" else []
-    # Full text needs no query vector: with a core to spare it runs on another thread while the model embeds
-    # the query. On a saturated machine the hand-off only adds a wait for the scheduler (measured at load
-    # average 11 on 2 cores, 100 k rows: p95 432 ms threaded vs 283 ms in line), so then it runs in line.
-    fts_future = None
-    if tokens and _core_to_spare():
-        fts_future = _search_pool().submit(_timed_fts, table, tokens, where, fts_pool)
+    # Without the ANN index the legs bring ids too: every final row's id is known without a read by address.
+    columns = ["importance"] if ann else ["id", "importance"]
+    # Full text needs no query vector: it runs (on LanceDB's threads, without the GIL) while the model embeds the
+    # query. Always, also on a saturated machine: at load 8-16 on 2 cores, 150 fresh queries at 100 k rows, p95
+    # 40 ms wall vs 50 ms started beside the dense leg, CPU alike (a Python thread, as before, lost there).
+    fts = None
+    if tokens:
+        fts = aio.submit(_timed(fts_query(table, tokens, where, max(1, round(pool * FULLTEXT_SHARE)), columns)))
     qvec = embed_query(query)
     marks.append(_now())
-    dense = dense_leg(table, qvec, where, pool, ann=ann)
-    marks.append(_now())
-    fts, fulltext, waited = None, (0.0, 0.0), (0.0, 0.0)
-    if fts_future is not None:
-        fts, fulltext = fts_future.result()
-        waited = tuple(b - a for a, b in zip(marks[-1], _now(), strict=True))  # type: ignore[assignment]
-    elif tokens:
-        fts, fulltext = _timed_fts(table, tokens, where, fts_pool)
-    marks.append(_now())
-    return qvec, dense, fts, fulltext, waited
+    dense, done = aio.run(_done(dense_query(table, qvec, where, pool, ann=ann, columns=columns)))
+    fts_found, fulltext = fts.result() if fts is not None else (None, (0.0, 0.0))
+    marks += [done, _now()]
+    waited = (0.0, 0.0) if fts is None else tuple(b - a for a, b in zip(*marks[-2:], strict=True))
+    return qvec, _Candidates.of(dense, fts_found, pool), fulltext, waited  # type: ignore[return-value]
+
+
+async def _done(query: Any) -> tuple[pa.Table, tuple[float, float]]:
+    """A leg's rows, and the clock when they were in."""
+    found = await (await query).to_arrow()
+    return found, _now()
+
+
+async def _timed(query: Any) -> tuple[pa.Table, tuple[float, float]]:
+    """A leg's rows, and its own (wall, CPU) seconds."""
+    start = _now()
+    found, end = await _done(query)
+    return found, (end[0] - start[0], end[1] - start[1])
 
 
 @dataclass
 class _Candidates:
-    """Both legs' candidates by id: cosine (estimated until re-scored), importance, row address, BM25 score and
-    rank (full-text rows only), and which of them the dense leg found."""
+    """Both legs' candidates by row address: cosine (estimated until re-scored), importance, BM25 score and rank
+    (full-text rows only), which of them the dense leg found, and the ids known so far."""
 
-    cosine: dict[str, float]
-    importance: dict[str, Any]
-    row_ids: dict[str, int]
-    bm25: dict[str, tuple[float, int]]
-    dense: set[str]
+    cosine: dict[int, float]
+    importance: dict[int, Any]
+    bm25: dict[int, tuple[float, int]]
+    dense: set[int]
+    ids: dict[int, str]
 
     @classmethod
     def of(cls, dense: pa.Table, fts: pa.Table | None, pool: int) -> _Candidates:
-        dense_ids = dense.column("id").to_pylist()
-        cosine = dict(zip(dense_ids, (1.0 - dense["_distance"].to_numpy()).tolist(), strict=True))
-        importance = dict(zip(dense_ids, dense.column("importance").to_pylist(), strict=True))
-        row_ids = dict(zip(dense_ids, dense.column("_rowid").to_pylist(), strict=True))
-        bm25: dict[str, tuple[float, int]] = {}
+        keys = dense.column("_rowid").to_pylist()
+        cosine = dict(zip(keys, (1.0 - dense["_distance"].to_numpy()).tolist(), strict=True))
+        importance = dict(zip(keys, dense.column("importance").to_pylist(), strict=True))
+        ids = _ids(dense)
+        bm25: dict[int, tuple[float, int]] = {}
         if fts is not None and fts.num_rows:
             bound = min(cosine.values()) if len(cosine) >= pool else 1.0
-            columns = (fts.column(c).to_pylist() for c in ("id", "_score", "importance", "_rowid"))
-            for rank, (row_id, score, imp, addr) in enumerate(zip(*columns, strict=True), start=1):
-                bm25[row_id] = (float(score), rank)
-                cosine.setdefault(row_id, bound)
-                importance.setdefault(row_id, imp)
-                row_ids.setdefault(row_id, addr)
-        return cls(cosine, importance, row_ids, bm25, set(dense_ids))
+            columns = (fts.column(c).to_pylist() for c in ("_rowid", "_score", "importance"))
+            for rank, (key, score, imp) in enumerate(zip(*columns, strict=True), start=1):
+                bm25[key] = (float(score), rank)
+                cosine.setdefault(key, bound)
+                importance.setdefault(key, imp)
+            ids.update(_ids(fts))
+        return cls(cosine, importance, bm25, set(keys), ids)
 
-    def scored(self, cosine: dict[str, float], weights: Weights) -> list[Scored]:
+    def name(self, key: int) -> str:
+        """The candidate's id, or a stand-in (`@` + its address) until its row is read."""
+        return self.ids.get(key) or f"@{key}"
+
+    def keys(self, scored: list[Scored]) -> list[int]:
+        """The addresses of these scored candidates."""
+        by_name = {self.name(k): k for k in self.cosine}
+        return [by_name[s.id] for s in scored]
+
+    def address_of(self) -> dict[str, int]:
+        return {i: k for k, i in self.ids.items()}
+
+    def scored(self, cosine: dict[int, float], weights: Weights) -> list[Scored]:
         """These candidates (with these cosines) fused and ranked."""
         bm25 = self.bm25
         candidates = [
             Candidate(
-                id=i,
+                id=self.name(k),
                 cosine=float(c),
-                importance=float(self.importance[i] or 0.0),
-                bm25=bm25[i][0] if i in bm25 else None,
-                fts_rank=bm25[i][1] if i in bm25 else None,
+                importance=float(self.importance[k] or 0.0),
+                bm25=bm25[k][0] if k in bm25 else None,
+                fts_rank=bm25[k][1] if k in bm25 else None,
             )
-            for i, c in cosine.items()
+            for k, c in cosine.items()
         ]
         return fuse(candidates, semantic_weight=weights.semantic, importance_weight=weights.importance,
                     fulltext_weight=weights.fulltext, rule=weights.rule)
 
 
-def _final_rows(table: Any, final: list[Scored], packed: dict[str, Any], row_ids: dict[str, int]
+def _ids(found: pa.Table) -> dict[int, str]:
+    """Address -> id of a leg's rows, when the leg read ids."""
+    if "id" not in found.column_names:
+        return {}
+    return dict(zip(found.column("_rowid").to_pylist(), found.column("id").to_pylist(), strict=True))
+
+
+def _final_rows(table: Any, final: list[Scored], packed: dict[str, Any], row_of: dict[str, int]
                 ) -> dict[str, StoredMemory]:
     """The final rows: unpacked from the re-scoring take, the others (exact dense rows below `ann_min_rows`, rows
-    written before schema 5) read now — by row id, by id where the row ids went stale."""
+    written before schema 5) read now — by address, by id where the addresses went stale."""
     rows = {s.id: StoredMemory.from_row(packed[s.id]) for s in final if s.id in packed}
     rest = [s.id for s in final if s.id not in rows]
     if rest:
-        rows.update(take_rows(table, [row_ids[i] for i in rest]))
+        rows.update(aio.run(take_rows(table, [row_of[i] for i in rest])))
         if missing := [i for i in rest if i not in rows]:
-            rows.update(rows_by_id(table, missing))
+            rows.update(aio.run(rows_by_id(table, missing)))
     return rows
 
 
@@ -240,16 +257,16 @@ _counts: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[int, str], int]] = wea
 _counts_lock = threading.Lock()
 
 
-def matching_rows(table: Any, where: str) -> int:
+async def matching_rows(table: Any, where: str) -> int:
     """Rows `where` matches, remembered per table version: counting a broad filter costs ~12-25 ms CPU at 1 M rows
     (a narrow one ~1 ms), and an agent repeats its filters — the same person, the same "not superseded"."""
-    key = (table.version, where)
+    key = (await table.version(), where)
     with _counts_lock:
         cache = _counts.setdefault(table, OrderedDict())
         if key in cache:
             cache.move_to_end(key)
             return cache[key]
-    n = table.count_rows(where)
+    n = await table.count_rows(where)
     with _counts_lock:
         cache[key] = n
         while len(cache) > _COUNTS_KEPT:
@@ -257,13 +274,11 @@ def matching_rows(table: Any, where: str) -> int:
     return n
 
 
-def dense_leg(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool) -> pa.Table:
-    return dense_query(table, qvec, where, pool, ann=ann).to_arrow()
-
-
-def dense_query(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool) -> Any:
+async def dense_query(
+    table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool, columns: list[str]
+) -> Any:
     """The dense leg's LanceDB query (tests read its plan): up to `pool` nearest rows under the prefilter
-    `where` — ids, importance, estimated cosine distance.
+    `where` — these columns, row address, estimated cosine distance.
 
     With a filter the ANN index is a poor fit: it searches `ANN_NPROBES` partitions and masks out the rows the
     filter rejects, so a narrow filter — one person of 10,000, ~100 rows of a million, spread over every
@@ -272,110 +287,86 @@ def dense_query(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, a
     them is one more scalar-index lookup, remembered per table version); a broader one probes at least
     `ANN_NPROBES` partitions and more while it has found fewer than `pool` rows.
     """
-    query = table.search(qvec, vector_column_name="vector").distance_type("cosine")
-    query = query.select(["id", "importance", "_distance"]).with_row_id(True)
-    if ann and where and matching_rows(table, where) <= FLAT_FILTERED_ROWS:
+    query = table.vector_search(qvec).distance_type("cosine").select([*columns, "_distance"]).with_row_id()
+    if ann and where and await matching_rows(table, where) <= FLAT_FILTERED_ROWS:
         query = query.bypass_vector_index()
-    elif ann:  # no refine_factor: `ranked` re-scores its top candidates on their full vectors itself
-        query = query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0 if where else ANN_NPROBES)
+    elif ann and where:  # no refine_factor: `ranked` re-scores its top candidates on their full vectors itself
+        query = query.maximum_nprobes(0).minimum_nprobes(ANN_NPROBES)  # 0: no maximum
+    elif ann:
+        query = query.nprobes(ANN_NPROBES)
     if where:
-        query = query.where(where, prefilter=True)
+        query = query.where(where)  # a prefilter
     return query.limit(pool)
 
 
-def _timed_fts(table: Any, tokens: list[str], where: str | None, pool: int) -> tuple[pa.Table, tuple[float, float]]:
-    start = _now()
-    found = fts_leg(table, tokens, where, pool)
-    end = _now()
-    return found, (end[0] - start[0], end[1] - start[1])
-
-
-def fts_leg(table: Any, tokens: list[str], where: str | None, pool: int) -> pa.Table:
-    return fts_query(table, tokens, where, pool).to_arrow()
-
-
-def fts_query(table: Any, tokens: list[str], where: str | None, pool: int) -> Any:
+async def fts_query(table: Any, tokens: list[str], where: str | None, pool: int, columns: list[str]) -> Any:
     """The full-text leg's LanceDB query (tests read its plan)."""
-    query = table.search(MatchQuery(" ".join(tokens), "fts_text"), query_type="fts")
-    query = query.select(["id", "importance", "_score"]).with_row_id(True)
+    query = table.query().nearest_to_text(MatchQuery(" ".join(tokens), "fts_text"))
+    query = query.select([*columns, "_score"]).with_row_id()
     if where:
-        query = query.where(where, prefilter=True)
+        query = query.where(where)  # a prefilter
     return query.limit(pool)
 
 
-def take_rows(table: Any, row_ids: list[int]) -> dict[str, StoredMemory]:
-    """Rows by their row ids from this version's legs: one positional read, no index lookup (~1.5 ms less than
+_STALE = (OSError, ValueError, RuntimeError)
+"""What a take raises when a concurrent compaction invalidated its row addresses."""
+
+
+async def take_rows(table: Any, row_ids: list[int]) -> dict[str, StoredMemory]:
+    """Rows by their addresses from this version's legs: one positional read, no index lookup (~1.5 ms less than
     by id), of the one `PACKED` column — LanceDB's take costs per column (at 1 M rows, 20 rows of the 22
     display columns: 13.0 ms CPU, 6.9 ms for a single row; of the packed column: 2.2 ms). Rows written
     before schema 5 (packed null) are read from their columns. Empty when a concurrent compaction invalidated
-    the row ids (or the table has no `PACKED` column: the caller then reads by id)."""
+    the addresses (or the table has no `PACKED` column: the caller then reads by id)."""
     if not row_ids:
         return {}
     try:
-        data = table.take_row_ids(row_ids).select([PACKED]).with_row_id().to_arrow()
-    except (OSError, ValueError, RuntimeError):
+        data = await table.take_row_ids(row_ids).select([PACKED]).with_row_id().to_arrow()
+    except _STALE:
         return {}
-    out, unpacked = {}, []
-    for addr, packed in zip(data.column("_rowid").to_pylist(), data.column(PACKED).to_pylist(), strict=True):
-        if packed:
-            row = StoredMemory.from_row(unpack_row(packed))
-            out[row.id] = row
-        else:
-            unpacked.append(addr)
-    if unpacked:
-        out.update(take_columns(table, unpacked))
-    return out
+    packed = dict(zip(data.column("_rowid").to_pylist(), data.column(PACKED).to_pylist(), strict=True))
+    rows = {k: unpack_row(text) for k, text in packed.items() if text}
+    rows.update(await take_columns(table, [k for k, text in packed.items() if not text]))
+    return {row["id"]: StoredMemory.from_row(row) for row in rows.values()}
 
 
-def take_columns(table: Any, row_ids: list[int]) -> dict[str, StoredMemory]:
-    """`take_rows` from the display columns themselves (rows written before schema 5)."""
+async def take_columns(table: Any, row_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Rows by address from the display columns themselves (rows written before schema 5), by address."""
+    if not row_ids:
+        return {}
     try:
-        data = table.take_row_ids(row_ids).select(ROW_COLUMNS).to_arrow()
-    except (OSError, ValueError, RuntimeError):
+        data = await table.take_row_ids(row_ids).select(ROW_COLUMNS).with_row_id().to_arrow()
+    except _STALE:
         return {}
-    return {row["id"]: StoredMemory.from_row(row) for row in data.to_pylist()}
+    return dict(zip(data.column("_rowid").to_pylist(), data.select(ROW_COLUMNS).to_pylist(), strict=True))
 
 
-def rows_by_id(table: Any, ids: list[str]) -> dict[str, StoredMemory]:
-    """`take_rows` by id (slower: an index lookup), for when row ids went stale."""
-    data = table.search().where(f"id IN ({sql_list(ids)})").select(ROW_COLUMNS).limit(len(ids)).to_arrow()
-    return {row["id"]: StoredMemory.from_row(row) for row in data.to_pylist()}
+async def rows_by_id(table: Any, ids: list[str]) -> dict[str, StoredMemory]:
+    """`take_rows` by id (slower: an index lookup), for when addresses went stale."""
+    query = table.query().where(f"id IN ({sql_list(ids)})").select(ROW_COLUMNS).limit(len(ids))
+    return {row["id"]: StoredMemory.from_row(row) for row in (await query.to_arrow()).to_pylist()}
 
 
-def take_rescored(
-    table: Any, ids_at: dict[int, str], qvec: np.ndarray
-) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
-    """Exact cosine with `qvec` of the rows at these row ids (keys; values: their ids), and their packed rows
-    (unpacked; none for a row written before schema 5), in one take of the vector and `PACKED` columns; a
-    row id now holding another row (a compaction moved them) is left out, so the answer comes back short.
-    The take returns rows in row-id order, matched by their `_rowid`, which costs nothing (the `id` column was
-    a third of a 40-row vector read: 1.8 vs 2.9 ms CPU)."""
-    if not ids_at:
+async def take_rescored(
+    table: Any, row_ids: list[int], qvec: np.ndarray
+) -> tuple[dict[int, float], dict[int, dict[str, Any]]]:
+    """Exact cosine with `qvec` of the rows at these addresses and their rows (unpacked from `PACKED`, or read
+    from their columns for a row written before schema 5), by address, in one take of the vector and `PACKED`
+    columns; an address a compaction invalidated is left out, so the answer comes back short. The take returns
+    rows in address order, matched by their `_rowid`, which costs nothing (the `id` column was a third of a
+    40-row vector read: 1.8 vs 2.9 ms CPU)."""
+    if not row_ids:
         return {}, {}
     try:
-        data = table.take_row_ids(list(ids_at)).select(["vector", PACKED]).with_row_id().to_arrow()
-    except (OSError, ValueError, RuntimeError):
+        data = await table.take_row_ids(row_ids).select(["vector", PACKED]).with_row_id().to_arrow()
+    except _STALE:
         return {}, {}
-    cos = (vectors(data) @ qvec).tolist() if data.num_rows else []
-    exact: dict[str, float] = {}
-    rows: dict[str, dict[str, Any]] = {}
-    for addr, c, text in zip(data.column("_rowid").to_pylist(), cos, data.column(PACKED).to_pylist(), strict=True):
-        if (i := ids_at.get(addr)) is None:
-            continue
-        if text:
-            row = unpack_row(text)
-            if row["id"] != i:
-                continue
-            rows[i] = row
-        exact[i] = c
-    return exact, rows
-
-
-def cosines_by_id(table: Any, ids: list[str], qvec: np.ndarray) -> dict[str, float]:
-    """`take_rescored`'s cosines by id (an index lookup)."""
-    data = table.search().where(f"id IN ({sql_list(ids)})").select(["id", "vector"]).limit(len(ids)).to_arrow()
-    cos = (vectors(data) @ qvec).tolist() if data.num_rows else []
-    return dict(zip(data.column("id").to_pylist(), cos, strict=True))
+    keys = data.column("_rowid").to_pylist()
+    exact = dict(zip(keys, (vectors(data) @ qvec).tolist() if data.num_rows else [], strict=True))
+    packed = dict(zip(keys, data.column(PACKED).to_pylist(), strict=True))
+    rows = {k: unpack_row(text) for k, text in packed.items() if text}
+    rows.update(await take_columns(table, [k for k, text in packed.items() if not text]))
+    return {k: c for k, c in exact.items() if k in rows}, rows
 
 
 def nearest(table: Any, matrix: np.ndarray, k: int, *, ann: bool) -> list[list[tuple[str, float]]]:

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from chronicle.storage.lance import open_lance
-from chronicle.storage.memory import indexes
+from chronicle.storage.lance import open_async, open_lance
+from chronicle.storage.memory import aio, indexes
 from chronicle.storage.memory.arrow import (
     all_rows,
     build_where,
@@ -100,6 +100,7 @@ class MemoryStore:
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._has_ann = indexes.AnnFlag()
+        self._twin = aio.AsyncTwin(lambda: open_async(settings, handle, TABLE))  # the search path's handle
         self._upgraded = False
         self._table: Any = self._open()
         self._mismatch: str | None = None
@@ -342,7 +343,7 @@ class MemoryStore:
         # A few more candidates than asked: demoting superseded rows (or ageing) lets the next ones move up.
         fetch = limit * 2 if half_life > 0 else limit + 5
         scored, rows = ranked(
-            table, self._embed_query, query, where, fetch, mode, ann=self._has_ann(table), weights=weights
+            self._twin(table), self._embed_query, query, where, fetch, mode, ann=self._has_ann(table), weights=weights
         )
         now, tuning = current_at or datetime.now(UTC), Tuning.of(self.settings, self.embedder.model_name)
         return rerank(hits(scored, rows), now=now, importance_weight=weights.importance, half_life_days=half_life,

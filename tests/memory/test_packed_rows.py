@@ -8,6 +8,7 @@ from datetime import date, datetime
 
 import lancedb
 import pyarrow as pa
+from chronicle.storage.memory import aio
 from chronicle.storage.memory.arrow import all_rows
 from chronicle.storage.memory.schema import PACKED, ROW_COLUMNS, TABLE, StoredMemory, memory_schema
 from chronicle.storage.memory.search import take_columns, take_rows
@@ -38,7 +39,7 @@ def by_columns(table) -> dict[int, StoredMemory]:
 def assert_packed_reads_equal_columns(store: MemoryStore) -> None:
     table = store._readable()
     expected = by_columns(table)
-    rows = take_rows(table, list(expected))
+    rows = aio.run(take_rows(store._twin(table), list(expected)))
     assert rows == {r.id: r for r in expected.values()}
     assert {i: repr(r) for i, r in rows.items()} == {r.id: repr(r) for r in expected.values()}  # tz objects too
     assert all_rows(table, [PACKED]).column(PACKED).null_count == 0  # really read from the packed copy
@@ -102,8 +103,9 @@ def test_rows_written_before_the_packed_column_are_read_from_their_columns(setti
     table = store._readable()
     assert all_rows(table, [PACKED]).column(PACKED).null_count == 1
     expected = by_columns(table)
-    assert take_rows(table, list(expected)) == {r.id: r for r in expected.values()}
-    assert take_columns(table, list(expected)) == {r.id: r for r in expected.values()}
+    assert aio.run(take_rows(store._twin(table), list(expected))) == {r.id: r for r in expected.values()}
+    columns = aio.run(take_columns(store._twin(table), list(expected)))
+    assert {k: StoredMemory.from_row(r) for k, r in columns.items()} == expected
     (hit,) = store.search("Berlin", limit=1)
     assert hit.content == first.content and hit.tags == ["home"] and hit.subject == "user"
 

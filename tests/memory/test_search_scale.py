@@ -8,6 +8,7 @@ from datetime import datetime
 
 import numpy as np
 import pytest
+from chronicle.storage.memory import aio
 from chronicle.storage.memory.search import dense_query, fts_query, matching_rows
 from chronicle.storage.memory.store import MemoryStore
 
@@ -20,6 +21,11 @@ from chronicle.settings import Settings
 from tests.memory.conftest import HashEmbedder
 
 _WORK = re.compile(r"\b(rows_scanned|index_comparisons)=([\d.]+) ?([KM]?)")
+
+
+async def analysed(query: object) -> str:
+    """The `analyze_plan()` of a leg's query (a coroutine building it)."""
+    return await (await query).analyze_plan()  # type: ignore[misc]
 
 
 def work(plan: str) -> float:
@@ -53,8 +59,9 @@ def test_filtered_search_at_scale_returns_only_matching_rows_through_the_indexes
         exact = [ids[rows[k]] for k in np.argsort(-(matrix[rows] @ qvec))[:10]]
         assert [h.id for h in search_where(store, query, where, mode="dense")] == exact
         # Neither leg reads the whole table: the subject index narrows both to that person's ~100 rows.
-        for plan in (dense_query(table, qvec, where, 40, ann=True).analyze_plan(),
-                     fts_query(table, tokenize(query), where, 40).analyze_plan()):
+        twin = store._twin(table)
+        for plan in (aio.run(analysed(dense_query(twin, qvec, where, 40, ann=True, columns=["importance"]))),
+                     aio.run(analysed(fts_query(twin, tokenize(query), where, 40, ["importance"])))):
             assert "subject_idx" in plan
             assert work(plan) <= 0.05 * n, plan
 
@@ -72,7 +79,7 @@ def test_added_memories_are_found_without_rebuilding_the_index(home) -> None:
     store = MemoryStore(settings, embedder)
     assert "vector" in store.ensure_indexes()
     trained = {ix.name: ix.index_uuid for ix in store._table.list_indices()}["vector_idx"]
-    broad = matching_rows(store._table, "importance >= 0.5")  # remembered per table version
+    broad = aio.run(matching_rows(store._twin(store._table), "importance >= 0.5"))  # remembered per table version
 
     texts = [f"fresh memory {i} about the zebra{i} enclosure" for i in range(300)]  # a distill's worth
     memories = [redact_memory(Memory(content=t, summary=t[:40], importance=0.5, target_file="MEMORY.md"),
@@ -83,7 +90,7 @@ def test_added_memories_are_found_without_rebuilding_the_index(home) -> None:
         return next(ix for ix in store._table.list_indices() if ix.name == "vector_idx")
 
     # The write made a new version: the remembered count does not hide the new rows from the filter policy.
-    assert matching_rows(store._table, "importance >= 0.5") == broad + 300
+    assert aio.run(matching_rows(store._twin(store._table), "importance >= 0.5")) == broad + 300
     # Found at once, before any index holds them (LanceDB searches unindexed rows flat beside the index).
     assert vector_index().num_unindexed_rows == 300
     assert store.search(texts[17], mode="dense", limit=1)[0].content == texts[17]
@@ -139,38 +146,63 @@ def test_clustered_rows_sit_at_the_drawn_cosine_from_their_centre() -> None:
     assert {"topic7", "word7"} & set(words) and set(words) <= {"topic7", "word7", "the", "cat"}
 
 
-def test_row_reads_notice_row_ids_a_compaction_moved_and_fall_back_to_ids(home) -> None:
-    """`ranked` reads by row id from its legs' version; a compaction in between moves rows. The vector read must
-    then come back short (so `ranked` falls back to ids), and the by-id reads give the same cosines and rows."""
+def test_row_reads_notice_row_ids_a_compaction_moved(home) -> None:
+    """`ranked` reads by address from its legs' version; a compaction in between moves rows. The read must then
+    come back short (so `ranked` runs the query again), never with another row's vector or row."""
     from chronicle.storage.memory.schema import StoredMemory
-    from chronicle.storage.memory.search import cosines_by_id, rows_by_id, take_rescored, take_rows
+    from chronicle.storage.memory.search import rows_by_id, take_rescored, take_rows
 
-    embedder = HashEmbedder(dim=32)
-    store = MemoryStore(Settings(home=home), embedder)
-    for batch in range(3):  # three commits: three fragments for the compaction to merge
-        texts = [f"memory {batch}-{i} about the garden" for i in range(20)]
+    store = _three_fragments(home)
+    table = store._readable()
+    data = table.search().select(["id", "vector"]).with_row_id(True).limit(100).to_arrow()
+    addresses = data.column("_rowid").to_pylist()
+    ids_at = dict(zip(addresses, data.column("id").to_pylist(), strict=True))
+    qvec = store.embedder.embed(["garden"])[0]
+    vecs = dict(zip(addresses, data.column("vector").to_pylist(), strict=True))
+    truth = {k: float(np.dot(v, qvec)) for k, v in vecs.items()}
+    twin = store._twin(table)
+    cosines, rows = aio.run(take_rescored(twin, addresses, qvec))
+    assert cosines == pytest.approx(truth, abs=1e-6)
+    # The same take brings the rows' packed display columns: equal to the rows read by id.
+    assert {ids_at[k]: StoredMemory.from_row(r) for k, r in rows.items()} == aio.run(
+        rows_by_id(twin, list(ids_at.values())))
+
+    table.optimize()  # compacts the fragments: the addresses above now point nowhere
+    stale, stale_rows = aio.run(take_rescored(store._twin(store._readable()), addresses, qvec))
+    assert len(stale) < len(addresses)  # short: `ranked` runs the query again
+    assert stale == pytest.approx({k: truth[k] for k in stale}, abs=1e-6)  # and never another row's cosine
+    assert all(stale_rows[k]["id"] == ids_at[k] for k in stale)
+    assert aio.run(take_rows(twin, [])) == {}
+
+
+def _three_fragments(home, **settings: object) -> MemoryStore:
+    """A store of 60 memories written in three commits (three fragments for a compaction to merge); 15 of them about
+    the garden: fewer than the full-text leg's pool, whose cut among equal BM25 scores LanceDB does not fix."""
+    store = MemoryStore(Settings(home=home, **settings), HashEmbedder(dim=32))
+    for batch in range(3):
+        texts = [f"memory {batch}-{i} about the {'kitchen' if i % 4 else 'garden'}" for i in range(20)]
         store.upsert([redact_memory(Memory(content=t, summary=t, importance=0.5, target_file="MEMORY.md"),
                                     Redactor.build()) for t in texts],
                      created=datetime(2026, 3, 23, 9, batch), flow_run_id=None)
-    table = store._readable()
-    data = table.search().select(["id", "vector"]).with_row_id(True).limit(100).to_arrow()
-    ids_at = dict(zip(data.column("_rowid").to_pylist(), data.column("id").to_pylist(), strict=True))
-    qvec = embedder.embed(["garden"])[0]
-    vecs = dict(zip(data.column("id").to_pylist(), data.column("vector").to_pylist(), strict=True))
-    truth = {i: float(np.dot(v, qvec)) for i, v in vecs.items()}
-    exact = pytest.approx(truth, abs=1e-6)
-    cosines, packed = take_rescored(table, ids_at, qvec)
-    assert cosines == exact
-    # The same take brings the rows' packed display columns: equal to the rows read by id.
-    assert {i: StoredMemory.from_row(r) for i, r in packed.items()} == rows_by_id(table, list(ids_at.values()))
+    return store
 
-    table.optimize()  # compacts the fragments: the row ids above now point nowhere (or elsewhere)
-    moved = store._readable()
-    stale, stale_rows = take_rescored(moved, ids_at, qvec)
-    assert len(stale) < len(ids_at)  # short: `ranked` falls back to ids
-    assert stale == pytest.approx({i: truth[i] for i in stale}, abs=1e-6)  # and never another row's cosine
-    assert set(stale_rows) == set(stale)
-    fresh = cosines_by_id(moved, list(ids_at.values()), qvec)
-    assert fresh == exact
-    assert set(rows_by_id(moved, list(ids_at.values())[:5])) == set(list(ids_at.values())[:5])
-    assert take_rows(moved, []) == {}
+
+def test_a_compaction_during_a_search_runs_it_again(home, monkeypatch) -> None:
+    """With the ANN index the legs return addresses only; if a compaction moves the rows before they are read,
+    the search runs once more, on the new version: the same answer as a search started after the compaction."""
+    import chronicle.storage.memory.search as search
+
+    store = _three_fragments(home, ann_min_rows=20)
+    assert store._has_ann(store._readable())
+    reads, calls = search.take_rescored, []
+
+    async def compacted_first(table: object, row_ids: list[int], qvec: np.ndarray) -> object:
+        if not calls:
+            store._readable().optimize()  # as another process's distillation would, between legs and read
+        calls.append(len(row_ids))
+        return await reads(table, row_ids, qvec)
+
+    monkeypatch.setattr(search, "take_rescored", compacted_first)
+    during = [(h.id, h.score) for h in store.search("garden", limit=10)]
+    assert len(calls) == 2
+    assert during == [(h.id, h.score) for h in store.search("garden", limit=10)]
