@@ -367,7 +367,9 @@ def _result(report: dict[str, Any], modes: list[str], sizes: list[int], reps: in
         baseline=base,
         baseline_name="same query encoder + numpy matrix @ q + argpartition, in memory",
         unit="ms",
-        goal="p95 <= 1.0x brute force at 100k (vector cached <= 0.3x scan); <= 0.3x at 1M, recall@10 >= 0.95",
+        # The row judges the size it measured; the 1 M goal is judged by a run that includes 1 M rows.
+        goal=("p95 <= 0.3x brute force at 1M, recall@10 >= 0.95" if goal_ratio < 1.0 else
+              "p95 <= 1.0x brute force at 100k (the 1M goal, <= 0.3x, in its own run)"),
         ok=big["hybrid_vs_bruteforce_p95"] <= goal_ratio
         and (goal_ratio == 1.0 or big["dense_recall@10_vs_exact"] >= 0.95),
         extra={"sizes": report},
