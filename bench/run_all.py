@@ -84,9 +84,16 @@ def _files(name: str) -> list[Path]:
                   key=lambda p: (p.stem != name, p.stem))
 
 
-def collect(names: list[str]) -> list[dict]:
+def collect(names: list[str], measured: list[str]) -> list[dict]:
+    """The results of `names` in table order; a bench not in `measured` (not run this time: `--only`) keeps the
+    README rows it has, even when an older result file of it is lying in bench/out (git keeps no result files)."""
     results = []
+    old = _old_rows()
     for name in names:
+        if name not in measured:
+            kept = [row for row in old if row == name or row.startswith(f"{name}-")] or [name]
+            results += [{"name": row, "missing": True, "error": "not run this time"} for row in kept]
+            continue
         files = _files(name)
         if not files:
             results.append({"name": name, "missing": True,
@@ -173,7 +180,7 @@ def main() -> None:
         for name in names:
             if not run_bench(name, min(args.repeat, RUNS.get(name, args.repeat))):
                 failed.append(name)
-    rewrite_readme(merged_table(collect(BENCHES)))
+    rewrite_readme(merged_table(collect(BENCHES, names)))
     print("bench/README.md figures updated" + (f"; failed: {', '.join(failed)}" if failed else ""))
     if failed:
         raise SystemExit(1)
