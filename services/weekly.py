@@ -201,8 +201,8 @@ _RowRefresh = tuple[int, dict, bool | None, list[dict] | None]
 
 
 def _kept_week(project_id: str, week: IsoWeek, kept: StoredReport, decision: Decision,
-               digest: WeekDigest | WeekInput, week_input: Callable[[], WeekInput],
-               why: str | None = None) -> tuple[WeekOutcome, _RowRefresh | None]:
+               digest: WeekDigest | WeekInput, week_input: Callable[[], WeekInput]
+               ) -> tuple[WeekOutcome, _RowRefresh | None]:
     """The outcome of a week whose stored report stays, and its row's refresh when the week's stats or its
     staleness changed (a late enrolment shifts `enrolled_total` of later weeks)."""
     stale = decision.stale if decision.action == "skip-edited" else None
@@ -216,7 +216,7 @@ def _kept_week(project_id: str, week: IsoWeek, kept: StoredReport, decision: Dec
     outcome = WeekOutcome(project_id, week.number, decision.kept_as, kept.model, digest.entry_count,
                           needs_review=needs_review,
                           reasons=tuple(describe(r) for r in shown) if needs_review else (),
-                          why=why or decision.why)
+                          why=decision.why)
     return outcome, refresh
 
 
