@@ -302,8 +302,9 @@ def _written_since_plan(settings: Settings, jobs: list[WeekJob]) -> dict[WeekKey
 def run_week(settings: Settings, job: WeekJob, run_id: str, *, hold: bool = False) -> WeekRun | Pending:
     """Run one planned week end to end: answer it from its stored report, or own it, write it and store it.
 
-    `hold` (a group's offline week under its fan-out's lease): the written report is returned as `Pending`
-    for the group's commit instead of being stored at once.
+    `hold` (a group's offline week): the written report is returned as `Pending` for the group's commit instead
+    of being stored at once — only when its lease is on the fan-out's leases, which outlive this call (leases
+    of its own end with `week_lease`, before a later commit could end them).
     """
     t0 = time.perf_counter()
     if job.decision.action != "generate":
@@ -321,7 +322,7 @@ def run_week(settings: Settings, job: WeekJob, run_id: str, *, hold: bool = Fals
             with held_calls(settings) as held:
                 report = _write_text(settings, job, model, run_id)
                 queued = Queued(_report_write(job, report, run_id), owned, held.take())
-                if hold:
+                if hold and owned.leases.owner == job.lease_owner:
                     held.done()  # stored with the group's commit (or written on their own if it fails)
                     return Pending(job, report, queued, time.perf_counter() - t0)
                 saved = reports.writer_for(settings).save(queued.write, lease=owned, calls=queued.calls)
