@@ -72,21 +72,16 @@ def week_range(start: IsoWeek, end: IsoWeek) -> list[IsoWeek]:
     return out
 
 
+def utc(ts: datetime) -> datetime:
+    """Aware UTC; naive datetimes are taken to be UTC already (that is how Chronicle stores timestamps)."""
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
 def to_utc(ts: datetime, tz: ZoneInfo) -> datetime:
     """Naive timestamps are the project's local time; aware ones keep their offset. Result is naive UTC."""
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=tz)
     return ts.astimezone(UTC).replace(tzinfo=None)
-
-
-def parse_timestamp(text: str, tz: ZoneInfo) -> datetime:
-    """ISO 8601 text (offset, `Z`, or naive = local) -> naive UTC. Raises ValueError when impossible."""
-    value = text.strip()
-    if not value:
-        raise ValueError("empty timestamp")
-    if value.endswith(("Z", "z")):
-        value = value[:-1] + "+00:00"
-    return to_utc(datetime.fromisoformat(value), tz)
 
 
 def local_week(ts_utc: datetime, tz: ZoneInfo) -> tuple[date, IsoWeek]:

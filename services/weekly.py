@@ -41,7 +41,7 @@ from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.grouping import MAX_WEEKS_PER_TASK
 from chronicle.weekly.model import StoredReport, WeekDigest, WeekInput, WeekReport, make_week_input, week_digest
 from chronicle.weekly.outcome import WeekOutcome
-from chronicle.weeks import IsoWeek, week_range
+from chronicle.weeks import IsoWeek, utc, week_range
 
 WEEK_CLAIM_TTL_S = 30.0
 """Lease of a week being written; renewed every third of it while the writer lives (generous for the
@@ -237,10 +237,9 @@ def lease_weeks(settings: Settings, leases: claims.Leases, jobs: list[WeekJob], 
     or whose key another run holds now) take theirs when they run (`week_lease`)."""
     wanted = {job.claim_key(model): job for job in jobs if job.decision.action == "generate"}
     taken = leases.take(wanted)
-    since = (planned_at - timedelta(seconds=CLOCK_SKEW_S)).astimezone(UTC)
+    since = utc(planned_at - timedelta(seconds=CLOCK_SKEW_S))
     won = [key for key, t in taken.items() if t.won]
-    ended = [key for key in won if (end := taken[key].previous_end) is not None
-             and (end.replace(tzinfo=UTC) if end.tzinfo is None else end.astimezone(UTC)) >= since]
+    ended = [key for key in won if (end := taken[key].previous_end) is not None and utc(end) >= since]
     answered = _written_since_plan(settings, [wanted[key] for key in ended])
     leases.release([key for key in ended if (wanted[key].project_id, wanted[key].week.number) in answered])
     return answered

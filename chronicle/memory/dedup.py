@@ -33,9 +33,10 @@ import numpy as np
 
 from chronicle.memory.lexical import compare
 from chronicle.memory.model import EventKind, Memory, MemoryEvent, detect_language, normalise
-from chronicle.memory.records import StoredMemory, utc
+from chronicle.memory.records import StoredMemory
 from chronicle.memory.search import fts_text
 from chronicle.memory.supersede import conflicts, facts
+from chronicle.weeks import utc
 
 
 @dataclass(frozen=True)

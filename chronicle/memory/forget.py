@@ -15,8 +15,9 @@ from datetime import datetime
 
 from chronicle.memory.dedup import row_fts_text
 from chronicle.memory.model import Memory, content_hash, detect_language, normalise
-from chronicle.memory.records import StoredMemory, utc
+from chronicle.memory.records import StoredMemory
 from chronicle.memory.subjects import normalise_subject
+from chronicle.weeks import utc
 
 
 class SelectorError(ValueError):

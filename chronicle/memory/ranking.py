@@ -26,8 +26,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from chronicle.memory.records import SearchHit, utc
+from chronicle.memory.records import SearchHit
 from chronicle.memory.search import ScoreRule, importance_term
+from chronicle.weeks import utc
 
 MODEL_FLOORS: dict[str, float] = {}
 """Cosine floor per embedding model, where one was found that costs no answers. None so far: the packaged E5

@@ -7,15 +7,10 @@ They live in the core so that the merge rule (`chronicle.memory.dedup`) can be a
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-__all__ = ["SearchHit", "StoredMemory", "utc"]
-
-
-def utc(ts: datetime) -> datetime:
-    """Aware UTC; naive datetimes are taken to be UTC already (that is how Chronicle stores timestamps)."""
-    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+__all__ = ["SearchHit", "StoredMemory"]
 
 
 @dataclass

@@ -332,9 +332,6 @@ class Redactor:
         tail = out.rsplit("\n", 1)[-1] if "\n" in out else ""  # the value alone hidden: `= [REDACTED:password]`
         return whole or (tail if "[REDACTED:" in tail and tail != self.redact(line) else None)
 
-    def kinds(self) -> list[str]:
-        return list(dict.fromkeys(kind for kind, _, _, _ in self.patterns))
-
 
 @lru_cache(maxsize=16)
 def _build(extra: tuple[str, ...], safe: SafeShapes) -> Redactor:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from chronicle.memory.model import EventKind, MemoryEvent
-from chronicle.memory.records import SearchHit, StoredMemory, utc
+from chronicle.memory.records import SearchHit, StoredMemory
+from chronicle.weeks import utc
 
 __all__ = [
     "META_DIM", "META_MODEL", "META_VERSION", "PACKED", "ROW_COLUMNS", "SCHEMA_VERSION", "TABLE", "EventKind",
