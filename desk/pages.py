@@ -1,5 +1,6 @@
 """The desk's read pages: projects (the week grid), a project's chronicle with its charts and search, one week,
-a week's history, the review queue. Each reads through services/desk_views.py in one short window."""
+a week's history, the review queue. Each reads the account and its rows through services/desk_views.py in one
+short window (`one_window`), closed before the page is rendered."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from chronicle.desk.charts import trend_charts
 from chronicle.desk.web import account, iso_week, readable, render, run_link, settings_of
 from chronicle.services import desk_views
 from chronicle.storage import desk_views as storage_views
-from chronicle.storage.db import read
+from chronicle.storage.db import one_window, read
 from fastapi import APIRouter, HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -19,19 +20,23 @@ PAGE_SIZE = 40
 
 @router.get("/", response_class=HTMLResponse)
 def projects(request: Request, state: str | None = None, page: int = 1) -> HTMLResponse:
-    who = account(request)
     if state not in desk_views.STATES:
         state = None
-    found = desk_views.grid_page(settings_of(request), who.can_read, state=state, page=page, size=PAGE_SIZE)
+    settings = settings_of(request)
+    with one_window(settings):
+        who = account(request)
+        found = desk_views.grid_page(settings, who.can_read, state=state, page=page, size=PAGE_SIZE)
     return render(request, "projects.html", who=who, grids=found.grids, states=desk_views.STATES, state=state,
                   page=found.page, pages=found.pages, total=found.visible)
 
 
 @router.get("/p/{project_id}", response_class=HTMLResponse)
 def chronicle(request: Request, project_id: str, q: str = "") -> HTMLResponse:
-    who = account(request)
-    readable(who, project_id)
-    weeks = desk_views.chronicle(settings_of(request), project_id)
+    settings = settings_of(request)
+    with one_window(settings):
+        who = account(request)
+        readable(who, project_id)
+        weeks = desk_views.chronicle(settings, project_id)
     result = desk_views.search(weeks, q.strip()[:500]) if q.strip() else None
     return render(request, "chronicle.html", who=who, project_id=project_id, weeks=weeks, q=q, result=result,
                   charts=trend_charts(weeks))
@@ -39,13 +44,15 @@ def chronicle(request: Request, project_id: str, q: str = "") -> HTMLResponse:
 
 @router.get("/p/{project_id}/w/{week}", response_class=HTMLResponse)
 def week_page(request: Request, project_id: str, week: str) -> HTMLResponse:
-    who = account(request)
-    readable(who, project_id)
     settings = settings_of(request)
-    iso = iso_week(week)
-    page = desk_views.week_page(settings, project_id, iso)
-    if page is None:  # a missing, empty or failed week is reachable from the grid too: say what to do
-        entries = read(settings, storage_views.week_entry_count, project_id, iso.number)
+    with one_window(settings):
+        who = account(request)
+        readable(who, project_id)
+        iso = iso_week(week)
+        page = desk_views.week_page(settings, project_id, iso)
+        # A missing, empty or failed week is reachable from the grid too: say what to do.
+        entries = read(settings, storage_views.week_entry_count, project_id, iso.number) if page is None else 0
+    if page is None:
         return render(request, "no_report.html", status_code=404, who=who, project_id=project_id, week=str(iso),
                       entries=entries)
     return render(request, "week.html", who=who, p=page, run_url=run_link(settings, page.flow_run_id),
@@ -54,10 +61,12 @@ def week_page(request: Request, project_id: str, week: str) -> HTMLResponse:
 
 @router.get("/p/{project_id}/w/{week}/history", response_class=HTMLResponse)
 def history(request: Request, project_id: str, week: str, a: int | None = None, b: int | None = None) -> HTMLResponse:
-    who = account(request)
-    readable(who, project_id)
-    iso = iso_week(week)
-    found = desk_views.history(settings_of(request), project_id, iso, a, b)
+    settings = settings_of(request)
+    with one_window(settings):
+        who = account(request)
+        readable(who, project_id)
+        iso = iso_week(week)
+        found = desk_views.history(settings, project_id, iso, a, b)
     if not found.versions:
         raise HTTPException(404, f"{project_id} {iso} has no report yet")
     return render(request, "history.html", who=who, project_id=project_id, week=str(iso), h=found)
@@ -65,9 +74,10 @@ def history(request: Request, project_id: str, week: str, a: int | None = None, 
 
 @router.get("/queue", response_class=HTMLResponse)
 def queue(request: Request) -> HTMLResponse:
-    who = account(request)
     settings = settings_of(request)
-    items = desk_views.review_queue(settings, desk_views.visible(settings, who.can_read))
+    with one_window(settings):
+        who = account(request)
+        items = desk_views.review_queue(settings, desk_views.visible(settings, who.can_read))
     return render(request, "queue.html", who=who, items=items,
                   reviewable={i.project_id for i in items if who.can_review(i.project_id)})
 

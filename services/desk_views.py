@@ -112,12 +112,17 @@ def _grids(project_ids: list[str], rows: list[desk_views.GridRow], failed: list[
         failed_after[key] = max(started, failed_after.get(key, started))
     grids: dict[str, dict[int, list[Cell]]] = {}
     counts: dict[str, dict[str, int]] = {}
+    # A page of 40 projects is ~6,000 cells over a few hundred distinct weeks: each week is named once.
+    names: dict[int, tuple[int, str]] = {}
     for row in rows:
         s = cell_state(row, failed_after, latest)
-        week = IsoWeek.from_number(row.week_number)
-        grids.setdefault(row.project_id, {}).setdefault(week.year, []).append(
-            Cell(row.week_number, str(week), s, row.entries))
-        per = counts.setdefault(row.project_id, dict.fromkeys(STATES, 0))
+        if (named := names.get(row.week_number)) is None:
+            week = IsoWeek.from_number(row.week_number)
+            named = names[row.week_number] = (week.year, str(week))
+        grids.setdefault(row.project_id, {}).setdefault(named[0], []).append(
+            Cell(row.week_number, named[1], s, row.entries))
+        if (per := counts.get(row.project_id)) is None:
+            per = counts[row.project_id] = dict.fromkeys(STATES, 0)
         per[s] += 1
     return [ProjectGrid(p, sorted(grids[p].items()), counts[p]) for p in project_ids if p in grids]
 

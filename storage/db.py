@@ -122,9 +122,34 @@ def connect(settings: Settings, *, read_only: bool = False) -> Iterator[duckdb.D
 
 def read(settings: Settings, query: Callable[..., T], *args: object, **kwargs: object) -> T:
     """`query(conn, *args, **kwargs)` in its own short read-only window: the one way a caller above storage
-    reads through a storage query function (instead of a `with connect(): return sql.f(conn, ...)` per use case)."""
+    reads through a storage query function (instead of a `with connect(): return sql.f(conn, ...)` per use case).
+    Inside `one_window(settings)` it reads in that block's window instead of opening one of its own."""
+    shared = _shared_window.get()
+    if shared is not None and shared[0] is settings:
+        return query(shared[1], *args, **kwargs)
     with connect(settings, read_only=True) as conn:
         return query(conn, *args, **kwargs)
+
+
+_shared_window: contextvars.ContextVar[tuple[Settings, duckdb.DuckDBPyConnection] | None] = contextvars.ContextVar(
+    "chronicle_shared_read_window", default=None)
+
+
+@contextmanager
+def one_window(settings: Settings) -> Iterator[None]:
+    """Every `read(settings, ...)` inside the block shares one read-only window.
+
+    A desk page reads the signed-in account and then its rows: two windows cost two opens of the file (the open,
+    its settings and the migration check are most of a small page's reads). Keep the block to the reads: the
+    window holds the embedded file against other processes' writers, so render after it. No write may happen
+    inside it (a writer of this process would wait for the window's own lock).
+    """
+    with connect(settings, read_only=True) as conn:
+        token = _shared_window.set((settings, conn))
+        try:
+            yield
+        finally:
+            _shared_window.reset(token)
 
 
 @contextmanager

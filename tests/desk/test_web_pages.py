@@ -139,3 +139,26 @@ def test_a_week_the_last_run_failed_is_failed_on_the_grid_until_a_report_lands(
     online.set_faults(rate=0.0, kinds=("500",))
     backfill_weeks(project_id=PROJECT, start_week="2025-W33", end_week="2025-W33")
     assert _cell_states(c.get("/").text)["2025-W33"] in ("generated", "flagged")  # a report landed
+
+
+def test_each_read_page_opens_the_database_once(people: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The account and the page's rows are read in one window (an open of the file is most of a small page's
+    reads), closed before the page renders; a page of another project is refused inside that same window."""
+    import chronicle.storage.files as files
+
+    opens: list[bool] = []
+    real_open = files._open
+
+    def counting_open(path, read_only, deadline):  # type: ignore[no-untyped-def]
+        opens.append(read_only)
+        return real_open(path, read_only, deadline)
+
+    c = login(client(people), "rita", PASSWORD)
+    monkeypatch.setattr(files, "_open", counting_open)
+    for url, status in (("/", 200), (f"/p/{PROJECT}", 200), (f"/p/{PROJECT}/w/2025-W30", 200),
+                        (f"/p/{PROJECT}/w/2025-W33", 404), (f"/p/{PROJECT}/w/2025-W30/history", 200),
+                        ("/queue", 200), ("/p/XH305", 404)):
+        opens.clear()
+        page = c.get(url)
+        assert page.status_code == status, (url, page.text[:300])
+        assert opens == [True], (url, opens)
