@@ -1,6 +1,6 @@
 """bench/search_inprocess: the issue-27 experiment "an in-process dense index" — measured, not wired in.
 
-The store's dense leg is one LanceDB query (IVF_SQ index, ~4-5 ms of per-call cost before any scan). This bench
+The store's dense leg is one LanceDB query (IVF index, ~4-5 ms of per-call cost before any scan). This bench
 asks what a numpy index held in the process would save: the table's vectors loaded once (float32), a coarse k-means
 partitioning (spherical, on a sample) stored partition by partition, and per query a probe of the nearest
 partitions' vectors — exact cosines, so `ranked` needs no re-read of them.
@@ -149,7 +149,7 @@ def patch(share: float, reduce: int) -> None:
         async def to_arrow(self) -> pa.Table:
             return self.rows
 
-    async def dense_query(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool,
+    async def dense_query(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: int,
                           columns: list[str]) -> Any:
         if where is not None:
             return await lance_query(table, qvec, where, pool, ann=ann, columns=columns)
@@ -161,7 +161,7 @@ def patch(share: float, reduce: int) -> None:
         out = built[key]["cols"].take(pa.array(at))
         return Found(out.append_column("_distance", pa.array(1.0 - sims, pa.float32())))
 
-    def ranked(table: Any, embed_query: Any, query: str, where: str | None, limit: int, mode: Any, *, ann: bool,
+    def ranked(table: Any, embed_query: Any, query: str, where: str | None, limit: int, mode: Any, *, ann: int,
                weights: Any) -> Any:
         return lance_ranked(table, embed_query, query, where, limit, mode, ann=ann and where is not None,
                             weights=weights)

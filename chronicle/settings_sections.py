@@ -275,7 +275,7 @@ class MemorySettings(Section):
     """Half-life of the importance used in memory search ranking, in days (0 = off; nothing is deleted by age)."""
 
     ann_min_rows: int = 50_000
-    """Memory-table size from which an approximate (IVF_SQ) vector index is built; below it search is exact."""
+    """Memory-table size from which an approximate (IVF_RQ) vector index is built; below it search is exact."""
 
     overwrite_allowed_files: list[str] = Field(
         default_factory=lambda: ["MEMORY.md", "USER.md", "AGENTS.md", "TOOLS.md"])

@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 import pyarrow as pa
-from lancedb.index import FTS, Bitmap, BTree, IvfSq, LabelList
+from lancedb.index import FTS, Bitmap, BTree, IvfRq, LabelList
 
 log = logging.getLogger("chronicle.storage.memory")
 
@@ -26,19 +26,19 @@ SCALAR_INDEXES: tuple[tuple[str, Any], ...] = (
     ("subject", BTree),
     ("superseded_by", BTree),
 )
-# ANN query knobs (only used once the IVF_SQ index exists): partitions probed, and — for the dedup neighbour
-# lookup only — how many times `limit` candidates are re-ranked on the full float32 vectors. Search does
-# not refine inside LanceDB: it re-scores its own top candidates on their vectors (storage/memory/search.py),
+# ANN query knobs (only used once the vector index exists): partitions probed, per kind of index, and — for the
+# dedup neighbour lookup only — how many times `limit` candidates are re-ranked on the full float32 vectors. Search
+# does not refine inside LanceDB: it re-scores its own top candidates on their vectors (storage/memory/search.py),
 # which costs one read instead of ~3x the rest of the query.
-# Probes: at 1 M rows (LanceDB's default ~122 partitions of ~8 k rows), on vectors around real e5 texts
-# (bench/search.py --vectors clustered) the true top 10 of real questions were in the best 40 of 5 / 10 / 20 / 40 /
-# 60 probed partitions for recall 0.58 / 0.75 / 0.90 / 0.98 / 1.00 at 10 / 12 / 16 / 24 / 27 ms CPU per dense leg
-# (load ~16): 32 is the fewest that reach 0.95 — on one k-means run. Over 100 real questions and two index builds
-# of the same rows (load ~9): 32 probes 0.957 / 0.941, 40 probes 0.974 / 0.968, 48 0.988 / 0.983, at
-# 13-15 / 16-17 / 18-19 ms CPU. A third build missed 0.95 at 40 probes (0.946 over the bench's 41 questions;
-# 44 / 48 / 52 probes: 0.961 / 0.973 / 0.980): 48 keeps it on every draw seen. (At 100 k there are only ~12
-# partitions: every one is probed.)
-ANN_NPROBES = 48
+# Real questions' neighbours come from several clusters, so recall follows the share of the table probed
+# (docs/design/memory-search-scale.md). IVF_RQ (what `ensure_indexes` builds): LanceDB's default ~244 partitions of
+# ~4 k rows at 1 M rows (bench/search.py --vectors clustered); over 100 real questions and two builds of the same
+# rows (k-means draws differ), 56 / 64 / 80 probes gave recall@10 0.964 / 0.971 / 0.990 and 0.949 / 0.958 / 0.977,
+# 96 probes 0.988 on the second, at 6-8 ms CPU per dense leg whatever the probes (load 5-6): 96 keeps 0.95 with room
+# on both draws. IVF_SQ (built before IVF_RQ replaced it; kept until `chronicle memory reindex`): ~122 partitions of
+# ~8 k rows, 40 / 48 probes 0.946-0.974 / 0.973-0.988 over three draws at ~15-19 ms CPU, hence 48.
+# At 100 k rows every partition is probed either way.
+ANN_NPROBES = {"IvfRq": 96, "IvfSq": 48}
 ANN_REFINE_FACTOR = 2
 # Write-side housekeeping thresholds (see `after_write`).
 OPTIMIZE_UNINDEXED_ROWS = 1_000
@@ -83,11 +83,14 @@ def ensure_indexes(table: Any, ann_min_rows: int) -> list[str]:
         table.create_index("fts_text", config=FTS(base_tokenizer="whitespace", with_position=False))
         created.append("fts_text")
     if ("vector",) not in have and rows >= ann_min_rows:
-        # IVF partitions of 8-bit scalar-quantised vectors, re-ranked on the full vectors (refine_factor).
-        # Measured at 100 k x 384 (bench/search.py, random unit vectors = the hardest case for ANN):
-        # IVF_SQ 3 s to build, ~6 ms/query, recall@10 1.00 with refine; IVF_HNSW_SQ 77 s, 0.38;
-        # IVF_PQ 39 s, 0.36. Exact search was ~120 ms per query at that size.
-        table.create_index("vector", config=IvfSq(distance_type="cosine"))
+        # IVF partitions of RaBitQ codes, 4 bits per dimension: their distance estimates are close enough that
+        # the true top 10 is among the best 20 of the pool, and probing the same share of rows costs about half
+        # of IVF_SQ's 8-bit codes (1 M clustered rows, 100 real questions, load ~6, CPU per dense leg: IVF_SQ 48
+        # probes 15.0 ms, recall 0.977; IVF_RQ 80-96 probes ~8 ms, 0.977-0.990; build 70-85 s wall, 1.1 GB max
+        # RSS). With 1 bit the best 30 of 60 estimates held recall 0.80 (0.92 only with 150 re-scored); IVF_PQ (48
+        # sub-vectors) was no faster than IVF_SQ and held 0.88 in the best 60; IVF_HNSW_SQ built ~40x slower than
+        # IVF_SQ at 100 k rows for less recall.
+        table.create_index("vector", config=IvfRq(distance_type="cosine", num_bits=4))
         created.append("vector")
     if created:
         log.info("memory table: created indexes %s", ", ".join(created))
@@ -109,14 +112,21 @@ def after_write(table: Any, ann_min_rows: int) -> None:
         table.optimize()
 
 
-class AnnFlag:
-    """Whether the vector column has an ANN index, cached per table version (listing indexes costs more)."""
+def nprobes(index_type: str) -> int:
+    """Partitions to probe in a vector index of this kind (the most of any known kind for another)."""
+    return ANN_NPROBES.get(index_type, max(ANN_NPROBES.values()))
+
+
+class AnnProbes:
+    """Partitions a search probes in the vector column's ANN index, 0 without one (so it reads as "has an ANN
+    index"), cached per table version (listing indexes costs more)."""
 
     def __init__(self) -> None:
-        self._cache: tuple[int, bool] | None = None
+        self._cache: tuple[int, int] | None = None
 
-    def __call__(self, table: Any) -> bool:
+    def __call__(self, table: Any) -> int:
         version = table.version
         if self._cache is None or self._cache[0] != version:
-            self._cache = (version, any(tuple(ix.columns) == ("vector",) for ix in table.list_indices()))
+            kinds = [ix.index_type for ix in table.list_indices() if tuple(ix.columns) == ("vector",)]
+            self._cache = (version, nprobes(kinds[0]) if kinds else 0)
         return self._cache[1]

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 from chronicle.storage.memory import aio
 from chronicle.storage.memory.arrow import sql_list, unpack_row, vectors
-from chronicle.storage.memory.indexes import ANN_NPROBES, ANN_REFINE_FACTOR
+from chronicle.storage.memory.indexes import ANN_REFINE_FACTOR
 from chronicle.storage.memory.schema import PACKED, ROW_COLUMNS, SearchHit, StoredMemory
 from lancedb.query import MatchQuery
 
@@ -71,17 +71,18 @@ both), 0.25 lost LoCoMo unscoped hit@10 (0.831 -> 0.818)."""
 
 
 def ranked(
-    table: Any, embed_query: Any, query: str, where: str | None, limit: int, mode: SearchMode, *, ann: bool,
+    table: Any, embed_query: Any, query: str, where: str | None, limit: int, mode: SearchMode, *, ann: int,
     weights: Weights,
 ) -> tuple[list[Scored], dict[str, StoredMemory]]:
     """The best `limit` candidates scored, with their rows (rows deleted meanwhile are missing); `table` is the
-    async handle (`aio.AsyncTwin`).
+    async handle (`aio.AsyncTwin`), `ann` the partitions to probe in its ANN index (0: it has none,
+    `indexes.AnnProbes`).
 
     Per query: the full-text leg (started before the model embeds the query), the dense leg, one fusion on
     estimated cosines, a positional read of the vectors and packed rows of the top `RESCORE x limit` rows whose
     cosine is not exact yet, the final ranking, then (only for final rows that read did not bring) a positional
     read of the packed rows. Estimated, because neither leg reads a vector: the dense leg's distances come from
-    the ANN index's 8-bit codes once the table has one (exact below `ann_min_rows`, and then not read again),
+    the ANN index's codes once the table has one (exact below `ann_min_rows`, and then not read again),
     and a row only full text found is given the lowest cosine of the dense pool — an upper bound, since the
     dense leg would have returned it otherwise — so it is never ranked out before its exact cosine is known.
     With the ANN index the legs return row addresses and importance only (no `id`: a string column read row by
@@ -98,7 +99,7 @@ def ranked(
         estimated = found.keys(found.scored(found.cosine, weights)[: limit * RESCORE])
         marks.append(_now())
         # Exact cosines before the final cut, read only where missing: a dense candidate already has its exact one
-        # when the leg searched without the ANN index; a full-text-only row (bounded) and the index's 8-bit
+        # when the leg searched without the ANN index; a full-text-only row (bounded) and the index's
         # estimates get theirs from their vectors — read with the rows' packed display columns in the same take
         # (one take less: with the ANN index every final row is among them).
         unsure = [k for k in estimated if ann or k not in found.dense]
@@ -123,7 +124,7 @@ def ranked(
 
 
 def _legs(
-    table: Any, embed_query: Any, query: str, where: str | None, mode: SearchMode, limit: int, *, ann: bool,
+    table: Any, embed_query: Any, query: str, where: str | None, mode: SearchMode, limit: int, *, ann: int,
     marks: list[tuple[float, float]],
 ) -> tuple[np.ndarray, _Candidates, tuple[float, float], tuple[float, float]]:
     """The query vector, both legs' candidates, the full-text leg's own (wall, CPU) seconds and how long it was
@@ -138,8 +139,14 @@ def _legs(
     fts = None
     if tokens:
         fts = aio.submit(_timed(fts_query(table, tokens, where, max(1, round(pool * FULLTEXT_SHARE)), columns)))
+    # Nor does the filter's row count (which path the dense leg takes, `dense_query`): counted meanwhile and
+    # remembered, the dense leg finds it. At 100 k rows the exact search of one subject's rows costs what the IVF_RQ
+    # probe of every partition costs, so the count (~0.7 ms CPU) in the leg made a scoped search the slower one.
+    counted = aio.submit(matching_rows(table, where)) if ann and where else None
     qvec = embed_query(query)
     marks.append(_now())
+    if counted is not None:
+        counted.result()
     dense, done = aio.run(_done(dense_query(table, qvec, where, pool, ann=ann, columns=columns)))
     fts_found, fulltext = fts.result() if fts is not None else (None, (0.0, 0.0))
     marks += [done, _now()]
@@ -275,25 +282,25 @@ async def matching_rows(table: Any, where: str) -> int:
 
 
 async def dense_query(
-    table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: bool, columns: list[str]
+    table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: int, columns: list[str]
 ) -> Any:
     """The dense leg's LanceDB query (tests read its plan): up to `pool` nearest rows under the prefilter
     `where` — these columns, row address, estimated cosine distance.
 
-    With a filter the ANN index is a poor fit: it searches `ANN_NPROBES` partitions and masks out the rows the
+    With a filter the ANN index is a poor fit: it searches `ann` partitions and masks out the rows the
     filter rejects, so a narrow filter — one person of 10,000, ~100 rows of a million, spread over every
     partition — found a few rows from the probed partitions and missed the rest. A filter the scalar indexes
     narrow to at most `FLAT_FILTERED_ROWS` rows is therefore searched exactly over just those rows (counting
     them is one more scalar-index lookup, remembered per table version); a broader one probes at least
-    `ANN_NPROBES` partitions and more while it has found fewer than `pool` rows.
+    `ann` partitions and more while it has found fewer than `pool` rows.
     """
     query = table.vector_search(qvec).distance_type("cosine").select([*columns, "_distance"]).with_row_id()
     if ann and where and await matching_rows(table, where) <= FLAT_FILTERED_ROWS:
         query = query.bypass_vector_index()
     elif ann and where:  # no refine_factor: `ranked` re-scores its top candidates on their full vectors itself
-        query = query.maximum_nprobes(0).minimum_nprobes(ANN_NPROBES)  # 0: no maximum
+        query = query.maximum_nprobes(0).minimum_nprobes(ann)  # 0: no maximum
     elif ann:
-        query = query.nprobes(ANN_NPROBES)
+        query = query.nprobes(ann)
     if where:
         query = query.where(where)  # a prefilter
     return query.limit(pool)
@@ -369,7 +376,7 @@ async def take_rescored(
     return {k: c for k, c in exact.items() if k in rows}, rows
 
 
-def nearest(table: Any, matrix: np.ndarray, k: int, *, ann: bool) -> list[list[tuple[str, float]]]:
+def nearest(table: Any, matrix: np.ndarray, k: int, *, ann: int) -> list[list[tuple[str, float]]]:
     """Per query vector, up to `k` (id, cosine) of the closest rows, best first (one multi-vector query)."""
     out: list[list[tuple[str, float]]] = [[] for _ in range(len(matrix))]
     if len(matrix) == 0 or table.count_rows() == 0:
@@ -379,7 +386,7 @@ def nearest(table: Any, matrix: np.ndarray, k: int, *, ann: bool) -> list[list[t
         query = table.search(part, vector_column_name="vector").distance_type("cosine")
         query = query.select(["id", "_distance"])
         if ann:
-            query = query.nprobes(ANN_NPROBES).refine_factor(ANN_REFINE_FACTOR)
+            query = query.nprobes(ann).refine_factor(ANN_REFINE_FACTOR)
         result = query.limit(k).to_arrow()
         qidx = result.column("query_index").to_pylist() if len(part) > 1 else [0] * result.num_rows
         for q, row_id, dist in zip(

@@ -99,7 +99,7 @@ class MemoryStore:
         self.uri, self._db, self._write_lock = handle.uri, handle.db, handle.lock
         self._thread_lock = threading.RLock()
         self._depth = 0
-        self._has_ann = indexes.AnnFlag()
+        self._has_ann = indexes.AnnProbes()
         self._twin = aio.AsyncTwin(lambda: open_async(settings, handle, TABLE))  # the search path's handle
         self._upgraded = False
         self._table: Any = self._open()

@@ -59,8 +59,8 @@ def test_filtered_search_at_scale_returns_only_matching_rows_through_the_indexes
         exact = [ids[rows[k]] for k in np.argsort(-(matrix[rows] @ qvec))[:10]]
         assert [h.id for h in search_where(store, query, where, mode="dense")] == exact
         # Neither leg reads the whole table: the subject index narrows both to that person's ~100 rows.
-        twin = store._twin(table)
-        for plan in (aio.run(analysed(dense_query(twin, qvec, where, 40, ann=True, columns=["importance"]))),
+        twin, probes = store._twin(table), store._has_ann(table)
+        for plan in (aio.run(analysed(dense_query(twin, qvec, where, 40, ann=probes, columns=["importance"]))),
                      aio.run(analysed(fts_query(twin, tokenize(query), where, 40, ["importance"])))):
             assert "subject_idx" in plan
             assert work(plan) <= 0.05 * n, plan
@@ -123,6 +123,23 @@ def test_hits_through_the_ann_index_carry_exact_cosines_and_whole_rows(home) -> 
         for h in found:
             assert h.content == text[h.id]
             assert abs(h.cosine - float(matrix[row_of[h.id]] @ qvec)) < 1e-5
+
+
+def test_the_ann_index_keeps_the_exact_top_10_among_the_rescored_candidates(home) -> None:
+    """With every partition probed (3,000 rows: one IVF partition), what is left to lose is the index's distance
+    estimates: the dense leg's pool is ranked on them and only its best `RESCORE x limit` rows are re-scored on their
+    vectors. The index's codes must rank the exact top 10 into that window: on random vectors (the hardest case)
+    the dense answer equals the exact top 10, in order, for every query (1-bit codes lost some)."""
+    embedder = HashEmbedder(dim=32)
+    settings = Settings(home=home, ann_min_rows=2_000, search_semantic_weight=1.0, search_importance_weight=0.0)
+    ids, matrix = build_table(settings.lance_uri, 3_000, embedder.model_name, embedder.dim, subject=False)
+    store = MemoryStore(settings, embedder)
+    assert "vector" in store.ensure_indexes()
+    assert store._has_ann(store._readable())
+    for k in range(30):
+        query = f"question {k} about the staging server"
+        exact = [ids[i] for i in np.argsort(-(matrix @ embedder.embed([query])[0]))[:10]]
+        assert [h.id for h in store.search(query, mode="dense", limit=10)] == exact, query
 
 
 def test_clustered_rows_sit_at_the_drawn_cosine_from_their_centre() -> None:
