@@ -26,8 +26,8 @@ from chronicle.memory.subjects import USER as USER_SUBJECT
 from chronicle.memory.subjects import entry_subject, normalise_subject
 from chronicle.memory.supersede import facts
 
-OFFLINE_ENGINE_VERSION = "offline-v7"  # v4: subject; v5: the note day as key info; v6: subjects from speech verbs;
-# v7: a reply keeps the turn it answers when only that turn's speaker label read as an order
+OFFLINE_ENGINE_VERSION = "offline-v8"  # v4: subject; v5: the note day as key info; v6: subjects from speech verbs;
+# v7: a reply keeps the turn it answers when only that turn's speaker label read as an order; v8: and cites it
 OFFLINE_MODEL = "offline-rules"
 PROFILE = (SOUL, USER, IDENTITY)
 MIN_SUBSTANCE = 16
@@ -194,7 +194,10 @@ def entry_memory(
         target_file=file,
         action="append",
         source=entry.source_name,
-        source_entry_ids=[entry.entry_id],
+        # A reply's memory holds the turn it answers too (key info), so it cites both entries, as a model that
+        # resolved "Yes, for running!" against the question before it would: asked about the question's topic,
+        # this memory is the one that answers it.
+        source_entry_ids=[entry.entry_id, *([previous.entry_id] if context and previous else [])],
         subject=subject,
     )
 

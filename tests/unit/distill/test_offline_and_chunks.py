@@ -79,6 +79,8 @@ def test_a_reply_keeps_the_turn_it_answers_as_key_info() -> None:
     reply = memories["e2"]
     assert reply.key_info[-1] == "Melanie: Did you end up going to the pride parade in the city?"
     assert reply.content == "Caroline: Yes, twice! The kids loved the floats this year."  # the text itself is unchanged
+    assert reply.source_entry_ids == ["e2", "e1"]  # it holds the question's words, so it cites that turn too
+    assert memories["e3"].source_entry_ids == ["e3"] and memories["e7"].source_entry_ids == ["e7"]
     assert "pride parade" not in reply.summary
     assert memories["e5"].key_info[-1] == "用户：你周末一般去哪里散步？"
     assert not any("pride" in k for k in memories["e3"].key_info)  # another session: not the same conversation
@@ -92,6 +94,7 @@ def test_a_reply_keeps_the_turn_it_answers_as_key_info() -> None:
     after = entry_memory(entry("Jon: Haha, nice try, what did you have for lunch?", "s", n=11),
                          frozenset({"gina", "jon"}), order)
     assert after is not None and not any("pirate" in k for k in after.key_info)  # an injection is not copied along
+    assert after.source_entry_ids == ["e11"]  # nor cited
 
 
 def test_an_answer_keeps_the_assistants_question_whose_label_the_order_screen_reads_as_a_vocative() -> None:
