@@ -26,7 +26,8 @@ from chronicle.memory.subjects import USER as USER_SUBJECT
 from chronicle.memory.subjects import entry_subject, normalise_subject
 from chronicle.memory.supersede import facts
 
-OFFLINE_ENGINE_VERSION = "offline-v6"  # v4: subject; v5: the note day as key info; v6: subjects from speech verbs
+OFFLINE_ENGINE_VERSION = "offline-v8"  # v4: subject; v5: the note day as key info; v6: subjects from speech verbs;
+# v7: a reply keeps the turn it answers when only that turn's speaker label read as an order; v8: and cites it
 OFFLINE_MODEL = "offline-rules"
 PROFILE = (SOUL, USER, IDENTITY)
 MIN_SUBSTANCE = 16
@@ -111,15 +112,17 @@ def reply_context(entry: NoteEntry, previous: NoteEntry | None, known_speakers: 
     A reply rarely names its topic ("Yes, twice! The kids loved it."): what an LLM distiller resolves from the
     dialogue, the rules keep verbatim as key info, so the question's words find the answer through full text.
     It is never written to a knowledge file (key info is not) and is redacted with the rest of the memory. A turn
-    that reads as an instruction to the model is not copied: it stays a flagged memory of its own, nothing more.
+    whose words read as an instruction to the model is not copied: it stays a flagged memory of its own, nothing
+    more. The words are screened without their speaker label: in a transcript `助手：…` / `AI: …` says who
+    speaks, while the screen reads a line opening with the assistant's name as addressed to it, so an answer to
+    the assistant's question lost that question, and with it the topic words a search finds the answer by.
     """
     if previous is None or (previous.source_file, previous.heading_path) != (entry.source_file, entry.heading_path):
         return None
-    if previous.kind in ("code", "table") or reads_as_order(previous.content):
+    if previous.kind in ("code", "table") or split_speaker(entry.content, known_speakers).speaker is None:
         return None
-    if split_speaker(entry.content, known_speakers).speaker is None:
-        return None
-    if split_speaker(previous.content, known_speakers).speaker is None:
+    turn = split_speaker(previous.content, known_speakers)
+    if turn.speaker is None or reads_as_order(turn.body):
         return None
     text = clean(previous.content)
     return text if len(text) <= CONTEXT_CHARS else text[:CONTEXT_CHARS].rstrip() + " …"
@@ -191,7 +194,10 @@ def entry_memory(
         target_file=file,
         action="append",
         source=entry.source_name,
-        source_entry_ids=[entry.entry_id],
+        # A reply's memory holds the turn it answers too (key info), so it cites both entries, as a model that
+        # resolved "Yes, for running!" against the question before it would: asked about the question's topic,
+        # this memory is the one that answers it.
+        source_entry_ids=[entry.entry_id, *([previous.entry_id] if context and previous else [])],
         subject=subject,
     )
 

@@ -5,6 +5,10 @@ as one giant token. So Chronicle tokenises itself — jieba `cut_for_search` for
 words and their sub-words: 天安门广场 -> 天安, 广场, 天安门, 天安门广场), Unicode word tokens elsewhere — and
 stores the space-joined tokens in `fts_text`, indexed with LanceDB's `whitespace` base tokenizer (which
 still lower-cases, stems English and drops English stop words). Queries go through the same tokenizer.
+A calendar day written out ("5月3号", "2023年5月3日", "May 3, 2023", "3rd of May") adds one token for that month
+and day (`day_tokens`): as words, a day is digits and "月" / a month name that half the memories share, so a
+question naming the day a note was written ("在5月3号我看了哪一部电影？") barely preferred that day's memories,
+whose key info holds the note's day (`chronicle.distill.offline.day_words`).
 
 Fusion (see `fuse`). Both legs return up to `pool` candidates under the same prefilter; every candidate
 gets its exact cosine (vectors are unit length) and, if full text found it, its BM25 score. Then
@@ -57,6 +61,16 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Function words jieba emits as single tokens; they match nearly every Chinese memory and only add noise.
 _ZH_STOP = frozenset("的了是在和与及或也都就而之着过吗呢吧啊呀哦嗯把被对从向给这那个有我你他她它")
 
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+# A month's name or its three-letter abbreviation, with or without a dot ("Oct.", "Sept").
+_MONTH = "(?P<{g}>" + "|".join([*_MONTHS, *(m[:3] + r"\.?" for m in _MONTHS if m != "may"), r"sept\.?"]) + ")"
+_DAY = re.compile(
+    r"(?<!\d)(?P<zm>\d{1,2})\s*月\s*(?P<zd>\d{1,2})\s*[日号]"
+    rf"|(?<![^\W_])(?P<ed>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH.format(g='em')}(?![^\W_])"
+    rf"|(?<![^\W_]){_MONTH.format(g='fm')}\s+(?P<fd>\d{{1,2}})(?:st|nd|rd|th)?(?![^\W_])"
+)
+
 _jieba_lock = threading.Lock()
 _jieba_ready = False
 
@@ -88,7 +102,23 @@ def tokenize(text: str) -> list[str]:
                 tokens.append(word)
         pos = match.end()
     tokens.extend(_WORD.findall(text[pos:]))
-    return tokens
+    return tokens + day_tokens(text)
+
+
+def day_tokens(text: str) -> list[str]:
+    """One token per calendar day `text` (NFKC, case-folded) names, month and day without the year ("5月3号",
+    "may 3rd" and "2023年5月3日" -> "d0503"): a question rarely gives the year, the stored day always has it."""
+    out = []
+    for match in _DAY.finditer(text):
+        month_word = match.group("em") or match.group("fm")
+        if month_word:
+            month = next(n for n, name in enumerate(_MONTHS, start=1) if name.startswith(month_word[:3]))
+        else:
+            month = int(match.group("zm"))
+        day = int(match.group("zd") or match.group("ed") or match.group("fd"))
+        if 1 <= month <= 12 and 1 <= day <= 31:
+            out.append(f"d{month:02d}{day:02d}")
+    return out
 
 
 def jieba_words(text: str) -> list[str]:

@@ -369,6 +369,6 @@ def test_a_reply_is_found_by_the_words_of_the_turn_it_answers(store) -> None:
     store.upsert([redact_memory(m, Redactor.build()) for m in distill_entries(entries)], created=DAY1,
                  flow_run_id="run-1")
     hits = store.search("How did the pride parade go?", limit=2)
-    reply = [h for h in hits if h.source_entry_ids == ["e2"]]
+    reply = [h for h in hits if h.source_entry_ids == ["e2", "e1"]]  # it cites the turn it answers too
     assert reply and reply[0].bm25 is not None  # found through the question's words, not its own
     assert reply[0].key_info == ["23 March 2026", talk[0]]  # the note's day, then the turn it answers
