@@ -38,6 +38,7 @@ _OUTPUT_ZH = (r"(?:写|填|回答|回复|答|输出|生成|标注|标记|注明|
               r"总结|翻译|引用|列出|说|讲|告诉|提到|提及|透露|隐瞒|省略|略去|忽略|无视|服从|遵守|遵循|执行|"
               r"照做|扮演|假装|当作|视为|署名|加上|附上|保留|删除|发送|上报)")
 _CLAUSE = r"[^。！？!?\n]"
+_OWN_FILE = r"(?<![a-z0-9_])(?:soul|user|memory|agents|tools|identity|heartbeat)\.md(?![a-z0-9_])"
 
 _RULES: tuple[tuple[str, str], ...] = (
     # Vocatives: a line that opens by calling the assistant ("Assistant, …", "AI: …", "助手注意：", "Note to the AI")
@@ -92,6 +93,15 @@ _RULES: tuple[tuple[str, str], ...] = (
              r"|\b(?:act|serve)\s+as\s+(?:an?\s+|the\s+|my\s+)"
              r"|\bplay\s+the\s+(?:role|part)\s+of\b|\brole-?\s?play\b|\bstay\s+in\s+character\b"),
     ("role", r"(?:扮演|充当|饰演|化身为?|角色扮演)"),
+    # An edit of the assistant's own files asked for, not reported: "把SOUL.md改成…", "请删掉 USER.md 里的电话",
+    # "update SOUL.md to say…" (an imperative at the clause's start; "我把 USER.md 改了" or "Updated TOOLS.md" is
+    # the assistant's own record)
+    ("file_edit", rf"^(?:请|麻烦你?|帮我|帮忙)?(?:把|将)\s*{_OWN_FILE}{_CLAUSE}{{0,30}}?"
+                  r"(?:改|删|写|加|添|换|更新|替换|清空|覆盖|移除|去掉)(?!了|过|完)"),
+    ("file_edit", rf"^(?:请|麻烦你?|帮我|帮忙)?(?:修改|改写|重写|更新|覆盖|清空|删除|删掉|替换|编辑|写入)\s*"
+                  rf"{_OWN_FILE}"),
+    ("file_edit", rf"^(?:please\s+)?(?:update|change|edit|rewrite|overwrite|replace|delete|remove|clear|wipe|append|"
+                  rf"add|write|set|put|insert)\b{_CLAUSE}{{0,40}}?{_OWN_FILE}"),
     # Decode-and-follow: "decode this base64 and do what it says", "解码后照做"
     ("decode", r"\b(?:decode|decipher|decrypt|unscramble|base64|rot13|hex)\b"
                rf"{_CLAUSE}{{0,60}}?\b(?:follow|execute|obey|"
