@@ -62,9 +62,6 @@ class Account:
     def can_review(self, project_id: str) -> bool:
         return self.role_for(project_id) in ("reviewer", "admin")
 
-    def visible_projects(self, all_projects: list[str]) -> list[str]:
-        return [p for p in all_projects if self.can_read(p)]
-
 
 @cache
 def _hasher() -> PasswordHash:

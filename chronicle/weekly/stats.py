@@ -47,19 +47,6 @@ def week_stats(entries: Iterable[Mapping[str, Any]], enrolled_before: int) -> di
     return {key: stats[key] for key in (*COUNT_KEYS, "by_type", "by_actor")}
 
 
-def cumulative_stats(
-    weeks: list[int], entries_by_week: Mapping[int, list[Mapping[str, Any]]], enrolled_before: int
-) -> dict[int, dict[str, Any]]:
-    """`week_stats` for consecutive `weeks` (ascending), carrying the enrolment total forward."""
-    out: dict[int, dict[str, Any]] = {}
-    running = enrolled_before
-    for week in weeks:
-        stats = week_stats(entries_by_week.get(week, []), running)
-        running = stats["enrolled_total"]
-        out[week] = stats
-    return out
-
-
 class LLMWeekStats(BaseModel):
     """What the LLM may report in its trailing ```json block; every field optional, nothing else allowed.
 

@@ -6,7 +6,7 @@ import pytest
 
 from chronicle.weekly.faithfulness import check_report as _check_report
 from chronicle.weekly.faithfulness import cited_ids, count_claims, parse_number, strip_citations
-from chronicle.weekly.stats import cumulative_stats, parse_llm_stats, week_stats
+from chronicle.weekly.stats import parse_llm_stats, week_stats
 from tests.weekly.helpers import ZH_WEEK, week_input
 
 
@@ -27,13 +27,6 @@ def test_week_stats_counts_every_type_and_actor() -> None:
         "decisions": 1, "messages": 1}
     assert stats["by_type"]["visit"] == 1 and sum(stats["by_type"].values()) == 9
     assert stats["by_actor"] == {"CRC-A": 4, "CRC-B": 2, "(unknown)": 1, "DM": 1, "PI": 1}
-
-
-def test_cumulative_stats_carries_enrolment_across_empty_weeks() -> None:
-    by_week = {202601: [{"type": "enrollment"}], 202603: [{"type": "enrollment"}, {"type": "enrollment"}]}
-    out = cumulative_stats([202601, 202602, 202603], by_week, enrolled_before=10)
-    assert [out[w]["enrolled_total"] for w in (202601, 202602, 202603)] == [11, 11, 13]
-    assert out[202602]["entries"] == 0
 
 
 def test_llm_stats_schema_refuses_unknown_fields_and_negative_counts() -> None:
