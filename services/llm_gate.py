@@ -43,9 +43,9 @@ from chronicle.storage.llm_log import CallRow, DuckDBCallLogger, write_calls
 
 from chronicle.llm import ChatClient, LLMCallRecord
 from chronicle.llm.call import LLMCall
-from chronicle.llm.records import CallLogger
+from chronicle.llm.records import CallLogger, serialise_prompt
 from chronicle.redaction.redactor import Redactor
-from chronicle.redaction.text import gate
+from chronicle.redaction.text import Redacted, gate
 from chronicle.redaction.tokens import SafeShapes
 from chronicle.settings import Settings
 
@@ -299,12 +299,33 @@ def held_calls(settings: Settings) -> Iterator[HeldCalls]:
             write_calls(settings, held.rows)
 
 
+_ROLES = frozenset({"system", "user", "assistant"})
+_gated = threading.local()
+
+
+def _gated_prompt(sent: list[dict[str, Any]], shown: list[dict[str, Any]]) -> str | None:
+    """The `llm_calls` prompt text of `shown` (the messages `sent` as the gate let them through) when that text is
+    nothing but this gate's output: every message exactly a role name and content the gate redacted itself (plain
+    text in `sent`, so `redactor_for(settings)` made it; text already `Redacted` may come from another redactor).
+    None for any other shape (another field, content parts): the row's prompt is then redacted as a whole."""
+    for before, after in zip(sent, shown, strict=True):
+        if after.keys() != {"role", "content"} or after["role"] not in _ROLES \
+                or isinstance(before["content"], Redacted) or not isinstance(after["content"], Redacted):
+            return None
+    return serialise_prompt(shown)
+
+
 class _RedactingBufferedLogger:
     """Redacts every record (prompt, response, error) and holds a thread's records until its slot is free.
 
     Redacting here, not in the callers, means no purpose (weekly, rollup, ask, distill, repair) can store
     a secret in `llm_calls` by forgetting to. The records are still written per attempt, just a few
     milliseconds later: the slot is not held while DuckDB is opened for the audit row.
+
+    A prompt equal to the text `llm_call` recorded for this thread, with this logger's redactor, as it passed its
+    messages through the gate (`_gated_prompt`: role names, and contents that redactor redacted there) is stored as
+    it is: every string in it is that redactor's output already, and redacting the serialised prompt again cost a
+    generated week more than any other redaction on its path. Any other prompt is redacted here.
     """
 
     def __init__(self, inner: CallLogger, redactor: Redactor) -> None:
@@ -314,7 +335,9 @@ class _RedactingBufferedLogger:
 
     def log(self, record: LLMCallRecord) -> None:
         r = self.redactor.redact
-        record = replace(record, prompt=r(record.prompt),
+        by, gated = getattr(_gated, "prompt", None) or (None, None)
+        record = replace(record, prompt=record.prompt if by is self.redactor and gated == record.prompt else
+                         r(record.prompt),
                          response=r(record.response) if record.response is not None else None,
                          error=r(record.error) if record.error is not None else None)
         held = getattr(_held, "calls", None)
@@ -374,9 +397,13 @@ def llm_call(settings: Settings, run_id: str, *, project_id: str | None = None,
         # prompt, lines joined and entries side by side — whatever its builder redacted piece by piece before.
         shown = [{**m, "content": gate(m["content"], redactor)} if isinstance(m.get("content"), str) else m
                  for m in messages]
-        with logger.buffering(), llm_slot(settings):
-            text = client.complete(shown, purpose=purpose, project_id=project_id, week_number=week_number,
-                                   **options).text
+        _gated.prompt = (redactor, _gated_prompt(messages, shown))  # its log rows need not redact it again
+        try:
+            with logger.buffering(), llm_slot(settings):
+                text = client.complete(shown, purpose=purpose, project_id=project_id, week_number=week_number,
+                                       **options).text
+        finally:
+            _gated.prompt = None
         return redactor.redact(text) if redact_answer else text
 
     return call

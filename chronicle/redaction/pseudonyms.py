@@ -14,6 +14,7 @@ Staff keep their role and their name (`PI-李建国`, `CRC 王敏`): the safety 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -128,11 +129,9 @@ def _cn_names(text: str) -> tuple[tuple[int, int], ...]:
     """Person names by jieba's `nr` tag, except a staff member after a role and an id-like word."""
     if not _SUBJECT_CONTEXT.search(text):
         return ()
-    out, at = [], 0
-    for word, flag in _posseg().cut(text):
-        start = text.find(word, at)
-        at = start + len(word) if start >= 0 else at
-        if flag != "nr" or start < 0 or not 2 <= len(word) <= 4 or not re.fullmatch(r"[\u4e00-\u9fff]+", word):
+    out = []
+    for start, word in _tagged_names(text):
+        if not 2 <= len(word) <= 4 or not re.fullmatch(r"[\u4e00-\u9fff]+", word):
             continue
         after = text[start + len(word):start + len(word) + 2]
         if (word[0] not in _SURNAMES or _dictionary_word(word) or _ROLE_BEFORE.search(text[max(0, start - 8):start])
@@ -145,6 +144,26 @@ def _cn_names(text: str) -> tuple[tuple[int, int], ...]:
         if m.group(name)[0] in _SURNAMES and not _dictionary_word(m.group(name)):
             out.append(m.span(name))
     return tuple(out)  # cached: a rerun of the same weeks segments nothing again
+
+
+def _tagged_names(text: str) -> Iterator[tuple[int, str]]:
+    """(offset, word) of every word jieba tags `nr` in `text`, as segmenting the whole text tags them.
+
+    jieba cuts a text block by block (runs of its `re_han_internal`; what lies between is never a name), each block
+    without regard to its neighbours, so segmenting only some blocks tags them exactly as the whole text would.
+    Only blocks holding a surname character are segmented: every name kept starts with one (`_SURNAMES`), and
+    the segmenter is most of a new entry's cost.
+    """
+    posseg = _posseg()
+    for block in posseg.re_han_internal.finditer(text):
+        if _SURNAMES.isdisjoint(block.group()):
+            continue
+        at = block.start()
+        for word, flag in posseg.cut(block.group()):
+            start = text.find(word, at)
+            at = start + len(word) if start >= 0 else at
+            if flag == "nr" and start >= 0:
+                yield start, word
 
 
 def _dictionary_word(word: str) -> bool:
