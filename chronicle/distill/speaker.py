@@ -42,14 +42,21 @@ _SPEAKER = re.compile(
 )
 # Speech and reply verbs name the speaker without a label: "张曼婷说：…", "张曼婷问道：…", "我回答：…",
 # "我对张曼婷说：…", "Caroline said: …", "I replied to Caroline: …", "From Caroline: …", "To Caroline: …".
-_ZH_VERBS = "说道|说|问道|问|答道|回答|答复|回复|答|表示|写道|提到|补充道|告诉我"
+_ZH_VERBS = ("说道|说|讲|问道|问|答道|回答|答复|回复|回应|回道|答|表示|写道|提到|提及|补充道|补充|告诉我|透露|称|"
+             "反馈|抱怨|感叹|分享|分享道|留言|强调|解释道|解释|坦言|吐槽|发来消息|发消息|来信")
 _SPEECH_ZH = re.compile(
     rf"^\s*(?:\*\*|__)?(?P<name>[\u4e00-\u9fff·]{{1,6}}?|[{LATIN_LETTER}][{LATIN_LETTER} .'’-]{{0,30}}?)(?:\*\*|__)?\s*"
-    rf"(?:(?:对|跟|向|给)\s*(?P<to1>[\u4e00-\u9fff·]{{2,6}}?|[{LATIN_UPPER}][{LATIN_LETTER} .'’-]{{0,30}}?)\s*)?"
+    rf"(?:(?:对|跟|向|给)\s*(?:我们?|(?P<to1>[\u4e00-\u9fff·]{{2,6}}?"
+    rf"|[{LATIN_UPPER}][{LATIN_LETTER} .'’-]{{0,30}}?))\s*)?"
     rf"(?:{_ZH_VERBS})(?:\s*(?P<to2>[\u4e00-\u9fff·]{{2,4}}))?\s*[:：]\s*(?P<body>\S.*)$",
     re.S,
 )
-_EN_VERBS = r"said|says|asked|asks|replied|replies|answered|answers|wrote|writes|added|adds|told me|explained"
+# Any other past-tense verb after a name introduces their words too when the words are speech ("Laura mentioned:
+# I'm…", "Kevin texted: I'll…"); "Deployment failed: disk full" is not. A name is capitalised, so "Laura mentioned"
+# is never a person of that name.
+_EN_VERBS = (r"said|says|asked|asks|replied|replies|answered|answers|wrote|writes|added|adds|told (?:me|us)|"
+             r"explained|mentions|notes|shares|responds|comments|texts|messages|tells (?:me|us)|"
+             r"(?P<gen>[a-z]{2,}ed|told|spoke|thought|felt)")
 _SPEECH_EN = re.compile(
     rf"^\s*(?:\*\*|__)?(?P<name>I|{LATIN_NAME}|[\u4e00-\u9fff·]{{2,4}})(?:\*\*|__)?"
     rf"\s*(?:{_EN_VERBS})"
@@ -119,7 +126,7 @@ def speech(text: str, known: frozenset[str] = frozenset()) -> Utterance | None:
         return Utterance("agent", name, body, addressee=to)
     if key in _USER_ROLES:
         return Utterance("user", name, body)
-    if _person_name(name, known):
+    if _person_name(name, known) and (key in known or not match.groupdict().get("gen") or _has_person(body)):
         return Utterance("other", name, body, addressee=to)
     return None
 
