@@ -52,7 +52,8 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("employer", re.compile(rf"{_ZH_HOLDER}(?:现在|目前|已经|刚)?(?:不再|不)?(?:在|跳槽到了?|入职了?|加入了?)"
                             rf"([\u4e00-\u9fffA-Za-z0-9]{{2,12}}?)(?:公司)?(?:工作|上班|任职)")),
     ("employer", re.compile(rf"{_EN_HOLDER}(?:'m |'ve | am | have | has | is )?(?:now |recently |just )?{_EN_NOT}"
-                            rf"(?:works?|worked|working|started working) (?:at|for) (?:the )?{_EN_VAL}")),
+                            rf"(?:works?|worked|working|started working|(?:got|landed|found|started|took) (?:a |my )?"
+                            rf"(?:new )?(?:job|position|role)|was hired) (?:at|for|with|by) (?:the )?{_EN_VAL}")),
     ("employer", re.compile(rf"{_EN_HOLDER}(?:recently |just )?joined {_EN_VAL}")),
     ("occupation", re.compile(rf"{_ZH_HOLDER}(?:的)?(?:职业|工作)(?:是|换成了?|改成了?)(?:一名|一个)?"
                               rf"{_ZH_VAL}{_ZH_END}")),
@@ -80,8 +81,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 # Values that name no particular thing ("在一家公司工作", "in a new place", "在这个行业中工作"): no fact.
 _VAGUE = re.compile(r"^(?:一|这|那|当前|现在的|该|某|自己|新的?|旧的?|哪|什么|别的|其他|很多|a |an |this |that |"
                     r"some |my |our |his |her |their |which |what |new |there$|here$|home$)|[中里内上]$|哪|什么", re.I)
-_CHANGED = re.compile(r"新|改成|换成|变成|搬|\bnew\b|\bnow\b|changed|\bmoved\b|relocated|\bjoined\b", re.I)
+_CHANGED = re.compile(r"新|改成|换成|变成|搬|现在|目前|\bnew\b|\bnow\b|changed|\bmoved\b|relocated|\bjoined\b", re.I)
 _SELF = {"", "我", "i", "my", "我们", "we", "our"}
+_WORK = ("employer", "occupation")
 _INSTEAD = re.compile(r"(?:instead of|rather than|而不是|不再用|代替)\s*([^\s,，。.;；]{2,30})", re.I)
 _LEADING = re.compile(r"^(?:the |a |an |to |use |using |用|使用|采用|去)", re.I)
 
@@ -195,7 +197,11 @@ def conflicts(old: Sequence[Fact], new: Sequence[Fact], new_text: str = "") -> b
         if fact.frame is not None:  # frames decide by themselves which frame is the same (frames.frame_conflict)
             if any(b.frame is not None and frame_conflict(b.frame, fact.frame) for b in old):
                 return True
+            if fact.key == "job" and fact.frame.strong and any(b.key in _WORK for b in old):
+                return True  # "我换工作了" ends "我在阿里上班"
             continue
+        if fact.key in _WORK and fact.changed and any(b.key == "job" for b in old):
+            return True  # "我现在在字节跳动上班了" ends "我在一家银行做柜员"
         before = old_by_key.get(fact.key)
         if before is None or before.frame is not None:
             continue

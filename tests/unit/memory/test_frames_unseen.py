@@ -20,6 +20,11 @@ def replaces(old: str, new: str, subject: str = "x") -> bool:
     ("Julia works at Google as a product manager.", "Julia no longer works at Google; she joined Stripe."),
     ("我在腾讯上班。", "我已经不在腾讯上班了。"),
     ("I live in Denver.", "I don't live in Denver anymore."),
+    ("I work at Google.", "I got a job at Netflix."), ("我在腾讯上班。", "我换工作了。"),
+    ("我在一家银行做柜员。", "我现在在字节跳动上班了。"), ("我是护士。", "我现在是一名程序员。"),
+    ("I work as a nurse at the city hospital.", "I'm a teacher at a new school now."),
+    ("I teach at Lincoln High.", "I retired last month."), ("我每天喝咖啡。", "我不喝咖啡了。"),
+    ("我腰疼。", "我的腰不疼了。"), ("My back hurts a lot.", "My back pain is gone."),
 ])
 def test_a_change_in_other_words_replaces_the_old_fact(old: str, new: str) -> None:
     subject = old.split(":")[0].split("：")[0].casefold() if ":" in old or "：" in old else "julia"
@@ -33,6 +38,9 @@ def test_a_change_in_other_words_replaces_the_old_fact(old: str, new: str) -> No
     ("我吃素。", "我开始养鱼了。"),
     ("I live in Denver.", "I never lived in Boston."),
     ("I live in Denver.", "My sister no longer lives in Denver."),
+    ("I am a teacher.", "I'm a teacher at a new school now."), ("I'm a dog lover.", "I'm now a member of the club."),
+    ("我是老师。", "这是护士站。"), ("我喜欢吃辣。", "我不喜欢吃甜的了。"),
+    ("I lost my job last month.", "I lost my keys again, it's become a weekly ritual for me!"),
 ])
 def test_another_attribute_or_holder_replaces_nothing(old: str, new: str) -> None:
     """A trait noun ("coffee drinker", "dog lover") is not a job, quitting a habit is not quitting a job, keeping
