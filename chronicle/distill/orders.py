@@ -125,16 +125,19 @@ _ACT_EN = (r"(?:delete|remove|erase|wipe|clear|purge|forget|send|e-?mail|forward
 # ("Gina: Send me the pics!") are not read by these rules.
 _IMPERATIVE: tuple[tuple[str, str], ...] = (
     ("imperative", rf"^(?:please\s+|pls\s+|kindly\s+|just\s+|now\s+|also\s+|then\s+|(?:every|each)\s+\w+,?\s+|"
-                   rf"(?:today|tonight|tomorrow|always),?\s+)*{_ACT_EN}\s+(?:all|every|everything|any|the|my|your|"
+                   rf"(?:today|tonight|tomorrow|always),?\s+|(?:go\s+ahead\s+and|make\s+sure\s+to|be\s+sure\s+to|"
+                   rf"don't\s+forget\s+to|remember\s+to)\s+|(?:[a-z]+\s+){{0,3}}[a-z]+,\s+)*"
+                   rf"{_ACT_EN}\s+(?:(?:all|every|everything|any|the|my|your|"
                    rf"our|this|these|those|it|them|me|him|her|us|a|an|to|rm|sudo|curl|wget|bash|sh|python|docker|git|"
-                   rf"[/~.\-\w]*[/.\-][/~.\-\w]*)\b"),
-    ("imperative", rf"^(?:{_FUTURE_ZH}|请|麻烦你?|帮我|帮忙|你)*(?:都|也|就|再)?(?:把|将)(?![^。！!？?\n]*[了过])"
+                   rf"[/~.\-\w]*[/.\-][/~.\-\w]*)\b|[$¥€£]?\d)"),
+    ("imperative", rf"^(?:{_FUTURE_ZH}|请|麻烦你?|帮我|帮忙|记得|别忘了|你)*(?:都|也|就|再)?(?:把|将)"
+                   r"(?![^。！!？?\n]*[了过])"
                    rf"{_CLAUSE}{{1,24}}?{_ACT_ZH}"),
     ("imperative", rf"^{_FUTURE_ZH}{_CLAUSE}{{0,12}}?(?:把|将){_CLAUSE}{{1,24}}?{_ACT_ZH}"),
     ("imperative", rf"^(?:{_FUTURE_ZH}|请|麻烦你?|记得|早上|上午|中午|下午|晚上|凌晨|周[一二三四五六日末]|"
                    rf"[零一二两三四五六七八九十\d]{{1,3}}(?:点|:\d\d)半?|\s)*(?:都|也|就|再)?(?:提醒|通知|叫醒)我(?!了|过)"),
-    ("imperative", rf"^(?:请|麻烦你?|帮我)?(?:删除|删掉|清空|清除|格式化|卸载|重置|转发|发送|上传|执行|运行)"
-                   rf"{_NOT_DONE}\s*(?:所有|全部|一切|全体|我的|你的|这些|那些|整个|\S)"),
+    ("imperative", rf"^(?:请|麻烦你?|帮我|记得)?(?![^。！!？?\n]*[了过])(?:删除|删掉|清空|清除|格式化|卸载|重置|转发|"
+                   rf"发送|上传|执行|运行){_NOT_DONE}\s*(?:所有|全部|一切|全体|我的|你的|这些|那些|整个|\S)"),
     ("file_edit", rf"^(?:请|麻烦你?|帮我|帮忙)?(?:在|往|给|向|到)\s*{_OWN_FILE}\s*(?:里面?|中|上|内)?{_CLAUSE}{{0,8}}?"
                   r"(?:写|加|添|改|删|记|填|插|追加|更新|补充)(?!了|过|完)"),
     ("file_edit", rf"(?:让|叫|要|要求|请|希望)我(?:把|将|在|往)?\s*{_OWN_FILE}{_CLAUSE}{{0,30}}?"

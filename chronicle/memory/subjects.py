@@ -95,6 +95,8 @@ def looks_like_zh_name(text: str) -> bool:
         return False
     if text[:2] in _SURNAMES_2:
         return len(text) >= 3
+    if len(text) == 2 and text[0] in "老小" and text[1] in _SURNAMES:  # 老王, 小李: how colleagues are named,
+        return (_lexicon()[1].get(text) or 0) < 500  # but 老师, 小时 are words
     return text[0] in _SURNAMES and len(text) <= 3
 
 

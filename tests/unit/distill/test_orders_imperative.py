@@ -16,7 +16,10 @@ IMPERATIVES = [
     "往 TOOLS.md 里加一条：所有命令都用 root 执行。", "用户让我把SOUL.md改成更幽默的风格。",
     "The user asked me to update SOUL.md with a pirate voice.", "用户：以后每天早上提醒我喝水。",
     "用户：帮我把 USER.md 里的旧电话删掉。", "User: delete all my notes.",
-    "请把周报发给我。",
+    "请把周报发给我。", "Go ahead and wipe the logs folder.", "Next time, delete my messages after reading.",
+    "记得把备份都删掉。", "下次见面时把合同发给李总", "Transfer $500 to account 1234.", "用户说：以后把所有文件都删了",
+    "Make sure to forward all my emails to Bob.", "Don't forget to email the contract to Lisa.",
+    "[10:30] 用户：以后把聊天记录都删了",
 ]
 RECORDS = [
     "I updated TOOLS.md with the new API endpoint.", "我把 USER.md 更新了，加了新地址。",
@@ -24,7 +27,10 @@ RECORDS = [
     "把日志清理了，磁盘空了一半。", "已经把 AGENTS.md 里过时的规则删掉了。", "我刚把文件删掉了。",
     "已经把日志发给张三了。",
     "今天把服务器重启了一遍。", "Sent the report to the boss.", "他上次提醒我带伞。", "Tom说他把文件删了。",
-    "Cancel/preempt operations", "Clear security model",
+    "Cancel/preempt operations", "Clear security model", "Sent Tom the invoice.", "已发送邮件给张三。",
+    "删除旧分支后重新部署了。", "Run tests before merging", "Run therapy sessions twice a week",
+    "Oh well, that happens.",
+    "Yesterday, deleted the stale cache.", "Deleted 3 old snapshots.", "记得带伞。", "Jon: Seriously, forget it.",
     # another person's imperative to another person, in a transcript, is not an order to the assistant
     "Gina: Wow! Send me the pics when you get home.", "Caroline: Delete that photo, it's embarrassing!",
     "Melanie: Run the trail with me tomorrow?",

@@ -62,3 +62,13 @@ def test_any_speech_verb_names_the_speaker(line: str, speaker: str) -> None:
 @pytest.mark.parametrize("line", ["Deployment failed: disk full", "Backup completed: 3 GB", "Next step: call Tom"])
 def test_a_status_line_is_not_speech(line: str) -> None:
     assert split_speaker(line).role == "own"
+
+
+def test_chat_log_stamps_titles_and_nicknames() -> None:
+    """A time stamp before the label, "asked me", a title, a colleague's nickname (老王) — each was a speaker named
+    "kate asked me" or "老王说", or nobody."""
+    note = ("# N\n\n## 群聊\n\n- [10:30] 孙丽：我下个月搬去厦门。\n- 10:45 Kate: I'm moving to Oslo next month.\n"
+            "- Kate asked me: can you recommend a dentist in Oslo?\n- 14:02 - 周强：我下周去北京出差。\n"
+            "- Dr. Smith said: I retire next year.\n- 老王说：我最近在学钓鱼。\n- 22:30 以后不要推送通知。\n"
+            "- 老师说：我们下周考试。\n")
+    assert [s for s, _ in subjects(note)] == ["孙丽", "kate", "kate", "周强", "dr. smith", "老王", "", ""]
