@@ -20,6 +20,7 @@ import re
 import urllib.parse
 
 from chronicle.distill.injection import matched_phrase, normalise
+from chronicle.distill.speaker import split_speaker
 
 _ADDRESSEE_EN = r"(?:you|ya|u|assistant|ai|bot|chatbot|model|agent|llm|gpt|claude|copilot)"
 _ADDRESSEE_ZH = r"(?:你们?|您|(?:ai|人工智能|智能)?助手|ai|模型|机器人|智能体|大模型)"
@@ -109,7 +110,43 @@ _RULES: tuple[tuple[str, str], ...] = (
     ("decode", r"(?:解码|解密|译码|base64|rot13|反转)[^。\n]{0,30}?"
                r"(?:照做|执行|遵循|遵守|按照|照着|服从|去做|完成)"),
 )
+_FUTURE_ZH = r"(?:以后|今后|往后|从现在(?:起|开始)|从明天(?:起|开始)|下次|每次|每天|每周|每晚|每早|每个?月)"
+_ACT_ZH = (r"(?:删|删除|删掉|清空|清除|清理|移除|去掉|格式化|卸载|重置|覆盖|替换|改|修改|发|发送|转发|上传|分享|公开|"
+           r"执行|运行|关掉|关闭|停掉|转账|付款|提醒|通知|叫醒)")
+# A verb followed by its result and 了/过 ("删掉了", "发完了") reports what was done.
+_NOT_DONE = r"(?![掉除完好光成到给]*(?:了|过|完))"
+_ACT_EN = (r"(?:delete|remove|erase|wipe|clear|purge|forget|send|e-?mail|forward|upload|share|post|publish|transfer|"
+           r"pay|run|execute|install|uninstall|disable|shut\s+down|reboot|restart|kill|drop|reset|grant|download|"
+           r"remind\s+me|notify|cancel|unsubscribe|rm|sudo|chmod|format)")
+# Imperatives in the notes' own voice or the user's: what the assistant is told to *do* — delete, send, run,
+# remind — with an object, at a clause's start ("Delete all the files…", "Email the report to my boss every
+# Friday", "以后把所有文件都删了", "把会议纪要都发给张三", "每天早上八点提醒我喝水"). A record of what was done keeps
+# its past ("Deleted the temp files", "把日志清理了"); a named person's words to another person in a transcript
+# ("Gina: Send me the pics!") are not read by these rules.
+_IMPERATIVE: tuple[tuple[str, str], ...] = (
+    ("imperative", rf"^(?:please\s+|pls\s+|kindly\s+|just\s+|now\s+|also\s+|then\s+|(?:every|each)\s+\w+,?\s+|"
+                   rf"(?:today|tonight|tomorrow|always),?\s+|(?:go\s+ahead\s+and|make\s+sure\s+to|be\s+sure\s+to|"
+                   rf"don't\s+forget\s+to|remember\s+to)\s+|(?:[a-z]+\s+){{0,3}}[a-z]+,\s+)*"
+                   rf"{_ACT_EN}\s+(?:(?:all|every|everything|any|the|my|your|"
+                   rf"our|this|these|those|it|them|me|him|her|us|a|an|to|rm|sudo|curl|wget|bash|sh|python|docker|git|"
+                   rf"[/~.\-\w]*[/.\-][/~.\-\w]*)\b|[$¥€£]?\d)"),
+    ("imperative", rf"^(?:{_FUTURE_ZH}|请|麻烦你?|帮我|帮忙|记得|别忘了|你)*(?:都|也|就|再)?(?:把|将)"
+                   r"(?![^。！!？?\n]*[了过])"
+                   rf"{_CLAUSE}{{1,24}}?{_ACT_ZH}"),
+    ("imperative", rf"^{_FUTURE_ZH}{_CLAUSE}{{0,12}}?(?:把|将){_CLAUSE}{{1,24}}?{_ACT_ZH}"),
+    ("imperative", rf"^(?:{_FUTURE_ZH}|请|麻烦你?|记得|早上|上午|中午|下午|晚上|凌晨|周[一二三四五六日末]|"
+                   rf"[零一二两三四五六七八九十\d]{{1,3}}(?:点|:\d\d)半?|\s)*(?:都|也|就|再)?(?:提醒|通知|叫醒)我(?!了|过)"),
+    ("imperative", rf"^(?:请|麻烦你?|帮我|记得)?(?![^。！!？?\n]*[了过])(?:删除|删掉|清空|清除|格式化|卸载|重置|转发|"
+                   rf"发送|上传|执行|运行){_NOT_DONE}\s*(?:所有|全部|一切|全体|我的|你的|这些|那些|整个|\S)"),
+    ("file_edit", rf"^(?:请|麻烦你?|帮我|帮忙)?(?:在|往|给|向|到)\s*{_OWN_FILE}\s*(?:里面?|中|上|内)?{_CLAUSE}{{0,8}}?"
+                  r"(?:写|加|添|改|删|记|填|插|追加|更新|补充)(?!了|过|完)"),
+    ("file_edit", rf"(?:让|叫|要|要求|请|希望)我(?:把|将|在|往)?\s*{_OWN_FILE}{_CLAUSE}{{0,30}}?"
+                  r"(?:改|删|写|加|添|换|更新|替换|清空|覆盖|移除|去掉)(?!了|过|完)"),
+    ("file_edit", rf"\b(?:asked|told|wants?|wanted|needs?)\s+me\s+to\s+(?:update|change|edit|rewrite|overwrite|"
+                  rf"replace|delete|remove|clear|wipe|append|add|write)\b{_CLAUSE}{{0,40}}?{_OWN_FILE}"),
+)
 _COMPILED = [(kind, re.compile(p, re.I)) for kind, p in _RULES]
+_COMPILED_IMPERATIVE = [(kind, re.compile(p, re.I)) for kind, p in _IMPERATIVE]
 # A question asks; it does not order ("你能推荐几本书吗？", "should you always cite?").
 _QUESTION = re.compile(r"(?:[?？]|[吗呢么嘛]\s*[。.!！]?)\s*$")
 _FIRST_PERSON_PLAN = re.compile(r"^(?:from\s+now\s+on|going\s+forward|henceforth)[,\s]+(?:i|we)\b", re.I)
@@ -164,15 +201,24 @@ def decoded_payloads(text: str) -> list[str]:
     return out
 
 
-def _line_order(line: str) -> str | None:
+def _line_order(line: str, own_voice: bool = False) -> str | None:
     if _FIRST_PERSON_PLAN.search(line):
         return None
     question = bool(_QUESTION.search(line))
-    for kind, pattern in _COMPILED:
+    for kind, pattern in _COMPILED + (_COMPILED_IMPERATIVE if own_voice else []):
         match = pattern.search(line)
         if match and not (question and kind in ("addressed", "rule")):
             return f"{kind}: {match.group(0).strip()}"[:80]
     return None
+
+
+def _voice(raw_line: str) -> tuple[bool, str]:
+    """Whether the line is in the notes' own voice or the user's (whose imperatives are addressed to the assistant),
+    and the line without a user's speaker label ("用户：帮我把 USER.md 里的旧电话删掉" -> its words)."""
+    utt = split_speaker(raw_line.strip(" \t-*>•·"))
+    if utt.role == "user":
+        return True, utt.body
+    return utt.role == "own", raw_line
 
 
 def _shape(raw: str, depth: int) -> str | None:
@@ -181,10 +227,12 @@ def _shape(raw: str, depth: int) -> str | None:
         squashed = re.sub(r"[\W_\d]+", "", line)
         if (found := _SQUASHED.search(squashed)) is not None:
             return f"disguised: {found.group(0)}"[:80]
-        for clause in re.split(r"(?<=[。！!；;])|(?<=[.?？])\s+", line):
-            clause = clause.strip(" \t-*>•·")
-            if clause and (why := _line_order(clause)):
-                return why
+        own_voice, words = _voice(raw_line)
+        for text in dict.fromkeys((line, normalise(words))):
+            for clause in re.split(r"(?<=[。！!；;])|(?<=[.?？])\s+", text):
+                clause = clause.strip(" \t-*>•·")
+                if clause and (why := _line_order(clause, own_voice)):
+                    return why
     if depth < 2:
         for payload in decoded_payloads(raw):
             inner = _shape(payload, depth + 1)

@@ -42,17 +42,27 @@ _SPEAKER = re.compile(
 )
 # Speech and reply verbs name the speaker without a label: "张曼婷说：…", "张曼婷问道：…", "我回答：…",
 # "我对张曼婷说：…", "Caroline said: …", "I replied to Caroline: …", "From Caroline: …", "To Caroline: …".
-_ZH_VERBS = "说道|说|问道|问|答道|回答|答复|回复|答|表示|写道|提到|补充道|告诉我"
+_ZH_VERBS = ("说道|说|讲|问道|问|答道|回答|答复|回复|回应|回道|答|表示|写道|提到|提及|补充道|补充|告诉我|透露|称|"
+             "反馈|抱怨|感叹|分享|分享道|留言|强调|解释道|解释|坦言|吐槽|发来消息|发消息|来信")
 _SPEECH_ZH = re.compile(
     rf"^\s*(?:\*\*|__)?(?P<name>[\u4e00-\u9fff·]{{1,6}}?|[{LATIN_LETTER}][{LATIN_LETTER} .'’-]{{0,30}}?)(?:\*\*|__)?\s*"
-    rf"(?:(?:对|跟|向|给)\s*(?P<to1>[\u4e00-\u9fff·]{{2,6}}?|[{LATIN_UPPER}][{LATIN_LETTER} .'’-]{{0,30}}?)\s*)?"
+    rf"(?:(?:对|跟|向|给)\s*(?:我们?|(?P<to1>[\u4e00-\u9fff·]{{2,6}}?"
+    rf"|[{LATIN_UPPER}][{LATIN_LETTER} .'’-]{{0,30}}?))\s*)?"
     rf"(?:{_ZH_VERBS})(?:\s*(?P<to2>[\u4e00-\u9fff·]{{2,4}}))?\s*[:：]\s*(?P<body>\S.*)$",
     re.S,
 )
-_EN_VERBS = r"said|says|asked|asks|replied|replies|answered|answers|wrote|writes|added|adds|told me|explained"
+# Any other past-tense verb after a name introduces their words too when the words are speech ("Laura mentioned:
+# I'm…", "Kevin texted: I'll…"); "Deployment failed: disk full" is not. A name is capitalised, so "Laura mentioned"
+# is never a person of that name.
+# A label that ends in a speech verb names no speaker we could read ("老师说", "Someone said"): not a name.
+_SAYS = re.compile(rf"[\u4e00-\u9fff](?:{_ZH_VERBS})$|^\S+\s+(?:[a-z]+ed|says|asks|said|told)\b")
+_TITLE = re.compile(r"(?:Dr|Mr|Mrs|Ms|Prof|Miss)\.?\s+")
+_EN_VERBS = (r"said|says|asked|asks|replied|replies|answered|answers|wrote|writes|added|adds|told (?:me|us)|"
+             r"explained|mentions|notes|shares|responds|comments|texts|messages|tells (?:me|us)|"
+             r"(?P<gen>[a-z]{2,}ed|told|spoke|thought|felt)")
 _SPEECH_EN = re.compile(
-    rf"^\s*(?:\*\*|__)?(?P<name>I|{LATIN_NAME}|[\u4e00-\u9fff·]{{2,4}})(?:\*\*|__)?"
-    rf"\s*(?:{_EN_VERBS})"
+    rf"^\s*(?:\*\*|__)?(?P<name>I|(?:{_TITLE.pattern})?{LATIN_NAME}|[\u4e00-\u9fff·]{{2,4}})"
+    rf"(?:\*\*|__)?\s*(?:{_EN_VERBS})(?:\s+(?:me|us))?"
     rf"(?:\s+(?:to\s+)?(?P<to1>{LATIN_NAME}))?\s*[:：,]\s*(?P<body>\S.*)$"
     rf"|^\s*(?:\*\*|__)?(?P<dir>From|To|Reply to|Replying to|Message from|Message to)\s+"
     rf"(?P<name2>{LATIN_NAME}|[\u4e00-\u9fff·]{{2,4}})(?:\*\*|__)?\s*[:：]\s*"
@@ -60,6 +70,8 @@ _SPEECH_EN = re.compile(
     re.S,
 )
 _SELF = {"我", "i", "本人", "ai", "助手", "ai伴侣", "assistant"}
+_STAMP = re.compile(r"^\s*[\[(（【]?\s*(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}[ T]?)?\d{1,2}:\d{2}(?::\d{2})?\s*[\])）】]?"
+                    r"\s*[-–—|·]?\s+")
 _FIRST_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us)\b", re.I)
 _SECOND_EN = re.compile(r"\b(?:you|you're|you've|you'd|you'll|your|yours|yourself)\b", re.I)
 _THIRD_EN = re.compile(r"\b(?:he|she|they|his|her|hers|their|him|them)\b", re.I)
@@ -96,6 +108,7 @@ def _person_name(name: str, known: frozenset[str]) -> bool:
         return True
     if re.fullmatch(r"[\u4e00-\u9fff·]+", name):
         return looks_like_zh_name(name)
+    name = _TITLE.sub("", name)  # "Dr. Smith"
     return bool(re.fullmatch(LATIN_NAME, name)) and key not in _LABELS \
         and key not in {"the", "it", "he", "she", "they", "we", "this", "that", "someone", "everyone"}
 
@@ -119,7 +132,7 @@ def speech(text: str, known: frozenset[str] = frozenset()) -> Utterance | None:
         return Utterance("agent", name, body, addressee=to)
     if key in _USER_ROLES:
         return Utterance("user", name, body)
-    if _person_name(name, known):
+    if _person_name(name, known) and (key in known or not match.groupdict().get("gen") or _has_person(body)):
         return Utterance("other", name, body, addressee=to)
     return None
 
@@ -133,8 +146,18 @@ def split_speaker(text: str, known: frozenset[str] = frozenset()) -> Utterance:
     """`Name: text` -> the speaker and their words; a field label ("Tone: calm") or none -> the notes' own voice.
 
     `known` holds names already seen speaking in the same note (`speakers_of`), so "Gina: Wow, it looks
-    great!" is Gina's even without an "I" or "you" in it.
+    great!" is Gina's even without an "I" or "you" in it. A chat log's time stamp before the label ("[10:30]
+    孙丽：…", "14:02 - Kate: …") is not part of it.
     """
+    stamp = _STAMP.match(text)
+    if stamp and stamp.end() < len(text):
+        utt = _split(text[stamp.end():], known)
+        if utt.role != "own":
+            return utt
+    return _split(text, known)
+
+
+def _split(text: str, known: frozenset[str]) -> Utterance:
     spoken = speech(text, known)
     if spoken:
         return spoken
@@ -154,13 +177,15 @@ def split_speaker(text: str, known: frozenset[str] = frozenset()) -> Utterance:
 def _speaks(name: str, body: str) -> bool:
     """A name is a speaker when its words are spoken ("I"/"you"/"我"/"你"); "Role: assistant…" is a field."""
     return (name.casefold() not in _LABELS and len(name.split()) <= 3 and _has_person(body)
-            and not _looks_like_label(name))
+            and not _looks_like_label(name) and not _SAYS.search(name))
 
 
 def speakers_of(texts: list[str]) -> frozenset[str]:
     """Names that speak somewhere in `texts` (case-folded), to recognise their other lines."""
     out = set()
     for text in texts:
+        stamp = _STAMP.match(text)
+        text = text[stamp.end():] if stamp and stamp.end() < len(text) else text
         spoken = speech(text)
         if spoken and spoken.role == "other" and spoken.speaker:
             out.add(spoken.speaker.casefold())

@@ -32,26 +32,34 @@ _STRONG = re.compile(
     r"换|改|转行|转岗|辞|离职|跳槽|入职|调到|调整|戒|开始|不再|新买|新换|恢复|康复|痊愈|好了|停药|确诊|升职|退休|"
     r"\b(?:switch(?:ed)?|replac(?:ed|e)|quit|gave (?:up|\w+ away)|moved|changed|became|become|"
     r"went (?:vegetarian|vegan|keto|sober|[a-z]+-free)|heal(?:ed)?|recovered|back to normal|stopped|no longer|"
-    r"not any ?more|anymore|retired|promoted|diagnosed|training to be|started|(?:got|bought) an? new|new job)\b",
+    r"not any ?more|anymore|cut (?:out|down on|back on)|(?:is|are|was) gone|went away|cleared up|retired|promoted|"
+    r"diagnosed|training to be|started|"
+    r"(?:got|bought) an? new|new job)\b",
     re.I)
 _WEAK = re.compile(r"现在|目前|最近|如今|这些天|这阵子|\b(?:now|these days|nowadays|lately|recently)\b", re.I)
 
-_JOB_ZH = re.compile(r"(?:做|当|是一名|是一个|担任|成为|作为|从事)(?:了|过)?(?:一名|一个)?"
-                     r"[\u4e00-\u9fffA-Za-z]{0,8}?(?:师|员|家|护士|医生|经理|总监|主管|会计|司机|记者|"
-                     r"编辑|老板|教练|主播|店主)(?=[，。,.！!；;、\s]|了|$)"
+_JOB_ZH = re.compile(r"(?:做|当|是一名|是一个|是|担任|成为|作为|从事)(?:了|过)?(?:一名|一个)?"
+                     r"(?P<noun>[\u4e00-\u9fffA-Za-z]{0,8}?(?:师|员|家|护士|医生|经理|总监|主管|会计|司机|记者|"
+                     r"编辑|老板|教练|主播|店主))(?=[，。,.！!；;、\s]|了|$)"
                      r"|转行|辞职|辞去|离职|跳槽|换工作|换了?份?工作|教职|退休|入职")
 _JOB_EN = re.compile(r"\b(?:work(?:s|ed|ing)? as|i'?m an? |i am an? |became an? |become an? |training to be an? |"
                      r"job as|career as)\s*(?:[a-z]+ ){0,2}"
                      r"(?:[a-z]{2,}(?:er|or|ist|ant|ent|ian)|nurse|chef|pilot|agent|cook|clerk|coach|doctor|lawyer)s?\b"
-                     r"|\b(?:i teach|changed careers|career change|quit (?:my job|\w+ing)|left (?:teaching|"
-                     r"my job|nursing))\b"
-                     r"|\b(?:i'?m|i am|became|become|work(?:ing)? as) an? (?:[a-z]+ )?[a-z]{4,}"
+                     r"|\b(?:i teach|changed careers|career change|"
+                     r"quit (?:my job|(?!smok|drink|vap|gambl|snack|eat|bit|chew)\w+ing)|left (?:teaching|"
+                     r"my job|nursing)|retired|got (?:laid off|fired)|lost my job|unemployed)\b"
+                     r"|\b(?:i'?m|i am|work(?:ing)? as) an? (?:[a-z]+ )?[a-z]{4,}"
                      r"(?= at | for | in an? | now\b)",
                      re.I)
+# "I'm a heavy coffee drinker", "I'm a dog lover", "I'm an early riser": a trait or a habit, not a job.
+_TRAIT = re.compile(r"(?:drink|eat|lov|smok|sleep|ris|read|gam|learn|beginn|believ|follow|listen|watch|own|us|"
+                    r"memb|support|speak|go|hold|dream|think|worri|plann|travel+|fan|runn|walk|hik|swimm)ers?$"
+                    r"|\b(?:fan|foodie|enthusiast|person|vegetarian|vegan)s?$", re.I)
+_NOW_SO = re.compile(r"(?:(?:现在|如今|目前)[^，,。.！!；;]*|不[^，,。.！!；;]{1,8})了\s*[。！!.]?\s*$")
 # A wish or a plan is not the current state: "I want to become an organizer", "我打算换手机".
 _INTENT = re.compile(r"(?:我|很|还|也)?想(?:要|去|换|买|做|当|学)|打算|希望|计划|准备|考虑|要是|如果|"
                      r"\b(?:want|wants|wanted|plan|plans|hope|hoping|would|"
-                     r"wish|thinking|might|may|if|maybe|someday|dream)\b", re.I)
+                     r"wish|thinking|might|(?-i:may)|if|maybe|someday|dream)\b", re.I)
 _DEVICES = (
     ("phone", r"手机|iphone|android|\bphone\b|smartphone|pixel|galaxy"),
     ("laptop", r"笔记本|电脑|laptop|macbook|thinkpad|notebook|computer|\bpc\b"),
@@ -76,12 +84,15 @@ _TIMES = re.compile(
     r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.|o'clock)?(?=\W|$)|\b(?:mornings?|evenings?|afternoons?|"
     r"nights?|noon|midnight|weekends?|(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b", re.I)
 _DIET = (
-    ("meat", r"肉|荤|素|meat|vegetarian|vegan|plant-based"),
+    ("meat", r"肉|荤|素|吃[^，。,.！!]{0,3}(?:鱼|鸡|牛|猪|羊|海鲜)|meat|vegetarian|vegan|plant-based|pescatarian|"
+             r"\beat(?:s|ing)?\b[^,.;!]{0,20}\b(?:fish|chicken|beef|pork|seafood)\b"),
     ("drink", r"喝|咖啡|奶茶|牛奶|豆浆|可乐|饮料|\bdrinks?\b|coffee|\btea\b|milk|soda|juice"),
     ("alcohol", r"酒|alcohol|beer|wine|drinking"),
     ("spicy", r"辣|spicy"),
     ("sugar", r"糖|甜食|sugar|sweets|dessert"),
     ("gluten", r"面食|麸质|gluten|bread"),
+    ("tobacco", r"(?:抽|吸|戒)[^，。,.！!]{0,3}烟|香烟|烟瘾|cigarettes?|\bsmok(?:e|es|ed|ing|er)\b"
+                r"|\bvap(?:e|es|ed|ing)\b"),
 )
 _HEALTH = (
     ("blood pressure", r"血压|blood pressure"), ("blood sugar", r"血糖|blood sugar|diabet"),
@@ -138,14 +149,31 @@ def frame_facts(text: str, subject: str) -> list[FrameFact]:
     return list(found.values())
 
 
+def _job(body: str) -> str | None:
+    """The job noun a clause names ("" for a job change without one: "辞职了", "I quit my job"), None for no job."""
+    zh = _JOB_ZH.search(body)
+    if zh:
+        return zh.group("noun") or ""
+    for match in _JOB_EN.finditer(body):
+        words = match.group(0).casefold().split()
+        if not _TRAIT.search(match.group(0)):
+            named = re.match(r"(?:work|i'?m|i am|became|become|training|job|career)", match.group(0).casefold())
+            noun = words[-1] if named else ""
+            return noun
+    return None
+
+
 def _clause_facts(body: str, subject: str) -> list[FrameFact]:
     if _INTENT.search(body):
         return []
     strong, weak = bool(_STRONG.search(body)), bool(_WEAK.search(body))
     out: list[FrameFact] = []
     plain = re.sub(r"\s+", " ", body.casefold()).strip(" .。!！")
-    if _JOB_ZH.search(body) or _JOB_EN.search(body):
-        out.append(FrameFact("job", plain, strong, weak))
+    if not strong and _NOW_SO.search(body):  # "我现在能吃辣了", "我不喝咖啡了": … 了 says the state changed
+        strong = True
+    job = _job(body)
+    if job is not None:  # the job noun named ("护士", "teacher"): "现在是一名程序员" replaces it; a change verb alone
+        out.append(FrameFact("job", job or plain, strong, weak, named=bool(job)))  # ("辞职了") replaces any
     for kind in _first(_DEVICES, body)[:1]:
         brands = _brands(body, subject)
         if brands:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 USER = "user"
 """Subject of the user when the notes do not name them."""
@@ -32,10 +33,12 @@ _CJK_NAME = r"[\u4e00-\u9fff·]{2,4}"
 LATIN_UPPER, LATIN_LETTER = "A-ZÀ-ÖØ-ÞĀ-ſ", "A-Za-zÀ-ÖØ-öø-ÿĀ-ſ"
 LATIN_NAME = rf"[{LATIN_UPPER}][{LATIN_LETTER}'’-]+(?: [{LATIN_UPPER}][{LATIN_LETTER}'’-]+){{0,2}}"
 _EN_NAME = LATIN_NAME
+_ANY_NAME = rf"{_CJK_NAME}?|{_EN_NAME}"
+"""Either script in either language's frame: "与 Sarah 的对话", "Conversation with 王芳", "陈静's notes"."""
 _CONVERSATION = re.compile(
-    rf"^(?:与|和|跟|同)(?P<zh>{_CJK_NAME}?)(?:的)?(?:对话|聊天|谈话|交流|会话)(?:记录)?$"
-    rf"|^(?P<zh2>{_CJK_NAME}?)的(?:对话|聊天|谈话)(?:记录)?$"
-    rf"|^(?:conversation|chat|talk|session|call)s? with (?P<en>{_EN_NAME})$",
+    rf"^(?:与|和|跟|同)\s*(?P<zh>{_ANY_NAME})\s*(?:的)?\s*(?:对话|聊天|谈话|交流|会话)(?:记录)?$"
+    rf"|^(?P<zh2>{_ANY_NAME})\s*的\s*(?:对话|聊天|谈话)(?:记录)?$"
+    rf"|^(?:conversation|chat|talk|session|call)s? with (?P<en>{_CJK_NAME}|{_EN_NAME})$",
     re.I,
 )
 # Headings that name one person by a role prefix, "about", or "X's record": `用户：张曼婷`, `User: Caroline`,
@@ -45,9 +48,9 @@ _ROLE_PREFIX = (r"用户|客户|来访者|访客|患者|病人|学员|联系人|
 _PERSON_HEADING = re.compile(
     rf"^(?:{_ROLE_PREFIX})\s*[:：]\s*(?P<a>{_CJK_NAME}|{_EN_NAME})$"
     rf"|^关于\s*(?P<b>{_CJK_NAME}|{_EN_NAME})$"
-    rf"|^(?:about|notes? (?:on|about)|on) (?P<c>{_EN_NAME})$"
+    rf"|^(?:about|notes? (?:on|about)|on) (?P<c>{_CJK_NAME}|{_EN_NAME})$"
     rf"|^(?P<d>{_CJK_NAME}?|{_EN_NAME})\s*的\s*(?:记录|笔记|档案|资料|情况|近况|日记|信息|消息|留言)$"
-    rf"|^(?P<e>{_EN_NAME})['’]s (?:notes|record|records|profile|file|messages|diary|log)$",
+    rf"|^(?P<e>{_CJK_NAME}|{_EN_NAME})\s*['’]s (?:notes|record|records|profile|file|messages|diary|log)$",
     re.I,
 )
 # Reply labels that name the person answered: "AI伴侣（回复张曼婷）", "Assistant (to Caroline)".
@@ -92,7 +95,48 @@ def looks_like_zh_name(text: str) -> bool:
         return False
     if text[:2] in _SURNAMES_2:
         return len(text) >= 3
+    if len(text) == 2 and text[0] in "老小" and text[1] in _SURNAMES:  # 老王, 小李: how colleagues are named,
+        return (_lexicon()[1].get(text) or 0) < 500  # but 老师, 小时 are words
     return text[0] in _SURNAMES and len(text) <= 3
+
+
+@lru_cache(maxsize=1)
+def _lexicon():  # type: ignore[no-untyped-def]
+    import logging
+
+    import jieba
+    import jieba.posseg
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.dt.check_initialized()
+    return jieba.posseg, jieba.dt.FREQ
+
+
+_PERSON_TAGS = {"nr", "nrfg", "nrt"}
+# Latin heading words that name a topic, not a person: "About Deployment", "Notes on Billing Integration".
+_TOPIC_EN = re.compile(r"(?i:tion|sion|ment|ity|ness|ure|ics|ogy|ism|ware|ship|ops)s?$|^[A-Z0-9]{2,}$|\d")
+
+
+def common_word(text: str, bare: bool = False) -> bool:
+    """A Chinese word the lexicon knows as something other than a person's name: "周会" (a weekly meeting), "高考",
+    "部署" — some start with a common surname but are topics. jieba's part-of-speech tag decides; for a bare
+    heading (`bare`), with no "关于" or "的记录" saying a person is meant, a 2-character word frequent in general
+    text (高明, 康复) is a word before it is a name."""
+    posseg, freq = _lexicon()
+    tokens = list(posseg.cut(text))
+    if len(tokens) == 1 and tokens[0].flag not in _PERSON_TAGS:
+        return True
+    return bare and len(text) == 2 and (freq.get(text) or 0) >= 200
+
+
+def reads_as_person(name: str, speakers: frozenset[str] = frozenset()) -> bool:
+    """Whether a name a heading gives is a person: one speaking in the section, a Chinese personal name that is not
+    a common word, or a Latin-script name that is not a topic noun ("Deployment", "API")."""
+    if name.casefold() in speakers:
+        return True
+    if re.fullmatch(r"[\u4e00-\u9fff·]+", name):
+        return looks_like_zh_name(name) and not common_word(name)
+    return bool(re.fullmatch(_EN_NAME, name)) and not any(_TOPIC_EN.search(w) for w in name.split())
 
 
 def heading_person(heading: str, speakers: frozenset[str] = frozenset()) -> str | None:
@@ -102,19 +146,29 @@ def heading_person(heading: str, speakers: frozenset[str] = frozenset()) -> str 
     """
     text = re.sub(r"^#+\s*", "", unicodedata.normalize("NFKC", heading)).strip().strip("*_ ")
     text = re.sub(r"\s*[-—·|]\s*\d{4}-\d{2}-\d{2}.*$|^\d{4}-\d{2}-\d{2}\s*[-—·|]?\s*", "", text).strip()
-    match = _CONVERSATION.match(text)
+    match = _CONVERSATION.match(text) or _PERSON_HEADING.match(text)
     if match:
-        name = match.group("zh") or match.group("zh2") or match.group("en")
-        return name if name and name not in _NOT_NAMES else None
-    match = _PERSON_HEADING.match(text)
-    if match:
-        name = next(g for g in match.groups() if g)
-        return name if name not in _NOT_NAMES and not _ROLE_WORDS.match(name) else None
+        name = next((g for g in match.groups() if g), None)
+        if not name or name in _NOT_NAMES or _ROLE_WORDS.match(name):
+            return None
+        return name if reads_as_person(name, speakers) else None
     if text.casefold() in speakers and (looks_like_zh_name(text) or re.fullmatch(_EN_NAME, text)):
         return text
-    if looks_like_zh_name(text):
+    if looks_like_zh_name(text) and not common_word(text, bare=True):  # "## 张曼婷", not "## 周会"
         return text
     return None
+
+
+def same_person(a: str, b: str) -> bool:
+    """Two spellings of one person: equal keys, a Chinese name and its given name ("张曼婷" / "曼婷"), or a full name
+    and its first name ("Caroline Smith" / "Caroline")."""
+    a, b = normalise_subject(a), normalise_subject(b)
+    if not a or not b:
+        return False
+    short, long = sorted((a, b), key=len)
+    if re.fullmatch(r"[\u4e00-\u9fff·]+", short + long):
+        return long.endswith(short) or long.startswith(short)
+    return long.split(" ")[0] == short.split(" ")[0] and (short in long)
 
 
 def reply_target(line: str) -> str | None:
@@ -155,6 +209,9 @@ def entry_subject(
     for heading in reversed(headings):  # the deepest heading naming a person wins
         person = heading_person(heading, speakers)
         if person:
+            # "## 与龚晓的对话" / "- 杜明：我也去": a named speaker who is not the heading's person speaks for themself
+            if role == "other" and speaker and not same_person(speaker, person):
+                return normalise_subject(speaker)
             return normalise_subject(person)
     if role == "other" and speaker:
         return normalise_subject(speaker)

@@ -37,19 +37,23 @@ _ZH_END = rf"(?=了|去|啦|住|生活|工作|居住|上班|[{_ZH_STOP}]|$)"
 _ZH_HOLDER = r"((?:我|您|你)?[\u4e00-\u9fff]{0,4}?)"
 _EN_VAL = r"([A-Z][\w'’.-]*(?: (?:[A-Z][\w'’.-]*|(?:of|de|la|am|upon)\b))*)"
 _EN_HOLDER = r"(?:^|[.;:!?]\s+|, )((?:[A-Z][a-z]+|I|[Ss]?[Hh]e|They|We|My \w+|[Hh]is \w+|[Hh]er \w+)?)\s*"
+# "no longer lives in Denver", "不在腾讯上班了": the statement ends the value it names.
+_EN_NOT = r"(?:no longer |not |don't |doesn't |do not |does not |never )?"
+_ENDED = re.compile(r"\b(?:no longer|not|don't|doesn't|never)\b|不再|不住|不在", re.I)
 
 # (attribute, pattern). Groups: holder, value (or, for `decision`, negation and object). English patterns run
 # on the text as written (names are capitalised), Chinese ones on the NFKC text.
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("residence", re.compile(rf"{_ZH_HOLDER}(?:现在|目前|已经|刚|最近)?"
+    ("residence", re.compile(rf"{_ZH_HOLDER}(?:现在|目前|已经|刚|最近)?(?:不再|不)?"
                              rf"(?:住在|搬到了?|搬去了?|搬回了?|定居在?|迁居到?|家在){_ZH_VAL}{_ZH_END}")),
-    ("residence", re.compile(rf"{_EN_HOLDER}(?:'m |'ve | am | have | has | is )?(?:now |recently |just )?"
+    ("residence", re.compile(rf"{_EN_HOLDER}(?:'m |'ve | am | have | has | is )?(?:now |recently |just )?{_EN_NOT}"
                              rf"(?:live[sd]?|living|moved|moves|relocated|"
                              rf"settled)(?: back)? (?:in|to) (?:the )?{_EN_VAL}")),
-    ("employer", re.compile(rf"{_ZH_HOLDER}(?:现在|目前|已经|刚)?(?:在|跳槽到了?|入职了?|加入了?)"
+    ("employer", re.compile(rf"{_ZH_HOLDER}(?:现在|目前|已经|刚)?(?:不再|不)?(?:在|跳槽到了?|入职了?|加入了?)"
                             rf"([\u4e00-\u9fffA-Za-z0-9]{{2,12}}?)(?:公司)?(?:工作|上班|任职)")),
-    ("employer", re.compile(rf"{_EN_HOLDER}(?:'m |'ve | am | have | has | is )?(?:now |recently |just )?"
-                            rf"(?:works?|worked|working|started working) (?:at|for) (?:the )?{_EN_VAL}")),
+    ("employer", re.compile(rf"{_EN_HOLDER}(?:'m |'ve | am | have | has | is )?(?:now |recently |just )?{_EN_NOT}"
+                            rf"(?:works?|worked|working|started working|(?:got|landed|found|started|took) (?:a |my )?"
+                            rf"(?:new )?(?:job|position|role)|was hired) (?:at|for|with|by) (?:the )?{_EN_VAL}")),
     ("employer", re.compile(rf"{_EN_HOLDER}(?:recently |just )?joined {_EN_VAL}")),
     ("occupation", re.compile(rf"{_ZH_HOLDER}(?:的)?(?:职业|工作)(?:是|换成了?|改成了?)(?:一名|一个)?"
                               rf"{_ZH_VAL}{_ZH_END}")),
@@ -77,8 +81,9 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 # Values that name no particular thing ("在一家公司工作", "in a new place", "在这个行业中工作"): no fact.
 _VAGUE = re.compile(r"^(?:一|这|那|当前|现在的|该|某|自己|新的?|旧的?|哪|什么|别的|其他|很多|a |an |this |that |"
                     r"some |my |our |his |her |their |which |what |new |there$|here$|home$)|[中里内上]$|哪|什么", re.I)
-_CHANGED = re.compile(r"新|改成|换成|变成|搬|\bnew\b|\bnow\b|changed|\bmoved\b|relocated|\bjoined\b", re.I)
+_CHANGED = re.compile(r"新|改成|换成|变成|搬|现在|目前|\bnew\b|\bnow\b|changed|\bmoved\b|relocated|\bjoined\b", re.I)
 _SELF = {"", "我", "i", "my", "我们", "we", "our"}
+_WORK = ("employer", "occupation")
 _INSTEAD = re.compile(r"(?:instead of|rather than|而不是|不再用|代替)\s*([^\s,，。.;；]{2,30})", re.I)
 _LEADING = re.compile(r"^(?:the |a |an |to |use |using |用|使用|采用|去)", re.I)
 
@@ -151,7 +156,9 @@ def facts(text: str, subject: str) -> list[Fact]:
                 value = re.sub(r"[\s-]", "", value)
             if value and not _VAGUE.search(value):
                 found.pop(key, None)  # re-insert: the later statement in the text is the current one
-                found[key] = Fact(key, value, changed=bool(_CHANGED.search(match.group(0))))
+                found[key] = Fact(key, value, negated=attribute in ("residence", "employer")
+                                  and bool(_ENDED.search(match.group(0))),
+                                  changed=bool(_CHANGED.search(match.group(0))))
     for statement in statements:  # frames: the later statement of a frame is the current one
         for frame in frame_facts(statement, subject):
             if frame.key not in found or found[frame.key].frame is not None:
@@ -190,9 +197,17 @@ def conflicts(old: Sequence[Fact], new: Sequence[Fact], new_text: str = "") -> b
         if fact.frame is not None:  # frames decide by themselves which frame is the same (frames.frame_conflict)
             if any(b.frame is not None and frame_conflict(b.frame, fact.frame) for b in old):
                 return True
+            if fact.key == "job" and fact.frame.strong and any(b.key in _WORK for b in old):
+                return True  # "我换工作了" ends "我在阿里上班"
             continue
+        if fact.key in _WORK and fact.changed and any(b.key == "job" for b in old):
+            return True  # "我现在在字节跳动上班了" ends "我在一家银行做柜员"
         before = old_by_key.get(fact.key)
         if before is None or before.frame is not None:
+            continue
+        if fact.negated or before.negated:  # "no longer works at Google" ends "works at Google", nothing else
+            if fact.negated and not before.negated and before.value == fact.value:
+                return True
             continue
         if before.value != fact.value and "[redacted" not in before.value + fact.value:
             return True

@@ -16,6 +16,7 @@ from functools import lru_cache
 import phonenumbers
 from stdnum import iban, luhn
 from stdnum.cn import ric
+from stdnum.us import ssn
 
 _SEPARATORS = re.compile(r"[ \t.\-()]")
 
@@ -33,6 +34,11 @@ def card_number(text: str) -> bool:
 
 def iban_number(text: str) -> bool:
     return iban.is_valid(text)
+
+
+def us_ssn(text: str) -> bool:
+    """A US social security number written 3-2-4 (area not 000/666/9xx, group and serial not zero; stdnum)."""
+    return ssn.is_valid(text)
 
 
 def cn_resident_id(text: str) -> bool:

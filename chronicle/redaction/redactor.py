@@ -253,7 +253,7 @@ _WIDE = re.compile("[\uff01-\uff5e\u3000]")
 # The patterns that run on every text (ID numbers, CN mobiles and landlines) all need seven digits with at most
 # one space, dot or hyphen between two of them: a text without such a run skips them with this one scan.
 _DIGIT_RUN = re.compile(r"\d(?:[ .\-]?\d){6}")
-_ALWAYS_GATED = ("cn_id", "phone", "iban", "bank_card")
+_ALWAYS_GATED = ("cn_id", "phone", "iban", "bank_card", "id_number")
 
 _CACHE_MAX = 8192
 """Texts remembered per redactor (actor names and template lines repeat: a week's 70 entries have few actors)."""

@@ -78,6 +78,9 @@ WRAPPED: list[Rule] = [
 STRUCTURED: list[Rule] = [
     ("iban", r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?(?![A-Za-z0-9])", 0,
      lambda m: checks.iban_number(m.group(0)), ()),
+    # A US social security number in its own 3-2-4 shape, without a label: valid area, group and serial.
+    ("id_number", r"(?<![A-Za-z0-9_\-./])\d{3}-\d{2}-\d{4}(?![A-Za-z0-9_\-]|\.\d)", 0,
+     lambda m: checks.us_ssn(m.group(0)), ()),
     ("bank_card", r"(?<![A-Za-z0-9_\-.])\d{4}(?:[ \-]?\d{2,4}){2,4}(?:[ \-]?\d{1,3})?(?![A-Za-z0-9_\-]|\.\d)", 0,
      lambda m: checks.card_number(m.group(0)), ()),
 ]
@@ -136,17 +139,38 @@ def _label_check(match: re.Match[str]) -> bool:
     return (has_letter and has_digit and len(value) >= 6) or checks.random_looking(value)
 
 
-def _labelled(kind: str, nouns: str, triggers: tuple[str, ...]) -> Rule:
+def _labelled(kind: str, nouns: str, triggers: tuple[str, ...],
+              check: Callable[[re.Match[str]], bool] | None = None, value: str = _VALUE) -> Rule:
     noun = rf"(?<![A-Za-z])(?:{nouns})s?"
     # `<noun> is V`, `<noun>：V`, `<noun> 是 V`, possibly with the value on the next line / bullet / cell;
     # or `<noun>` ⏎ `V` and `| <noun> | V |`: the value alone on its line or in its cell.
     return (kind, rf"(?P<keep>(?P<noun>{noun})[\"'`]?[ \t]*{_VERB}[\"'`]?{_BREAK}?[ \t]*[\"'`]?){_DONE}"
-                  rf"(?P<val>{_VALUE})"
-                  rf"|(?P<keep2>(?P<noun2>{noun})[ \t]*[:：]?{_BREAK}[\"'`]?){_DONE}(?P<v>{_VALUE})"
-                  rf"(?=[\"'`]?[ \t]*(?:\||\r?\n|$))", re.I, _label_check, triggers)
+                  rf"(?P<val>{value})"
+                  rf"|(?P<keep2>(?P<noun2>{noun})[ \t]*[:：]?{_BREAK}[\"'`]?){_DONE}(?P<v>{value})"
+                  rf"(?=[\"'`]?[ \t]*(?:\||\r?\n|$))", re.I, check or _label_check, triggers)
+
+
+# Identity documents named by their label (`SSN: 123-45-6789`, `passport number is E12345678`, `驾照号 …`,
+# `national insurance number …`): whatever their country's format, a value with six digits or more.
+_ID_NOUN = (r"ssn|social[ -]security(?:[ -](?:number|no\.?))?|social[ -]insurance[ -]number|sin|"
+            r"national[ -](?:id|identity|insurance)(?:[ -](?:card|number|no\.?))?|(?:id|identity)[ -]?(?:card[ -]?)?"
+            r"(?:number|no\.?|#)|passport(?:[ -](?:number|no\.?|#))?|driver'?s?[ -]licen[cs]e(?:[ -](?:number|no\.?))?|"
+            r"tax[ -]?(?:id|file)(?:[ -](?:number|no\.?))?|护照号码?|护照|社保号码?|社会保障号码?|证件号码?|驾照号码?|"
+            r"驾驶证号码?|港澳通行证号码?|税号")
+
+
+_DAY = re.compile(r"(?:19|20)\d{2}[./-]\d{1,2}[./-]\d{1,2}|\d{1,2}[./-]\d{1,2}[./-](?:19|20)?\d{2}")
+
+
+def _id_check(match: re.Match[str]) -> bool:
+    value = _group(match, "val", "v").rstrip(".,;:!?)")
+    return _real(value) and sum(c.isdigit() for c in value) >= 6 and not _DAY.fullmatch(value)
 
 
 LABELLED: list[Rule] = [
+    _labelled("id_number", _ID_NOUN, ("ssn", "social", "sin", "national", "id", "identity", "passport", "licen",
+                                      "tax", "护照", "社保", "社会保障", "证件", "驾照", "驾驶证", "通行证", "税号"),
+               _id_check, r"[A-Za-z0-9](?:[A-Za-z0-9/-]*[A-Za-z0-9])?"),
     _labelled("password", _PW_NOUN, ("pass", "pw", "密码", "口令", "暗号")),
     _labelled("pin", _PIN_NOUN, ("pin", "code", "码")),
     _labelled("secret", _KEY_NOUN, ("token", "secret", "credential", "key", "密钥", "秘钥", "令牌", "凭")),
