@@ -85,6 +85,9 @@ class _Instance:
         conn = self.db.cursor()
         try:
             conn.execute(f'USE "{alias}"')
+            # Timestamps are stored as naive UTC; make TIMESTAMPTZ display agree on every machine.
+            conn.execute("SET TimeZone = 'UTC'")
+            conn.execute("SET enable_progress_bar = false")  # it would print into the CLI's stdout
         except BaseException:
             conn.close()
             self.detach(path)
@@ -133,9 +136,6 @@ def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnec
     while True:
         try:
             conn = _attach(path, read_only)
-            # Timestamps are stored as naive UTC; make TIMESTAMPTZ display agree on every machine.
-            conn.execute("SET TimeZone = 'UTC'")
-            conn.execute("SET enable_progress_bar = false")  # it would print into the CLI's stdout
             if waited_since is not None:
                 log.warning("DuckDB file %s is free again after %.1fs; continuing", path,
                             time.monotonic() - waited_since)
