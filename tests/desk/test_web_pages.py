@@ -109,6 +109,30 @@ def test_stats_questions_and_negation(people: Settings) -> None:
         assert "【SAE】" in body or "SAE 1" in body or "住院" in body, week
 
 
+def test_the_charts_draw_each_weeks_counts_from_the_stored_stats(people: Settings) -> None:
+    from chronicle.services.desk_views import chronicle
+
+    weeks = chronicle(people, PROJECT)
+    html = login(client(people), "rita", PASSWORD).get(f"/p/{PROJECT}").text
+    figures = re.findall(r"<figcaption>([^<]+) \(max (\d+)\)</figcaption>(.*?)</figure>", html, re.S)
+    drawn = {title: (int(peak), body) for title, peak, body in figures}
+    assert "log entries per week" in drawn and "enrolled (cumulative)" in drawn
+    for title, key in (("log entries per week", "entries"), ("enrolled (cumulative)", "enrolled_total"),
+                       ("SAE per week", "sae")):
+        counts = {w.week: int(w.stats.get(key) or 0) for w in weeks}
+        if title not in drawn:  # a series of events is left out only when no week counts one
+            assert key == "sae" and not any(counts.values())
+            continue
+        peak, body = drawn[title]
+        assert peak == max(counts.values())
+        bars = re.findall(r'<rect x="[0-9.]+" y="([0-9.]+)" width="[0-9.]+" height="([0-9.]+)">'
+                          r"<title>([0-9W-]+): (\d+)</title></rect>", body)
+        assert {week: int(n) for _, _, week, n in bars} == {w: n for w, n in counts.items() if n}
+        for y, h, _, n in bars:  # the bar's height is its count against the peak, standing on the baseline
+            assert float(h) == pytest.approx(90 * int(n) / peak, abs=0.01)
+            assert float(y) + float(h) == pytest.approx(90, abs=0.02)
+
+
 def test_history_diffs_any_two_versions_and_the_queue(people: Settings) -> None:
     _edit(people, "2025-W29", ("本周记录", "本周一共记录"))
     _edit(people, "2025-W29", text="本周入组 5 人，无其他事件。")
