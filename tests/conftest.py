@@ -53,18 +53,22 @@ SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "ty
 # spread test by test. (xdist's own `--dist loadgroup` silently stops grouping on pytest 9.2: pytest-xdist
 # issue 1386.)
 SHARED_SERVERS = ("tests/lake/",)
+# Files whose tests copy what a module fixture built once (a fragmented database file): one worker each, so the
+# fixture is built once rather than on every worker that runs one of the file's tests.
+SHARED_MODULE_FIXTURES = ("tests/storage/test_compaction.py",)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """`-n N` (pyproject's addopts): the `load` distribution, with each file of SHARED_SERVERS as one unit."""
+    """`-n N` (pyproject's addopts): the `load` distribution, with each file of SHARED_SERVERS and
+    SHARED_MODULE_FIXTURES as one unit."""
     if config.getvalue("dist") != "load":
         return None  # an explicit other --dist is honoured
     from xdist.scheduler import LoadScopeScheduling
 
     class ServerGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            shared = any(nodeid.startswith(folder) for folder in SHARED_SERVERS)
+            shared = nodeid.startswith(SHARED_SERVERS + SHARED_MODULE_FIXTURES)
             return nodeid.split("::", 1)[0] if shared else nodeid
 
     # LoadScopeScheduling would put the units with the most tests first (`--loadscope-reorder`, on by default):
