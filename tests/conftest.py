@@ -53,9 +53,9 @@ SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "ty
 # spread test by test. (xdist's own `--dist loadgroup` silently stops grouping on pytest 9.2: pytest-xdist
 # issue 1386.)
 SHARED_SERVERS = ("tests/lake/",)
-# Files whose tests copy what a module fixture built once (a fragmented database file): one worker each, so the
-# fixture is built once rather than on every worker that runs one of the file's tests.
-SHARED_MODULE_FIXTURES = ("tests/storage/test_compaction.py",)
+# Files whose tests copy what a module fixture built once (a fragmented database file, a LanceDB table of 3,000
+# rows): one worker each, so the fixture is built once rather than on every worker that runs one of its tests.
+SHARED_MODULE_FIXTURES = ("tests/storage/test_compaction.py", "tests/memory/test_search_scale.py")
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
