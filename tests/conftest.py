@@ -53,9 +53,11 @@ SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "ty
 # spread test by test. (xdist's own `--dist loadgroup` silently stops grouping on pytest 9.2: pytest-xdist
 # issue 1386.)
 SHARED_SERVERS = ("tests/lake/",)
-# Files whose tests copy what a module fixture built once (a fragmented database file, a LanceDB table of 3,000
-# rows): one worker each, so the fixture is built once rather than on every worker that runs one of its tests.
-SHARED_MODULE_FIXTURES = ("tests/storage/test_compaction.py", "tests/memory/test_search_scale.py")
+# Files whose tests share what a module fixture made once (a fragmented database file, a LanceDB table of 3,000
+# rows, one interpreter's imports): one worker each, so the fixture runs once rather than on every worker that
+# runs one of its tests.
+SHARED_MODULE_FIXTURES = ("tests/storage/test_compaction.py", "tests/memory/test_search_scale.py",
+                          "tests/test_flow_imports.py")
 # The quick layer's files whose tests load MiniLM (the session `embedder`, or a LocalEmbedder of their own): all of
 # them one unit, so one worker imports sentence-transformers and torch (~8 s of CPU on an idle machine, several
 # times that under load) instead of every worker; the unit is handed out first (its rank in the ordering below).
