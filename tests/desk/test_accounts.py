@@ -12,21 +12,6 @@ from chronicle.settings import Settings
 PASSWORD = "a long enough secret"
 
 
-@pytest.fixture()
-def light_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Argon2id at its lightest cost for the tests about roles, throttling and disabled accounts: the shipped
-    cost (64 MiB, 3 passes, 4 lanes) is slow on purpose, a quarter of a second of every core per hash or check,
-    and what these tests check is decided around the hash. Still real argon2 hashes, salted and verified; the
-    first test keeps the shipped hasher."""
-    from chronicle.services import accounts
-    from pwdlib import PasswordHash
-    from pwdlib.hashers.argon2 import Argon2Hasher
-
-    light = PasswordHash((Argon2Hasher(time_cost=1, memory_cost=1024, parallelism=1),))
-    monkeypatch.setattr(accounts, "_hasher", lambda: light)
-    monkeypatch.setattr(accounts, "_dummy_hash", lambda: light.hash("chronicle-no-such-account"))
-
-
 def _db(settings: Settings, sql: str) -> list[tuple]:
     from chronicle.storage.db import connect
 
