@@ -53,18 +53,35 @@ SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "ty
 # spread test by test. (xdist's own `--dist loadgroup` silently stops grouping on pytest 9.2: pytest-xdist
 # issue 1386.)
 SHARED_SERVERS = ("tests/lake/",)
+# Files whose tests share what a module fixture made once (a fragmented database file, a LanceDB table of 3,000
+# rows, one interpreter's imports): one worker each, so the fixture runs once rather than on every worker that
+# runs one of its tests.
+SHARED_MODULE_FIXTURES = ("tests/storage/test_compaction.py", "tests/memory/test_search_scale.py",
+                          "tests/test_flow_imports.py")
+# The quick layer's files whose tests load MiniLM (the session `embedder`, or a LocalEmbedder of their own): all of
+# them one unit, so one worker imports sentence-transformers and torch (~8 s of CPU on an idle machine, several
+# times that under load) instead of every worker; the unit is handed out first (its rank in the ordering below).
+# A file missing here is still correct, it only loads the model on its worker too.
+ONE_EMBEDDER = ("tests/memory/test_damaged_store.py", "tests/memory/test_day_query.py",
+                "tests/memory/test_floor_recency.py", "tests/memory/test_ledger_liveness.py",
+                "tests/memory/test_named_query.py", "tests/memory/test_packed_rows.py", "tests/memory/test_store.py",
+                "tests/memory/test_unseen_layouts.py", "tests/unit/memory/test_embedder.py",
+                "tests/unit/memory/test_query_cache.py")
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """`-n N` (pyproject's addopts): the `load` distribution, with each file of SHARED_SERVERS as one unit."""
+    """`-n N` (pyproject's addopts): the `load` distribution, with each file of SHARED_SERVERS and
+    SHARED_MODULE_FIXTURES as one unit, and the files of ONE_EMBEDDER together as one."""
     if config.getvalue("dist") != "load":
         return None  # an explicit other --dist is honoured
     from xdist.scheduler import LoadScopeScheduling
 
     class ServerGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            shared = any(nodeid.startswith(folder) for folder in SHARED_SERVERS)
+            if nodeid.startswith(ONE_EMBEDDER):
+                return "one-embedder"
+            shared = nodeid.startswith(SHARED_SERVERS + SHARED_MODULE_FIXTURES)
             return nodeid.split("::", 1)[0] if shared else nodeid
 
     # LoadScopeScheduling would put the units with the most tests first (`--loadscope-reorder`, on by default):
@@ -118,9 +135,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`slow`: END_TO_END. `flows`: every test that asked for the session's Prefect API (a flow runs).
-    Order: LONGEST_FIRST, then the collection order."""
+    Order: LONGEST_FIRST, ONE_EMBEDDER, then the collection order."""
     root = config.rootpath
-    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST + ONE_EMBEDDER)}
     items.sort(key=lambda item: rank.get(item.path.relative_to(root).as_posix(), len(rank)))
     for item in items:
         where = item.path.relative_to(root).as_posix()

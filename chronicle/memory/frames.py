@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import cache
 
 _OTHERS = re.compile(
     r"妈|爸|母亲|父亲|妹|姐|哥|弟|儿子|女儿|孩子|老公|老婆|丈夫|妻子|朋友|同事|男友|女友|奶奶|爷爷|外婆|外公|他|她|你|您|"
@@ -115,7 +116,12 @@ class FrameFact:
 
 
 def _first(table: tuple[tuple[str, str], ...], text: str) -> list[str]:
-    return [name for name, pattern in table if re.search(pattern, text, re.I)]
+    return [name for name, pattern in _compiled(table) if pattern.search(text)]
+
+
+@cache  # the tables above, compiled once: `re`'s own cache lookup per pattern and clause was a third of the work
+def _compiled(table: tuple[tuple[str, str], ...]) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return tuple((name, re.compile(pattern, re.I)) for name, pattern in table)
 
 
 def _brands(text: str, subject: str) -> str:

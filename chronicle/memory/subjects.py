@@ -117,6 +117,7 @@ _PERSON_TAGS = {"nr", "nrfg", "nrt"}
 _TOPIC_EN = re.compile(r"(?i:tion|sion|ment|ity|ness|ure|ics|ogy|ism|ware|ship|ops)s?$|^[A-Z0-9]{2,}$|\d")
 
 
+@lru_cache(maxsize=4096)  # a note repeats its headings on every entry; jieba's tagging is the cost of a call
 def common_word(text: str, bare: bool = False) -> bool:
     """A Chinese word the lexicon knows as something other than a person's name: "周会" (a weekly meeting), "高考",
     "部署" — some start with a common surname but are topics. jieba's part-of-speech tag decides; for a bare

@@ -27,6 +27,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from chronicle.memory.frames import FrameFact, frame_conflict, frame_facts
 from chronicle.memory.records import StoredMemory
@@ -128,6 +129,11 @@ def _holder(raw: str, subject: str) -> str | None:
 
 def facts(text: str, subject: str) -> list[Fact]:
     """The facts `text` states about `subject` itself (see the module docstring), last value per key."""
+    return list(_facts(text, subject))
+
+
+@lru_cache(maxsize=8192)  # a subject's stored rows are read again by every later batch's supersession plan
+def _facts(text: str, subject: str) -> tuple[Fact, ...]:
     found: dict[str, Fact] = {}
     # Questions state nothing ("你住在哪里？", "Where do you live?"): only statements are read.
     statements = [s for s in re.split(r"(?<=[。！!？?；;\n])|(?<=\.)\s+", unicodedata.normalize("NFKC", text))
@@ -164,7 +170,7 @@ def facts(text: str, subject: str) -> list[Fact]:
             if frame.key not in found or found[frame.key].frame is not None:
                 found.pop(frame.key, None)
                 found[frame.key] = Fact(frame.key, frame.value, changed=frame.strong, frame=frame)
-    return list(found.values())
+    return tuple(found.values())
 
 
 _FILLER = re.compile(r"(?:一辆|一个|一台|一部|一本|一家|一只|一件|\b(?:a|an|the|my|our)\b|after all|anymore|for now|"

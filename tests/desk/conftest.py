@@ -28,7 +28,7 @@ def written(trial: Path) -> Settings:  # noqa: F811
 
 
 @pytest.fixture
-def reviewer(written: Settings) -> str:
+def reviewer(written: Settings, light_argon2: None) -> str:
     from chronicle.services.accounts import add_user
 
     add_user(written, "ana", "Dr. Ana Li", PASSWORD, {PROJECT: "reviewer"})
@@ -36,7 +36,7 @@ def reviewer(written: Settings) -> str:
 
 
 @pytest.fixture
-def people(written: Settings) -> Settings:
+def people(written: Settings, light_argon2: None) -> Settings:
     """The written sample weeks with three accounts: a reviewer and a reader of XH201, a reviewer of XH305."""
     from chronicle.services.accounts import add_user
 
@@ -44,3 +44,18 @@ def people(written: Settings) -> Settings:
     add_user(written, "rita", "Rita Reader", PASSWORD, {PROJECT: "reader"})
     add_user(written, "otto", "Otto Other", PASSWORD, {"XH305": "reviewer"})
     return written
+
+
+@pytest.fixture()
+def light_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Argon2id at its lightest cost, for tests whose subject is decided around the hash (roles, throttling,
+    disabled accounts, the command line, the pages and signatures of `reviewer` and `people`): the shipped cost
+    (64 MiB, 3 passes, 4 lanes) is slow on purpose, a quarter of a second of every core per hash or check. Still
+    real argon2 hashes, salted and verified; tests/desk/test_accounts.py's first test keeps the shipped hasher."""
+    from chronicle.services import accounts
+    from pwdlib import PasswordHash
+    from pwdlib.hashers.argon2 import Argon2Hasher
+
+    light = PasswordHash((Argon2Hasher(time_cost=1, memory_cost=1024, parallelism=1),))
+    monkeypatch.setattr(accounts, "_hasher", lambda: light)
+    monkeypatch.setattr(accounts, "_dummy_hash", lambda: light.hash("chronicle-no-such-account"))

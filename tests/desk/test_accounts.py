@@ -35,7 +35,7 @@ def test_a_password_is_stored_as_an_argon2_hash_and_checked(settings: Settings) 
     assert unknown.value.reason == "unknown-user" and str(unknown.value) == str(refused.value)  # no name probing
 
 
-def test_roles_per_project_and_for_every_project(settings: Settings) -> None:
+def test_roles_per_project_and_for_every_project(settings: Settings, light_argon2: None) -> None:
     from chronicle.services.accounts import add_user, get_account, grant
 
     add_user(settings, "rd", "Reader", PASSWORD, {"A": "reader"})
@@ -48,7 +48,7 @@ def test_roles_per_project_and_for_every_project(settings: Settings) -> None:
     assert revoked.roles == {"A": "reader"} and not revoked.can_read("B")
 
 
-def test_bad_account_input_is_refused_with_a_reason(settings: Settings) -> None:
+def test_bad_account_input_is_refused_with_a_reason(settings: Settings, light_argon2: None) -> None:
     from chronicle.services.accounts import AccountError, add_user, grant
 
     for args, words in ((("a b", "N", PASSWORD), "username"), (("ok", "", PASSWORD), "printed name"),
@@ -65,7 +65,7 @@ def test_bad_account_input_is_refused_with_a_reason(settings: Settings) -> None:
     assert _db(settings, "SELECT count(*) FROM desk_accounts") == [(1,)]
 
 
-def test_throttling_counts_failures_per_account_and_address_in_the_database(home: Path,
+def test_throttling_counts_failures_per_account_and_address_in_the_database(home: Path, light_argon2: None,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     from chronicle.services.accounts import LoginRefused, add_user, authenticate
 
@@ -84,7 +84,7 @@ def test_throttling_counts_failures_per_account_and_address_in_the_database(home
     assert authenticate(settings, "ana", PASSWORD, remote="10.0.0.10").username == "ana"  # other address
 
 
-def test_throttling_ends_with_the_window_and_a_success_resets_the_count(home: Path,
+def test_throttling_ends_with_the_window_and_a_success_resets_the_count(home: Path, light_argon2: None,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from chronicle.services.accounts import LoginRefused, add_user, authenticate
 
@@ -105,7 +105,7 @@ def test_throttling_ends_with_the_window_and_a_success_resets_the_count(home: Pa
     assert authenticate(settings, "ana", PASSWORD, remote="r").username == "ana"
 
 
-def test_a_disabled_account_cannot_sign_in_and_keeps_its_history(settings: Settings) -> None:
+def test_a_disabled_account_cannot_sign_in_and_keeps_its_history(settings: Settings, light_argon2: None) -> None:
     from chronicle.services.accounts import LoginRefused, add_user, authenticate, disable_user, set_password
     from chronicle.services.audit import audit_trail
 

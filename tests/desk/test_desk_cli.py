@@ -23,7 +23,8 @@ def _cli(*args: str, code: int = 0, stdin: str | None = None) -> str:
     return result.output
 
 
-def test_accounts_are_managed_from_the_command_line_with_the_password_on_stdin(settings: Settings) -> None:
+def test_accounts_are_managed_from_the_command_line_with_the_password_on_stdin(settings: Settings,
+                                                                                light_argon2: None) -> None:
     from chronicle.services.accounts import authenticate, get_account
 
     out = _cli("desk", "user", "add", "ana", "--name", "Dr. Ana Li", "--role", "XH201=reviewer", "--role", "*=reader",

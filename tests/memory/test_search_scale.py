@@ -4,7 +4,9 @@ found before and after they are folded into the existing indexes, and the ANN in
 from __future__ import annotations
 
 import re
+import shutil
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,6 +36,24 @@ def work(plan: str) -> float:
     scale = {"": 1, "K": 1e3, "M": 1e6}
     nodes = [line for line in plan.splitlines() if "ScalarIndexQuery" not in line]
     return sum(float(n) * scale[unit] for line in nodes for _, n, unit in _WORK.findall(line))
+
+
+@pytest.fixture(scope="module")
+def rows_3000(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], np.ndarray]:
+    """3,000 random memories (no subject column) written once per module, with their ids and vectors; `table_3000`
+    copies the folder into each test's home, where the test makes the indexes and writes as before."""
+    embedder = HashEmbedder(dim=32)
+    folder = tmp_path_factory.mktemp("rows-3000") / "lancedb"
+    ids, matrix = build_table(str(folder), 3_000, embedder.model_name, embedder.dim, subject=False)
+    return folder, ids, matrix
+
+
+@pytest.fixture()
+def table_3000(rows_3000: tuple[Path, list[str], np.ndarray], home: Path) -> tuple[list[str], np.ndarray]:
+    """The module's 3,000 rows in this test's LanceDB folder (`Settings(home=home).lance_uri`); ids and vectors."""
+    folder, ids, matrix = rows_3000
+    shutil.copytree(folder, Settings(home=home).lance_uri)
+    return ids, matrix
 
 
 @pytest.mark.slow
@@ -72,10 +92,9 @@ def test_filtered_search_at_scale_returns_only_matching_rows_through_the_indexes
         assert "tag3" in row["tags"] and row["importance"] >= 0.5 and row["target_file"] == "USER.md"
 
 
-def test_added_memories_are_found_without_rebuilding_the_index(home) -> None:
+def test_added_memories_are_found_without_rebuilding_the_index(home, table_3000) -> None:
     embedder = HashEmbedder(dim=32)
     settings = Settings(home=home, ann_min_rows=2_000)
-    build_table(settings.lance_uri, 3_000, embedder.model_name, embedder.dim, subject=False)
     store = MemoryStore(settings, embedder)
     assert "vector" in store.ensure_indexes()
     trained = {ix.name: ix.index_uuid for ix in store._table.list_indices()}["vector_idx"]
@@ -104,13 +123,13 @@ def test_added_memories_are_found_without_rebuilding_the_index(home) -> None:
     assert store.search("zebra99", limit=1)[0].content == texts[99]
 
 
-def test_hits_through_the_ann_index_carry_exact_cosines_and_whole_rows(home) -> None:
+def test_hits_through_the_ann_index_carry_exact_cosines_and_whole_rows(home, table_3000) -> None:
     """The re-scoring read takes the vector column alone (matched by `_rowid`, which LanceDB returns in row-id
     order, not in the order asked) and the display columns of the final rows only: every hit still has its exact
     cosine and its own row."""
     embedder = HashEmbedder(dim=32)
     settings = Settings(home=home, ann_min_rows=2_000)
-    ids, matrix = build_table(settings.lance_uri, 3_000, embedder.model_name, embedder.dim, subject=False)
+    ids, matrix = table_3000
     store = MemoryStore(settings, embedder)
     assert "vector" in store.ensure_indexes()
     table = store._readable()
@@ -125,14 +144,14 @@ def test_hits_through_the_ann_index_carry_exact_cosines_and_whole_rows(home) -> 
             assert abs(h.cosine - float(matrix[row_of[h.id]] @ qvec)) < 1e-5
 
 
-def test_the_ann_index_keeps_the_exact_top_10_among_the_rescored_candidates(home) -> None:
+def test_the_ann_index_keeps_the_exact_top_10_among_the_rescored_candidates(home, table_3000) -> None:
     """With every partition probed (3,000 rows: one IVF partition), what is left to lose is the index's distance
     estimates: the dense leg's pool is ranked on them and only its best `RESCORE x limit` rows are re-scored on their
     vectors. The index's codes must rank the exact top 10 into that window: on random vectors (the hardest case)
     the dense answer equals the exact top 10, in order, for every query (1-bit codes lost some)."""
     embedder = HashEmbedder(dim=32)
     settings = Settings(home=home, ann_min_rows=2_000, search_semantic_weight=1.0, search_importance_weight=0.0)
-    ids, matrix = build_table(settings.lance_uri, 3_000, embedder.model_name, embedder.dim, subject=False)
+    ids, matrix = table_3000
     store = MemoryStore(settings, embedder)
     assert "vector" in store.ensure_indexes()
     assert store._has_ann(store._readable())

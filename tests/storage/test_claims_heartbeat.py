@@ -20,10 +20,27 @@ def _claim(settings, key: str, owner: str, ttl_s: float) -> bool:
     return claims.take(settings, [key], owner, ttl_s)[key].won
 
 
+def _expiry_ms(settings, key: str) -> int:
+    with claims.coordination(settings) as coord:
+        return coord.query(f"SELECT epoch_ms(expires_at) FROM {claims.TABLE} WHERE key = '{key}'")[0][0]
+
+
+def _until_lapsed(settings, expiry_ms: int, timeout_s: float = 60.0) -> None:
+    """Wait until the database's clock (the one claims expire by) has passed `expiry_ms`: the claim that had this
+    expiry is held after that only if the heartbeat renewed it. An event, not a guess of how long a beat takes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with claims.coordination(settings) as coord:
+            if coord.query(f"SELECT epoch_ms(now()) > {expiry_ms}")[0][0]:
+                return
+        assert time.monotonic() < deadline, "the database's clock did not pass the claim's expiry"
+        time.sleep(0.05)  # between reads of the clock, leaving the file to the heartbeat
+
+
 def test_hold_renews_past_the_ttl_on_the_leases_heartbeat(settings) -> None:
-    with claims.hold(settings, ["k:1", "k:2"], ttl_s=4.0) as owner:
+    with claims.hold(settings, ["k:1", "k:2"], ttl_s=3.0) as owner:
         assert _beats() == {"chronicle-leases"}
-        time.sleep(6.0)  # 1.5 ttls (generous: a beat opens the file, slow on a loaded machine)
+        _until_lapsed(settings, max(_expiry_ms(settings, "k:1"), _expiry_ms(settings, "k:2")))  # past the ttl
         assert not _claim(settings, "k:1", "someone-else", ttl_s=5)
         assert claims.holder(settings, "k:2") == owner
     assert _claim(settings, "k:1", "someone-else", ttl_s=5)  # released when the block ended
@@ -31,9 +48,9 @@ def test_hold_renews_past_the_ttl_on_the_leases_heartbeat(settings) -> None:
 
 def test_an_acquired_lease_renews_while_working_and_is_released_after(settings) -> None:
     seen = []
-    with claims.Leases(settings, ttl_s=4.0) as leases:
+    with claims.Leases(settings, ttl_s=3.0) as leases:
         assert leases.acquire("once", timeout_s=30).won
-        time.sleep(6.0)
+        _until_lapsed(settings, _expiry_ms(settings, "once"))  # past the ttl: only renewals keep it
         seen.append(_claim(settings, "once", "someone-else", ttl_s=5))
     assert seen == [False]
     assert claims.holder(settings, "once") is None

@@ -4,6 +4,7 @@ at any point leaves a whole database."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,11 +57,33 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     return load_settings()
 
 
-def test_fragmented_file_is_compacted_at_the_snapshot_with_everything_kept(settings) -> None:
+@pytest.fixture(scope="module")
+def fragmented_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home whose file was fragmented by MIN_EXTRA_ROW_GROUPS + 16 real write windows, written once per module
+    (the windows are most of each test's time); `fragmented` copies it for each test, which compacts its copy."""
+    from chronicle.storage.compaction import MIN_EXTRA_ROW_GROUPS
+
+    from chronicle.settings import load_settings
+
+    home = tmp_path_factory.mktemp("fragmented") / "home"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CHRONICLE_HOME", str(home))
+        write_windows(load_settings(), 0, MIN_EXTRA_ROW_GROUPS + 16)
+    return home
+
+
+@pytest.fixture()
+def fragmented(settings, fragmented_home: Path):
+    """`settings` over a copy of the fragmented home (a copy of a closed DuckDB file keeps its row groups)."""
+    shutil.copytree(fragmented_home, settings.home)
+    return settings
+
+
+def test_fragmented_file_is_compacted_at_the_snapshot_with_everything_kept(fragmented) -> None:
     from chronicle.storage.compaction import MIN_EXTRA_ROW_GROUPS
     from chronicle.storage.snapshot import publish_snapshot, snapshot_path
 
-    write_windows(settings, 0, MIN_EXTRA_ROW_GROUPS + 16)
+    settings = fragmented
     db = settings.db_path
     # What the module is for: DuckDB 1.4 leaves one row group per window in an indexed table.
     assert surplus(db) >= MIN_EXTRA_ROW_GROUPS, "DuckDB no longer fragments: storage/compaction.py may go"
@@ -116,11 +139,10 @@ publish_snapshot(load_settings())
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
-def test_a_killed_compaction_leaves_a_whole_database(settings, where: str) -> None:
-    from chronicle.storage.compaction import MIN_EXTRA_ROW_GROUPS
+def test_a_killed_compaction_leaves_a_whole_database(fragmented, where: str) -> None:
     from chronicle.storage.snapshot import publish_snapshot
 
-    write_windows(settings, 0, MIN_EXTRA_ROW_GROUPS + 16)
+    settings = fragmented
     before = catalog(settings.db_path)
     ran = subprocess.run([sys.executable, "-c", DIES, where], env=child_env(settings.home), capture_output=True,
                          text=True, timeout=120)
@@ -134,13 +156,13 @@ def test_a_killed_compaction_leaves_a_whole_database(settings, where: str) -> No
     assert not list(settings.db_path.parent.glob("*.compact.tmp"))
 
 
-def test_a_failed_compaction_is_logged_and_the_file_left_as_it_was(settings, monkeypatch: pytest.MonkeyPatch,
+def test_a_failed_compaction_is_logged_and_the_file_left_as_it_was(fragmented, monkeypatch: pytest.MonkeyPatch,
                                                                     caplog: pytest.LogCaptureFixture) -> None:
     """Upkeep never fails the flow whose data it would compact: a copy that does not match is discarded."""
     from chronicle.storage import compaction
     from chronicle.storage.snapshot import publish_snapshot
 
-    write_windows(settings, 0, compaction.MIN_EXTRA_ROW_GROUPS + 16)
+    settings = fragmented
     before, inode = catalog(settings.db_path), settings.db_path.stat().st_ino
     real = compaction._catalog
     monkeypatch.setattr(compaction, "_catalog", lambda conn, database: real(conn, database)
