@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -20,7 +21,7 @@ from typing import Any, NamedTuple
 
 import duckdb
 from chronicle.storage import claims
-from chronicle.storage.db import json_rows, transactions
+from chronicle.storage.db import held_window, json_rows, transactions
 from chronicle.storage.llm_log import CallRow, insert_calls
 
 from chronicle.weekly.model import StoredReport, WeekReport
@@ -329,6 +330,11 @@ class _Ticket:
         self.error: BaseException | None = None
 
 
+HOLD_S = 0.25
+"""How long the writer keeps the file for batches queued back to back (`ReportWriter._flush_queued`): another
+process waiting for the file waits at most this much longer than for one window."""
+
+
 class ReportWriter:
     """Group commit for concurrent week tasks: whoever arrives while no write is running writes
     everything queued so far in ONE short transaction; the others wait for it.
@@ -369,7 +375,7 @@ class ReportWriter:
                 batch, self._queue, self._writing = self._queue, [], True
         if batch is not None:
             try:
-                self._flush(batch)
+                self._flush_queued(batch)
             finally:
                 with self._cond:
                     self._writing = False
@@ -384,6 +390,20 @@ class ReportWriter:
             assert t.outcome is not None
             out.append(t.outcome)
         return out
+
+    def _flush_queued(self, batch: list[_Ticket]) -> None:
+        """Commit `batch`, then each batch queued while it committed, in one window of the file (`held_window`)
+        for at most `HOLD_S`: a fast backfill queues its weeks' reports back to back, and attaching the file
+        and checkpointing it on detach were most of each window's cost. Every batch is still its own commit,
+        and its callers return as soon as it is in."""
+        until = time.monotonic() + HOLD_S
+        with held_window(self.settings):
+            while batch:
+                self._flush(batch)
+                with self._cond:
+                    self._cond.notify_all()  # this batch's callers go on while the next one commits
+                    more = bool(self._queue) and time.monotonic() < until
+                    batch, self._queue = (self._queue, []) if more else ([], self._queue)
 
     def _write(self, tickets: list[_Ticket]) -> None:
         guard = guard_keys(t.args.report.project_id for t in tickets)
