@@ -5,9 +5,7 @@ The SQL functions take an open connection; callers keep windows short (read -> c
 write). `save_reports` re-reads the row inside the write window, so a human edit that landed while the LLM
 was busy is never overwritten. `ReportWriter` (at the end) is the group commit every week's new text goes
 through: concurrent week tasks queue their reports and whoever finds no write running commits everything
-queued in one short transaction, with the weeks' `llm_calls` rows and, on the embedded file, the end of their
-claims.
-"""
+queued in one short transaction, with the weeks' `llm_calls` rows and, on the embedded file, their claims' end."""
 
 from __future__ import annotations
 
@@ -330,19 +328,16 @@ class _Ticket:
         self.error: BaseException | None = None
 
 
-HOLD_S = 0.25
-"""How long the writer keeps the file for batches queued back to back (`ReportWriter._flush_queued`): another
-process waiting for the file waits at most this much longer than for one window."""
-
-
 class ReportWriter:
     """Group commit for concurrent week tasks: whoever arrives while no write is running writes
     everything queued so far in ONE short transaction; the others wait for it.
 
     Opening DuckDB costs ~12 ms, so one window per report would serialise a backfill on the file
     lock; each caller still returns only once its own row is committed (nothing is lost on a crash).
-    A failing batch is retried row by row, so one bad report cannot fail its neighbours.
-    """
+    A failing batch is retried row by row, so one bad report cannot fail its neighbours. Batches queued back to
+    back share a window for up to `HOLD_S` (attach and checkpoint were most of a window's cost)."""
+
+    HOLD_S = 0.25  # a process waiting for the file waits at most this much longer than for one window
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
@@ -392,18 +387,14 @@ class ReportWriter:
         return out
 
     def _flush_queued(self, batch: list[_Ticket]) -> None:
-        """Commit `batch`, then each batch queued while it committed, in one window of the file (`held_window`)
-        for at most `HOLD_S`: a fast backfill queues its weeks' reports back to back, and attaching the file
-        and checkpointing it on detach were most of each window's cost. Every batch is still its own commit,
-        and its callers return as soon as it is in."""
-        until = time.monotonic() + HOLD_S
+        """Commit `batch`, then each batch queued meanwhile (each its own commit), in one window (`held_window`)."""
+        until = time.monotonic() + self.HOLD_S
         with held_window(self.settings):
             while batch:
                 self._flush(batch)
-                with self._cond:
-                    self._cond.notify_all()  # this batch's callers go on while the next one commits
-                    more = bool(self._queue) and time.monotonic() < until
-                    batch, self._queue = (self._queue, []) if more else ([], self._queue)
+                with self._cond:  # this batch's callers go on while the next one commits
+                    self._cond.notify_all()
+                    batch, self._queue = (self._queue, []) if time.monotonic() < until else ([], self._queue)
 
     def _write(self, tickets: list[_Ticket]) -> None:
         guard = guard_keys(t.args.report.project_id for t in tickets)
