@@ -93,9 +93,10 @@ class _Pseudonymised:
     """Pseudonyms, then the redactor: what a trial week's entries go through before an LLM."""
 
     def __init__(self, redactor: object) -> None:
-        from chronicle.redaction.pseudonyms import Pseudonyms, _cn_names
+        from chronicle.redaction.pseudonyms import Pseudonyms, _cn_names, _cut, _free_spans
 
-        _cn_names.cache_clear()  # a first run over new weeks: nothing segmented yet
+        for cached in (_cn_names, _cut, _free_spans):
+            cached.cache_clear()  # a first run over new weeks: nothing segmented or found yet
         self.names, self.redactor = Pseudonyms(), redactor
 
     def redact(self, text: str, found: list[tuple[str, str]]) -> str:

@@ -115,9 +115,13 @@ def connect(settings: Settings, *, read_only: bool = False) -> Iterator[duckdb.D
     if settings.lake.enabled:
         with _connect_lake(settings) as conn:
             yield conn
-    else:
-        with files.connect_file(settings, read_only) as conn:
-            yield conn
+        return
+    held = _held_window.get()
+    if held is not None and held.settings is settings:  # inside `held_window`: the window it keeps
+        yield held.open()
+        return
+    with files.connect_file(settings, read_only) as conn:
+        yield conn
 
 
 def read(settings: Settings, query: Callable[..., T], *args: object, **kwargs: object) -> T:
@@ -150,6 +154,57 @@ def one_window(settings: Settings) -> Iterator[None]:
             yield
         finally:
             _shared_window.reset(token)
+
+
+class _Held:
+    """The window `held_window` keeps: opened by the first `connect` inside the block, not before it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.window: AbstractContextManager[duckdb.DuckDBPyConnection] | None = None
+        self.conn: duckdb.DuckDBPyConnection | None = None
+
+    def open(self) -> duckdb.DuckDBPyConnection:
+        if self.conn is None:
+            window = files.connect_file(self.settings, False)
+            self.conn, self.window = window.__enter__(), window
+        return self.conn
+
+    def close(self) -> None:
+        if self.window is None:
+            return
+        window, self.window, self.conn = self.window, None, None
+        try:
+            window.__exit__(None, None, None)
+        except Exception:
+            log.warning("closing a held write window of %s failed; its commits stand", self.settings.db_path,
+                        exc_info=True)
+
+
+_held_window: contextvars.ContextVar[_Held | None] = contextvars.ContextVar("chronicle_held_write_window",
+                                                                            default=None)
+
+
+@contextmanager
+def held_window(settings: Settings) -> Iterator[None]:
+    """Every `connect(settings)` (and so every transaction) of this thread inside the block uses one window of the
+    embedded file, opened by the first of them: each transaction still commits on its own, but the file is
+    attached once and checkpointed once, when the block ends. For a writer with commits queued back to back (the
+    report writer's group commits): the attach and the checkpoint on detach were most of such a window's cost.
+    Keep the block short: it holds the file against other processes and the other threads of this one. The lake
+    has no window to hold (a no-op there). The window is left even when its checkpoint fails: its commits are
+    already durable (the next window replays them from the WAL), so that failure is logged, not raised.
+    """
+    if settings.lake.enabled or _held_window.get() is not None:
+        yield
+        return
+    held = _Held(settings)
+    token = _held_window.set(held)
+    try:
+        yield
+    finally:
+        _held_window.reset(token)
+        held.close()
 
 
 @contextmanager

@@ -5,14 +5,13 @@ The SQL functions take an open connection; callers keep windows short (read -> c
 write). `save_reports` re-reads the row inside the write window, so a human edit that landed while the LLM
 was busy is never overwritten. `ReportWriter` (at the end) is the group commit every week's new text goes
 through: concurrent week tasks queue their reports and whoever finds no write running commits everything
-queued in one short transaction, with the weeks' `llm_calls` rows and, on the embedded file, the end of their
-claims.
-"""
+queued in one short transaction, with the weeks' `llm_calls` rows and, on the embedded file, their claims' end."""
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -20,7 +19,7 @@ from typing import Any, NamedTuple
 
 import duckdb
 from chronicle.storage import claims
-from chronicle.storage.db import json_rows, transactions
+from chronicle.storage.db import held_window, json_rows, transactions
 from chronicle.storage.llm_log import CallRow, insert_calls
 
 from chronicle.weekly.model import StoredReport, WeekReport
@@ -335,8 +334,10 @@ class ReportWriter:
 
     Opening DuckDB costs ~12 ms, so one window per report would serialise a backfill on the file
     lock; each caller still returns only once its own row is committed (nothing is lost on a crash).
-    A failing batch is retried row by row, so one bad report cannot fail its neighbours.
-    """
+    A failing batch is retried row by row, so one bad report cannot fail its neighbours. Batches queued back to
+    back share a window for up to `HOLD_S` (attach and checkpoint were most of a window's cost)."""
+
+    HOLD_S = 0.25  # a process waiting for the file waits at most this much longer than for one window
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
@@ -369,7 +370,7 @@ class ReportWriter:
                 batch, self._queue, self._writing = self._queue, [], True
         if batch is not None:
             try:
-                self._flush(batch)
+                self._flush_queued(batch)
             finally:
                 with self._cond:
                     self._writing = False
@@ -384,6 +385,16 @@ class ReportWriter:
             assert t.outcome is not None
             out.append(t.outcome)
         return out
+
+    def _flush_queued(self, batch: list[_Ticket]) -> None:
+        """Commit `batch`, then each batch queued meanwhile (each its own commit), in one window (`held_window`)."""
+        until = time.monotonic() + self.HOLD_S
+        with held_window(self.settings):
+            while batch:
+                self._flush(batch)
+                with self._cond:  # this batch's callers go on while the next one commits
+                    self._cond.notify_all()
+                    batch, self._queue = (self._queue, []) if time.monotonic() < until else ([], self._queue)
 
     def _write(self, tickets: list[_Ticket]) -> None:
         guard = guard_keys(t.args.report.project_id for t in tickets)

@@ -23,7 +23,7 @@ from chronicle.names import bounded_name
 CHART_COLUMNS = ("week_number", "enrolled", "enrolled_total", "ae", "sae", "deviations")
 """The `weekly_stats` columns the charts show; any other column changing does not change a picture."""
 
-DRAWING_VERSION = "2"
+DRAWING_VERSION = "3"
 """Bump when `chronicle.analytics.charts` draws differently, so every stored chart is drawn again once."""
 
 KEY_CHUNK = "Chronicle-Chart-Key"

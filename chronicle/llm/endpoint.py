@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -47,12 +48,16 @@ def base_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
+@lru_cache(maxsize=8)
 def openai_client(endpoint: str, api_key: str, timeout_s: float) -> openai.OpenAI:
     """The `openai` client both Chronicle clients (chat, embeddings) talk through.
 
     `max_retries=0`, always: `chronicle.llm.attempts.run_with_retries` is the only retry layer, so each
     attempt is exactly one HTTP request and one `llm_calls` row, and backoff/Retry-After are ours. The
     SDK's own retries would multiply attempts and hide them from the log.
+
+    One per endpoint, key and timeout in a process, shared by its flow runs (the client is thread-safe): a new
+    one builds an SSL context (loading the CA bundle, ~45 ms of CPU on a slow core) and opens new connections.
     """
     # Imported when a client is built, not with the module: offline flow runs never build one, and the SDK
     # is ~0.3 s of a fresh worker process's start-up.

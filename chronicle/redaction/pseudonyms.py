@@ -92,18 +92,29 @@ class Pseudonyms:
         """`text` with every subject's personal value of a pseudonymised family replaced by its placeholder."""
         if not text:
             return text
-        for family, finder in _FINDERS:
+        for family, _ in _FINDERS:
             if family not in self.families:
                 continue
-            taken = [m.span() for m in _PLACEHOLDER.finditer(text)]  # applying twice changes nothing
-            spans: list[tuple[int, int, str]] = []
-            for start, end in sorted(finder(text)):  # numbered in reading order
-                if (spans and start < spans[-1][1]) or any(s < end and start < e for s, e in taken):
-                    continue
-                spans.append((start, end, self.placeholder(family, text[start:end])))
+            spans = [(start, end, self.placeholder(family, text[start:end]))  # numbered in reading order
+                     for start, end in _free_spans(family, text)]
             for start, end, placeholder in reversed(spans):
                 text = text[:start] + placeholder + text[end:]
         return text
+
+
+@lru_cache(maxsize=8192)
+def _free_spans(family: str, text: str) -> tuple[tuple[int, int], ...]:
+    """The spans of `family`'s values in `text` to replace, in reading order: not overlapping each other or a
+    placeholder already there (applying twice changes nothing). Pure, so cached: a log repeats its lines (a
+    rerun, the same visit line week after week), and the finders' patterns were most of a known line's cost."""
+    finder = dict(_FINDERS)[family]
+    taken = [m.span() for m in _PLACEHOLDER.finditer(text)]
+    spans: list[tuple[int, int]] = []
+    for start, end in sorted(finder(text)):
+        if (spans and start < spans[-1][1]) or any(s < end and start < e for s, e in taken):
+            continue
+        spans.append((start, end))
+    return tuple(spans)
 
 
 def _group_spans(pattern: re.Pattern[str], text: str, *names: str) -> list[tuple[int, int]]:
@@ -159,11 +170,19 @@ def _tagged_names(text: str) -> Iterator[tuple[int, str]]:
         if _SURNAMES.isdisjoint(block.group()):
             continue
         at = block.start()
-        for word, flag in posseg.cut(block.group()):
+        for word, flag in _cut(block.group()):
             start = text.find(word, at)
             at = start + len(word) if start >= 0 else at
             if flag == "nr" and start >= 0:
                 yield start, word
+
+
+@lru_cache(maxsize=16384)
+def _cut(block: str) -> tuple[tuple[str, str], ...]:
+    """jieba's (word, tag) pairs of one block. A block is cut without regard to its neighbours (see
+    `_tagged_names`), so its cut can be kept: a trial log's new lines mostly repeat blocks seen before (visit
+    and query phrases around a new subject id), and segmenting is most of a new line's cost."""
+    return tuple((word, flag) for word, flag in _posseg().cut(block))
 
 
 def _dictionary_word(word: str) -> bool:
