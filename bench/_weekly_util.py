@@ -72,7 +72,6 @@ def offline_reports(entries: list[Entry], project: str = "BENCH") -> list[Any]:
     from collections import defaultdict
 
     from chronicle.services.llm_gate import redactor_for
-
     from chronicle.settings import Settings
     from chronicle.weekly.engine import offline_week
     from chronicle.weekly.model import make_week_input

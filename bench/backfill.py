@@ -23,9 +23,8 @@ REPLY = "本周入组与随访按计划推进 [E1]。新增 AE 已按方案记�
 
 
 def _reset(project: str) -> None:
-    from chronicle.storage.db import transaction
-
     from chronicle.settings import Settings
+    from chronicle.storage.db import transaction
 
     with transaction(Settings()) as conn:
         conn.execute("DELETE FROM weekly_reports WHERE project_id = ?", [project])
@@ -113,11 +112,11 @@ def main() -> None:
     args = parser.parse_args()
     bench_env(Path(tempfile.mkdtemp(prefix="bench-backfill-")) / "home")
 
-    from chronicle.storage.db import transaction
-    from chronicle.storage.raw_logs import insert_entries
     from prefect.testing.utilities import prefect_test_harness
 
     from chronicle.settings import Settings
+    from chronicle.storage.db import transaction
+    from chronicle.storage.raw_logs import insert_entries
     from tests.fakellm import FakeLLMServer
 
     latency = {"s": 0.0}

@@ -36,11 +36,10 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-compaction-"))
     bench_env(root / "unused")
 
+    from chronicle.settings import Settings
     from chronicle.storage import reports
     from chronicle.storage.db import transaction
     from chronicle.storage.snapshot import publish_snapshot
-
-    from chronicle.settings import Settings
 
     homes = {"compacted": Settings(home=root / "compacted"), "plain": Settings(home=root / "plain")}
     template = offline_reports(synthetic_entries("BENCH", WEEKS_PER_WINDOW))

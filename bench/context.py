@@ -34,11 +34,10 @@ def _timings(*fns: Callable[[], object], runs: int) -> list[list[float]]:
 
 
 def _write_reports(weeks: int) -> None:
+    from chronicle.settings import Settings
     from chronicle.storage import reports
     from chronicle.storage.db import transaction
     from chronicle.storage.raw_logs import insert_entries
-
-    from chronicle.settings import Settings
 
     entries = synthetic_entries(PROJECT, weeks)
     with transaction(Settings()) as conn:
@@ -54,9 +53,8 @@ def main() -> None:
     bench_env(Path(tempfile.mkdtemp(prefix="bench-context-")) / "home")
 
     from chronicle.services.history import build_history_context
-    from chronicle.storage.db import connect
-
     from chronicle.settings import Settings
+    from chronicle.storage.db import connect
 
     settings = Settings()
 

@@ -139,13 +139,13 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-desk-"))
     bench_env(root / "home")
 
-    from chronicle.desk.app import create_app
-    from chronicle.services.accounts import add_user
-    from chronicle.storage import desk_views
-    from chronicle.storage.db import read
     from starlette.testclient import TestClient
 
+    from chronicle.desk.app import create_app
+    from chronicle.services.accounts import add_user
     from chronicle.settings import Settings
+    from chronicle.storage import desk_views
+    from chronicle.storage.db import read
     from tests.desk.web import login
 
     settings = Settings(home=root / "home")

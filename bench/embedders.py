@@ -150,11 +150,10 @@ def candidates(fake_url: str | None) -> dict[str, Any]:
 # --- measuring -----------------------------------------------------------------------------------------
 def run_task(embedder: Any, sessions: list, qs: list, home: Path, extra: dict[str, list] | None = None
              ) -> dict[str, Any]:
-    from chronicle.storage.memory.store import MemoryStore
-
     from chronicle.redaction.memories import redact_memory
     from chronicle.redaction.redactor import Redactor
     from chronicle.settings import Settings
+    from chronicle.storage.memory.store import MemoryStore
 
     redactor = Redactor.build()  # the store and the endpoint take only redacted text, as in production
     sessions = [(user, when, [redact_memory(m, redactor) for m in mems]) for user, when, mems in sessions]

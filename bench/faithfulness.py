@@ -36,7 +36,6 @@ def _weeks(settings: Any, project: str) -> list[Any]:
     from chronicle.services.llm_gate import redactor_for
     from chronicle.storage import week_inputs
     from chronicle.storage.db import connect
-
     from chronicle.weekly.model import make_week_input
     from chronicle.weeks import IsoWeek, week_range
 
@@ -57,14 +56,13 @@ def _weeks(settings: Any, project: str) -> list[Any]:
 def load_corpora(home: Path, debian_from: str, debian_to: str) -> dict[str, list[Any]]:
     """{corpus: weeks} ingested into a private CHRONICLE_HOME under `home`."""
     bench_env(home / "home")
-    from chronicle.services.ingest import FileIngestor
-    from chronicle.storage import queries
-    from chronicle.storage.db import connect
-
     from bench.faithfulness_data import MEMORYBANK, memorybank_jsonl
     from bench.offline_data import write_jsonl
     from chronicle.sample import generate_sample
+    from chronicle.services.ingest import FileIngestor
     from chronicle.settings import Settings
+    from chronicle.storage import queries
+    from chronicle.storage.db import connect
 
     os.environ["CHRONICLE_COLUMN_MAP"] = json.dumps(SAMPLE_MAP)
     settings = Settings()

@@ -35,11 +35,10 @@ def make_file(path: Path, n: int, seed: int = 1) -> None:
 
 def one_run(file: Path, home: Path, with_rules: bool) -> tuple[float, float, int]:
     """(wall s, CPU s, rows stored) of the SQL stage for the whole file."""
-    from chronicle.storage import ingest_sql
-    from chronicle.storage.db import connect
-
     from chronicle.ingest.lines import split_lines
     from chronicle.settings import Settings
+    from chronicle.storage import ingest_sql
+    from chronicle.storage.db import connect
 
     settings = Settings(home=home, timezone="Europe/Berlin")
     original = ingest_sql.good_lines_sql

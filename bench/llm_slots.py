@@ -59,9 +59,9 @@ def _calls(n: int, threads: int, latency: float, one_call: Any) -> float:
 
 
 def measure(latency: float, calls: int, slots: int, repeat: int) -> dict[str, Any]:
-    from chronicle.services.llm_gate import LEASE_S, LIMIT_NAME, llm_slot, reserve_llm
     from prefect.concurrency.sync import concurrency
 
+    from chronicle.services.llm_gate import LEASE_S, LIMIT_NAME, llm_slot, reserve_llm
     from chronicle.settings import Settings
 
     settings = Settings()

@@ -139,11 +139,10 @@ class CachedEmbedder:
 
 
 def run_variant(samples: list[dict[str, Any]], embedder: Any, home: Path, *, captions: bool, context: bool) -> dict:
-    from chronicle.storage.memory.store import MemoryStore
-
     from chronicle.redaction.memories import redact_memory
     from chronicle.redaction.redactor import Redactor
     from chronicle.settings import Settings
+    from chronicle.storage.memory.store import MemoryStore
 
     redactor = Redactor.build()  # the store takes only memories through the gate, as in production
     store = MemoryStore(Settings(home=home), embedder)

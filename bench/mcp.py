@@ -62,13 +62,12 @@ def _questions(n: int) -> list[dict[str, Any]]:
 
 
 def _seed(home: Path, n: int) -> None:
-    from chronicle.storage.db import connect
-    from chronicle.storage.memory.store import MemoryStore
-
     from chronicle.memory.model import Memory
     from chronicle.redaction.memories import redact_memory
     from chronicle.redaction.redactor import Redactor
     from chronicle.settings import Settings
+    from chronicle.storage.db import connect
+    from chronicle.storage.memory.store import MemoryStore
 
     settings = Settings(home=home)
     redactor = Redactor.build()
@@ -88,7 +87,6 @@ def _seed(home: Path, n: int) -> None:
 
 def _direct_search(home: Path) -> Any:
     from chronicle.services.memory import search_memories
-
     from chronicle.settings import Settings
 
     settings = Settings(home=home)

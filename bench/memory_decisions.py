@@ -57,7 +57,6 @@ def _responder(latency: float):
 def _run(base_url: str, decisions: bool) -> dict[str, Any]:
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-
     from chronicle.settings import Settings, using
 
     with tempfile.TemporaryDirectory() as tmp:

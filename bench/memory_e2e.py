@@ -78,10 +78,9 @@ def distill_corpus(settings: Any, folder: Path, first: date, last: date, name: s
     """ingest + distill of the notes in `folder` (real flows, this process); (entries, summary, seconds)."""
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
+    from chronicle.settings import using
     from chronicle.storage.db import connect
     from chronicle.storage.memory.events import load_note_entries
-
-    from chronicle.settings import using
 
     with using(settings):
         ingest_logs([str(folder)], name)

@@ -41,11 +41,10 @@ def _position(hits: list[Any], statement: dict[str, str]) -> int | None:
 
 
 def measure_updates() -> dict[str, Any]:
-    from chronicle.storage.memory.store import MemoryStore
-
     from bench.memory_e2e import distill_corpus
     from chronicle.memory.subjects import normalise_subject
     from chronicle.settings import Settings
+    from chronicle.storage.memory.store import MemoryStore
 
     load_before = os.getloadavg()
     cases = layouts.update_cases()

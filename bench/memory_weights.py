@@ -38,10 +38,9 @@ CANDIDATES: tuple[dict[str, Any], ...] = (
 
 
 def sweep(corpus_name: str, layout: str, samples: int) -> list[dict[str, Any]]:
-    from chronicle.storage.memory.store import MemoryStore
-
     from bench.memory_e2e import corpus, distill_corpus, search_all
     from chronicle.settings import Settings
+    from chronicle.storage.memory.store import MemoryStore
 
     load_before = os.getloadavg()
     out = []

@@ -47,7 +47,6 @@ def _median_time(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
 def _weeks(settings: Any) -> tuple[list[Any], dict[int, list[dict]], int]:
     from chronicle.storage import week_inputs
     from chronicle.storage.db import connect
-
     from chronicle.weeks import IsoWeek, week_range
 
     with connect(settings) as conn:
@@ -60,7 +59,6 @@ def _weeks(settings: Any) -> tuple[list[Any], dict[int, list[dict]], int]:
 def engine_pass(settings: Any, weeks: list[Any], rows: dict[int, list[dict]], before: int) -> int:
     """Every week through the offline engine, as `plan_project` + `run_week` do it; returns reports flagged."""
     from chronicle.services.llm_gate import redactor_for
-
     from chronicle.weekly.engine import offline_week
     from chronicle.weekly.model import make_week_input
 
@@ -87,11 +85,11 @@ def stats_pass(weeks: list[Any], rows: dict[int, list[dict]], before: int) -> No
 
 def _flow(repeat: int, n_weeks: int) -> tuple[float, float, dict[str, int]]:
     """(median flow s, median cached-rerun s, outcomes of the last run) with the real Prefect API."""
-    from chronicle.flows.backfill_weeks import backfill_weeks
-    from chronicle.storage.db import transaction
     from prefect.testing.utilities import prefect_test_harness
 
+    from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.settings import Settings
+    from chronicle.storage.db import transaction
 
     def reset() -> None:
         with transaction(Settings()) as conn:
@@ -125,7 +123,6 @@ def main() -> None:
     bench_env(home / "home")
 
     from chronicle.services.ingest import FileIngestor
-
     from chronicle.settings import Settings
 
     settings = Settings()

@@ -49,10 +49,9 @@ QUEUES = {"embedded-1": "bench-embedded", "lake-1": "bench-lake-one", "lake-2": 
 
 def _insert(env: dict[str, str], home: Path, weeks: int) -> None:
     """The synthetic project's entries, written straight into one topology's store."""
+    from chronicle.settings import Settings
     from chronicle.storage.db import transaction
     from chronicle.storage.raw_logs import insert_entries
-
-    from chronicle.settings import Settings
 
     kwargs = {k.removeprefix("CHRONICLE_").lower(): v for k, v in env.items() if k.startswith("CHRONICLE_")}
     kwargs.pop("home", None)

@@ -68,9 +68,8 @@ def prepared_table(
     vectors, build and index seconds, and the indexes the store created."""
     import json
 
-    from chronicle.storage.memory.store import MemoryStore
-
     from chronicle.settings import Settings
+    from chronicle.storage.memory.store import MemoryStore
 
     settings = Settings(home=home)
     meta = home / "bench_meta.json"
@@ -140,9 +139,8 @@ class _SizeRun:
     """The searches on one table, each timed against the brute-force baseline, a query set at a time."""
 
     def __init__(self, n: int, embedder: Any, home: Path, ids: list[str], matrix: np.ndarray) -> None:
-        from chronicle.storage.memory.store import MemoryStore
-
         from chronicle.settings import Settings
+        from chronicle.storage.memory.store import MemoryStore
 
         self.embedder, self.ids, self.matrix = embedder, ids, matrix
         self.settings = Settings(home=home)
@@ -234,10 +232,9 @@ class _SizeRun:
     def ann_recall(self, queries: list[str]) -> dict[str, Any]:
         """Quality of the ANN index: overlap of the dense top-10 with the exact top-10, ranking by cosine alone (the
         default score mixes in importance, which the brute force does not know); and the same within one subject."""
+        from chronicle.settings import Settings
         from chronicle.storage.memory.arrow import sql_str
         from chronicle.storage.memory.store import MemoryStore
-
-        from chronicle.settings import Settings
 
         cosine_only = MemoryStore(
             Settings(home=self.settings.home, search_semantic_weight=1.0, search_importance_weight=0.0), self.embedder

@@ -61,6 +61,7 @@ def build_table(
     """
     import lancedb
     import pyarrow as pa
+
     from chronicle.storage.memory.schema import TABLE, memory_schema
 
     rng = random.Random(seed)
@@ -101,11 +102,11 @@ def _chunk_table(rng: random.Random, schema: Any, lo: int, contents: list[str], 
     """Rows `lo`.. of the table with these texts and vectors as an Arrow table of `schema` (their ids appended
     to `ids`): the other columns drawn from `rng`, the display columns packed where the schema has them."""
     import pyarrow as pa
-    from chronicle.storage.memory.arrow import packed_column
-    from chronicle.storage.memory.schema import PACKED
 
     from chronicle.memory.model import content_hash, detect_language
     from chronicle.memory.search import fts_text
+    from chronicle.storage.memory.arrow import packed_column
+    from chronicle.storage.memory.schema import PACKED
 
     m, dim = len(contents), vectors.shape[1]
     tags = [rng.sample(TAGS, k=rng.randint(1, 3)) for _ in range(m)]

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import typer
+
 from chronicle.cli.common import check, console, err, known_project, read_settings, settings_from_options
 from chronicle.cli.output import Format, emit, format_option
 

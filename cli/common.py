@@ -105,9 +105,8 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
     """Call a flow in this process with the command's settings (flows read them when they start), against
     the configured Prefect API or Chronicle's background server (`chronicle.deployments.local_api`)."""
     from chronicle.deployments import local_api
-    from chronicle.storage.files import DatabaseBusyError
-
     from chronicle.param_checks import ActionNeeded, ParameterError
+    from chronicle.storage.files import DatabaseBusyError
 
     try:
         api = local_api.ensure()

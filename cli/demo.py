@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 import typer
-from chronicle.cli.common import console, progress_bar, run_flow, settings_from_options
 
+from chronicle.cli.common import console, progress_bar, run_flow, settings_from_options
 from chronicle.settings import Settings
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+
 from chronicle.cli.common import console, fail, loopback, settings_from_options
 
 desk = typer.Typer(help="The review desk: read, check, correct and sign the chronicle in a browser.",
@@ -16,6 +17,7 @@ def serve_desk(home: str | None, host: str, port: int | None, allow_remote: bool
              "TLS reverse proxy (docs/deploy.md), or pass --allow-remote to say you mean it", code=2)
     settings = settings_from_options(home)
     import uvicorn
+
     from chronicle.desk.app import create_app
 
     port = port or settings.desk.port

@@ -10,8 +10,9 @@ import getpass
 import sys
 
 import typer
-from chronicle.cli.common import console, fail, settings_from_options
 from rich.markup import escape
+
+from chronicle.cli.common import console, fail, settings_from_options
 
 HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 StdinOpt = typer.Option(False, "--password-stdin", help="Read the password from the first line of standard input.")

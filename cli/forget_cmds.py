@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 import typer
+
 from chronicle.cli.common import console, fail, read_settings
 from chronicle.cli.output import Format, emit, format_option
 
@@ -24,10 +25,9 @@ def forget(memory_id: str | None = typer.Argument(None, help="Memory id (or a un
            reason: str = typer.Option("", "--reason", help="Why (required unless --dry-run); recorded."),
            by: str | None = ByOpt, fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
     """Forget memories: out of the store and the knowledge files (backed up first), never distilled again."""
+    from chronicle.param_checks import ActionNeeded
     from chronicle.services.forget import Selector, SelectorError
     from chronicle.services.forget import forget as forget_memories
-
-    from chronicle.param_checks import ActionNeeded
 
     settings = read_settings(home)
     try:
@@ -57,10 +57,9 @@ def edit(memory_id: str = typer.Argument(..., help="Memory id (or a unique prefi
          reason: str = typer.Option("corrected", "--reason", help="Why; recorded."),
          by: str | None = ByOpt, home: str | None = HomeOpt) -> None:
     """Correct one memory (redacted, re-embedded, knowledge-file lines rewritten); never undone by distilling."""
+    from chronicle.param_checks import ActionNeeded
     from chronicle.services.forget import SelectorError
     from chronicle.services.forget import edit as edit_memory
-
-    from chronicle.param_checks import ActionNeeded
 
     try:
         result = edit_memory(read_settings(home), memory_id, text, reason=reason, by=by, summary=summary)

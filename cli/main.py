@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
+
 from chronicle.cli.common import (
     check,
     console,
@@ -24,8 +26,6 @@ from chronicle.cli.common import (
     settings_from_options,
 )
 from chronicle.cli.output import Format, emit, format_option
-from rich.markup import escape
-
 from chronicle.ingest.model import IngestSummary
 from chronicle.settings import Settings
 from chronicle.settings_checks import env_names

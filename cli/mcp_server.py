@@ -14,13 +14,13 @@ from dataclasses import asdict
 from datetime import date
 from typing import Any
 
-from chronicle.services.assistant import ProposalRefused, propose, redacted_tree
-from chronicle.services.llm_gate import redactor_for
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from chronicle.redaction.redactor import Redactor
+from chronicle.services.assistant import ProposalRefused, propose, redacted_tree
+from chronicle.services.llm_gate import redactor_for
 from chronicle.settings import Settings
 
 INSTRUCTIONS = (
@@ -74,9 +74,8 @@ def _add_memory_tools(server: MCPServer, settings: Settings, redactor: Redactor)
                         limit: int = 10) -> dict[str, Any]:
         """Search the distilled memory (semantic + full text). tags: any of; min_importance 0..1; file: a knowledge
         file such as USER.md; about: only memories about this person; as_of: YYYY-MM-DD, what was current then."""
-        from chronicle.services.memory import search_memories as search
-
         from chronicle.param_checks import ActionNeeded
+        from chronicle.services.memory import search_memories as search
 
         try:
             hits = search(settings, query, tags=tags or None, min_importance=min_importance, target_file=file,
@@ -112,10 +111,9 @@ def _add_chronicle_tools(server: MCPServer, settings: Settings, redactor: Redact
     @server.tool(annotations=READ)
     def weekly_report(project: str, week: str) -> dict[str, Any]:
         """One week's report of a project; week as an ISO week, e.g. 2026-W05."""
+        from chronicle.param_checks import ParameterError, parse_week
         from chronicle.storage.db import read
         from chronicle.storage.reports import get_report
-
-        from chronicle.param_checks import ParameterError, parse_week
 
         try:
             iso = parse_week(week, "week")

@@ -7,10 +7,10 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 import typer
+
 from chronicle.cli import forget_cmds, proposal_cmds
 from chronicle.cli.common import check, console, err, fail, progress_bar, read_settings, run_flow, settings_from_options
 from chronicle.cli.output import Format, emit, format_option
-
 from chronicle.settings import Settings
 
 if TYPE_CHECKING:  # the distill engine imports the openai client: not on every command's start-up
@@ -140,9 +140,8 @@ def distill(days: int | None = typer.Option(None, "--days", min=1, help="Days of
     from chronicle.services.param_checks import distill_window
 
     check(distill_window, settings, days, until, project, names=("--days", "--until", "--project"))
-    from chronicle.services.memory import check_embedding_model
-
     from chronicle.param_checks import ActionNeeded
+    from chronicle.services.memory import check_embedding_model
 
     _fail_if_damaged(settings)
     try:
@@ -170,9 +169,8 @@ def memory_search(query: str = typer.Argument(...), tag: list[str] = typer.Optio
                   as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
                   home: str | None = HomeOpt) -> None:
     """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3; current facts first."""
-    from chronicle.services.memory import search_memories
-
     from chronicle.param_checks import ActionNeeded
+    from chronicle.services.memory import search_memories
 
     settings = read_settings(home)
     try:

@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 import typer
+
 from chronicle.cli.common import console, err, fail, read_settings, settings_from_options
 from chronicle.cli.output import Format, emit, format_option
 
@@ -16,10 +17,11 @@ def prefect_states(run_ids: list[str]) -> dict[str, str]:
     """Prefect's state name of these flow runs, from the API commands use (`--prefect` only: it starts one)."""
     import uuid
 
-    from chronicle.deployments import local_api
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
     from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from chronicle.deployments import local_api
 
     ids = []
     for run_id in run_ids:
@@ -47,9 +49,10 @@ def serve(limit: int | None = typer.Option(None, help="Most flow runs executing 
     chronicle_log.propagate = False  # or Prefect's root console handler prints warnings a second time
     import os
 
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
     from chronicle.deployments import local_api
     from chronicle.deployments.serve import serve_all
-    from prefect.settings import PREFECT_API_URL, temporary_settings
 
     try:
         api = local_api.ensure()

@@ -16,10 +16,11 @@ from enum import StrEnum
 from typing import Any
 
 import typer
-from chronicle.cli.common import console, echo_safe
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from chronicle.cli.common import console, echo_safe
 
 
 class Format(StrEnum):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import typer
+
 from chronicle.cli.common import console, err, read_settings
 from chronicle.cli.output import Format, emit, format_option
 

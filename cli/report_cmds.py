@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 import typer
+from rich.markup import escape
+
 from chronicle.cli.common import (
     check,
     console,
@@ -20,8 +22,6 @@ from chronicle.cli.common import (
     settings_from_options,
 )
 from chronicle.cli.output import Format, emit, format_option, print_text
-from rich.markup import escape
-
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import TABLE_COLUMNS, WeekOutcome, WeeksFailedError, outcome_counts
 from chronicle.weeks import IsoWeek
@@ -81,7 +81,6 @@ def run_backfill(settings: Settings, **params: Any) -> tuple[list[WeekOutcome], 
 
 def show_report(settings: Settings, project: str, week: IsoWeek) -> None:
     from chronicle.services.reports import NoReportError, view_report
-
     from chronicle.weekly.faithfulness import describe
     from chronicle.weekly.report_md import stats_table
 
@@ -131,7 +130,6 @@ def _edit_author(settings: Settings, project: str, account: str | None, author: 
 def edit_report(settings: Settings, project: str, week: IsoWeek, file: Path | None, reason: str, author: str,
                 base_version: int | None) -> None:
     from chronicle.services import reports
-
     from chronicle.weekly.faithfulness import describe
 
     try:

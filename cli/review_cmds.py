@@ -7,10 +7,10 @@ import os
 import sys
 
 import typer
-from chronicle.cli.common import console, err, known_project, read_settings
-from chronicle.cli.output import Format, emit, format_option
 from rich.markup import escape
 
+from chronicle.cli.common import console, err, known_project, read_settings
+from chronicle.cli.output import Format, emit, format_option
 from chronicle.settings import Settings
 from chronicle.weeks import IsoWeek
 

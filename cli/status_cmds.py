@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
+
 from chronicle.cli.common import console, err, read_settings
 from chronicle.cli.output import Format, emit, format_option
-from rich.markup import escape
 
 
 def register(app: typer.Typer) -> None:
@@ -16,9 +17,8 @@ def register(app: typer.Typer) -> None:
         weeks flagged for review; per scheduled flow: its last success and how old it is against its schedule
         (views pipeline_freshness / pipeline_run_freshness; embedded file or lake). Exits 1 when something is
         missing or overdue and 2 when the database cannot be read, so a cron job or a monitor can call it."""
-        from chronicle.services.freshness import freshness
-
         from chronicle.ops import human_age, week_list
+        from chronicle.services.freshness import freshness
 
         settings = read_settings(home)
         try:

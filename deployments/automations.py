@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chronicle.deployments.definitions import DEPLOYMENTS, by_name
-from chronicle.services.alerts import BACKFILL_EVENT
-
 from chronicle.ops import deadline_window
+from chronicle.services.alerts import BACKFILL_EVENT
 from chronicle.settings import Settings
 
 if TYPE_CHECKING:

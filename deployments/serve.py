@@ -13,7 +13,6 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from chronicle.deployments.definitions import RUN_ENV, available
-
 from chronicle.settings import Settings
 
 if TYPE_CHECKING:
@@ -30,8 +29,9 @@ def build_deployments(settings: Settings) -> tuple[list[RunnerDeployment], list[
 
 def serve_all(settings: Settings, *, limit: int | None = None, setup_limits: bool = True) -> None:
     """Serve every deployment until interrupted (Ctrl-C / SIGTERM pauses their schedules on the way out)."""
-    from chronicle.deployments.setup import ensure_concurrency_limits
     from prefect import serve
+
+    from chronicle.deployments.setup import ensure_concurrency_limits
 
     # Flow runs are subprocesses of this one. Prefect builds their environment from os.environ *and then*
     # from this process's settings, so both must carry RUN_ENV (the CLI has already loaded quieter ones).

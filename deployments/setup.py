@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from chronicle.deployments.definitions import DUCKDB_WRITER_LIMIT, LLM_LIMIT, WORK_POOL
-
 from chronicle.settings import Settings
 
 if TYPE_CHECKING:
@@ -62,9 +61,10 @@ def ensure_work_pool(client: SyncPrefectClient, name: str = WORK_POOL) -> str:
 
 def run_setup(settings: Settings, *, work_pool: bool = True) -> list[str]:
     """Everything `chronicle setup` does: the storage (embedded file or lake), then the Prefect objects."""
+    from prefect.client.orchestration import get_client
+
     from chronicle.deployments.automations import ensure_automations
     from chronicle.storage.setup import ensure_storage
-    from prefect.client.orchestration import get_client
 
     done = ensure_storage(settings)
     with get_client(sync_client=True) as client:
@@ -78,9 +78,10 @@ def run_setup(settings: Settings, *, work_pool: bool = True) -> list[str]:
 def check_setup(settings: Settings) -> tuple[list[str], bool]:
     """`chronicle setup --check`: what exists on the Prefect server (limits, pool, block, automations), changing
     nothing; (lines, whether everything `chronicle setup` would create is there)."""
-    from chronicle.deployments.automations import ALERT_BLOCK_NAME, check_automations
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
+
+    from chronicle.deployments.automations import ALERT_BLOCK_NAME, check_automations
 
     lines, ok = [], True
     with get_client(sync_client=True) as client:

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from chronicle.deployments.definitions import DEPLOYMENTS, WORK_POOL
 
+from chronicle.deployments.definitions import DEPLOYMENTS, WORK_POOL
 from chronicle.settings import Settings
 
 HEADER = f"""\

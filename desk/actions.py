@@ -4,6 +4,11 @@ writes, their refusals and their audit rows are the use cases' (services/reports
 
 from __future__ import annotations
 
+from fastapi import APIRouter, HTTPException
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
 from chronicle.desk.security import check_csrf, client_address, start_session
 from chronicle.desk.web import account, iso_week, render, reviewable, settings_of
 from chronicle.services import desk_views
@@ -18,10 +23,6 @@ from chronicle.services.reports import (
     preview_edit,
 )
 from chronicle.services.reports import sign_report as sign_version
-from fastapi import APIRouter, HTTPException
-from starlette.datastructures import FormData
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 router = APIRouter()
 

@@ -5,9 +5,6 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from chronicle.desk import actions, pages
-from chronicle.desk.security import COOKIE, CsrfRefused, LoginRequired, SecurityHeaders, session_secret
-from chronicle.desk.web import render
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException
 from starlette.middleware.sessions import SessionMiddleware
@@ -15,6 +12,9 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
+from chronicle.desk import actions, pages
+from chronicle.desk.security import COOKIE, CsrfRefused, LoginRequired, SecurityHeaders, session_secret
+from chronicle.desk.web import render
 from chronicle.settings import Settings
 
 STATIC = Path(__file__).parent / "static"

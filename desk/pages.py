@@ -4,14 +4,15 @@ short window (`one_window`), closed before the page is rendered."""
 
 from __future__ import annotations
 
+from fastapi import APIRouter, HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
 from chronicle.desk.charts import trend_charts
 from chronicle.desk.web import account, iso_week, readable, render, run_link, settings_of
 from chronicle.services import desk_views
 from chronicle.storage import desk_views as storage_views
 from chronicle.storage.db import one_window, read
-from fastapi import APIRouter, HTTPException
-from starlette.requests import Request
-from starlette.responses import HTMLResponse
 
 router = APIRouter()
 PAGE_SIZE = 40

@@ -7,14 +7,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from chronicle.desk.security import LoginRequired, csrf_token, signed_in
-from chronicle.services.accounts import Account, get_account
 from fastapi import HTTPException
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from chronicle.desk.security import LoginRequired, csrf_token, signed_in
+from chronicle.services.accounts import Account, get_account
 from chronicle.settings import Settings
 from chronicle.weeks import IsoWeek
 

@@ -7,13 +7,13 @@ rows go back to the parent, which publishes the backfill's one outcome table (ta
 
 from __future__ import annotations
 
-from chronicle.services.run_tracking import RUN_HOOKS, tracked_run
-from chronicle.tasks.spread import shard
 from prefect import flow
 from prefect.runtime import flow_run
 
 from chronicle.param_checks import name_part
+from chronicle.services.run_tracking import RUN_HOOKS, tracked_run
 from chronicle.settings import load_settings
+from chronicle.tasks.spread import shard
 from chronicle.weekly.outcome import WeekOutcome
 
 

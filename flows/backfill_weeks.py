@@ -9,13 +9,6 @@ task parameters rather than on what the LLM actually read.
 
 from __future__ import annotations
 
-from chronicle.services.alerts import BACKFILL_HOOKS
-from chronicle.services.param_checks import backfill_scope
-from chronicle.services.run_tracking import publish_after, refused, tracked_run
-from chronicle.services.weekly import plan_project
-from chronicle.tasks.analytics import publish_charts
-from chronicle.tasks.spread import spread_backfill
-from chronicle.tasks.weekly import fan_out, run_label
 from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
@@ -23,7 +16,14 @@ from prefect.states import Completed
 
 from chronicle.param_checks import ParameterError, name_part, week_label
 from chronicle.params import Force, OnlyMissing, OptionalIsoWeekStr, ProjectSelector, Workers
+from chronicle.services.alerts import BACKFILL_HOOKS
+from chronicle.services.param_checks import backfill_scope
+from chronicle.services.run_tracking import publish_after, refused, tracked_run
+from chronicle.services.weekly import plan_project
 from chronicle.settings import Settings, load_settings
+from chronicle.tasks.analytics import publish_charts
+from chronicle.tasks.spread import spread_backfill
+from chronicle.tasks.weekly import fan_out, run_label
 from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, run_message
 
 

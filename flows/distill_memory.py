@@ -18,12 +18,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
 
-from chronicle.services.distill import resolve_window
-from chronicle.services.llm_gate import redactor_for, reserve_llm
-from chronicle.services.param_checks import distill_window
-from chronicle.services.run_tracking import RUN_HOOKS, current_flow_run_id, refused, run_notes, tracked_run
-from chronicle.storage.snapshot import publish_snapshot
-from chronicle.tasks import distill as t
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
@@ -46,7 +40,13 @@ from chronicle.distill.tally import (
 from chronicle.param_checks import ParameterError, name_part
 from chronicle.params import DistillDays, NotesProject, UntilDate
 from chronicle.progress import report
+from chronicle.services.distill import resolve_window
+from chronicle.services.llm_gate import redactor_for, reserve_llm
+from chronicle.services.param_checks import distill_window
+from chronicle.services.run_tracking import RUN_HOOKS, current_flow_run_id, refused, run_notes, tracked_run
 from chronicle.settings import Settings, load_settings
+from chronicle.storage.snapshot import publish_snapshot
+from chronicle.tasks import distill as t
 
 
 class DistillIncomplete(RuntimeError):

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from chronicle.services.param_checks import ingest_paths
-from chronicle.services.run_tracking import RUN_HOOKS, publish_after, refused, run_notes, tracked_run
-from chronicle.storage.files import DatabaseBusyError
-from chronicle.tasks.ingest import discover_files, file_size, ingest_batch, shown_path
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
@@ -19,7 +15,11 @@ from chronicle.param_checks import ParameterError, name_part
 from chronicle.params import OptionalProjectId, Replace, ReRead, SourcePaths
 from chronicle.progress import report
 from chronicle.redaction.redactor import redact_name
+from chronicle.services.param_checks import ingest_paths
+from chronicle.services.run_tracking import RUN_HOOKS, publish_after, refused, run_notes, tracked_run
 from chronicle.settings import load_settings
+from chronicle.storage.files import DatabaseBusyError
+from chronicle.tasks.ingest import discover_files, file_size, ingest_batch, shown_path
 
 
 def _summary_markdown(summary: IngestSummary, notes: list[str]) -> str:

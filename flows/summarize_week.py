@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from chronicle.services.param_checks import one_week
-from chronicle.services.run_tracking import RUN_HOOKS, refused, tracked_run
-from chronicle.services.weekly import plan_project
-from chronicle.tasks.weekly import fan_out, run_label
 from prefect import flow
 from prefect.runtime import flow_run
 from prefect.states import Completed
 
 from chronicle.param_checks import ParameterError, name_part, week_label
 from chronicle.params import Force, IsoWeekStr, ProjectId
+from chronicle.services.param_checks import one_week
+from chronicle.services.run_tracking import RUN_HOOKS, refused, tracked_run
+from chronicle.services.weekly import plan_project
 from chronicle.settings import load_settings
+from chronicle.tasks.weekly import fan_out, run_label
 from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, run_message
 
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from chronicle.services.param_checks import weekly_scope
-from chronicle.services.run_tracking import RUN_HOOKS, publish_after, refused, tracked_run
-from chronicle.services.weekly import plan_project
-from chronicle.tasks.analytics import publish_charts
-from chronicle.tasks.weekly import fan_out
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.states import Completed
 
 from chronicle.param_checks import ParameterError, week_label
 from chronicle.params import Force, OptionalIsoWeekStr
+from chronicle.services.param_checks import weekly_scope
+from chronicle.services.run_tracking import RUN_HOOKS, publish_after, refused, tracked_run
+from chronicle.services.weekly import plan_project
 from chronicle.settings import load_settings
+from chronicle.tasks.analytics import publish_charts
+from chronicle.tasks.weekly import fan_out
 from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, run_message
 from chronicle.weeks import last_completed_week
 

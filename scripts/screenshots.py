@@ -206,9 +206,10 @@ def main() -> None:
 
 
 def shots(browser: Browser, ui: str, out: Path) -> None:
-    from chronicle.deployments.definitions import DEPLOYMENTS
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
+
+    from chronicle.deployments.definitions import DEPLOYMENTS
 
     with get_client(sync_client=True) as client:
         wait_for("chronicle serve to register the deployments",

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cache
 
-from chronicle.services.audit import audit_row, now_utc
-from chronicle.storage import desk
-from chronicle.storage.db import read, write
 from pwdlib import PasswordHash
 
+from chronicle.services.audit import audit_row, now_utc
 from chronicle.settings import Settings
+from chronicle.storage import desk
+from chronicle.storage.db import read, write
 
 ROLES = ("reader", "reviewer", "admin")
 ALL_PROJECTS = "*"

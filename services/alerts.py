@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from chronicle.services.run_tracking import RUN_HOOKS
-
 from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError
 
 BACKFILL_EVENT = "chronicle.backfill.needs-attention"

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chronicle.storage.analytics import weekly_stats
-from chronicle.storage.db import connect, read
-
 from chronicle.analytics.chart_key import chart_paths, charts_current
 from chronicle.settings import Settings
+from chronicle.storage.analytics import weekly_stats
+from chronicle.storage.db import connect, read
 
 TRIAL_KEYS = ("enrolled", "ae", "sae", "deviations")
 """Weekly counts that make a project a trial; a project without any (an assistant's notes) gets no chart."""

@@ -9,11 +9,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from chronicle.settings import Settings
 from chronicle.storage import desk
 from chronicle.storage.db import read, write
 from chronicle.storage.desk import AuditRow
-
-from chronicle.settings import Settings
 
 __all__ = ["AuditRow", "audit_row", "audit_trail", "now_utc", "record"]
 

@@ -14,10 +14,9 @@ from datetime import datetime
 from typing import Any
 
 from chronicle.services.corrections import diff_lines
+from chronicle.settings import Settings
 from chronicle.storage import desk, desk_views, reports
 from chronicle.storage.db import read
-
-from chronicle.settings import Settings
 from chronicle.weekly.faithfulness import cited_ids, describe, strip_citations
 from chronicle.weekly.search import rank_weeks, stats_question, weeks_with
 from chronicle.weeks import IsoWeek

@@ -8,12 +8,6 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 
-from chronicle.services.llm_gate import llm_call, redactor_for
-from chronicle.storage import proposals as proposals_sql
-from chronicle.storage.db import connect, transactions
-from chronicle.storage.memory import events as sql
-from chronicle.storage.memory.store import MemoryStore
-
 from chronicle.distill.chunks import Chunk, NoteEntry
 from chronicle.distill.decide import SCHEMA as DECISIONS_SCHEMA
 from chronicle.distill.decide import Shown, apply_decisions, decision_messages
@@ -27,7 +21,12 @@ from chronicle.llm import LLMUnavailableError
 from chronicle.llm.call import LLMCall
 from chronicle.memory.model import Memory, MemoryEvent
 from chronicle.memory.subjects import user_name
+from chronicle.services.llm_gate import llm_call, redactor_for
 from chronicle.settings import Settings
+from chronicle.storage import proposals as proposals_sql
+from chronicle.storage.db import connect, transactions
+from chronicle.storage.memory import events as sql
+from chronicle.storage.memory.store import MemoryStore
 
 
 def resolve_window(settings: Settings, days: int | None, until: date | None,

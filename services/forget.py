@@ -13,13 +13,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 
-from chronicle.services.llm_gate import redactor_for
-from chronicle.services.proposals import _who
-from chronicle.storage.db import read, write
-from chronicle.storage.memory import tombstones as sql
-from chronicle.storage.memory.rewrite import rewrite_row
-from chronicle.storage.memory.store import MemoryStore
-
 from chronicle.distill.engine import ChunkOutcome
 from chronicle.distill.forget_lines import LineChange, Marks, change_files, drop_lines, rewrite_lines
 from chronicle.distill.records import EventRow
@@ -27,7 +20,13 @@ from chronicle.distill.reply_checks import Rejection
 from chronicle.memory.forget import Selector, SelectorError, Tombstone, is_forgotten, select, tombstones
 from chronicle.memory.forget import corrected as corrected_row
 from chronicle.memory.records import StoredMemory
+from chronicle.services.llm_gate import redactor_for
+from chronicle.services.proposals import _who
 from chronicle.settings import Settings
+from chronicle.storage.db import read, write
+from chronicle.storage.memory import tombstones as sql
+from chronicle.storage.memory.rewrite import rewrite_row
+from chronicle.storage.memory.store import MemoryStore
 
 __all__ = ["EditResult", "ForgetResult", "Selector", "SelectorError", "drop_forgotten", "edit", "forget"]
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from chronicle.storage.db import connect
-from chronicle.storage.freshness import last_runs, project_freshness
-
 from chronicle.ops import FlowAge, ProjectFreshness, judge_flows
 from chronicle.settings import Settings
+from chronicle.storage.db import connect
+from chronicle.storage.freshness import last_runs, project_freshness
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,12 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from chronicle.redaction.redactor import Redactor
 from chronicle.services.llm_gate import llm_call, reserve_llm
 from chronicle.services.run_tracking import current_flow_run_id
+from chronicle.settings import Settings
 from chronicle.storage import claims, reports, rollups
 from chronicle.storage.db import connect, transactions
-
-from chronicle.redaction.redactor import Redactor
-from chronicle.settings import Settings
 from chronicle.weekly.context import Block, ChronicleWeek, covered_hash, one_line, plan_blocks, render, week_line
 from chronicle.weekly.engine import chunk_lines, engine_model
 from chronicle.weekly.faithfulness import strip_citations

@@ -18,17 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chronicle.services.ingest_read import FileBytes, read_file
-from chronicle.services.ingest_write import Write, mark, plan_lines, plan_text, write_batch
-from chronicle.storage import ingest_history, raw_logs
-from chronicle.storage.db import connect
-
 from chronicle.ingest.detect import detect_format, gzipped
 from chronicle.ingest.fingerprint import file_fingerprint, fingerprint
 from chronicle.ingest.identity import Head, candidate_heads, head_of, identity_for
 from chronicle.ingest.model import FileResult, Reject
 from chronicle.redaction.redactor import Redactor
+from chronicle.services.ingest_read import FileBytes, read_file
+from chronicle.services.ingest_write import Write, mark, plan_lines, plan_text, write_batch
 from chronicle.settings import Settings
+from chronicle.storage import ingest_history, raw_logs
+from chronicle.storage.db import connect
 
 _MAX_STALE_ROUNDS = 100
 """Rounds in a row whose every plan another worker made stale before it could be written (each round that

@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from chronicle.services.ingest_read import foreign_encoding, utf16_without_bom
-from chronicle.storage import ingest_history, ingest_sql, raw_logs
-from chronicle.storage.db import transactions
 
 from chronicle.ingest.lines import blank_binary_lines, decode_lines, escape, mostly_binary, sniff_encoding, split_lines
 from chronicle.ingest.model import Entry, FileResult, Reject
 from chronicle.ingest.structured import locomo_entries, note_entries
+from chronicle.services.ingest_read import foreign_encoding, utf16_without_bom
 from chronicle.settings import Settings
+from chronicle.storage import ingest_history, ingest_sql, raw_logs
+from chronicle.storage.db import transactions
 
 
 def _sha256(data: bytes | memoryview) -> str:

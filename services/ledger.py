@@ -6,15 +6,14 @@ end of a run, after the ledger commit. Both read only when there is something to
 
 from __future__ import annotations
 
-from chronicle.services.run_history import still_working
-from chronicle.storage.db import connect, write
-from chronicle.storage.memory import events as sql
-from chronicle.storage.memory.store import MemoryStore
-
 from chronicle.distill.ledger import orphan_rows, relabel, unledgered_noops
 from chronicle.distill.records import EventRow
 from chronicle.memory.model import MemoryEvent
+from chronicle.services.run_history import still_working
 from chronicle.settings import Settings
+from chronicle.storage.db import connect, write
+from chronicle.storage.memory import events as sql
+from chronicle.storage.memory.store import MemoryStore
 
 
 def reconcile_events(settings: Settings, events: list[MemoryEvent], seen: set[str],

@@ -39,8 +39,6 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from chronicle.storage.llm_log import CallRow, DuckDBCallLogger, write_calls
-
 from chronicle.llm import ChatClient, LLMCallRecord
 from chronicle.llm.call import LLMCall
 from chronicle.llm.records import CallLogger, serialise_prompt
@@ -48,6 +46,7 @@ from chronicle.redaction.redactor import Redactor
 from chronicle.redaction.text import Redacted, gate
 from chronicle.redaction.tokens import SafeShapes
 from chronicle.settings import Settings
+from chronicle.storage.llm_log import CallRow, DuckDBCallLogger, write_calls
 
 LIMIT_NAME = "llm"
 log = logging.getLogger("chronicle.llm")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from datetime import date
 
+from chronicle.redaction.redactor import Redactor
+from chronicle.settings import Settings
 from chronicle.storage.memory.mentions import mentions, unknown_mentions
 from chronicle.storage.memory.schema import SearchHit, StoredMemory
 from chronicle.storage.memory.store import MemoryStore, SearchMode
-
-from chronicle.redaction.redactor import Redactor
-from chronicle.settings import Settings
 
 
 def search_memories(

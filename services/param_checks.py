@@ -13,9 +13,6 @@ from datetime import date
 from pathlib import Path
 from typing import NamedTuple
 
-from chronicle.storage import queries
-from chronicle.storage.db import read
-
 from chronicle.param_checks import (
     ParameterError,
     check_between,
@@ -27,6 +24,8 @@ from chronicle.param_checks import (
     parse_week,
 )
 from chronicle.settings import Settings
+from chronicle.storage import queries
+from chronicle.storage.db import read
 from chronicle.weeks import IsoWeek
 
 __all__ = ["DistillWindow", "ParameterError", "WeekScope", "backfill_scope", "distill_window", "existing_project",

@@ -10,12 +10,11 @@ from __future__ import annotations
 import getpass
 from dataclasses import dataclass
 
-from chronicle.storage import proposals as sql
-from chronicle.storage.db import connect, write
-
 from chronicle.distill.knowledge import KnowledgeWrite, effective_action, sync_file
 from chronicle.distill.proposals import Proposal, approved_item, proposals_markdown
 from chronicle.settings import Settings
+from chronicle.storage import proposals as sql
+from chronicle.storage.db import connect, write
 
 
 class ProposalError(ValueError):

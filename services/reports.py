@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chronicle.redaction.redactor import Redactor
 from chronicle.services.accounts import Account, authenticate
 from chronicle.services.audit import audit_row, now_utc
 from chronicle.services.corrections import (
@@ -32,11 +33,9 @@ from chronicle.services.corrections import (
     guard_reasons,
 )
 from chronicle.services.weekly import read_week
+from chronicle.settings import Settings
 from chronicle.storage import desk, reports
 from chronicle.storage.db import connect, read, transactions
-
-from chronicle.redaction.redactor import Redactor
-from chronicle.settings import Settings
 from chronicle.weekly.faithfulness import cited_ids
 from chronicle.weekly.model import WeekInput
 from chronicle.weeks import IsoWeek

@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chronicle.services.audit import audit_row
+from chronicle.settings import Settings
 from chronicle.storage import desk, reports, review
 from chronicle.storage.db import connect, transactions
-
-from chronicle.settings import Settings
 from chronicle.weekly.faithfulness import describe
 from chronicle.weeks import IsoWeek
 

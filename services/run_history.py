@@ -12,12 +12,12 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import psutil
-from chronicle.storage import pipeline_runs as runs
-from chronicle.storage import run_journal
-from chronicle.storage.db import connect, write
 
 from chronicle.run_rows import RunRow, crashed, orphaned
 from chronicle.settings import Settings
+from chronicle.storage import pipeline_runs as runs
+from chronicle.storage import run_journal
+from chronicle.storage.db import connect, write
 
 
 class ProcessRef(NamedTuple):

@@ -14,17 +14,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from prefect.runtime import flow_run
+
+from chronicle.redaction.redactor import Redactor, redact_value
 from chronicle.services.lineage import LINEAGE_HOOKS
 from chronicle.services.run_history import reap, this_process
+from chronicle.settings import Settings, load_settings
 from chronicle.storage import pipeline_runs as runs
 from chronicle.storage import run_journal
 from chronicle.storage.db import tag_commits, write
 from chronicle.storage.files import DatabaseBusyError
 from chronicle.storage.snapshot import publish_snapshot
-from prefect.runtime import flow_run
-
-from chronicle.redaction.redactor import Redactor, redact_value
-from chronicle.settings import Settings, load_settings
 
 _NOTES: dict[str, list[str]] = {}
 

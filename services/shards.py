@@ -19,10 +19,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
+from chronicle.settings import Settings
 from chronicle.storage import claims, reports
 from chronicle.storage.db import connect
-
-from chronicle.settings import Settings
 from chronicle.weekly.grouping import weeks_in_flight
 
 T = TypeVar("T")

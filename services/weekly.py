@@ -27,15 +27,14 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
+from chronicle.redaction.pseudonyms import Pseudonyms
 from chronicle.services.llm_gate import held_calls, llm_call, llm_turn, redactor_for
+from chronicle.settings import Settings
 from chronicle.storage import claims, reports, week_inputs
 from chronicle.storage import pseudonyms as pseudonym_store
 from chronicle.storage.db import connect, transactions, write
 from chronicle.storage.llm_log import write_calls
 from chronicle.storage.reports import Queued, ReportWrite
-
-from chronicle.redaction.pseudonyms import Pseudonyms
-from chronicle.settings import Settings
 from chronicle.weekly.engine import Decision, WeekJob, decide, engine_model, llm_week, offline_week, recheck
 from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.grouping import MAX_WEEKS_PER_TASK

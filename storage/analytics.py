@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-from chronicle.storage import lake
 
 from chronicle.settings import Settings
+from chronicle.storage import lake
 
 
 def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

@@ -44,9 +44,9 @@ from datetime import datetime
 from typing import NamedTuple
 
 import duckdb
-from chronicle.storage import files, lake
 
 from chronicle.settings import Settings
+from chronicle.storage import files, lake
 
 log = logging.getLogger("chronicle.storage.claims")
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+
 from chronicle.storage.files import STORAGE_VERSION
 
 log = logging.getLogger("chronicle.storage.compaction")

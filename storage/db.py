@@ -32,10 +32,10 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TypeVar
 
 import duckdb
-from chronicle.storage import claims, files, lake
-from chronicle.storage.migrations import apply_migrations
 
 from chronicle.settings import Settings
+from chronicle.storage import claims, files, lake
+from chronicle.storage.migrations import apply_migrations
 
 log = logging.getLogger("chronicle.storage")
 

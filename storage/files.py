@@ -18,10 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
-from chronicle.storage.migrations import apply_migrations, is_current
 from filelock import FileLock, Timeout
 
 from chronicle.settings import Settings
+from chronicle.storage.migrations import apply_migrations, is_current
 
 log = logging.getLogger("chronicle.storage")
 

@@ -24,7 +24,6 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute
-from chronicle.storage.ingest_history import CONTENT_KEY_SQL
 
 from chronicle.ingest.zones import (
     AMBIGUOUS_ABBREVIATIONS,
@@ -33,6 +32,7 @@ from chronicle.ingest.zones import (
     NOT_ZONES,
     UTC_NAMES,
 )
+from chronicle.storage.ingest_history import CONTENT_KEY_SQL
 
 CANONICAL = ("project_id", "ts", "actor", "type", "content")
 

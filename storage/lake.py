@@ -23,9 +23,9 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import duckdb
-from chronicle.storage.files import STORAGE_VERSION
 
 from chronicle.settings import Settings
+from chronicle.storage.files import STORAGE_VERSION
 
 log = logging.getLogger("chronicle.storage.lake")
 

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import lancedb
-from chronicle.storage import claims
-from chronicle.storage.lake import is_remote, lance_storage_options
 from filelock import FileLock
 
 from chronicle.settings import Settings
+from chronicle.storage import claims
+from chronicle.storage.lake import is_remote, lance_storage_options
 
 
 class WriteLock(Protocol):

@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from chronicle.storage.db import json_rows, write
-
 from chronicle.llm.records import LLMCallRecord
 from chronicle.settings import Settings
+from chronicle.storage.db import json_rows, write
 
 _COLUMNS = ("call_id", "started_at", "model", "endpoint", "purpose", "project_id", "week_number", "prompt_hash",
             "prompt", "response", "tokens_in", "tokens_out", "latency_ms", "status", "error", "http_status",

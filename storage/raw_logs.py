@@ -14,9 +14,9 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-from chronicle.storage.ingest_history import CONTENT_KEY_SQL
 
 from chronicle.ingest.model import Entry, Reject
+from chronicle.storage.ingest_history import CONTENT_KEY_SQL
 
 KEY = CONTENT_KEY_SQL.format(p="", sid="coalesce(json_extract_string(metadata, '$.id'), "
                                         "json_extract_string(metadata, '$.event_id'))")

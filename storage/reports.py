@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import duckdb
+
 from chronicle.storage import claims
 from chronicle.storage.db import held_window, json_rows, transactions
 from chronicle.storage.llm_log import CallRow, insert_calls
-
 from chronicle.weekly.model import StoredReport, WeekReport
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import duckdb
+
+from chronicle.settings import Settings, mask_conninfo
 from chronicle.storage import claims, lake
 from chronicle.storage.db import connect
 from chronicle.storage.migrations import migration_files
-
-from chronicle.settings import Settings, mask_conninfo
 
 MARKER = ".chronicle-lake"
 

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-from chronicle.storage.compaction import Compaction, compact_if_fragmented
-from chronicle.storage.db import connect
 
 from chronicle.settings import Settings
+from chronicle.storage.compaction import Compaction, compact_if_fragmented
+from chronicle.storage.db import connect
 
 log = logging.getLogger("chronicle.storage.snapshot")
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from chronicle.services.analytics import trial_charts
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from chronicle.names import bounded_name
+from chronicle.services.analytics import trial_charts
 from chronicle.settings import Settings
 
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from chronicle.services import distill as uc
-from chronicle.services import forget, ledger, proposals
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -20,6 +18,8 @@ from chronicle.distill.proposals import Proposal
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
 from chronicle.distill.sections import Item
 from chronicle.memory.model import Memory, MemoryEvent
+from chronicle.services import distill as uc
+from chronicle.services import forget, ledger, proposals
 from chronicle.settings import Settings
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from chronicle.services.ingest import FileIngestor
-from chronicle.services.run_tracking import current_flow_run_id
 from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -15,6 +13,8 @@ from chronicle.ingest.detect import discover
 from chronicle.ingest.model import FileResult
 from chronicle.names import bounded_label
 from chronicle.redaction.redactor import redact_name
+from chronicle.services.ingest import FileIngestor
+from chronicle.services.run_tracking import current_flow_run_id
 from chronicle.settings import Settings
 
 

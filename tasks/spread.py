@@ -25,9 +25,8 @@ from uuid import UUID
 from chronicle.services import shards
 from chronicle.services.run_tracking import current_flow_run_id
 from chronicle.services.weekly import ProjectPlan, plan_project
-from chronicle.tasks.weekly import Progress, fan_out, own_artifacts, publish_outcome, run_weeks
-
 from chronicle.settings import Settings
+from chronicle.tasks.weekly import Progress, fan_out, own_artifacts, publish_outcome, run_weeks
 from chronicle.weekly.engine import WeekJob
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek

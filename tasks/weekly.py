@@ -23,10 +23,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from chronicle.services.llm_gate import redactor_for, reserve_llm
-from chronicle.services.run_tracking import current_flow_run_id, run_notes
-from chronicle.services.weekly import WEEK_CLAIM_TTL_S, ProjectPlan, lease_weeks, run_week_group
-from chronicle.storage import claims
 from prefect import get_run_logger, task
 from prefect.artifacts import (
     create_markdown_artifact,
@@ -43,7 +39,11 @@ from prefect.utilities.annotations import quote
 
 from chronicle.names import bounded_label, bounded_name
 from chronicle.progress import report
+from chronicle.services.llm_gate import redactor_for, reserve_llm
+from chronicle.services.run_tracking import current_flow_run_id, run_notes
+from chronicle.services.weekly import WEEK_CLAIM_TTL_S, ProjectPlan, lease_weeks, run_week_group
 from chronicle.settings import Settings
+from chronicle.storage import claims
 from chronicle.weekly.engine import WeekJob, engine_model
 from chronicle.weekly.grouping import grouping, weeks_in_flight
 from chronicle.weekly.model import WeekReport

@@ -173,9 +173,10 @@ def _fresh_llm_limit(request: pytest.FixtureRequest) -> None:
     request.getfixturevalue("prefect_api")
     from contextlib import suppress
 
-    from chronicle.services.llm_gate import LIMIT_NAME
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
+
+    from chronicle.services.llm_gate import LIMIT_NAME
 
     with get_client(sync_client=True) as client, suppress(ObjectNotFound):
         client.delete_global_concurrency_limit_by_name(LIMIT_NAME)

@@ -185,6 +185,17 @@ def test_the_readme_structure_block_is_generated_from_the_code() -> None:
     assert readme_block(readme) == render(), "run `python -m scripts.architecture --write`"
 
 
+def test_ruff_is_clean_with_the_projects_imports_in_one_block() -> None:
+    """The layer folders are imported as chronicle.services, chronicle.storage, ...; ruff, finding no such
+    folders under chronicle/, would sort them among the third-party packages unless told they are the
+    project's own: then every module reads stdlib, third-party, and one block of the project's imports."""
+    ruff = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
+    assert ruff["isort"]["known-first-party"] == ["chronicle"] and "I" in ruff["select"]
+    done = subprocess.run([str(Path(sys.executable).parent / "ruff"), "check", "--no-cache", "."], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:]
+
+
 def test_every_module_fits_in_one_sitting() -> None:
     """A newcomer reads any module in one sitting; a file growing past this gets split on its seams."""
     long = {str(p.relative_to(REPO)): n for p in _modules()

@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from chronicle.storage.memory.schema import PACKED, ROW_COLUMNS
 
 from chronicle.memory.dedup import PlannedRow
 from chronicle.memory.embedder import Embedder, embed_redacted
 from chronicle.redaction.text import Redacted
+from chronicle.storage.memory.schema import PACKED, ROW_COLUMNS
 
 IN_CHUNK = 500
 """ids/hashes per `IN (...)` filter: keeps the SQL small."""

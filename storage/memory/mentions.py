@@ -11,9 +11,8 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING
 
-from chronicle.storage.memory.arrow import all_rows, sql_str
-
 from chronicle.memory.subjects import normalise_subject
+from chronicle.storage.memory.arrow import all_rows, sql_str
 
 if TYPE_CHECKING:
     from chronicle.storage.memory.store import MemoryStore

@@ -4,14 +4,13 @@ truth, not a candidate to merge."""
 
 from __future__ import annotations
 
+from chronicle.memory.dedup import PlannedRow
+from chronicle.memory.embedder import embed_redacted
+from chronicle.redaction.text import require_redacted
 from chronicle.storage.memory import indexes
 from chronicle.storage.memory.arrow import to_arrow
 from chronicle.storage.memory.schema import StoredMemory
 from chronicle.storage.memory.store import MemoryStore
-
-from chronicle.memory.dedup import PlannedRow
-from chronicle.memory.embedder import embed_redacted
-from chronicle.redaction.text import require_redacted
 
 
 def rewrite_row(store: MemoryStore, row: StoredMemory) -> None:

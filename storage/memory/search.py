@@ -17,13 +17,13 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
+from lancedb.query import MatchQuery
+
+from chronicle.memory.search import Candidate, QueryCost, Scored, ScoreRule, fuse, tokenize
 from chronicle.storage.memory import aio
 from chronicle.storage.memory.arrow import sql_list, unpack_row, vectors
 from chronicle.storage.memory.indexes import ANN_REFINE_FACTOR
 from chronicle.storage.memory.schema import PACKED, ROW_COLUMNS, SearchHit, StoredMemory
-from lancedb.query import MatchQuery
-
-from chronicle.memory.search import Candidate, QueryCost, Scored, ScoreRule, fuse, tokenize
 
 SearchMode = Literal["hybrid", "dense"]
 

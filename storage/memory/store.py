@@ -30,6 +30,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from chronicle.memory.dedup import DedupPolicy, Neighbour, UpsertPlan, dedup_key, key_of, plan_upsert
+from chronicle.memory.embedder import Embedder, embed_redacted, get_embedder, query_vector
+from chronicle.memory.model import Memory
+from chronicle.memory.ranking import Tuning, rerank
+from chronicle.memory.subjects import normalise_subject
+from chronicle.param_checks import ActionNeeded
+from chronicle.redaction.memories import require_redacted_memory, text_gate
+from chronicle.settings import Settings
 from chronicle.storage.lance import open_async, open_lance
 from chronicle.storage.memory import aio, indexes
 from chronicle.storage.memory.arrow import (
@@ -56,15 +65,6 @@ from chronicle.storage.memory.schema import (
 )
 from chronicle.storage.memory.search import SearchMode, Weights, hits, nearest, ranked
 from chronicle.storage.memory.updates import mark_superseded
-
-from chronicle.memory.dedup import DedupPolicy, Neighbour, UpsertPlan, dedup_key, key_of, plan_upsert
-from chronicle.memory.embedder import Embedder, embed_redacted, get_embedder, query_vector
-from chronicle.memory.model import Memory
-from chronicle.memory.ranking import Tuning, rerank
-from chronicle.memory.subjects import normalise_subject
-from chronicle.param_checks import ActionNeeded
-from chronicle.redaction.memories import require_redacted_memory, text_gate
-from chronicle.settings import Settings
 
 __all__ = ["EmbeddingModelMismatch", "MemoryStore", "SearchMode", "build_where", "embedding_text"]
 

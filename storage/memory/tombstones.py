@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import duckdb
-from chronicle.storage.memory.events import record_events
 
 from chronicle.distill.records import EventRow
 from chronicle.memory.forget import Tombstone
+from chronicle.storage.memory.events import record_events
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
-from chronicle.storage.memory.schema import StoredMemory
 
 from chronicle.memory.dedup import PlannedRow, UpsertPlan
 from chronicle.memory.supersede import Supersession, facts, plan_supersessions
+from chronicle.storage.memory.schema import StoredMemory
 
 CurrentRows = Callable[[list[str]], list[tuple[StoredMemory, np.ndarray]]]
 """subjects -> their stored current rows, with vectors (a superseded row is rewritten whole)."""

@@ -6,12 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from chronicle.analytics.chart_key import chart_key, chart_paths, stored_key
 from chronicle.services.analytics import trial_charts
+from chronicle.settings import Settings
 from chronicle.storage.analytics import weekly_stats
 from chronicle.storage.db import read
-
-from chronicle.analytics.chart_key import chart_key, chart_paths, stored_key
-from chronicle.settings import Settings
 from tests.lake.helpers import child_env
 
 # A second process sees the charts current: it returns the same files and never imports matplotlib.

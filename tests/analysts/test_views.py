@@ -8,9 +8,9 @@ import struct
 from pathlib import Path
 
 import duckdb
-from chronicle.cli.main import app
 from typer.testing import CliRunner
 
+from chronicle.cli.main import app
 from tests.lake.helpers import WAIT_FOR_GO, child_env, finish, start_together
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "analysts.md"
@@ -105,9 +105,10 @@ def test_two_processes_drawing_the_same_charts_at_once_both_succeed(trial: Path,
 
 
 def test_backfill_attaches_chart_artifacts_and_publishes_snapshot(trial: Path) -> None:
-    from chronicle.flows.backfill_weeks import backfill_weeks
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    from chronicle.flows.backfill_weeks import backfill_weeks
 
     backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W22")
     with get_client(sync_client=True) as client:

@@ -26,12 +26,11 @@ LAUNCH = "from chronicle.cli.main import app; app()"
 @pytest.fixture
 def served_home(home: Path, settings) -> Path:
     """Memories of two people in a real store, and the DuckDB file (migrated) for proposals."""
-    from chronicle.storage.db import connect
-    from chronicle.storage.memory.store import MemoryStore
-
     from chronicle.memory.model import Memory
     from chronicle.redaction.memories import redact_memory
     from chronicle.redaction.redactor import Redactor
+    from chronicle.storage.db import connect
+    from chronicle.storage.memory.store import MemoryStore
 
     def mem(text: str, subject: str, tags: list[str], importance: float, target: str = "USER.md") -> Memory:
         return redact_memory(Memory(content=text, summary=text[:40], tags=tags, importance=importance,
@@ -170,8 +169,9 @@ def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 180.0) ->
 
 
 def test_http_refuses_a_non_loopback_host(served_home: Path) -> None:
-    from chronicle.cli.main import app
     from typer.testing import CliRunner
+
+    from chronicle.cli.main import app
 
     out = CliRunner().invoke(app, ["mcp", "--http", "--host", "0.0.0.0"])
     assert out.exit_code == 2 and "loopback" in out.output

@@ -22,6 +22,7 @@ def test_committed_skill_md_is_current(home: Path) -> None:
 
 def test_skill_md_names_every_command_and_goes_stale_when_one_changes(home: Path, tmp_path: Path) -> None:
     import typer
+
     from chronicle.cli.main import app
     from chronicle.cli.mcp_cmds import skill_text
 

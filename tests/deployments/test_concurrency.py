@@ -11,12 +11,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from chronicle.cli.main import app
-from chronicle.storage.db import connect
-from chronicle.storage.snapshot import publish_snapshot, snapshot_path
 from typer.testing import CliRunner
 
+from chronicle.cli.main import app
 from chronicle.settings import Settings
+from chronicle.storage.db import connect
+from chronicle.storage.snapshot import publish_snapshot, snapshot_path
 from tests.deployments.conftest import CHRONICLE, query, write_jsonl
 from tests.holder import DuckDBHolder
 

@@ -10,14 +10,14 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from chronicle.cli.main import app
-from chronicle.deployments.definitions import DEPLOYMENTS, WORK_POOL, by_name
-from chronicle.deployments.setup import run_setup
-from chronicle.deployments.yamlfile import differences
 from prefect.client.orchestration import get_client
 from pydantic import TypeAdapter
 from typer.testing import CliRunner
 
+from chronicle.cli.main import app
+from chronicle.deployments.definitions import DEPLOYMENTS, WORK_POOL, by_name
+from chronicle.deployments.setup import run_setup
+from chronicle.deployments.yamlfile import differences
 from chronicle.params import OptionalIsoWeekStr
 from chronicle.settings import Settings
 from tests.deployments.conftest import REPO

@@ -6,11 +6,11 @@ import time
 from pathlib import Path
 
 import pytest
-from chronicle.deployments.setup import run_setup
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 from prefect.deployments import run_deployment
 
+from chronicle.deployments.setup import run_setup
 from chronicle.settings import Settings
 from tests.deployments.conftest import query, run_logs, serving, wait_final, write_jsonl
 from tests.holder import DuckDBHolder

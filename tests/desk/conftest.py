@@ -52,9 +52,10 @@ def light_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
     disabled accounts, the command line, the pages and signatures of `reviewer` and `people`): the shipped cost
     (64 MiB, 3 passes, 4 lanes) is slow on purpose, a quarter of a second of every core per hash or check. Still
     real argon2 hashes, salted and verified; tests/desk/test_accounts.py's first test keeps the shipped hasher."""
-    from chronicle.services import accounts
     from pwdlib import PasswordHash
     from pwdlib.hashers.argon2 import Argon2Hasher
+
+    from chronicle.services import accounts
 
     light = PasswordHash((Argon2Hasher(time_cost=1, memory_cost=1024, parallelism=1),))
     monkeypatch.setattr(accounts, "_hasher", lambda: light)

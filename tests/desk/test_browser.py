@@ -68,6 +68,7 @@ def sample_desk(trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPa
 def desk_url(sample_desk: Settings) -> Iterator[str]:
     """The desk served by uvicorn on a free loopback port, in this process (a thread), until the test ends."""
     import uvicorn
+
     from chronicle.desk.app import create_app
 
     with socket.socket() as s:

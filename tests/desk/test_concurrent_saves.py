@@ -87,9 +87,9 @@ def test_people_saving_one_week_at_once_one_wins_the_others_see_why(written: Set
 
 
 def test_a_save_during_backfill_force_is_never_overwritten_by_that_run(written: Settings, tmp_path: Path) -> None:
-    from chronicle.services.reports import edit_report
     from prefect.settings import PREFECT_API_URL
 
+    from chronicle.services.reports import edit_report
     from chronicle.weeks import IsoWeek
 
     ready, go_on = tmp_path / "about-to-write", tmp_path / "edit-saved"

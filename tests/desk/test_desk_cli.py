@@ -47,7 +47,6 @@ def test_accounts_are_managed_from_the_command_line_with_the_password_on_stdin(s
 def test_report_edit_names_its_author_and_reason_and_accept_signs(written: Settings, reviewer: str,
                                                                    tmp_path: Path) -> None:
     from chronicle.services.reports import signatures
-
     from chronicle.weeks import IsoWeek
 
     fixed = tmp_path / "fixed.md"

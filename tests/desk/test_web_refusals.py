@@ -19,7 +19,6 @@ PAGES = ["/", "/queue", f"/p/{PROJECT}", f"/p/{PROJECT}/w/{WEEK}", f"/p/{PROJECT
 
 def _versions(settings: Settings) -> list[int]:
     from chronicle.services.desk_views import history
-
     from chronicle.weeks import IsoWeek
 
     return [v.version for v in history(settings, PROJECT, IsoWeek.parse(WEEK)).versions]
@@ -95,7 +94,6 @@ def test_a_reader_cannot_change_anything(people: Settings) -> None:
     assert r.status_code == 403
     assert _versions(people) == [1]
     from chronicle.services.reports import signatures
-
     from chronicle.weeks import IsoWeek
 
     assert signatures(people, PROJECT, IsoWeek.parse(WEEK)) == []
@@ -119,7 +117,6 @@ def test_another_projects_reviewer_cannot_see_the_project(people: Settings) -> N
 
 def test_a_stale_base_version_is_refused_with_the_diff(people: Settings) -> None:
     from chronicle.services.reports import edit_report
-
     from chronicle.weeks import IsoWeek
 
     c = login(client(people), "ana", PASSWORD)
@@ -160,7 +157,6 @@ def test_a_signed_version_is_never_changed_and_its_signature_not_carried_over(pe
                                                            "base_version": "1", "action": "save"})
     assert again.status_code == 409  # an edit made on the signed (old) version is refused
     from chronicle.services.desk_views import history
-
     from chronicle.weeks import IsoWeek
 
     v1 = history(people, PROJECT, IsoWeek.parse(WEEK), 1, 2).versions[0]

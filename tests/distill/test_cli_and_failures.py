@@ -49,9 +49,8 @@ def test_cli_distill_and_memory_commands(distill_env: Path, notes_dir: Path) -> 
 
 def test_demo_distill_covers_all_ingested_notes(distill_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from chronicle.cli.memory_cmds import DEMO_QUERIES, demo_distill
-    from chronicle.storage.db import connect
-
     from chronicle.settings import Settings
+    from chronicle.storage.db import connect
 
     settings = Settings()
     demo_distill(settings)  # nothing ingested yet: says so instead of failing
@@ -69,9 +68,8 @@ def test_llm_outage_keeps_finished_chunks_and_rerun_retries_only_the_failed_one(
     distill_env: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from chronicle.flows.distill_memory import DistillIncomplete, distill_memory
-    from chronicle.storage.db import connect
-
     from chronicle.settings import Settings
+    from chronicle.storage.db import connect
 
     monkeypatch.setenv("LLM_URL", fake_llm.base_url)
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "1")  # one chunk at a time: the outage hits the first

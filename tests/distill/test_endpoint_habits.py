@@ -64,10 +64,9 @@ def test_client_strips_reasoning_and_counts_its_tokens() -> None:
 @pytest.mark.parametrize("style", STYLES)
 def test_distillation_on_every_reply_shape(distill_env: Path, monkeypatch: pytest.MonkeyPatch, style: str) -> None:
     from chronicle.flows.distill_memory import distill_memory
+    from chronicle.settings import Settings
     from chronicle.storage.db import connect
     from chronicle.storage.memory.store import MemoryStore
-
-    from chronicle.settings import Settings
 
     with FakeLLMServer(style=style) as server:
         use_fake_endpoints(monkeypatch, server.base_url)

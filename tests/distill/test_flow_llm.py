@@ -81,10 +81,9 @@ def test_llm_replies_validated_repaired_quarantined_and_leak_free(
     llm_env: FakeLLMServer, notes_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from chronicle.flows.distill_memory import distill_memory
+    from chronicle.settings import Settings
     from chronicle.storage.db import connect
     from chronicle.storage.memory.store import MemoryStore
-
-    from chronicle.settings import Settings
 
     settings = Settings()
     ws = settings.workspace_dir
@@ -167,9 +166,8 @@ def test_llm_replies_validated_repaired_quarantined_and_leak_free(
 
 def test_openclaw_notes_via_llm_twice_makes_no_second_call(llm_env: FakeLLMServer, tmp_path: Path) -> None:
     from chronicle.flows.distill_memory import distill_memory
-    from chronicle.storage.memory.store import MemoryStore
-
     from chronicle.settings import Settings
+    from chronicle.storage.memory.store import MemoryStore
     from tests.distill.conftest import OPENCLAW
 
     def one_per_day(request: dict[str, Any]) -> str:

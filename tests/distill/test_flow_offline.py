@@ -24,9 +24,8 @@ def test_offline_distill_is_idempotent_and_leak_free(
     distill_env: Path, notes_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from chronicle.flows.distill_memory import distill_memory
-    from chronicle.storage.memory.store import MemoryStore
-
     from chronicle.settings import Settings
+    from chronicle.storage.memory.store import MemoryStore
 
     settings = Settings()
     logging.getLogger("prefect").addHandler(caplog.handler)
@@ -79,9 +78,8 @@ def test_offline_distill_is_idempotent_and_leak_free(
 
 def test_distill_ledgers_and_run_counts(distill_env: Path, notes_dir: Path) -> None:
     from chronicle.flows.distill_memory import distill_memory
-    from chronicle.storage.db import connect
-
     from chronicle.settings import Settings
+    from chronicle.storage.db import connect
 
     settings = Settings()
     ingest(notes_dir)
@@ -109,9 +107,8 @@ def test_a_size_budget_keeps_the_files_small_and_the_memories_searchable(
     import re
 
     from chronicle.flows.distill_memory import distill_memory
-    from chronicle.storage.memory.store import MemoryStore
-
     from chronicle.settings import Settings
+    from chronicle.storage.memory.store import MemoryStore
 
     monkeypatch.setenv("CHRONICLE_KNOWLEDGE_MAX_CHARS", "200")
     settings = Settings()
@@ -140,7 +137,6 @@ def test_a_changed_habit_of_the_named_user_updates_its_line_in_user_md(
     """Notes about the user by name (USER.md says who the user is) under a heading "关于王老师": the habits go to
     USER.md, not to AGENTS.md or MEMORY.md, and a changed time takes the old line's place, the old one in history."""
     from chronicle.flows.distill_memory import distill_memory
-
     from chronicle.settings import Settings
 
     settings = Settings()

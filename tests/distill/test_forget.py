@@ -40,7 +40,6 @@ def _distill_from_scratch(settings):
 @pytest.fixture
 def distilled(distill_env: Path, tmp_path: Path):
     from chronicle.flows.distill_memory import distill_memory
-
     from chronicle.settings import Settings
 
     notes = tmp_path / "notes" / "memory"

@@ -46,9 +46,9 @@ def test_stale_temp_files_of_a_killed_write_are_removed(tmp_path: Path) -> None:
 def test_distill_with_a_gbk_knowledge_file_writes_the_others_and_exits_0(distill_env: Path, notes_dir: Path,
                                                                          fake_llm, monkeypatch) -> None:
     """A human's GBK AGENTS.md used to make every distill exit 1 (and USER.md was never written)."""
-    from chronicle.cli.main import app
     from typer.testing import CliRunner
 
+    from chronicle.cli.main import app
     from chronicle.settings import Settings
     from tests.distill.conftest import ingest
 
@@ -73,13 +73,13 @@ def test_distill_with_a_gbk_knowledge_file_writes_the_others_and_exits_0(distill
 
 def test_distill_of_one_project(distill_env: Path, tmp_path: Path, fake_llm, monkeypatch) -> None:
     """`--project P` distills only P's notes (flow parameter and CLI option)."""
+    from typer.testing import CliRunner
+
     from chronicle.cli.main import app
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-    from chronicle.storage.memory.store import MemoryStore
-    from typer.testing import CliRunner
-
     from chronicle.settings import Settings
+    from chronicle.storage.memory.store import MemoryStore
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)
     monkeypatch.setenv("EMBEDDING_MODEL", "fake-embedding")

@@ -76,10 +76,9 @@ def llm_env(distill_env: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.Monk
 def test_updates_and_no_ops_decided_by_the_model_checked_logged_and_not_repeated(
         llm_env: FakeLLMServer, tmp_path: Path) -> None:
     from chronicle.flows.distill_memory import distill_memory
+    from chronicle.settings import Settings
     from chronicle.storage.db import connect
     from chronicle.storage.memory.store import MemoryStore
-
-    from chronicle.settings import Settings
 
     notes = tmp_path / "memory"
     notes.mkdir()

@@ -35,8 +35,9 @@ class SlotProbe:
 
 def test_every_distill_call_holds_a_slot_of_the_shared_llm_limit(
         distill_env: Path, notes_dir: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.flows.distill_memory import distill_memory
     from prefect.client.orchestration import get_client
+
+    from chronicle.flows.distill_memory import distill_memory
 
     use_fake_endpoints(monkeypatch, fake_llm.base_url)
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "2")

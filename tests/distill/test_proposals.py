@@ -22,10 +22,9 @@ def _proposal(content: str, target: str = "SOUL.md", *, suspected: bool = False,
 
 
 def test_proposals_are_recorded_once_and_keep_their_decision(home: Path) -> None:
+    from chronicle.settings import Settings
     from chronicle.storage.db import transaction
     from chronicle.storage.proposals import list_proposals, record_proposals
-
-    from chronicle.settings import Settings
 
     settings = Settings()
     a, b = _proposal("Answers short, conclusion first"), _proposal("I am now a pirate", suspected=True)
@@ -43,10 +42,9 @@ def test_proposals_are_recorded_once_and_keep_their_decision(home: Path) -> None
 
 def test_approve_writes_through_the_managed_section_and_reject_leaves_no_trace(home: Path) -> None:
     from chronicle.services.proposals import ProposalError, approve, reject
+    from chronicle.settings import Settings
     from chronicle.storage.db import read, transaction
     from chronicle.storage.proposals import list_proposals, record_proposals
-
-    from chronicle.settings import Settings
 
     settings = Settings()
     ws = settings.workspace_dir

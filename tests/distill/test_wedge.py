@@ -50,9 +50,8 @@ def test_a_thousand_brackets_quarantine_one_chunk_and_the_run_goes_on(
     distill_env: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from chronicle.flows.distill_memory import distill_memory
-    from chronicle.storage.db import connect
-
     from chronicle.settings import Settings
+    from chronicle.storage.db import connect
 
     use_fake_endpoints(monkeypatch, fake_llm.base_url)
     fake_llm.responder = wedging

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from chronicle.flows.ingest_logs import ingest_logs
 
+from chronicle.flows.ingest_logs import ingest_logs
 from tests.conftest import DATA
 
 CSV_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "type", "text": "content"}
@@ -165,8 +165,9 @@ def test_real_corpora_ingest_without_rejects(home: Path, tmp_path: Path) -> None
 
 
 def test_cli_ingest_and_weeks(home: Path, tmp_path: Path) -> None:
-    from chronicle.cli.main import app
     from typer.testing import CliRunner
+
+    from chronicle.cli.main import app
 
     runner = CliRunner()
     only_bad = tmp_path / "only_bad"

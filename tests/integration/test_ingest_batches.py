@@ -8,9 +8,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from chronicle.services.ingest import FileIngestor
 
 from chronicle.ingest.detect import discover
+from chronicle.services.ingest import FileIngestor
 from chronicle.settings import Settings
 from tests.conftest import DATA, SAMPLE_MAP
 
@@ -88,9 +88,10 @@ def test_the_flow_reads_a_folder_as_a_handful_of_task_runs(home: Path, tmp_path:
     """30 files in batches of 10: three `ingest` task runs (not 30), each with a table artifact of its files."""
     from uuid import UUID
 
-    from chronicle.flows.ingest_logs import ingest_logs
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId
+
+    from chronicle.flows.ingest_logs import ingest_logs
 
     folder = tmp_path / "sessions"
     folder.mkdir()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+
 from chronicle.flows import ingest_logs as ingest_flow
 
 
@@ -120,8 +121,9 @@ def test_same_size_note_rewrite_is_detected(home: Path, tmp_path: Path) -> None:
 def test_force_rereads_a_big_file_changed_in_the_middle(home: Path, tmp_path: Path) -> None:
     """Big files are fingerprinted by head and tail (a full hash of every file on every run would cost a full
     read): a change in the middle with size and mtime restored needs `--force`, which the CLI offers."""
-    from chronicle.cli.main import app
     from typer.testing import CliRunner
+
+    from chronicle.cli.main import app
 
     log = tmp_path / "big.jsonl"
     n = 120_000  # ~9 MB: above the full-hash size
@@ -200,7 +202,6 @@ def test_a_plan_made_stale_by_another_writer_is_made_again_not_written_twice(
     first one stored (here the two plans are made, then written one after the other, in one process)."""
     from chronicle.services.ingest import FileIngestor
     from chronicle.services.ingest_write import write_batch
-
     from chronicle.settings import Settings
 
     log = tmp_path / "app.jsonl"
@@ -226,7 +227,6 @@ def test_copies_of_one_content_are_rounds_that_make_progress_not_a_stall(
     many copies, those rounds write something; only rounds in which every plan went stale count to the bound."""
     from chronicle.services import ingest as ingest_service
     from chronicle.services.ingest import FileIngestor
-
     from chronicle.settings import Settings
 
     monkeypatch.setattr(ingest_service, "_MAX_STALE_ROUNDS", 1)

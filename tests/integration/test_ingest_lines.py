@@ -10,8 +10,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from chronicle.services.ingest import FileIngestor
 
+from chronicle.services.ingest import FileIngestor
 from chronicle.settings import Settings
 
 

@@ -11,9 +11,9 @@ import shutil
 from pathlib import Path
 
 import duckdb
-from chronicle.services.ingest import FileIngestor
 
 from chronicle.ingest.detect import discover
+from chronicle.services.ingest import FileIngestor
 from chronicle.settings import Settings
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from chronicle.services.ingest import FileIngestor
 
 from chronicle.ingest.detect import discover
+from chronicle.services.ingest import FileIngestor
 from chronicle.settings import Settings
 
 LINE = {"project_id": "P", "ts": "2026-03-02T10:00:00+08:00", "actor": "CRC-1", "type": "enrollment",

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import duckdb
+
 from chronicle.flows.ingest_logs import ingest_logs
 
 

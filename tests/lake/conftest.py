@@ -64,9 +64,8 @@ def lake_env(postgres: Postgres, s3: S3) -> dict[str, str]:
 @pytest.fixture()
 def lake_settings(home: Path, lake_env: dict[str, str], monkeypatch: pytest.MonkeyPatch):
     """Settings of this process pointed at a fresh lake (the flows' `load_settings()` sees it too)."""
-    from chronicle.storage import lake
-
     from chronicle.settings import load_settings
+    from chronicle.storage import lake
 
     for key, value in lake_env.items():
         monkeypatch.setenv(key, value)

@@ -86,7 +86,6 @@ def test_reports_versions_and_edits_are_truth(backend, sample_dir: Path, tmp_pat
     from chronicle.services.weekly import plan_week, read_week, run_week
     from chronicle.storage import reports
     from chronicle.storage.db import transactions
-
     from chronicle.weeks import IsoWeek
 
     _ingest(backend, _inputs(sample_dir, tmp_path))
@@ -121,11 +120,10 @@ def test_reports_versions_and_edits_are_truth(backend, sample_dir: Path, tmp_pat
 
 
 def test_run_and_llm_ledgers(backend) -> None:
+    from chronicle.llm.records import LLMCallRecord
     from chronicle.storage import pipeline_runs as runs
     from chronicle.storage.db import write
     from chronicle.storage.llm_log import DuckDBCallLogger
-
-    from chronicle.llm.records import LLMCallRecord
 
     write(backend, lambda c: runs.run_started(c, "run-1", "backfill-weeks", {"project_id": "all"}))
     write(backend, lambda c: runs.run_started(c, "run-1", "backfill-weeks", {"project_id": "all"}))  # a retry
@@ -145,7 +143,6 @@ def test_same_schema_and_results_on_both_topologies(lake_env: dict[str, str], ho
                                                     tmp_path: Path) -> None:
     """Column names and types of every table and view, and the analyst views' rows, agree."""
     from chronicle.services.weekly import plan_week, run_week
-
     from chronicle.weeks import IsoWeek
 
     embedded, lake = settings_for(home, {}), settings_for(home, lake_env)

@@ -55,9 +55,8 @@ def trial_slice(sample_dir: Path, tmp_path: Path, topology: dict[str, str]) -> P
 
 
 def _rows(sql: str) -> list[tuple]:
-    from chronicle.storage.db import connect
-
     from chronicle.settings import Settings
+    from chronicle.storage.db import connect
 
     with connect(Settings()) as conn:
         return conn.execute(sql).fetchall()
@@ -92,8 +91,9 @@ def _wait(condition, what: str, timeout: float = 120.0) -> None:
 def test_two_concurrent_backfills_call_the_model_once_per_week(topology: dict[str, str], trial_slice: Path,
                                                                fake_llm: FakeLLMServer,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.flows.backfill_weeks import backfill_weeks
     from prefect import tags
+
+    from chronicle.flows.backfill_weeks import backfill_weeks
 
     monkeypatch.setenv("LLM_URL", fake_llm.base_url)
     monkeypatch.setenv("LLM_MODEL", "fake-model")
@@ -150,9 +150,8 @@ def test_weeks_finished_by_another_run_after_this_plan_are_reused_when_leased(to
     the writes, even with `force`, leases and writes them."""
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.services.weekly import REUSED_WHY, WEEK_CLAIM_TTL_S, lease_weeks, plan_project
-    from chronicle.storage.claims import Leases
-
     from chronicle.settings import Settings
+    from chronicle.storage.claims import Leases
     from chronicle.weekly.engine import engine_model
     from chronicle.weeks import IsoWeek
 
@@ -184,8 +183,9 @@ print(build_history_context(Settings(), "XH201", max_tokens=400), flush=True)
 
 def test_two_processes_folding_the_same_rollups_build_and_store_them_once(
         topology: dict[str, str], trial_slice: Path, tmp_path: Path, home: Path, fake_llm: FakeLLMServer) -> None:
-    from chronicle.flows.backfill_weeks import backfill_weeks
     from prefect.settings import PREFECT_API_URL
+
+    from chronicle.flows.backfill_weeks import backfill_weeks
 
     backfill_weeks(project_id="XH201")  # offline reports; the rollups of them are written by the "LLM"
     gate = threading.Event()

@@ -42,7 +42,6 @@ def test_two_saves_and_a_lake_worker_at_once(home: Path, lake_env: dict[str, str
     from chronicle.services.ingest import FileIngestor
     from chronicle.services.weekly import plan_week, run_week
     from chronicle.storage.db import connect
-
     from chronicle.weeks import IsoWeek
 
     settings = settings_for(home, lake_env)

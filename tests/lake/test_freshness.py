@@ -30,7 +30,6 @@ def test_freshness_says_what_is_missing(backend, sample_dir: Path, tmp_path: Pat
     from chronicle.services.weekly import plan_week, run_week
     from chronicle.storage import pipeline_runs as runs
     from chronicle.storage.db import write
-
     from chronicle.weeks import IsoWeek
 
     folder = tmp_path / "in"
@@ -75,9 +74,10 @@ def test_freshness_says_what_is_missing(backend, sample_dir: Path, tmp_path: Pat
 
 
 def test_status_command_exits_1_with_the_problems(backend, sample_dir: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
     from chronicle.cli.main import app
     from chronicle.services.ingest import FileIngestor
-    from typer.testing import CliRunner
 
     folder = tmp_path / "in"
     folder.mkdir()

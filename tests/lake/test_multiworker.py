@@ -106,12 +106,13 @@ def shell_env(lake_env: dict[str, str]) -> dict[str, str]:
 
 def test_lake_pipeline_equals_embedded_and_time_travel_works(home: Path, lake_env: dict[str, str], inputs: Path,
                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
     from chronicle.cli.main import app
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
     from chronicle.storage import lake
-    from typer.testing import CliRunner
 
     results = {}
     for name, env in (("embedded", {}), ("lake", lake_env)):
@@ -191,10 +192,11 @@ class Analyst:
 def test_two_workers_one_killed_then_rerun_while_an_analyst_reads(home: Path, lake_env: dict[str, str],
                                                                  inputs: Path, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.settings import PREFECT_API_URL
+
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.flows.ingest_logs import ingest_logs
     from chronicle.storage.analytics import shell_attach_sql
-    from prefect.settings import PREFECT_API_URL
 
     reference = _use(monkeypatch, tmp_path / "reference", {})
     ingest_logs([str(inputs)])
@@ -279,9 +281,9 @@ def pool(prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: 
          monkeypatch: pytest.MonkeyPatch):
     from contextlib import ExitStack
 
-    from chronicle.flows.ingest_logs import ingest_logs
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
+    from chronicle.flows.ingest_logs import ingest_logs
     from tests.conftest import flush_prefect_queues
     from tests.fakellm import FakeLLMServer
     from tests.lake import servers

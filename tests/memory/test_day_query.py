@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from chronicle.storage.memory.store import MemoryStore
-
 from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.offline import distill_entries
 from chronicle.memory.search import day_tokens, tokenize
 from chronicle.redaction.memories import redact_memory
 from chronicle.redaction.redactor import Redactor
+from chronicle.storage.memory.store import MemoryStore
 
 # 3月5日 and 5月3日 hold the same words ("3", "5", "月"): only a token for the whole day tells them apart.
 DAYS = {

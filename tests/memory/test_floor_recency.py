@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from chronicle.storage.memory.store import MemoryStore
 
 from chronicle.memory.model import Memory
 from chronicle.memory.ranking import MODEL_FLOORS, Tuning, rerank
@@ -13,6 +12,7 @@ from chronicle.memory.records import SearchHit
 from chronicle.redaction.memories import redact_memory
 from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
+from chronicle.storage.memory.store import MemoryStore
 
 T0 = datetime(2024, 6, 1, tzinfo=UTC)
 

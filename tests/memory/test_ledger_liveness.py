@@ -39,9 +39,8 @@ def _dead_pid() -> int:
 
 def test_recovery_leaves_a_working_runs_memories_to_it(home: Path, monkeypatch: pytest.MonkeyPatch, embedder) -> None:
     from chronicle.services.ledger import reconcile_events, reconcile_orphans
-    from chronicle.storage.memory.store import MemoryStore
-
     from chronicle.settings import Settings
+    from chronicle.storage.memory.store import MemoryStore
 
     monkeypatch.setenv("EMBEDDING_MODEL", MINILM_EMBEDDING_MODEL)
     settings = Settings()

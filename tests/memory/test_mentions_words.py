@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from chronicle.storage.memory.mentions import mentions, unknown_mentions
-from chronicle.storage.memory.store import MemoryStore
 
 from chronicle.memory.model import Memory
 from chronicle.redaction.memories import redact_memory
 from chronicle.redaction.redactor import Redactor
+from chronicle.storage.memory.mentions import mentions, unknown_mentions
+from chronicle.storage.memory.store import MemoryStore
 from tests.memory.conftest import HashEmbedder
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from chronicle.storage.memory.store import MemoryStore
-
 from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.offline import distill_entries
 from chronicle.ingest.notes import parse_note
@@ -14,6 +12,7 @@ from chronicle.memory.ranking import ELSEWHERE_FACTOR, elsewhere, named_subjects
 from chronicle.memory.records import SearchHit
 from chronicle.redaction.memories import redact_memory
 from chronicle.redaction.redactor import Redactor
+from chronicle.storage.memory.store import MemoryStore
 
 NOTE = """# 2024-06-01
 

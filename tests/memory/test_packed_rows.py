@@ -8,15 +8,15 @@ from datetime import date, datetime
 
 import lancedb
 import pyarrow as pa
+
+from chronicle.memory.model import Memory
+from chronicle.redaction.memories import redact_memory
+from chronicle.redaction.redactor import Redactor
 from chronicle.storage.memory import aio
 from chronicle.storage.memory.arrow import all_rows
 from chronicle.storage.memory.schema import PACKED, ROW_COLUMNS, TABLE, StoredMemory, memory_schema
 from chronicle.storage.memory.search import take_columns, take_rows
 from chronicle.storage.memory.store import MemoryStore
-
-from chronicle.memory.model import Memory
-from chronicle.redaction.memories import redact_memory
-from chronicle.redaction.redactor import Redactor
 from tests.memory.conftest import HashEmbedder
 
 DAY1 = datetime(2026, 3, 23, 9, 0)

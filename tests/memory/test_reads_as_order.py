@@ -8,13 +8,13 @@ from datetime import datetime
 import lancedb
 import pyarrow as pa
 import pytest
-from chronicle.storage.memory.schema import TABLE, memory_schema
-from chronicle.storage.memory.store import MemoryStore
 
 from chronicle.memory.model import Memory
 from chronicle.redaction.memories import redact_memory
 from chronicle.redaction.redactor import Redactor
 from chronicle.redaction.text import NotRedactedError
+from chronicle.storage.memory.schema import TABLE, memory_schema
+from chronicle.storage.memory.store import MemoryStore
 from tests.memory.conftest import HashEmbedder
 
 DAY = datetime(2026, 3, 2, 9, 0)

@@ -10,9 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from chronicle.storage.memory import aio
-from chronicle.storage.memory.search import dense_query, fts_query, matching_rows
-from chronicle.storage.memory.store import MemoryStore
 
 from bench.search import build_table, by_subject, search_where
 from chronicle.memory.model import Memory
@@ -20,6 +17,9 @@ from chronicle.memory.search import tokenize
 from chronicle.redaction.memories import redact_memory
 from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
+from chronicle.storage.memory import aio
+from chronicle.storage.memory.search import dense_query, fts_query, matching_rows
+from chronicle.storage.memory.store import MemoryStore
 from tests.memory.conftest import HashEmbedder
 
 _WORK = re.compile(r"\b(rows_scanned|index_comparisons)=([\d.]+) ?([KM]?)")

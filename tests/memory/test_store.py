@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from chronicle.storage.memory.store import EmbeddingModelMismatch, MemoryStore
 
 from chronicle.memory.model import Memory
 from chronicle.redaction.memories import redact_memory
 from chronicle.redaction.redactor import Redactor
 from chronicle.settings import Settings
+from chronicle.storage.memory.store import EmbeddingModelMismatch, MemoryStore
 from tests.memory.conftest import HashEmbedder
 
 DAY1 = datetime(2026, 3, 23, 9, 0)
@@ -313,6 +313,7 @@ def test_an_old_table_is_upgraded_in_place(settings, embedder) -> None:
     """A schema-1 table (no `absorbed` column) opens, reads and merges; the column is added as nulls."""
     import lancedb
     import pyarrow as pa
+
     from chronicle.storage.memory.schema import TABLE, memory_schema
 
     old = memory_schema(embedder.model_name, embedder.dim)

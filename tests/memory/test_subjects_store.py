@@ -8,8 +8,6 @@ from pathlib import Path
 
 import lancedb
 import pyarrow as pa
-from chronicle.storage.memory.schema import TABLE, memory_schema
-from chronicle.storage.memory.store import MemoryStore
 
 from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.offline import distill_entries
@@ -18,6 +16,8 @@ from chronicle.memory.model import Memory
 from chronicle.memory.subjects import normalise_subject
 from chronicle.redaction.memories import redact_memory
 from chronicle.redaction.redactor import Redactor
+from chronicle.storage.memory.schema import TABLE, memory_schema
+from chronicle.storage.memory.store import MemoryStore
 from tests.memory.conftest import HashEmbedder
 
 MEMORYBANK = Path(__file__).resolve().parents[1] / "data" / "memorybank"
@@ -121,8 +121,9 @@ def test_a_table_written_before_subjects_keeps_working(settings) -> None:
 
 def test_cli_search_about_a_person_as_of_a_day(settings) -> None:
     """`chronicle memory search --about NAME --as-of DATE`, and "(superseded on …)" on an old fact."""
-    from chronicle.cli.main import app
     from typer.testing import CliRunner
+
+    from chronicle.cli.main import app
 
     store = MemoryStore(settings)
     store.upsert([mem("Alice: I live in Boston, close to the river.", "Alice"),

@@ -7,8 +7,6 @@ import json
 from datetime import date, datetime
 
 import pytest
-from chronicle.storage.memory.mentions import unknown_mentions
-from chronicle.storage.memory.store import MemoryStore
 from typer.testing import CliRunner
 
 from chronicle.distill.chunks import NoteEntry
@@ -19,6 +17,8 @@ from chronicle.memory.subjects import normalise_subject
 from chronicle.redaction.memories import redact_memory
 from chronicle.redaction.redactor import Redactor
 from chronicle.settings import MINILM_EMBEDDING_MODEL
+from chronicle.storage.memory.mentions import unknown_mentions
+from chronicle.storage.memory.store import MemoryStore
 from tests.memory.conftest import HashEmbedder
 
 PEOPLE = {

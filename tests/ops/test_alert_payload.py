@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from chronicle.services.alerts import attention_payload
-
 from chronicle.weekly.outcome import WeekOutcome
 
 

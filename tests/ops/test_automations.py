@@ -11,8 +11,8 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from chronicle.deployments import automations
 
+from chronicle.deployments import automations
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import WeekOutcome
 from tests.ops.sink import Sink, http_sink
@@ -76,8 +76,9 @@ def test_setup_is_idempotent_and_check_lists_everything(home, sink, client, monk
     assert any(f"automation {automations.WEEKLY_OVERDUE!r}: enabled" in line for line in lines)
     assert not any(sink.url in line for line in lines)  # the webhook URL is a secret: never printed
 
-    from chronicle.cli.main import app
     from typer.testing import CliRunner
+
+    from chronicle.cli.main import app
 
     monkeypatch.setenv("CHRONICLE_ALERT_WEBHOOK_URL", sink.url + "/alerts")
     result = CliRunner().invoke(app, ["setup", "--check"])
@@ -115,8 +116,9 @@ def test_weekly_not_completed_by_deadline_notifies(home, sink, client):
 
 
 def test_backfill_with_failed_or_review_weeks_notifies(home, sink, client):
-    from chronicle.services.alerts import backfill_attention
     from prefect.states import Completed
+
+    from chronicle.services.alerts import backfill_attention
 
     automations.ensure_automations(Settings(alert_webhook_url=sink.url + "/alerts"), client)
     run = client.create_flow_run_from_deployment(_deployment(client, "backfill-weeks"))

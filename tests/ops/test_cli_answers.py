@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-from chronicle.cli.main import app
 from typer.testing import CliRunner
 
+from chronicle.cli.main import app
 from tests.deployments.conftest import write_jsonl
 
 runner = CliRunner()

@@ -45,9 +45,10 @@ def _events(sink: Sink, run_id: str) -> list[dict[str, Any]]:
 
 
 def test_ingest_and_backfill_emit_paired_events_with_datasets_and_facets(home: Path, sink: Sink, tmp_path: Path):
+    from prefect.states import State
+
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.flows.ingest_logs import ingest_logs
-    from prefect.states import State
 
     logs = tmp_path / "logs" / "XH9.jsonl"
     write_jsonl(logs, "XH9", 40, "lineage")
@@ -113,11 +114,11 @@ def test_distill_event_names_notes_memories_and_knowledge_files(settings) -> Non
     from datetime import date
     from types import SimpleNamespace
 
-    from chronicle.services.lineage import run_event
     from prefect.states import Completed
 
     from chronicle.distill.summary import DistillSummary
     from chronicle.distill.tally import Tally
+    from chronicle.services.lineage import run_event
     from chronicle.settings import KNOWLEDGE_FILES
 
     summary = DistillSummary(after=date(2026, 3, 1), until=date(2026, 3, 7), engine="offline", model="m",

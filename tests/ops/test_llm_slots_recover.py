@@ -32,8 +32,9 @@ with reserve_llm(Settings(), 2) as gate:
 
 def test_a_waiting_reservation_says_what_it_waits_for(home: Path, monkeypatch: pytest.MonkeyPatch,
                                                       caplog: pytest.LogCaptureFixture) -> None:
-    from chronicle.services.llm_gate import LIMIT_NAME, ensure_llm_limit, reserve_llm
     from prefect.client.orchestration import get_client
+
+    from chronicle.services.llm_gate import LIMIT_NAME, ensure_llm_limit, reserve_llm
 
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "1")
     settings = Settings()

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chronicle.cli.main import app
 from typer.testing import CliRunner
 
+from chronicle.cli.main import app
 from tests.deployments.conftest import write_jsonl
 from tests.ops.mistakes import MISTAKES, Mistake
 

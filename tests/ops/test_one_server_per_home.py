@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from chronicle.deployments import local_api
 
 

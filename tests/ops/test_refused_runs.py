@@ -15,10 +15,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from chronicle.deployments.setup import run_setup
 from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
 
+from chronicle.deployments.setup import run_setup
 from chronicle.settings import Settings
 from tests.deployments.conftest import CHRONICLE, serving, wait_final, write_jsonl
 

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from chronicle.cli.main import app
-from chronicle.storage.db import connect
 from typer.testing import CliRunner
 
+from chronicle.cli.main import app
 from chronicle.settings import Settings
+from chronicle.storage.db import connect
 from tests.deployments.conftest import write_jsonl
 from tests.reliability.procs import child_env
 
@@ -100,9 +100,8 @@ def test_refused_runs_are_failed_runs_in_the_history(home: Path, tmp_path: Path,
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-    from chronicle.services.run_history import list_runs
-
     from chronicle.param_checks import ParameterError
+    from chronicle.services.run_history import list_runs
 
     write_jsonl(tmp_path / "logs" / "p.jsonl", "P", 5, "p")
     ingest_logs([str(tmp_path / "logs")])

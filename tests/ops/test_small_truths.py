@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chronicle.cli.main import app
 from typer.testing import CliRunner
 
+from chronicle.cli.main import app
 from chronicle.ingest.detect import detect_format
 from tests.deployments.conftest import query, write_jsonl
 

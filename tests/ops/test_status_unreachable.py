@@ -9,8 +9,9 @@ import pytest
 
 
 def test_status_says_the_catalog_is_unreachable(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.cli.main import app
     from typer.testing import CliRunner
+
+    from chronicle.cli.main import app
 
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))

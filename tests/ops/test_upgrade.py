@@ -9,8 +9,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from chronicle.cli.main import app
 from typer.testing import CliRunner
+
+from chronicle.cli.main import app
 
 FROZEN = Path(__file__).parents[1] / "data" / "upgrade" / "previous_release"
 runner = CliRunner()

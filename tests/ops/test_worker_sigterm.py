@@ -18,10 +18,10 @@ pytestmark = pytest.mark.slow
 
 def test_sigterm_stops_the_worker_promptly_and_its_run_is_not_left_running(home: Path, tmp_path: Path,
                                                                           api_url: str) -> None:
-    from chronicle.flows.ingest_logs import ingest_logs
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
 
+    from chronicle.flows.ingest_logs import ingest_logs
     from tests.fakellm import FakeLLMServer
     from tests.lake import servers
     from tests.lake.helpers import REPO

@@ -11,8 +11,8 @@ import shutil
 from pathlib import Path
 
 import duckdb
-from chronicle.flows.ingest_logs import ingest_logs
 
+from chronicle.flows.ingest_logs import ingest_logs
 from tests.conftest import DATA
 
 EXPECTED_REJECTS = {

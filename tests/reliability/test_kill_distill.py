@@ -84,9 +84,10 @@ def ledger(home: Path) -> tuple[list[tuple], list[tuple]]:
 @pytest.mark.slow
 def test_kill_during_distill_then_rerun(home: Path, tmp_path: Path, sample_dir: Path, fake_llm: FakeLLMServer,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.settings import PREFECT_API_URL
+
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-    from prefect.settings import PREFECT_API_URL
 
     # Embeddings from the local server: a child process then starts in seconds, not after loading torch.
     emb = {"EMBEDDING_URL": fake_llm.base_url, "EMBEDDING_MODEL": "fake-embedding"}

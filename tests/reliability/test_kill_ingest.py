@@ -54,9 +54,8 @@ def _state(db: Path) -> tuple[list[tuple], int, int]:
 
 def rerun(home: Path, logs: Path, csv_map: str, batch: int) -> None:
     """The rerun after a kill, in this process: the child's code, `batch` files per write window."""
-    from chronicle.services.ingest import FileIngestor
-
     from chronicle.ingest.detect import discover
+    from chronicle.services.ingest import FileIngestor
     from chronicle.settings import Settings
 
     files, _ = discover([logs])

@@ -32,9 +32,8 @@ def _rows(home: Path) -> tuple[list[tuple], int]:
 
 
 def _rerun(home: Path, logs: Path) -> None:
-    from chronicle.services.ingest import FileIngestor
-
     from chronicle.ingest.detect import discover
+    from chronicle.services.ingest import FileIngestor
     from chronicle.settings import Settings
 
     files, _ = discover([logs])

@@ -57,9 +57,10 @@ def use_home(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
 @pytest.mark.slow
 def test_kill_during_backfill_then_rerun(home: Path, tmp_path: Path, sample_dir: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.settings import PREFECT_API_URL
+
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.flows.ingest_logs import ingest_logs
-    from prefect.settings import PREFECT_API_URL
 
     ingest_logs([str(sample_dir / "logs" / PROJECT)])
     base = home / "chronicle.duckdb"

@@ -112,7 +112,6 @@ def test_every_attempt_of_a_retried_call_has_its_row(llm_home: FakeLLMServer) ->
 def test_outage_fails_clearly_keeps_whole_weeks_and_resumes(llm_home: FakeLLMServer,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     from chronicle.flows.backfill_weeks import backfill_weeks
-
     from chronicle.weekly.outcome import WeeksFailedError
 
     monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "3")

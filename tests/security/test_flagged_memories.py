@@ -37,9 +37,8 @@ def test_orders_are_stored_flagged_searchable_and_only_proposed(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-    from chronicle.storage.memory.store import MemoryStore
-
     from chronicle.settings import Settings
+    from chronicle.storage.memory.store import MemoryStore
     from tests.security.canaries import use_distill_engine
 
     use_distill_engine(monkeypatch, fake_llm, engine, target_file="MEMORY.md")

@@ -92,9 +92,8 @@ def test_injected_logs_and_hostile_replies_stay_inside_the_allowlist(
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-    from chronicle.storage.db import connect
-
     from chronicle.settings import KNOWLEDGE_FILES
+    from chronicle.storage.db import connect
 
     for key, value in {"LLM_URL": fake_llm.base_url, "LLM_MODEL": "fake-model", "EMBEDDING_URL": fake_llm.base_url,
                        "EMBEDDING_MODEL": "fake-embedding", "CHRONICLE_LLM_BACKOFF_BASE_S": "0.01"}.items():
@@ -147,7 +146,6 @@ def test_offline_engine_routes_injected_notes_without_overwriting(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-
     from chronicle.settings import Settings
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)

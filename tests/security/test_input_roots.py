@@ -30,9 +30,8 @@ def _secret(folder: Path, ts: str = "2026-03-02T10:00:00") -> Path:
 def test_a_path_outside_the_roots_is_a_failed_run_with_one_line(
         only_default_roots: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, how: str) -> None:
     from chronicle.flows.ingest_logs import ingest_logs
-    from chronicle.services.run_history import list_runs
-
     from chronicle.param_checks import ParameterError
+    from chronicle.services.run_history import list_runs
     from chronicle.settings import Settings
 
     secret = _secret(tmp_path_factory.mktemp("elsewhere") / "private")  # not under the home nor the cwd

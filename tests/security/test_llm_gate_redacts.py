@@ -59,10 +59,9 @@ def test_the_llm_calls_row_keeps_unredacted_only_the_gates_own_output(home: Path
     """The row's prompt is not redacted again only when it is exactly what this gate's redactor made of plain
     messages. Anything else in it is redacted: text `Redacted` by another redactor (here one without the
     settings' extra pattern), a field beside the content, a prompt the client serialised otherwise."""
-    from chronicle.services.llm_gate import llm_call
-
     import chronicle.llm.client
     from chronicle.llm.records import serialise_prompt
+    from chronicle.services.llm_gate import llm_call
 
     monkeypatch.setenv("LLM_URL", fake_llm.base_url)
     monkeypatch.setenv("LLM_MODEL", "fake-model")

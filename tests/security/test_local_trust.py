@@ -33,7 +33,6 @@ def test_everything_a_run_creates_is_private_under_umask_000(
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-
     from tests.security.canaries import use_distill_engine
 
     home = tmp_path / "fresh" / "home"  # created by Chronicle, not by the test

@@ -52,7 +52,6 @@ def test_orders_become_proposals_and_a_genuine_rule_is_kept_once_approved(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-
     from chronicle.settings import Settings
     from tests.security.canaries import use_distill_engine
 

@@ -92,7 +92,6 @@ def test_workspace_setting_decides_where_files_go_and_nothing_lands_elsewhere(
         home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-
     from chronicle.settings import Settings
 
     elsewhere = tmp_path / "elsewhere"
@@ -119,7 +118,6 @@ def test_flow_refuses_a_symlink_out_of_the_workspace(
     rerun after the link is removed completes (nothing was recorded as done)."""
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-
     from chronicle.settings import Settings
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)

@@ -59,7 +59,6 @@ def hostile(request: dict[str, Any]) -> str:
 @pytest.fixture
 def workspace(home: Path, tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> Path:
     from chronicle.flows.ingest_logs import ingest_logs
-
     from chronicle.settings import Settings
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)  # fast, deterministic vectors over HTTP
@@ -150,7 +149,6 @@ def test_llm_memories_pass_the_same_gate_and_protected_ones_are_proposed(
     and a harmless memory for SOUL.md reaches it only by approval — the run's proposals artifact lists it."""
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.services.memory import search_memories
-
     from chronicle.settings import Settings
     from tests.distill.conftest import artifact_markdowns
 
@@ -189,7 +187,6 @@ def test_rephrased_orders_reach_no_knowledge_file_and_agents_md_only_by_approval
     a harmless rule for AGENTS.md is a proposal too, unless the setting relaxes it."""
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-
     from chronicle.settings import Settings
     from tests.security.canaries import use_distill_engine
 

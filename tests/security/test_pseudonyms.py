@@ -69,9 +69,9 @@ def test_the_sample_trial_loses_no_word(sample_dir: Path) -> None:
 def test_the_week_shown_to_the_llm_is_pseudonymised_and_the_mapping_stays_in_the_database(
         home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import duckdb
+
     from chronicle.flows.ingest_logs import ingest_logs
     from chronicle.services.weekly import read_week
-
     from chronicle.settings import Settings
     from chronicle.weeks import IsoWeek
 

@@ -79,9 +79,10 @@ def all_tables() -> dict[str, str]:
 
 def recorded_runs() -> tuple[list, list]:
     """The Prefect flow runs this home recorded (`pipeline_runs`) and their task runs, as the API serves them."""
-    from chronicle.storage.db import connect
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from chronicle.storage.db import connect
 
     with connect(Settings()) as conn:
         ids = [r[0] for r in conn.execute("SELECT flow_run_id FROM pipeline_runs").fetchall()]

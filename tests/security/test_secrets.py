@@ -61,9 +61,10 @@ def table_text(*tables: str) -> dict[str, str]:
 
 def artifacts_text() -> tuple[int, str]:
     """Every Prefect artifact of this test's flow runs, read back through the API."""
-    from chronicle.storage.db import connect
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    from chronicle.storage.db import connect
 
     with connect(Settings()) as conn:
         run_ids = [r[0] for r in conn.execute("SELECT flow_run_id FROM pipeline_runs").fetchall()]
@@ -83,7 +84,6 @@ def test_canaries_reach_no_llm_request_and_no_store(home: Path, tmp_path: Path, 
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-
     from chronicle.settings import Settings
 
     for key, value in {"LLM_URL": fake_llm.base_url, "LLM_MODEL": "fake-model", "EMBEDDING_URL": fake_llm.base_url,
@@ -132,7 +132,6 @@ def test_offline_engines_store_no_canary(home: Path, tmp_path: Path, fake_llm: F
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
-
     from chronicle.settings import Settings
 
     monkeypatch.setenv("EMBEDDING_URL", fake_llm.base_url)

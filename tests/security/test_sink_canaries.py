@@ -132,7 +132,6 @@ def test_canaries_in_names_settings_metadata_and_errors_reach_no_sink(
     from chronicle.flows.distill_memory import distill_memory
     from chronicle.flows.ingest_logs import ingest_logs
     from chronicle.flows.summarize_week import summarize_week
-
     from chronicle.weekly.outcome import WeeksFailedError
 
     monkeypatch.setattr(console, "_width", 400)

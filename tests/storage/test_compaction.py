@@ -61,9 +61,8 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def fragmented_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A home whose file was fragmented by MIN_EXTRA_ROW_GROUPS + 16 real write windows, written once per module
     (the windows are most of each test's time); `fragmented` copies it for each test, which compacts its copy."""
-    from chronicle.storage.compaction import MIN_EXTRA_ROW_GROUPS
-
     from chronicle.settings import load_settings
+    from chronicle.storage.compaction import MIN_EXTRA_ROW_GROUPS
 
     home = tmp_path_factory.mktemp("fragmented") / "home"
     with pytest.MonkeyPatch.context() as mp:

@@ -23,9 +23,10 @@ class _Counting:
 
 @pytest.mark.skipif(importlib.util.find_spec("pandas") is not None, reason="pandas is installed here")
 def test_bound_values_do_not_search_for_pandas_each_time() -> None:
-    import chronicle.storage.db  # noqa: F401  (installs the absent-pandas finder)
     import duckdb
     import pyarrow as pa
+
+    import chronicle.storage.db  # noqa: F401  (installs the absent-pandas finder)
 
     counting = _Counting()
     # Right behind the absent-pandas finder: other finders (pytest's, the checkout's) may sit in front of it.

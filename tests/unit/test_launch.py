@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from chronicle.cli.launch import runner_key, wanted
 
 

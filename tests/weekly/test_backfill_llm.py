@@ -104,7 +104,6 @@ def test_a_quarter_of_requests_failing_transiently_still_yields_every_week(
 
 def test_rejected_requests_fail_at_once_with_the_setting_to_fix(trial: Path, online: FakeLLMServer) -> None:
     from chronicle.flows.summarize_week import summarize_week
-
     from chronicle.weekly.outcome import WeeksFailedError
 
     online.responder = cite_first
@@ -122,7 +121,6 @@ def test_rejected_requests_fail_at_once_with_the_setting_to_fix(trial: Path, onl
 def test_a_failed_week_keeps_the_others_and_the_rerun_does_only_it(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     from chronicle.flows.backfill_weeks import backfill_weeks
-
     from chronicle.weekly.outcome import WeeksFailedError
 
     monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "2")
@@ -177,7 +175,6 @@ def test_a_week_that_fails_after_good_attempts_keeps_their_llm_calls_rows(
     """A week's successful attempts are held to be stored with its report (one write window per week):
     when the week dies before that commit, they are written anyway, beside the failed attempt's row."""
     from chronicle.flows.summarize_week import summarize_week
-
     from chronicle.weekly.outcome import WeeksFailedError
 
     monkeypatch.setenv("CHRONICLE_LLM_CONTEXT_TOKENS", "400")  # map-reduce: several calls for one week
@@ -218,9 +215,10 @@ class InFlight:
 
 def test_one_shared_llm_limit_bounds_calls_in_flight(trial: Path, online: FakeLLMServer,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.client.orchestration import get_client
+
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.services.llm_gate import ensure_llm_limit
-    from prefect.client.orchestration import get_client
 
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "2")
     online.responder = meter = InFlight(expect=2)
@@ -235,11 +233,11 @@ def test_one_shared_llm_limit_bounds_calls_in_flight(trial: Path, online: FakeLL
 
 def test_without_the_prefect_api_a_process_local_limit_is_used(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    import chronicle.services.llm_gate
     import prefect.client.orchestration
+
+    import chronicle.services.llm_gate
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.services.llm_gate import reserve_llm
-
     from chronicle.settings import Settings
 
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "2")
@@ -264,10 +262,9 @@ def test_rollups_and_ask_go_through_the_endpoint_and_rollups_are_rebuilt_only_on
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.services.history import ask_chronicle, build_history_context
     from chronicle.services.weekly import read_week
+    from chronicle.settings import Settings
     from chronicle.storage import reports
     from chronicle.storage.db import transaction
-
-    from chronicle.settings import Settings
     from chronicle.weeks import IsoWeek
 
     _offline(monkeypatch)

@@ -103,10 +103,9 @@ def test_an_edit_survives_regeneration_and_is_the_chronicle(trial: Path) -> None
     from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.services.history import build_history_context
     from chronicle.services.weekly import read_week
+    from chronicle.settings import Settings
     from chronicle.storage import reports
     from chronicle.storage.db import connect, transaction
-
-    from chronicle.settings import Settings
     from chronicle.weeks import IsoWeek
 
     backfill_weeks(project_id="XH201", start_week="2025-W20", end_week="2025-W23")
@@ -168,10 +167,9 @@ def test_a_late_entry_regenerates_exactly_its_week_and_marks_an_edit_stale(home:
 
     # A late entry for a human-edited week keeps the edit but marks it stale.
     from chronicle.services.weekly import read_week
+    from chronicle.settings import Settings
     from chronicle.storage import reports
     from chronicle.storage.db import transaction
-
-    from chronicle.settings import Settings
     from chronicle.weeks import IsoWeek
 
     week = IsoWeek.parse("2025-W31")

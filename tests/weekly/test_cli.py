@@ -89,10 +89,10 @@ def test_show_of_a_missing_week_fails_with_a_hint(trial: Path) -> None:
 def test_weekly_flow_writes_the_last_completed_week_of_every_project(trial: Path) -> None:
     from uuid import UUID
 
-    from chronicle.flows.summarize_week import summarize_week
-    from chronicle.flows.weekly_chronicle import weekly_chronicle
     from prefect.client.orchestration import get_client
 
+    from chronicle.flows.summarize_week import summarize_week
+    from chronicle.flows.weekly_chronicle import weekly_chronicle
     from chronicle.settings import Settings
     from chronicle.weeks import last_completed_week
 

@@ -16,7 +16,6 @@ def _flagged(settings, project: str) -> tuple[int, list[str]]:
     from chronicle.services.llm_gate import redactor_for
     from chronicle.storage import week_inputs
     from chronicle.storage.db import connect
-
     from chronicle.weekly.engine import offline_week
     from chronicle.weekly.faithfulness import describe
     from chronicle.weekly.model import make_week_input

@@ -37,9 +37,9 @@ def test_a_freed_slot_goes_to_the_lowest_turn_not_the_first_to_arrive() -> None:
 
 
 def test_a_slow_first_reservation_is_asked_again_for_the_same_share(monkeypatch: pytest.MonkeyPatch) -> None:
-    import chronicle.services.llm_gate as gate
     import prefect.concurrency.sync
 
+    import chronicle.services.llm_gate as gate
     from chronicle.settings import Settings
 
     asked: list[tuple[int, float | None]] = []
@@ -62,6 +62,7 @@ def test_a_slow_first_reservation_is_asked_again_for_the_same_share(monkeypatch:
 
 def test_flow_runs_leave_the_heartbeat_thread_to_stop_by_itself() -> None:
     import prefect.flow_engine
+
     from chronicle.services.run_tracking import unjoined_heartbeats  # importing it installs it, as every flow does
 
     patched = prefect.flow_engine._send_heartbeats

@@ -43,8 +43,6 @@ def _log(tmp: Path, projects: list[str]) -> Path:
 
 
 def test_backfill_all_with_a_300_character_project_id_succeeds_twice(home: Path, tmp_path: Path) -> None:
-    from chronicle.flows.backfill_weeks import backfill_weeks
-    from chronicle.flows.ingest_logs import ingest_logs
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         ArtifactFilter,
@@ -52,6 +50,9 @@ def test_backfill_all_with_a_300_character_project_id_succeeds_twice(home: Path,
         FlowRunFilter,
         FlowRunFilterId,
     )
+
+    from chronicle.flows.backfill_weeks import backfill_weeks
+    from chronicle.flows.ingest_logs import ingest_logs
 
     ingest_logs([str(_log(tmp_path, [LONG_ASCII, LONG_CJK, LONG_ASCII[:-1] + "B"]))])
     first = backfill_weeks(project_id="all")
@@ -76,9 +77,10 @@ def test_backfill_all_with_a_300_character_project_id_succeeds_twice(home: Path,
 
 
 def test_cli_chart_with_a_long_project_id(home: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
     from chronicle.cli.main import app
     from chronicle.flows.ingest_logs import ingest_logs
-    from typer.testing import CliRunner
 
     ingest_logs([str(_log(tmp_path, [LONG_CJK]))])
     out = tmp_path / "charts"

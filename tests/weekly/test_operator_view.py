@@ -75,9 +75,9 @@ def test_weeks_needing_review_are_in_the_state_message_and_summary_also_when_cac
 
 def test_a_group_with_failed_weeks_is_failed_and_the_run_says_why_without_a_traceback(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.flows.backfill_weeks import backfill_weeks
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
+    from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.weekly.outcome import WeeksFailedError
 
     monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "1")
@@ -109,7 +109,6 @@ def test_a_group_with_failed_weeks_is_failed_and_the_run_says_why_without_a_trac
 
 def test_an_end_week_past_the_last_entry_pads_nothing(trial: Path) -> None:
     from chronicle.flows.backfill_weeks import backfill_weeks
-
     from chronicle.weeks import IsoWeek
 
     rows = backfill_weeks(project_id="XH201", start_week="", end_week="2030-W01")
@@ -124,7 +123,6 @@ def test_an_end_week_past_the_last_entry_pads_nothing(trial: Path) -> None:
 def test_overwrite_edited_replaces_only_the_edits_that_existed_when_the_run_planned(trial: Path) -> None:
     from chronicle.services.reports import edit_report
     from chronicle.services.weekly import plan_project, plan_week, run_week
-
     from chronicle.weeks import IsoWeek
 
     settings = Settings()
@@ -152,10 +150,11 @@ def test_overwrite_edited_replaces_only_the_edits_that_existed_when_the_run_plan
 
 def test_a_retried_run_shows_only_its_own_attempts_artifacts(trial: Path, online: FakeLLMServer,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from chronicle.flows.backfill_weeks import backfill_weeks
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
     from prefect.flow_engine import run_flow
     from prefect.states import AwaitingRetry
+
+    from chronicle.flows.backfill_weeks import backfill_weeks
 
     monkeypatch.setenv("CHRONICLE_LLM_MAX_ATTEMPTS", "1")
     params = {"project_id": "XH201", "start_week": "2025-W29", "end_week": "2025-W31"}

@@ -30,7 +30,6 @@ def test_uncited_reply_is_asked_again_flagged_listed_marked_and_accepted(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     from chronicle.flows.summarize_week import summarize_week
     from chronicle.services.history import build_history_context
-
     from chronicle.settings import Settings
     from chronicle.weekly.context import FLAGGED_MARK
 

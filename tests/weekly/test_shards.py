@@ -7,7 +7,6 @@ from pathlib import Path
 
 from chronicle.services import shards
 from chronicle.services.weekly import plan_project, plan_week, run_week
-
 from chronicle.settings import Settings
 from chronicle.weekly.outcome import WeekOutcome
 
@@ -84,10 +83,11 @@ def test_the_parent_takes_the_shard_of_a_child_that_never_started_and_cancels_it
     """A child run still queued when the parent has written its own shard is not waited for: the parent owns
     its shard now (a worker picking the child up after all finds it taken, and the child ends at once) and the
     queued run is Cancelled, saying why. A child that took its shard first is never cancelled."""
-    from chronicle.tasks.spread import _Children
     from prefect import flow
     from prefect.client.orchestration import get_client
     from prefect.states import Scheduled
+
+    from chronicle.tasks.spread import _Children
 
     @flow(name="queued-child")
     def queued_child() -> None:

@@ -15,7 +15,6 @@ MARKER = "THINKING-MARKER"
 
 def test_weekly_report_of_a_thinking_model_stores_only_the_answer(trial: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from chronicle.flows.backfill_weeks import backfill_weeks
-
     from tests.weekly.conftest import db_rows
 
     answer = "## 本周要点\n\n- 项目按计划推进 [E1]。\n"
