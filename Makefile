@@ -31,12 +31,17 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	$(BIN)/chronicle demo
 
+# Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): the suite starts
+# hundreds of Python processes (commands, flow runs, workers) that would each compile the project's modules
+# again, and every xdist worker would rewrite every test module's assertions again.
+PYTEST = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
+
 test: install
-	$(BIN)/python -m pytest -q
+	$(PYTEST) -q
 
 # The quick layer: the core and storage, no Prefect server (README "Tests"); `-m "not slow"` adds the flows.
 test-quick: install
-	$(BIN)/python -m pytest -q -m "not slow and not flows"
+	$(PYTEST) -q -m "not slow and not flows"
 
 lint: install
 	$(BIN)/ruff check .
