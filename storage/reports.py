@@ -387,14 +387,15 @@ class ReportWriter:
         return out
 
     def _flush_queued(self, batch: list[_Ticket]) -> None:
-        """Commit `batch`, then each batch queued meanwhile (each its own commit), in one window (`held_window`)."""
+        """Commit `batch`, then each batch queued meanwhile, in one `held_window` until a row fails (fresh window)."""
         until = time.monotonic() + self.HOLD_S
         with held_window(self.settings):
             while batch:
                 self._flush(batch)
+                keep = time.monotonic() < until and all(t.error is None for t in batch)
                 with self._cond:  # this batch's callers go on while the next one commits
                     self._cond.notify_all()
-                    batch, self._queue = (self._queue, []) if time.monotonic() < until else ([], self._queue)
+                    batch, self._queue = (self._queue, []) if keep else ([], self._queue)
 
     def _write(self, tickets: list[_Ticket]) -> None:
         guard = guard_keys(t.args.report.project_id for t in tickets)
