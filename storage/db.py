@@ -116,9 +116,9 @@ def connect(settings: Settings, *, read_only: bool = False) -> Iterator[duckdb.D
         with _connect_lake(settings) as conn:
             yield conn
         return
-    held = _held_window.get()
-    if held is not None and held.settings is settings:  # inside `held_window`: the window it keeps
-        yield held.open()
+    shared = _shared.get()
+    if shared is not None and shared.settings is settings:  # inside `one_window` / `held_window`: its window
+        yield shared.open()
         return
     with files.connect_file(settings, read_only) as conn:
         yield conn
@@ -128,45 +128,22 @@ def read(settings: Settings, query: Callable[..., T], *args: object, **kwargs: o
     """`query(conn, *args, **kwargs)` in its own short read-only window: the one way a caller above storage
     reads through a storage query function (instead of a `with connect(): return sql.f(conn, ...)` per use case).
     Inside `one_window(settings)` it reads in that block's window instead of opening one of its own."""
-    shared = _shared_window.get()
-    if shared is not None and shared[0] is settings:
-        return query(shared[1], *args, **kwargs)
     with connect(settings, read_only=True) as conn:
         return query(conn, *args, **kwargs)
 
 
-_shared_window: contextvars.ContextVar[tuple[Settings, duckdb.DuckDBPyConnection] | None] = contextvars.ContextVar(
-    "chronicle_shared_read_window", default=None)
+class _Shared:
+    """The one window of the embedded file that every `connect` inside a `one_window` / `held_window` block uses:
+    opened by the first of them, not before it, and left when the block ends."""
 
-
-@contextmanager
-def one_window(settings: Settings) -> Iterator[None]:
-    """Every `read(settings, ...)` inside the block shares one read-only window.
-
-    A desk page reads the signed-in account and then its rows: two windows cost two opens of the file (the open,
-    its settings and the migration check are most of a small page's reads). Keep the block to the reads: the
-    window holds the embedded file against other processes' writers, so render after it. No write may happen
-    inside it (a writer of this process would wait for the window's own lock).
-    """
-    with connect(settings, read_only=True) as conn:
-        token = _shared_window.set((settings, conn))
-        try:
-            yield
-        finally:
-            _shared_window.reset(token)
-
-
-class _Held:
-    """The window `held_window` keeps: opened by the first `connect` inside the block, not before it."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, settings: Settings, read_only: bool) -> None:
+        self.settings, self.read_only = settings, read_only
         self.window: AbstractContextManager[duckdb.DuckDBPyConnection] | None = None
         self.conn: duckdb.DuckDBPyConnection | None = None
 
     def open(self) -> duckdb.DuckDBPyConnection:
         if self.conn is None:
-            window = files.connect_file(self.settings, False)
+            window = files.connect_file(self.settings, self.read_only)
             self.conn, self.window = window.__enter__(), window
         return self.conn
 
@@ -177,16 +154,42 @@ class _Held:
         try:
             window.__exit__(None, None, None)
         except Exception:
+            if self.read_only:
+                raise
             log.warning("closing a held write window of %s failed; its commits stand", self.settings.db_path,
                         exc_info=True)
 
 
-_held_window: contextvars.ContextVar[_Held | None] = contextvars.ContextVar("chronicle_held_write_window",
-                                                                            default=None)
+_shared: contextvars.ContextVar[_Shared | None] = contextvars.ContextVar("chronicle_shared_window", default=None)
 
 
 @contextmanager
-def held_window(settings: Settings) -> Iterator[None]:
+def _sharing(settings: Settings, read_only: bool) -> Iterator[None]:
+    if settings.lake.enabled or _shared.get() is not None:  # the lake has no window to share; an outer block's
+        yield
+        return
+    shared = _Shared(settings, read_only)
+    token = _shared.set(shared)
+    try:
+        yield
+    finally:
+        _shared.reset(token)
+        shared.close()
+
+
+def one_window(settings: Settings) -> AbstractContextManager[None]:
+    """Every read (`read(settings, ...)`, `connect(settings, read_only=True)`) inside the block shares one read-only
+    window.
+
+    A desk page reads the signed-in account and then its rows: two windows cost two opens of the file (the open,
+    its settings and the migration check are most of a small page's reads). Keep the block to the reads: the
+    window holds the embedded file against other processes' writers, so render after it. No write may happen
+    inside it (the window is read-only).
+    """
+    return _sharing(settings, read_only=True)
+
+
+def held_window(settings: Settings) -> AbstractContextManager[None]:
     """Every `connect(settings)` (and so every transaction) of this thread inside the block uses one window of the
     embedded file, opened by the first of them: each transaction still commits on its own, but the file is
     attached once and checkpointed once, when the block ends. For a writer with commits queued back to back (the
@@ -195,16 +198,7 @@ def held_window(settings: Settings) -> Iterator[None]:
     has no window to hold (a no-op there). The window is left even when its checkpoint fails: its commits are
     already durable (the next window replays them from the WAL), so that failure is logged, not raised.
     """
-    if settings.lake.enabled or _held_window.get() is not None:
-        yield
-        return
-    held = _Held(settings)
-    token = _held_window.set(held)
-    try:
-        yield
-    finally:
-        _held_window.reset(token)
-        held.close()
+    return _sharing(settings, read_only=False)
 
 
 @contextmanager
