@@ -319,11 +319,17 @@ def run_week(settings: Settings, job: WeekJob, run_id: str, *, hold: bool = Fals
             # week); if the week fails before that commit, held_calls writes them on the way out.
             with held_calls(settings) as held:
                 report = _write_text(settings, job, model, run_id)
-                queued = Queued(_report_write(job, report, run_id), owned, held.take())
+                # `edit_seen`: the version of the human edit the run planned over, the only one
+                # `overwrite_edited` may replace (an edit saved while the week runs is kept).
+                seen = job.stored.version if job.stored is not None and job.stored.status == "edited" else None
+                write = ReportWrite(report, job.overwrite_edited, job.decision.why, run_id, seen)
+                queued = Queued(write, owned, held.take())
                 if hold and owned.leases.owner == job.lease_owner:
                     held.done()  # stored with the group's commit (or written on their own if it fails)
                     return Pending(job, report, queued, time.perf_counter() - t0)
-                saved = reports.writer_for(settings).save(queued.write, lease=owned, calls=queued.calls)
+                (saved,) = reports.writer_for(settings).save_many([queued])
+                if isinstance(saved, BaseException):
+                    raise saved
                 held.done()
         except BaseException:
             owned.release()
@@ -350,14 +356,6 @@ def _write_text(settings: Settings, job: WeekJob, model: str, run_id: str) -> We
         raise
 
 
-def _report_write(job: WeekJob, report: WeekReport, run_id: str) -> ReportWrite:
-    """The write of a week's new text; `edit_seen` is the version of the human edit the run planned over,
-    the only one `overwrite_edited` may replace (an edit saved while the week runs is kept)."""
-    stored = job.stored
-    seen = stored.version if stored is not None and stored.status == "edited" else None
-    return ReportWrite(report, job.overwrite_edited, job.decision.why, run_id, seen)
-
-
 def _written(job: WeekJob, report: WeekReport, saved: str) -> WeekRun:
     """What storing a week's new text produced (`saved`: the writer's outcome, e.g. generated or skipped-edited)."""
     row = WeekOutcome(job.project_id, job.week.number, saved, report.model, len(job.input.entries),
@@ -372,10 +370,10 @@ def run_week_group(settings: Settings, jobs: list[WeekJob], run_id: str, *,
     week that fails being its exception while its neighbours go on.
 
     The weeks the offline engine writes under the fan-out's lease (milliseconds each, where a commit per week
-    would cost more than the week) are stored one window per round of weeks: a kill before that commit loses
-    the round's text, never a week half stored, and the rerun writes it again. A week written by the LLM is
-    stored as soon as it is written (group-committed with the weeks in flight beside it): held for the
-    group's commit, a kill would throw away paid calls.
+    would cost more than the week) are stored one commit per round of weeks (`threads` of them, at least
+    COMMIT_EVERY): a kill before that commit loses the round's text, never a week half stored, and the rerun
+    writes it again. A week written by the LLM is stored as soon as it is written (group-committed with the
+    weeks in flight beside it): held for the group's commit, a kill would throw away paid calls.
     """
     out: list[WeekRun | Exception | None] = [None] * len(jobs)
     pending: list[Pending | None] = [None] * len(jobs)
@@ -394,7 +392,24 @@ def run_week_group(settings: Settings, jobs: list[WeekJob], run_id: str, *,
         else:
             out[i] = result
 
-    _in_rounds(len(jobs), threads, one, lambda indices: _store_round(settings, pending, out, indices))
+    n, step = len(jobs), max(threads, COMMIT_EVERY)
+    rounds = [range(first, min(first + step, n)) for first in range(0, n, step)]
+    threaded = min(max(1, threads), n) > 1
+    with ThreadPoolExecutor(max_workers=min(threads, n), thread_name_prefix="chronicle-week") if threaded \
+            else nullcontext() as pool:
+        # No barrier between rounds: a thread that finished a week takes the next one at once, while a
+        # neighbour waits for its report's commit — a round waiting for its slowest week and its write window
+        # left the LLM slots idle. Each week runs in a copy of THIS thread's context, taken here at submit: its
+        # Prefect task run and the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold
+        # neither, and a week would then wait forever for a slot its own run holds).
+        futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(n)] if pool else []
+        for chunk in rounds:
+            for i in chunk:
+                if pool is None:
+                    one(i)
+                else:
+                    futures[i].result()
+            _store_round(settings, pending, out, chunk)
     assert all(r is not None for r in out)
     return [r for r in out if r is not None]
 
@@ -416,29 +431,3 @@ def _store_round(settings: Settings, pending: list[Pending | None], out: list[We
             continue
         run = _written(p.job, p.report, result)
         out[i] = WeekRun(run.outcome.timed(p.seconds + share), run.report)
-
-
-def _in_rounds(n: int, threads: int, one: Callable[[int], None], store: Callable[[range], None]) -> None:
-    """`one(i)` for each of a group's `n` weeks, `threads` at a time, and `store(round)` for each round of them,
-    in order. One commit per round of `threads` weeks (at least COMMIT_EVERY): a handful of windows per group,
-    and what a kill can throw away stays a round, not the whole group."""
-    step = max(threads, COMMIT_EVERY)
-    rounds = [range(first, min(first + step, n)) for first in range(0, n, step)]
-    if min(max(1, threads), n) <= 1:
-        for chunk in rounds:
-            for i in chunk:
-                one(i)
-            store(chunk)
-        return
-    # No barrier between rounds: a thread that finished a week takes the next one at once, while a
-    # neighbour waits for its report's commit — a round waiting for its slowest week and its write window
-    # left the LLM slots idle. The weeks' offline reports are still committed in rounds, in order.
-    with ThreadPoolExecutor(max_workers=min(threads, n), thread_name_prefix="chronicle-week") as pool:
-        # Each week runs in a copy of THIS thread's context, taken here at submit: its Prefect task run
-        # and the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold
-        # neither, and a week would then wait forever for a slot its own run holds).
-        futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(n)]
-        for chunk in rounds:
-            for i in chunk:
-                futures[i].result()
-            store(chunk)

@@ -345,19 +345,12 @@ class ReportWriter:
         self._queue: list[_Ticket] = []
         self._writing = False
 
-    def save(self, write: ReportWrite, *, lease: claims.Lease | None = None,
-             calls: Sequence[CallRow] = ()) -> str:
-        """Store the report (group-committed) with the `llm_calls` rows of the attempts that wrote it (`calls`,
-        same transaction); `lease` (the week's claim) ends with it: in the same transaction on the embedded
-        file, right after the commit in the lake (claims live in PostgreSQL)."""
-        (outcome,) = self.save_many([Queued(write, lease, calls)])
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
-
     def save_many(self, items: Sequence[Queued]) -> list[str | BaseException]:
         """Store a group of reports in one window, with whatever other callers queued meanwhile; one outcome per
-        item, or the error of that item (the group is retried row by row when its commit fails, as in `save`)."""
+        item, or the error of that item (the group is retried row by row when its commit fails). Each report is
+        stored with the `llm_calls` rows of the attempts that wrote it (same transaction), and its lease (the
+        week's claim) ends with it: in the same transaction on the embedded file, right after the commit in the
+        lake (claims live in PostgreSQL)."""
         if not items:
             return []
         tickets = [_Ticket(q.write, q.lease, q.calls) for q in items]
