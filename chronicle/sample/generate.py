@@ -37,10 +37,6 @@ class SampleManifest:
     config: Path
     seed: int
 
-    def toml_snippet(self) -> str:
-        """`chronicle.toml` lines that let the ingest stage read the CSV export."""
-        return toml_text(self.seed)
-
 
 def _log_files(trial: Trial, events: list[Event], in_csv: bool) -> dict[str, str]:
     """One project's logs: JSONL per local month, its queries in the CSV export if `in_csv`."""
