@@ -12,7 +12,6 @@ import time
 import zlib
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from chronicle.services.ingest_read import foreign_encoding, utf16_without_bom
 from chronicle.settings import Settings
 from chronicle.storage import ingest_history, ingest_sql, raw_logs
 from chronicle.storage.db import transactions
+from chronicle.weeks import utc_now
 
 
 def _sha256(data: bytes | memoryview) -> str:
@@ -262,7 +262,7 @@ def write_batch(settings: Settings, redact: Any, planned: list[Write], run_id: s
             writes = [w for w in planned if w.path not in stale]
             stored = [w for w in writes if w.file_id]
             ids = [w.file_id for w in stored if w.file_id]
-            now = datetime.now(UTC).replace(tzinfo=None)
+            now = utc_now()
             changes = ingest_history.BatchChanges()
             before = raw_logs.count_rows(conn, ids)
             ingest_history.take_prior(conn, [w.file_id for w in stored if w.mode == "reread" and w.file_id],

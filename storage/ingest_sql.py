@@ -33,6 +33,7 @@ from chronicle.ingest.zones import (
     UTC_NAMES,
 )
 from chronicle.storage.ingest_history import CONTENT_KEY_SQL
+from chronicle.weeks import utc_now
 
 CANONICAL = ("project_id", "ts", "actor", "type", "content")
 
@@ -349,7 +350,7 @@ def store_lines(
     line_nos = table.column("line_no")
     files = table.column("source_file").chunk(0).dictionary.to_pylist()  # one dictionary for all chunks
     ids = table.column("file_id").chunk(0).dictionary.to_pylist()
-    now = (now or datetime.now(UTC).replace(tzinfo=None)).replace(tzinfo=UTC)
+    now = (now or utc_now()).replace(tzinfo=UTC)
     strip_cr = bool(pa.compute.any(pa.compute.ends_with(table.column("raw"), "\r")).as_py())
     params: dict[str, object] = {"max_bytes": max_line_bytes, "default_project": default_project,
                                  "default_tz": default_tz, "now": now, "zones": zone_names(conn)}

@@ -9,7 +9,7 @@ import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import duckdb
@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from chronicle.ingest.model import Entry, Reject
 from chronicle.storage.ingest_history import CONTENT_KEY_SQL
+from chronicle.weeks import utc_now
 
 KEY = CONTENT_KEY_SQL.format(p="", sid="coalesce(json_extract_string(metadata, '$.id'), "
                                         "json_extract_string(metadata, '$.event_id'))")
@@ -29,10 +30,6 @@ def _unregister(conn: duckdb.DuckDBPyConnection, *names: str) -> None:
             conn.unregister(name)
 
 
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
 def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry], now: datetime | None = None) -> int:
     """Insert parsed entries (notes, LoCoMo); existing ids are left alone. Returns rows added.
 
@@ -40,7 +37,7 @@ def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry], no
     if not entries:
         return 0
     rows = [asdict(e) for e in entries]
-    now = now or _now()
+    now = now or utc_now()
     for row in rows:
         row["week_number"] = row["iso_year"] * 100 + row["iso_week"]
         row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False)
@@ -99,7 +96,7 @@ def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -
                WHERE reject_id NOT IN (SELECT reject_id FROM rejects
                                        WHERE source_file IN (SELECT DISTINCT source_file FROM new_rejects))
                QUALIFY row_number() OVER (PARTITION BY reject_id) = 1""",
-            [_now()],
+            [utc_now()],
         )
     finally:
         _unregister(conn, "new_rejects")
@@ -123,7 +120,7 @@ def save_file_states(conn: duckdb.DuckDBPyConnection, states: Sequence[dict[str,
     """Replace the rows of files (delete + insert: the caller's transaction makes it one change)."""
     if not states:
         return
-    now = _now()
+    now = utc_now()
     columns = ("path", "project_id", "format", "size", "mtime_ns", "parsed_bytes", "parsed_lines",
                "prefix_sha256", "entries", "rejects", "content_sha256", "file_id", "head_len", "head_sha256",
                "duplicates", "note")
