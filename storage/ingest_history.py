@@ -34,11 +34,12 @@ class BatchChanges:
     stale_weeks: list[tuple[str, int]] = field(default_factory=list)
 
 
-def _ids(conn: duckdb.DuckDBPyConnection, name: str, values: Sequence[str]) -> None:
-    conn.register(name, pa.table({"id": pa.array(list(values), pa.string())}))
+def register_strings(conn: duckdb.DuckDBPyConnection, name: str, values: Sequence[str], column: str = "id") -> None:
+    conn.register(name, pa.table({column: pa.array(list(values), pa.string())}))
 
 
-def _drop(conn: duckdb.DuckDBPyConnection, *names: str) -> None:
+def unregister(conn: duckdb.DuckDBPyConnection, *names: str) -> None:
+    # After a failed statement the transaction is aborted and unregister raises too; the first error matters.
     for name in names:
         with contextlib.suppress(duckdb.Error):
             conn.unregister(name)
@@ -52,15 +53,15 @@ def take_prior(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str], replace
                  "WHERE false")
     if not file_ids and not replaced_paths:
         return
-    _ids(conn, "prior_ids", file_ids)
-    _ids(conn, "prior_paths", replaced_paths)
+    register_strings(conn, "prior_ids", file_ids)
+    register_strings(conn, "prior_paths", replaced_paths)
     try:
         where = "file_id IN (SELECT id FROM prior_ids) OR source_file IN (SELECT id FROM prior_paths)"
         conn.execute(f"INSERT INTO prior SELECT {_COLUMNS}, source_file IN (SELECT id FROM prior_paths) "
                      f"FROM raw_logs WHERE {where}")
         conn.execute(f"DELETE FROM raw_logs WHERE {where}")
     finally:
-        _drop(conn, "prior_ids", "prior_paths")
+        unregister(conn, "prior_ids", "prior_paths")
 
 
 def settle_prior(conn: duckdb.DuckDBPyConnection, now: datetime, run_id: str, changes: BatchChanges) -> None:
@@ -122,7 +123,7 @@ hit AS (SELECT n.entry_id, n.file_id, n.content_key, old.of_id FROM n
         WHERE n.pos > b.first_pos)
 SELECT entry_id, file_id, content_key, min(of_id) AS of_id FROM hit GROUP BY ALL""", params)
     finally:
-        _drop(conn, "batch_ids")
+        unregister(conn, "batch_ids")
     conn.execute("DELETE FROM raw_logs WHERE entry_id IN (SELECT entry_id FROM dups)")
     for file_id, of_id, n in conn.execute("SELECT file_id, of_id, count(*) FROM dups GROUP BY 1, 2").fetchall():
         changes.duplicates.setdefault(file_id, {})[of_id] = n
@@ -162,20 +163,20 @@ def finish_batch(conn: duckdb.DuckDBPyConnection, changes: BatchChanges, now: da
                               AND weekly_reports.week_number = s.week_number""",
                          [now])
         finally:
-            _drop(conn, "stale_weeks")
+            unregister(conn, "stale_weeks")
 
 
 def taken_ids(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> set[str]:
     """Which of `paths` already name a file identity (rows or a file state use it)."""
     if not paths:
         return set()
-    _ids(conn, "maybe_taken", paths)
+    register_strings(conn, "maybe_taken", paths)
     try:
         rows = conn.execute("""SELECT id FROM maybe_taken WHERE id IN (SELECT file_id FROM ingest_files)
                                OR id IN (SELECT DISTINCT file_id FROM raw_logs
                                          WHERE file_id IN (SELECT id FROM maybe_taken))""").fetchall()
     finally:
-        _drop(conn, "maybe_taken")
+        unregister(conn, "maybe_taken")
     return {r[0] for r in rows}
 
 
@@ -193,5 +194,5 @@ def known_heads(conn: duckdb.DuckDBPyConnection, heads: Sequence[tuple[int, str]
         names = [d[0] for d in cur.description]
         rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     finally:
-        _drop(conn, "wanted_heads")
+        unregister(conn, "wanted_heads")
     return {(r["head_len"], r["head_sha256"]): r for r in rows}

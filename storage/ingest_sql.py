@@ -32,7 +32,7 @@ from chronicle.ingest.zones import (
     NOT_ZONES,
     UTC_NAMES,
 )
-from chronicle.storage.ingest_history import CONTENT_KEY_SQL
+from chronicle.storage.ingest_history import CONTENT_KEY_SQL, unregister
 from chronicle.weeks import utc_now
 
 CANONICAL = ("project_id", "ts", "actor", "type", "content")
@@ -366,7 +366,7 @@ def store_lines(
         conn.execute(f"CREATE OR REPLACE TEMP TABLE refused AS {refused_lines_sql(column_map, project_tz, strip_cr)}",
                      {**params, **first_line, "ids": ids, "last_line": pa.compute.max(line_nos).as_py()})
     finally:
-        _unregister(conn, "src")
+        unregister(conn, "src")
     return _store_refused(conn, files, now)
 
 
@@ -402,8 +402,3 @@ def _store_refused(conn: duckdb.DuckDBPyConnection, files: list[str], now: datet
     return counts
 
 
-def _unregister(conn: duckdb.DuckDBPyConnection, *names: str) -> None:
-    # After a failed statement the transaction is aborted and unregister raises too; the first error matters.
-    for name in names:
-        with contextlib.suppress(duckdb.Error):
-            conn.unregister(name)

@@ -5,7 +5,6 @@ JSONL/CSV lines are validated, timestamped and bucketed inside DuckDB by `chroni
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -16,18 +15,13 @@ import duckdb
 import pyarrow as pa
 
 from chronicle.ingest.model import Entry, Reject
-from chronicle.storage.ingest_history import CONTENT_KEY_SQL
+from chronicle.storage.ingest_history import CONTENT_KEY_SQL, register_strings, unregister
 from chronicle.weeks import utc_now
 
 KEY = CONTENT_KEY_SQL.format(p="", sid="coalesce(json_extract_string(metadata, '$.id'), "
                                         "json_extract_string(metadata, '$.event_id'))")
 
 
-def _unregister(conn: duckdb.DuckDBPyConnection, *names: str) -> None:
-    # After a failed statement the transaction is aborted and unregister raises too; the first error matters.
-    for name in names:
-        with contextlib.suppress(duckdb.Error):
-            conn.unregister(name)
 
 
 def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry], now: datetime | None = None) -> int:
@@ -57,22 +51,18 @@ def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry], no
                                       WHERE source_file IN (SELECT DISTINCT source_file FROM new_entries))"""
         )
     finally:
-        _unregister(conn, "new_entries")
+        unregister(conn, "new_entries")
     return conn.execute("SELECT count(*) FROM raw_logs").fetchall()[0][0] - before
-
-
-def _paths_table(conn: duckdb.DuckDBPyConnection, name: str, paths: Sequence[str]) -> None:
-    conn.register(name, pa.table({"path": pa.array(list(paths), pa.string())}))
 
 
 def clear_rejects(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> None:
     if not paths:
         return
-    _paths_table(conn, "clear_paths", paths)
+    register_strings(conn, "clear_paths", paths, "path")
     try:
         conn.execute("DELETE FROM rejects WHERE source_file IN (SELECT path FROM clear_paths)")
     finally:
-        _unregister(conn, "clear_paths")
+        unregister(conn, "clear_paths")
 
 
 def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -> None:
@@ -99,20 +89,20 @@ def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -
             [utc_now()],
         )
     finally:
-        _unregister(conn, "new_rejects")
+        unregister(conn, "new_rejects")
 
 
 def file_states(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The stored state of each of `paths` that has one, in one query (a batch of thousands of files)."""
     if not paths:
         return {}
-    _paths_table(conn, "state_paths", paths)
+    register_strings(conn, "state_paths", paths, "path")
     try:
         cur = conn.execute("SELECT * FROM ingest_files WHERE path IN (SELECT path FROM state_paths)")
         rows = cur.fetchall()
         names = [d[0] for d in cur.description]
     finally:
-        _unregister(conn, "state_paths")
+        unregister(conn, "state_paths")
     return {row[0]: dict(zip(names, row, strict=True)) for row in rows}
 
 
@@ -134,7 +124,7 @@ def save_file_states(conn: duckdb.DuckDBPyConnection, states: Sequence[dict[str,
         conn.execute(f"INSERT INTO ingest_files ({', '.join(columns)}, ingested_at) "
                      f"SELECT {', '.join(columns)}, ? FROM new_states", [now])
     finally:
-        _unregister(conn, "new_states")
+        unregister(conn, "new_states")
 
 
 def ingest_guard(path: str) -> list[str]:
@@ -148,7 +138,7 @@ def redact_project_ids(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str],
     tables: ingest is the one gate it passes, so every later sink sees the redacted id. One query per batch."""
     if not file_ids:
         return 0
-    _paths_table(conn, "redact_paths", file_ids)
+    register_strings(conn, "redact_paths", file_ids, "path")
     try:
         ids = [r[0] for r in conn.execute("SELECT DISTINCT project_id FROM raw_logs "
                                           "WHERE file_id IN (SELECT path FROM redact_paths)").fetchall()]
@@ -160,7 +150,7 @@ def redact_project_ids(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str],
                              "AND file_id IN (SELECT path FROM redact_paths)", [shown, project_id])
                 changed += 1
     finally:
-        _unregister(conn, "redact_paths")
+        unregister(conn, "redact_paths")
     return changed
 
 
@@ -168,21 +158,21 @@ def count_rows(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str]) -> dict
     """Rows currently stored for each of the file identities `file_ids` (absent: none)."""
     if not file_ids:
         return {}
-    _paths_table(conn, "count_ids", file_ids)
+    register_strings(conn, "count_ids", file_ids, "path")
     try:
         return dict(conn.execute("SELECT file_id, count(*) FROM raw_logs "
                                  "WHERE file_id IN (SELECT path FROM count_ids) GROUP BY 1").fetchall())
     finally:
-        _unregister(conn, "count_ids")
+        unregister(conn, "count_ids")
 
 
 def count_rejects(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, int]:
     """Rejects currently stored for each of `paths` (absent: none)."""
     if not paths:
         return {}
-    _paths_table(conn, "count_paths", paths)
+    register_strings(conn, "count_paths", paths, "path")
     try:
         return dict(conn.execute("SELECT source_file, count(*) FROM rejects "
                                  "WHERE source_file IN (SELECT path FROM count_paths) GROUP BY 1").fetchall())
     finally:
-        _unregister(conn, "count_paths")
+        unregister(conn, "count_paths")
