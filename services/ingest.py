@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chronicle.ingest.detect import detect_format, gzipped
+from chronicle.ingest.detect import detect_format, gzipped, resolved
 from chronicle.ingest.fingerprint import file_fingerprint, fingerprint
 from chronicle.ingest.identity import Head, candidate_heads, head_of, identity_for, sha256_hex
 from chronicle.ingest.model import FileResult, Reject
@@ -49,13 +49,6 @@ class _Read:
         return self.fmt in ("jsonl", "csv")
 
 
-def _absolute(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):  # a symlink loop: kept as named, refused with its reason when read
-        return path.absolute()
-
-
 class FileIngestor:
     """Reads paths against their stored state. Parsing happens before the write window opens.
 
@@ -81,7 +74,7 @@ class FileIngestor:
         A kill -9 at any point leaves a write window wholly written or not at all (one transaction), so a rerun
         reads again exactly the files the killed run did not commit. Two paths holding the same content are
         written in consecutive windows, so the second reads on from where the first stopped."""
-        keys = [str(_absolute(p)) for p in paths]
+        keys = [str(resolved(p)) for p in paths]
         pending = list(dict.fromkeys(keys))
         results: dict[str, FileResult] = {}
         stalled = 0  # rounds in a row in which every plan went stale: nothing was written
