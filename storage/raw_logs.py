@@ -154,25 +154,22 @@ def redact_project_ids(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str],
     return changed
 
 
+def _counts(conn: duckdb.DuckDBPyConnection, table: str, column: str, keys: Sequence[str]) -> dict[str, int]:
+    if not keys:
+        return {}
+    register_strings(conn, "count_keys", keys)
+    try:
+        return dict(conn.execute(f"SELECT {column}, count(*) FROM {table} "
+                                 f"WHERE {column} IN (SELECT id FROM count_keys) GROUP BY 1").fetchall())
+    finally:
+        unregister(conn, "count_keys")
+
+
 def count_rows(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str]) -> dict[str, int]:
     """Rows currently stored for each of the file identities `file_ids` (absent: none)."""
-    if not file_ids:
-        return {}
-    register_strings(conn, "count_ids", file_ids, "path")
-    try:
-        return dict(conn.execute("SELECT file_id, count(*) FROM raw_logs "
-                                 "WHERE file_id IN (SELECT path FROM count_ids) GROUP BY 1").fetchall())
-    finally:
-        unregister(conn, "count_ids")
+    return _counts(conn, "raw_logs", "file_id", file_ids)
 
 
 def count_rejects(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, int]:
     """Rejects currently stored for each of `paths` (absent: none)."""
-    if not paths:
-        return {}
-    register_strings(conn, "count_paths", paths, "path")
-    try:
-        return dict(conn.execute("SELECT source_file, count(*) FROM rejects "
-                                 "WHERE source_file IN (SELECT path FROM count_paths) GROUP BY 1").fetchall())
-    finally:
-        unregister(conn, "count_paths")
+    return _counts(conn, "rejects", "source_file", paths)
