@@ -324,18 +324,9 @@ def batch_table(parts: Sequence[LinePart]) -> pa.Table:
     return pa.Table.from_batches(table.to_batches(max_chunksize=BATCH_ROWS), table.schema)
 
 
-def store_lines(
-    conn: duckdb.DuckDBPyConnection,
-    table: pa.Table,
-    *,
-    resumed: Sequence[str] = (),
-    default_project: str | None,
-    default_tz: str,
-    project_tz: dict[str, str],
-    column_map: dict[str, str],
-    max_line_bytes: int,
-    now: datetime | None = None,
-) -> dict[str, dict[str, int]]:
+def store_lines(conn: duckdb.DuckDBPyConnection, table: pa.Table, *, resumed: Sequence[str] = (),
+                default_project: str | None, default_tz: str, project_tz: dict[str, str], column_map: dict[str, str],
+                max_line_bytes: int, now: datetime | None = None) -> dict[str, dict[str, int]]:
     """Lines of a `batch_table` into `raw_logs` and `rejects`; returns refused lines by file and reason.
 
     `source_file` is the path a line was read from, `file_id` the identity of the content it belongs to (entry

@@ -106,17 +106,9 @@ class Match:
     in_batch: bool
 
 
-def plan_upsert(
-    memories: Sequence[Memory],
-    *,
-    known: dict[str, str],
-    vectors: dict[int, np.ndarray],
-    neighbours: dict[int, list[Neighbour]],
-    policy: Callable[[str], DedupPolicy],
-    created: datetime,
-    now: datetime,
-    flow_run_id: str | None,
-) -> UpsertPlan:
+def plan_upsert(memories: Sequence[Memory], *, known: dict[str, str], vectors: dict[int, np.ndarray],
+                neighbours: dict[int, list[Neighbour]], policy: Callable[[str], DedupPolicy], created: datetime,
+                now: datetime, flow_run_id: str | None) -> UpsertPlan:
     """Decide NOOP/UPDATE/ADD for every memory (input order kept) and the rows to write.
 
     `known`: `dedup_key` (subject and content hash) -> id of the row holding it. `vectors`: embedding per input
@@ -168,13 +160,8 @@ def dedup_key(memory: Memory) -> str:
     return key_of(memory.subject, memory.content_hash)
 
 
-def _find_match(
-    memory: Memory,
-    vector: np.ndarray,
-    stored: list[Neighbour],
-    pending: dict[str, PlannedRow],
-    rules: DedupPolicy,
-) -> tuple[Match | None, float | None]:
+def _find_match(memory: Memory, vector: np.ndarray, stored: list[Neighbour], pending: dict[str, PlannedRow],
+                rules: DedupPolicy) -> tuple[Match | None, float | None]:
     """The best candidate passing cosine and the lexical check, and the best cosine seen (for the ADD event)."""
     candidates = [Match(n.row.id, n.cosine, False) for n in stored if n.row.id not in pending]
     if pending:

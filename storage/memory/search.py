@@ -70,10 +70,8 @@ within one question of 1.0 (LoCoMo unscoped worst 0.736 / 0.831 both; MemoryBank
 both), 0.25 lost LoCoMo unscoped hit@10 (0.831 -> 0.818)."""
 
 
-def ranked(
-    table: Any, embed_query: Any, query: str, where: str | None, limit: int, mode: SearchMode, *, ann: int,
-    weights: Weights,
-) -> tuple[list[Scored], dict[str, StoredMemory]]:
+def ranked(table: Any, embed_query: Any, query: str, where: str | None, limit: int, mode: SearchMode, *, ann: int,
+           weights: Weights) -> tuple[list[Scored], dict[str, StoredMemory]]:
     """The best `limit` candidates scored, with their rows (rows deleted meanwhile are missing); `table` is the
     async handle (`aio.AsyncTwin`), `ann` the partitions to probe in its ANN index (0: it has none,
     `indexes.AnnProbes`).
@@ -123,10 +121,8 @@ def ranked(
     return final, rows
 
 
-def _legs(
-    table: Any, embed_query: Any, query: str, where: str | None, mode: SearchMode, limit: int, *, ann: int,
-    marks: list[tuple[float, float]],
-) -> tuple[np.ndarray, _Candidates, tuple[float, float], tuple[float, float]]:
+def _legs(table: Any, embed_query: Any, query: str, where: str | None, mode: SearchMode, limit: int, *, ann: int,
+          marks: list[tuple[float, float]]) -> tuple[np.ndarray, _Candidates, tuple[float, float], tuple[float, float]]:
     """The query vector, both legs' candidates, the full-text leg's own (wall, CPU) seconds and how long it was
     waited for after the dense leg; a clock mark after the encoder, the dense leg and both legs."""
     pool = max(limit * 4, 40)  # dense candidates; importance can promote rows below the top `limit`

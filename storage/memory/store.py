@@ -84,13 +84,8 @@ def embedding_text(memory: Memory | StoredMemory) -> str:
 class MemoryStore:
     """Typed, synchronous access to the `memories` table. Cheap to construct once the embedder is warm."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        embedder: Embedder | None = None,
-        *,
-        allow_model_mismatch: bool = False,
-    ) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, *,
+                 allow_model_mismatch: bool = False) -> None:
         self.settings = settings
         self.embedder = embedder if embedder is not None else get_embedder(settings)
         self._redacted = text_gate(settings.redact.extra_patterns)  # for rows read back and queries
@@ -308,18 +303,9 @@ class MemoryStore:
         return len(keys)
 
     # --- reads ------------------------------------------------------------------------------
-    def search(
-        self,
-        query: str,
-        *,
-        tags: list[str] | None = None,
-        min_importance: float | None = None,
-        target_file: str | None = None,
-        limit: int = 10,
-        mode: SearchMode = "hybrid",
-        subject: str | None = None,
-        as_of: date | None = None,
-    ) -> list[SearchHit]:
+    def search(self, query: str, *, tags: list[str] | None = None, min_importance: float | None = None,
+               target_file: str | None = None, limit: int = 10, mode: SearchMode = "hybrid", subject: str | None = None,
+               as_of: date | None = None) -> list[SearchHit]:
         """Best memories for `query`, scored per `chronicle.memory.search.fuse`, filters applied before ranking.
 
         `tags` matches rows having ANY of the tags. `mode="dense"` skips full text (semantic = cosine).
