@@ -27,6 +27,7 @@ class _Console(Console):
 
 console = _Console()
 err = _Console(stderr=True)
+HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 
 # A local run should not try to phone home (there is no network) nor warn about it on every command.
 for _name, _value in CLI_DEFAULTS.items():
