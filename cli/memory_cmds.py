@@ -39,11 +39,9 @@ def run_distill(settings: Settings, days: int | None, until: date | None,
 
 def print_distill_summary(summary: DistillSummary) -> None:
     t = summary.tally
-    console.print(
-        f"window {summary.after} < day <= {summary.until}: {t.entries} entries, {t.chunks} "
-        f"chunks ({t.cached} cached, {t.quarantined} quarantined); engine "
-        f"{summary.engine} ({summary.model}); LLM calls {t.llm_calls}"
-    )
+    console.print(f"window {summary.after} < day <= {summary.until}: {t.entries} entries, {t.chunks} "
+                  f"chunks ({t.cached} cached, {t.quarantined} quarantined); engine "
+                  f"{summary.engine} ({summary.model}); LLM calls {t.llm_calls}")
     console.print(f"events: {t.as_dict()['events']}  memories in store: {summary.store_rows}")
     if t.redactions:
         console.print(f"redacted before distilling: {dict(sorted(t.redactions.items()))}")

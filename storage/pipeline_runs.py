@@ -27,10 +27,8 @@ def run_started(conn: duckdb.DuckDBPyConnection, flow_run_id: str, flow_name: st
 
 def run_finished(conn: duckdb.DuckDBPyConnection, flow_run_id: str, state: str, counts: dict[str, Any],
                  message: str | None = None) -> None:
-    conn.execute(
-        "UPDATE pipeline_runs SET ended_at = ?, state = ?, counts = ?, message = ? WHERE flow_run_id = ?",
-        [utc_now(), state, json.dumps(counts, default=str, ensure_ascii=False), message, flow_run_id],
-    )
+    conn.execute("UPDATE pipeline_runs SET ended_at = ?, state = ?, counts = ?, message = ? WHERE flow_run_id = ?",
+                 [utc_now(), state, json.dumps(counts, default=str, ensure_ascii=False), message, flow_run_id])
 
 
 def set_process(conn: duckdb.DuckDBPyConnection, flow_run_id: str, run_name: str | None, host: str, pid: int,

@@ -195,28 +195,13 @@ def same_fact(text: str, row: StoredMemory, rules: DedupPolicy, subject: str = "
 
 def new_row(memory: Memory, *, created: datetime, flow_run_id: str | None) -> StoredMemory:
     h = memory.content_hash
-    return StoredMemory(
-        id=memory.memory_id(created),
-        content=memory.content,
-        summary=memory.summary,
-        target_file=memory.target_file,
-        action=memory.action,
-        tags=list(memory.tags),
-        importance=float(memory.importance),
-        key_info=list(memory.key_info),
-        source=memory.source,
-        created=utc(created),
-        updated=None,
-        content_hash=h,
-        merged_hashes=[h],
-        absorbed=[],
-        language=memory.language,
-        source_entry_ids=list(memory.source_entry_ids),
-        fts_text=row_fts_text(memory.content, memory.summary, memory.key_info, memory.tags, []),
-        flow_run_id=flow_run_id,
-        subject=memory.subject,
-        reads_as_order=memory.reads_as_order,
-    )
+    return StoredMemory(id=memory.memory_id(created), content=memory.content, summary=memory.summary,
+                        target_file=memory.target_file, action=memory.action, tags=list(memory.tags),
+                        importance=float(memory.importance), key_info=list(memory.key_info), source=memory.source,
+                        created=utc(created), updated=None, content_hash=h, merged_hashes=[h], absorbed=[],
+                        language=memory.language, source_entry_ids=list(memory.source_entry_ids),
+                        fts_text=row_fts_text(memory.content, memory.summary, memory.key_info, memory.tags, []),
+                        flow_run_id=flow_run_id, subject=memory.subject, reads_as_order=memory.reads_as_order)
 
 
 def merge(row: StoredMemory, memory: Memory, *, now: datetime, flow_run_id: str | None) -> StoredMemory:
