@@ -32,7 +32,7 @@ from chronicle.ingest.zones import (
     NOT_ZONES,
     UTC_NAMES,
 )
-from chronicle.storage.ingest_history import CONTENT_KEY_SQL, unregister
+from chronicle.storage.ingest_history import CONTENT_KEY_SQL, registered
 from chronicle.weeks import utc_now
 
 CANONICAL = ("project_id", "ts", "actor", "type", "content")
@@ -347,8 +347,7 @@ def store_lines(conn: duckdb.DuckDBPyConnection, table: pa.Table, *, resumed: Se
                                  "default_tz": default_tz, "now": now, "zones": zone_names(conn)}
     first_line = {"first_line": pa.compute.min(line_nos).as_py()}
     fresh = not resumed
-    conn.register("src", table)
-    try:
+    with registered(conn, src=table):
         stored = _insert_good_lines(conn, good_lines_sql(column_map, project_tz, strip_cr, fresh),
                                     {**params, **({} if fresh else {**first_line, "resumed": list(resumed)}),
                                      "ingested_at": now.replace(tzinfo=None)})
@@ -356,8 +355,6 @@ def store_lines(conn: duckdb.DuckDBPyConnection, table: pa.Table, *, resumed: Se
             return {}  # every line is in raw_logs: nothing refused, no blank line
         conn.execute(f"CREATE OR REPLACE TEMP TABLE refused AS {refused_lines_sql(column_map, project_tz, strip_cr)}",
                      {**params, **first_line, "ids": ids, "last_line": pa.compute.max(line_nos).as_py()})
-    finally:
-        unregister(conn, "src")
     return _store_refused(conn, files, now)
 
 

@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from chronicle.ingest.model import Entry, Reject
-from chronicle.storage.ingest_history import CONTENT_KEY_SQL, register_strings, unregister
+from chronicle.storage.ingest_history import CONTENT_KEY_SQL, registered, strings
 from chronicle.weeks import utc_now
 
 KEY = CONTENT_KEY_SQL.format(p="", sid="coalesce(json_extract_string(metadata, '$.id'), "
@@ -38,8 +38,7 @@ def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry], no
         row["ingested_at"] = now
     table = pa.Table.from_pylist(rows)
     before = conn.execute("SELECT count(*) FROM raw_logs").fetchall()[0][0]
-    conn.register("new_entries", table)
-    try:
+    with registered(conn, new_entries=table):
         conn.execute(
             f"""INSERT INTO raw_logs (entry_id, project_id, source, source_file, line_no, byte_offset, ts,
                  local_date, iso_year, iso_week, week_number, actor, type, content, metadata, ingested_at, file_id,
@@ -50,19 +49,14 @@ def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry], no
                WHERE entry_id NOT IN (SELECT entry_id FROM raw_logs
                                       WHERE source_file IN (SELECT DISTINCT source_file FROM new_entries))"""
         )
-    finally:
-        unregister(conn, "new_entries")
     return conn.execute("SELECT count(*) FROM raw_logs").fetchall()[0][0] - before
 
 
 def clear_rejects(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> None:
     if not paths:
         return
-    register_strings(conn, "clear_paths", paths, "path")
-    try:
+    with registered(conn, clear_paths=strings(paths, "path")):
         conn.execute("DELETE FROM rejects WHERE source_file IN (SELECT path FROM clear_paths)")
-    finally:
-        unregister(conn, "clear_paths")
 
 
 def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -> None:
@@ -78,8 +72,7 @@ def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -
         "detail": pa.array([r.detail for r in rejects], pa.string()),
         "raw": pa.array([r.raw for r in rejects], pa.string()),
     })
-    conn.register("new_rejects", table)
-    try:
+    with registered(conn, new_rejects=table):
         conn.execute(
             """INSERT INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw, rejected_at)
                SELECT reject_id, source_file, line_no, byte_offset, reason, detail, raw, ? FROM new_rejects
@@ -88,21 +81,16 @@ def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -
                QUALIFY row_number() OVER (PARTITION BY reject_id) = 1""",
             [utc_now()],
         )
-    finally:
-        unregister(conn, "new_rejects")
 
 
 def file_states(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The stored state of each of `paths` that has one, in one query (a batch of thousands of files)."""
     if not paths:
         return {}
-    register_strings(conn, "state_paths", paths, "path")
-    try:
+    with registered(conn, state_paths=strings(paths, "path")):
         cur = conn.execute("SELECT * FROM ingest_files WHERE path IN (SELECT path FROM state_paths)")
         rows = cur.fetchall()
         names = [d[0] for d in cur.description]
-    finally:
-        unregister(conn, "state_paths")
     return {row[0]: dict(zip(names, row, strict=True)) for row in rows}
 
 
@@ -117,14 +105,11 @@ def save_file_states(conn: duckdb.DuckDBPyConnection, states: Sequence[dict[str,
     types = (pa.string(), pa.string(), pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.int64(),
              pa.string(), pa.int32(), pa.int32(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.int32(),
              pa.string())
-    conn.register("new_states", pa.table({c: pa.array([s.get(c) for s in states], t)
-                                          for c, t in zip(columns, types, strict=True)}))
-    try:
+    new = pa.table({c: pa.array([s.get(c) for s in states], t) for c, t in zip(columns, types, strict=True)})
+    with registered(conn, new_states=new):
         conn.execute("DELETE FROM ingest_files WHERE path IN (SELECT path FROM new_states)")
         conn.execute(f"INSERT INTO ingest_files ({', '.join(columns)}, ingested_at) "
                      f"SELECT {', '.join(columns)}, ? FROM new_states", [now])
-    finally:
-        unregister(conn, "new_states")
 
 
 def ingest_guard(path: str) -> list[str]:
@@ -138,8 +123,7 @@ def redact_project_ids(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str],
     tables: ingest is the one gate it passes, so every later sink sees the redacted id. One query per batch."""
     if not file_ids:
         return 0
-    register_strings(conn, "redact_paths", file_ids, "path")
-    try:
+    with registered(conn, redact_paths=strings(file_ids, "path")):
         ids = [r[0] for r in conn.execute("SELECT DISTINCT project_id FROM raw_logs "
                                           "WHERE file_id IN (SELECT path FROM redact_paths)").fetchall()]
         changed = 0
@@ -149,20 +133,15 @@ def redact_project_ids(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str],
                 conn.execute("UPDATE raw_logs SET project_id = ? WHERE project_id = ? "
                              "AND file_id IN (SELECT path FROM redact_paths)", [shown, project_id])
                 changed += 1
-    finally:
-        unregister(conn, "redact_paths")
     return changed
 
 
 def _counts(conn: duckdb.DuckDBPyConnection, table: str, column: str, keys: Sequence[str]) -> dict[str, int]:
     if not keys:
         return {}
-    register_strings(conn, "count_keys", keys)
-    try:
+    with registered(conn, count_keys=strings(keys)):
         return dict(conn.execute(f"SELECT {column}, count(*) FROM {table} "
                                  f"WHERE {column} IN (SELECT id FROM count_keys) GROUP BY 1").fetchall())
-    finally:
-        unregister(conn, "count_keys")
 
 
 def count_rows(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str]) -> dict[str, int]:
