@@ -7,8 +7,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-FINAL_STATES = ("COMPLETED", "FAILED", "CRASHED")
-
 
 @dataclass(frozen=True)
 class RunRow:

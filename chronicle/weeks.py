@@ -77,6 +77,11 @@ def utc(ts: datetime) -> datetime:
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
+def utc_now() -> datetime:
+    """Now in UTC, naive (as every timestamp column of the database holds it)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
 def to_utc(ts: datetime, tz: ZoneInfo) -> datetime:
     """Naive timestamps are the project's local time; aware ones keep their offset. Result is naive UTC."""
     if ts.tzinfo is None:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from chronicle.cli.launch import CLI_DEFAULTS
 from chronicle.progress import listening
 from chronicle.settings import Settings, using
 
@@ -26,12 +27,11 @@ class _Console(Console):
 
 console = _Console()
 err = _Console(stderr=True)
+HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 
 # A local run should not try to phone home (there is no network) nor warn about it on every command.
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+for _name, _value in CLI_DEFAULTS.items():
+    os.environ.setdefault(_name, _value)
 
 
 T = TypeVar("T")
@@ -122,9 +122,7 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
             return flow(*args, **kwargs)
         except ParameterError as exc:
             fail(str(exc), code=2)
-        except ActionNeeded as exc:
-            fail(str(exc))
-        except DatabaseBusyError as exc:  # one line naming the holder and what to do, never a traceback
+        except (ActionNeeded, DatabaseBusyError) as exc:  # one line saying what to do, never a traceback
             fail(str(exc))
         except Exception as exc:
             if api.url and not local_api.healthy(api.url):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from chronicle.cli.common import console, fail, loopback, settings_from_options
+from chronicle.cli.common import HomeOpt, console, fail, loopback, settings_from_options
 
 desk = typer.Typer(help="The review desk: read, check, correct and sign the chronicle in a browser.",
                    invoke_without_command=True)
@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
                                                help="Allow a non-loopback --host (put TLS in front of it)."),
              https_only: bool = typer.Option(False, "--https-only",
                                              help="Mark the session cookie Secure (served behind HTTPS)."),
-             home: str | None = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")) -> None:
+             home: str | None = HomeOpt) -> None:
         """Serve the review desk on 127.0.0.1:8765 (printed on start); `chronicle desk user ...` manages accounts."""
         if ctx.invoked_subcommand is None:
             serve_desk(home, host, port, allow_remote, https_only)

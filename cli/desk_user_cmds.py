@@ -12,9 +12,8 @@ import sys
 import typer
 from rich.markup import escape
 
-from chronicle.cli.common import console, fail, settings_from_options
+from chronicle.cli.common import HomeOpt, console, fail, settings_from_options
 
-HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 StdinOpt = typer.Option(False, "--password-stdin", help="Read the password from the first line of standard input.")
 
 

@@ -7,10 +7,9 @@ from typing import Any
 
 import typer
 
-from chronicle.cli.common import console, fail, read_settings
+from chronicle.cli.common import HomeOpt, console, fail, read_settings
 from chronicle.cli.output import Format, emit, format_option
 
-HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 ByOpt = typer.Option(None, "--by", help="Who asks (default: your login name); recorded with the change.")
 
 

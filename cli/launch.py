@@ -40,7 +40,7 @@ from typing import Any
 FLOW_COMMANDS = {"ingest", "backfill", "weekly", "distill", "demo"}
 NEVER = {"serve", "server"}
 KEY_ENV_PREFIXES = ("PREFECT_", "HF_", "TRANSFORMERS_", "SENTENCE_TRANSFORMERS_", "PYTHON")
-# What the CLI sets for itself (chronicle.cli.common); the runner must import Prefect under the same values.
+# What the CLI sets for itself (chronicle.cli.common sets them); the runner imports Prefect under the same values.
 CLI_DEFAULTS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING",
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 PACKAGES = ("chronicle", "cli", "services", "flows", "tasks", "storage", "deployments")

@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from chronicle.cli.common import (
+    HomeOpt,
     check,
     console,
     err,
@@ -31,7 +32,6 @@ from chronicle.settings import Settings
 from chronicle.settings_checks import env_names
 
 app = typer.Typer(help="Chronicle: raw project logs -> weekly chronicle + distilled memory.", no_args_is_help=True)
-HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 
 
 @app.command()

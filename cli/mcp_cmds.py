@@ -7,10 +7,7 @@ from pathlib import Path
 
 import typer
 
-from chronicle.cli.common import console, fail, loopback, read_settings, settings_from_options
-
-HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
-
+from chronicle.cli.common import HomeOpt, console, fail, loopback, read_settings, settings_from_options
 
 
 def skill_text(app: typer.Typer) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from chronicle.cli import forget_cmds, proposal_cmds
+from chronicle.cli import common, forget_cmds, proposal_cmds
 from chronicle.cli.common import check, console, err, fail, progress_bar, read_settings, run_flow, settings_from_options
 from chronicle.cli.output import Format, emit, format_option
 from chronicle.settings import Settings
@@ -16,7 +16,6 @@ from chronicle.settings import Settings
 if TYPE_CHECKING:  # the distill engine imports the openai client: not on every command's start-up
     from chronicle.distill.summary import DistillSummary
 
-HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 _HIDDEN = {"fts_text", "merged_hashes"}
 DEMO_QUERIES = ("王老师晚上几点以后不要推送通知？", "Which LLM endpoint is configured?")
 
@@ -40,11 +39,9 @@ def run_distill(settings: Settings, days: int | None, until: date | None,
 
 def print_distill_summary(summary: DistillSummary) -> None:
     t = summary.tally
-    console.print(
-        f"window {summary.after} < day <= {summary.until}: {t.entries} entries, {t.chunks} "
-        f"chunks ({t.cached} cached, {t.quarantined} quarantined); engine "
-        f"{summary.engine} ({summary.model}); LLM calls {t.llm_calls}"
-    )
+    console.print(f"window {summary.after} < day <= {summary.until}: {t.entries} entries, {t.chunks} "
+                  f"chunks ({t.cached} cached, {t.quarantined} quarantined); engine "
+                  f"{summary.engine} ({summary.model}); LLM calls {t.llm_calls}")
     console.print(f"events: {t.as_dict()['events']}  memories in store: {summary.store_rows}")
     if t.redactions:
         console.print(f"redacted before distilling: {dict(sorted(t.redactions.items()))}")
@@ -134,7 +131,7 @@ def _fail_if_damaged(settings: Settings, exc: BaseException | None = None) -> No
 def distill(days: int | None = typer.Option(None, "--days", min=1, help="Days of notes (default DISTILL_DAYS)."),
             until: str | None = typer.Option(None, "--until", help="Last day, YYYY-MM-DD (default today)."),
             project: str | None = typer.Option(None, "--project", "-p", help="Only this project's notes."),
-            home: str | None = HomeOpt) -> None:
+            home: str | None = common.HomeOpt) -> None:
     """Distill recent daily notes into memories: vector store + knowledge files (idempotent)."""
     settings = settings_from_options(home)
     from chronicle.services.param_checks import distill_window
@@ -167,7 +164,7 @@ def memory_search(query: str = typer.Argument(...), tag: list[str] = typer.Optio
                   include_mentions: bool = typer.Option(
                       False, "--include-mentions", help="With --about: also memories of unknown person naming them."),
                   as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
-                  home: str | None = HomeOpt) -> None:
+                  home: str | None = common.HomeOpt) -> None:
     """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3; current facts first."""
     from chronicle.param_checks import ActionNeeded
     from chronicle.services.memory import search_memories
@@ -191,7 +188,7 @@ def memory_search(query: str = typer.Argument(...), tag: list[str] = typer.Optio
         emit(_rows(hits), fmt)
 
 
-def memory_tags(fmt: Format = format_option(), home: str | None = HomeOpt) -> None:
+def memory_tags(fmt: Format = format_option(), home: str | None = common.HomeOpt) -> None:
     """Tags with the number of memories carrying each."""
     from chronicle.services.memory import tag_counts
 
@@ -202,7 +199,7 @@ def memory_tags(fmt: Format = format_option(), home: str | None = HomeOpt) -> No
 def memory_list(limit: int = typer.Option(50, "--limit", min=1), tag: list[str] = typer.Option(None, "--tag"),
                 file: str | None = typer.Option(None, "--file"), fmt: Format = format_option(),
                 as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
-                home: str | None = HomeOpt) -> None:
+                home: str | None = common.HomeOpt) -> None:
     """Memories, newest first."""
     from chronicle.services.memory import list_memories
 
@@ -219,7 +216,7 @@ def memory_list(limit: int = typer.Option(50, "--limit", min=1), tag: list[str] 
            "summary": shown_summary(m)} for m in rows], title=f"{len(rows)} memories", empty="no memories yet")
 
 
-def memory_reindex(home: str | None = HomeOpt) -> None:
+def memory_reindex(home: str | None = common.HomeOpt) -> None:
     """Re-embed every memory with the configured EMBEDDING_MODEL (after changing it)."""
     from chronicle.services.memory import reindex as reindex_all
 

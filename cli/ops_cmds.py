@@ -7,10 +7,8 @@ from pathlib import Path
 
 import typer
 
-from chronicle.cli.common import console, err, fail, read_settings, settings_from_options
+from chronicle.cli.common import HomeOpt, console, err, fail, read_settings, settings_from_options
 from chronicle.cli.output import Format, emit, format_option
-
-HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 
 
 def prefect_states(run_ids: list[str]) -> dict[str, str]:

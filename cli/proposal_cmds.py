@@ -6,10 +6,8 @@ from dataclasses import asdict
 
 import typer
 
-from chronicle.cli.common import console, err, read_settings
+from chronicle.cli.common import HomeOpt, console, err, read_settings
 from chronicle.cli.output import Format, emit, format_option
-
-HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 
 
 def register(memory: typer.Typer) -> None:

@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from chronicle.cli.common import (
+    HomeOpt,
     check,
     console,
     err,
@@ -26,7 +27,6 @@ from chronicle.settings import Settings
 from chronicle.weekly.outcome import TABLE_COLUMNS, WeekOutcome, WeeksFailedError, outcome_counts
 from chronicle.weeks import IsoWeek
 
-HomeOpt = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")
 ProjectOpt = typer.Option(..., "--project", "-p", help="Project id.")
 WeekOpt = typer.Option(..., "--week", "-w", help="ISO week, e.g. 2026-W05.")
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import typer
 from rich.markup import escape
 
-from chronicle.cli.common import console, err, read_settings
+from chronicle.cli.common import HomeOpt, console, err, read_settings
 from chronicle.cli.output import Format, emit, format_option
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def status(fmt: Format = format_option(),
-               home: str | None = typer.Option(None, "--home", help="Data folder (overrides CHRONICLE_HOME).")) -> None:
+               home: str | None = HomeOpt) -> None:
         """Per project: the last week with a current report, ended weeks with entries but no report, stale reports,
         weeks flagged for review; per scheduled flow: its last success and how old it is against its schedule
         (views pipeline_freshness / pipeline_run_freshness; embedded file or lake). Exits 1 when something is

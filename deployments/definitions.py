@@ -118,15 +118,10 @@ class DeploymentSpec:
         if self.concurrency_limit:
             limit = ConcurrencyLimitConfig(limit=self.concurrency_limit,
                                            collision_strategy=ConcurrencyLimitStrategy.ENQUEUE)
-        return flow.to_deployment(
-            name=self.name,
-            schedules=[s.to_prefect() for s in self.schedules(settings)],
-            parameters=self.parameters(settings),
-            description=self.describe(settings),
-            tags=list(self.tags),
-            concurrency_limit=limit,
-            entrypoint_type=EntrypointType.MODULE_PATH,
-        )
+        return flow.to_deployment(name=self.name, schedules=[s.to_prefect() for s in self.schedules(settings)],
+                                  parameters=self.parameters(settings), description=self.describe(settings),
+                                  tags=list(self.tags), concurrency_limit=limit,
+                                  entrypoint_type=EntrypointType.MODULE_PATH)
 
     def to_yaml(self, settings: Settings) -> dict[str, Any]:
         """This deployment's entry in `prefect.yaml`."""

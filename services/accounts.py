@@ -15,10 +15,11 @@ from functools import cache
 
 from pwdlib import PasswordHash
 
-from chronicle.services.audit import audit_row, now_utc
+from chronicle.services.audit import audit_row
 from chronicle.settings import Settings
 from chronicle.storage import desk
 from chronicle.storage.db import read, write
+from chronicle.weeks import utc_now
 
 ROLES = ("reader", "reviewer", "admin")
 ALL_PROJECTS = "*"
@@ -120,7 +121,7 @@ def add_user(settings: Settings, username: str, printed_name: str, password: str
     def create(conn) -> None:  # type: ignore[no-untyped-def]
         if desk.get_account(conn, username) is not None:
             raise AccountError(f"account {username!r} exists already (use `desk user passwd` or `desk user grant`)")
-        now = now_utc()
+        now = utc_now()
         desk.insert_account(conn, username, printed, hashed, now)
         for project, role in roles.items():
             desk.set_role(conn, username, project, role, now)
@@ -137,7 +138,7 @@ def _change(settings: Settings, username: str, action: str, detail: dict[str, ob
     def change(conn) -> Account:  # type: ignore[no-untyped-def]
         if desk.get_account(conn, username) is None:
             raise AccountError(f"no account {username!r}")
-        now = now_utc()
+        now = utc_now()
         if password_hash is not None or disabled is not None:
             desk.update_account(conn, username, now, password_hash=password_hash, disabled=disabled)
         if role is not None:
@@ -175,7 +176,7 @@ def _refuse(settings: Settings, username: str, remote: str, reason: str, action:
             attempt: bool = True) -> LoginRefused:
     def log(conn) -> None:  # type: ignore[no-untyped-def]
         if attempt:
-            desk.record_attempt(conn, username, remote, False, now_utc())
+            desk.record_attempt(conn, username, remote, False, utc_now())
         desk.insert_audit(conn, audit_row(actor=username, action=action, outcome=f"refused:{reason}",
                                           remote=remote))
 
@@ -190,7 +191,7 @@ def authenticate(settings: Settings, username: str, password: str, *, remote: st
     Every attempt is an audit row (`action`: login, or reauth when a signature asks for the password again).
     """
     username = (username or "").strip()
-    since = now_utc() - timedelta(seconds=settings.desk.login_window_s)
+    since = utc_now() - timedelta(seconds=settings.desk.login_window_s)
 
     def look(conn) -> tuple[desk.AccountRow | None, int]:  # type: ignore[no-untyped-def]
         return desk.get_account(conn, username), desk.recent_failures(conn, username, remote, since)
@@ -207,7 +208,7 @@ def authenticate(settings: Settings, username: str, password: str, *, remote: st
         raise _refuse(settings, username, remote, "disabled", action)
 
     def log(conn) -> None:  # type: ignore[no-untyped-def]
-        desk.record_attempt(conn, username, remote, True, now_utc())
+        desk.record_attempt(conn, username, remote, True, utc_now())
         desk.insert_audit(conn, audit_row(actor=username, action=action, remote=remote))
 
     write(settings, log)

@@ -6,26 +6,21 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from chronicle.settings import Settings
 from chronicle.storage import desk
 from chronicle.storage.db import read, write
 from chronicle.storage.desk import AuditRow
+from chronicle.weeks import utc_now
 
-__all__ = ["AuditRow", "audit_row", "audit_trail", "now_utc", "record"]
-
-
-def now_utc() -> datetime:
-    """Now in UTC, naive (as every timestamp column of the database holds it)."""
-    return datetime.now(UTC).replace(tzinfo=None)
+__all__ = ["AuditRow", "audit_row", "audit_trail", "record"]
 
 
 def audit_row(*, actor: str, action: str, outcome: str = "ok", project_id: str | None = None,
               week_number: int | None = None, version: int | None = None, detail: dict[str, Any] | None = None,
               remote: str | None = None) -> AuditRow:
-    return AuditRow(now_utc(), actor, action, outcome, project_id, week_number, version, dict(detail or {}), remote)
+    return AuditRow(utc_now(), actor, action, outcome, project_id, week_number, version, dict(detail or {}), remote)
 
 
 def record(settings: Settings, *, actor: str, action: str, outcome: str = "ok", project_id: str | None = None,

@@ -9,7 +9,6 @@ reason (`services/ingest_read.py`), never the end of the run.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat as stat_mod
 import time
@@ -18,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chronicle.ingest.detect import detect_format, gzipped
+from chronicle.ingest.detect import detect_format, gzipped, resolved
 from chronicle.ingest.fingerprint import file_fingerprint, fingerprint
-from chronicle.ingest.identity import Head, candidate_heads, head_of, identity_for
+from chronicle.ingest.identity import Head, candidate_heads, head_of, identity_for, sha256_hex
 from chronicle.ingest.model import FileResult, Reject
 from chronicle.redaction.redactor import Redactor
 from chronicle.services.ingest_read import FileBytes, read_file
@@ -32,10 +31,6 @@ from chronicle.storage.db import connect
 _MAX_STALE_ROUNDS = 100
 """Rounds in a row whose every plan another worker made stale before it could be written (each round that
 writes something, e.g. the next of several copies of one content, starts the count again)."""
-
-
-def _sha256(data: bytes | memoryview) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass
@@ -52,13 +47,6 @@ class _Read:
     @property
     def line_format(self) -> bool:
         return self.fmt in ("jsonl", "csv")
-
-
-def _absolute(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):  # a symlink loop: kept as named, refused with its reason when read
-        return path.absolute()
 
 
 class FileIngestor:
@@ -86,7 +74,7 @@ class FileIngestor:
         A kill -9 at any point leaves a write window wholly written or not at all (one transaction), so a rerun
         reads again exactly the files the killed run did not commit. Two paths holding the same content are
         written in consecutive windows, so the second reads on from where the first stopped."""
-        keys = [str(_absolute(p)) for p in paths]
+        keys = [str(resolved(p)) for p in paths]
         pending = list(dict.fromkeys(keys))
         results: dict[str, FileResult] = {}
         stalled = 0  # rounds in a row in which every plan went stale: nothing was written
@@ -190,7 +178,7 @@ class FileIngestor:
             return plan_lines(self.settings, self.project, state, read.content, None, Path(key), "reread", replace)
         if ident is not None:
             pb = ident["parsed_bytes"]
-            extends = len(read.content) >= pb and _sha256(read.content[:pb]) == ident["prefix_sha256"]
+            extends = len(read.content) >= pb and sha256_hex(read.content[:pb]) == ident["prefix_sha256"]
             other = ident["path"] != key
             state = self._state(key, read.fmt, read.got, read.content, ident["file_id"], head)
             if extends and not (force or replace):
@@ -213,7 +201,7 @@ class FileIngestor:
     def _state(self, key: str, fmt: str, got: FileBytes, content: bytes, file_id: str | None,
                head: Head | None) -> dict[str, Any]:
         return {"path": key, "project_id": self.project, "format": fmt, "size": got.size,
-                "mtime_ns": got.mtime_ns, "parsed_bytes": 0, "parsed_lines": 0, "prefix_sha256": _sha256(b""),
+                "mtime_ns": got.mtime_ns, "parsed_bytes": 0, "parsed_lines": 0, "prefix_sha256": sha256_hex(b""),
                 "entries": 0, "rejects": 0, "content_sha256": fingerprint(got.data), "file_id": file_id,
                 "head_len": head.length if head else None, "head_sha256": head.sha256 if head else None,
                 "duplicates": 0, "note": ("still being written: read what was there; the rest next run"
@@ -226,5 +214,5 @@ def _same_content(prev: dict[str, Any], fmt: str, content: bytes) -> bool:
         return Head(prev["head_len"], prev["head_sha256"]).matches(content)
     # Read before heads were kept: the same content if the part read then is still its start.
     pb = prev["parsed_bytes"]
-    return prev["format"] == fmt and len(content) >= pb and _sha256(content[:pb]) == prev["prefix_sha256"]
+    return prev["format"] == fmt and len(content) >= pb and sha256_hex(content[:pb]) == prev["prefix_sha256"]
 

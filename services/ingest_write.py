@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import hashlib
 import io
 import json
 import threading
@@ -12,12 +11,12 @@ import time
 import zlib
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from chronicle.ingest.identity import sha256_hex
 from chronicle.ingest.lines import blank_binary_lines, decode_lines, escape, mostly_binary, sniff_encoding, split_lines
 from chronicle.ingest.model import Entry, FileResult, Reject
 from chronicle.ingest.structured import locomo_entries, note_entries
@@ -25,11 +24,7 @@ from chronicle.services.ingest_read import foreign_encoding, utf16_without_bom
 from chronicle.settings import Settings
 from chronicle.storage import ingest_history, ingest_sql, raw_logs
 from chronicle.storage.db import transactions
-
-
-def _sha256(data: bytes | memoryview) -> str:
-    return hashlib.sha256(data).hexdigest()
-
+from chronicle.weeks import utc_now
 
 _HASH_THREAD_BYTES = 1 << 20
 """Prefixes above this are hashed by a thread beside the SQL stage; below, starting a thread costs more."""
@@ -44,7 +39,7 @@ def _sha256_in_background(data: memoryview) -> Future[str]:
 
     def run() -> None:
         try:
-            future.set_result(_sha256(data))
+            future.set_result(sha256_hex(data))
         except BaseException as exc:  # handed to whoever waits for it
             future.set_exception(exc)
 
@@ -170,7 +165,7 @@ def plan_lines(settings: Settings, project: str | None, state: dict[str, Any], d
     mode = "reread" if mode == "resumed" else mode  # grown: read whole again, stored ids kept
     encoding = sniff_encoding(data[:4])
     binary: list[Reject] = []
-    state["parsed_bytes"], state["prefix_sha256"] = len(data), _sha256(data)
+    state["parsed_bytes"], state["prefix_sha256"] = len(data), sha256_hex(data)
     if encoding == "utf-8":
         data, binary = blank_binary_lines(data, source_file=state["path"])  # refused per line, kept whole
     text = data.decode(encoding)  # other encodings were checked by plan_text
@@ -213,7 +208,7 @@ def _plan_json_lines(settings: Settings, state: dict, data: bytes, ident: dict |
     prefix = memoryview(data)[: start + end]
     state.update(parsed_bytes=start + end, parsed_lines=first_line - 1 + n_lines,
                  prefix_sha256=_sha256_in_background(prefix) if len(prefix) > _HASH_THREAD_BYTES
-                 else _sha256(prefix))
+                 else sha256_hex(prefix))
     mode, status = ("resumed", "appended") if ident is not None else ("fresh", "ingested")
     if b"\x00" not in body:
         buffer, offsets = split_lines(body)
@@ -225,7 +220,7 @@ def _plan_json_lines(settings: Settings, state: dict, data: bytes, ident: dict |
             return Write(state, status, table, mode=mode)
     foreign = foreign_encoding(state["path"], data) if ident is None else None
     if foreign:  # another encoding throughout: refused whole, naming it, never read as broken UTF-8
-        state.update(file_id=None, parsed_bytes=len(data), prefix_sha256=_sha256(data))
+        state.update(file_id=None, parsed_bytes=len(data), prefix_sha256=sha256_hex(data))
         return Write(state, "rejected", rejects=[foreign], clear_rejects=True)
     text, rejects = decode_lines(body, source_file=state["path"], first_line_no=first_line)
     lines = text.split("\n")[:n_lines]
@@ -262,7 +257,7 @@ def write_batch(settings: Settings, redact: Any, planned: list[Write], run_id: s
             writes = [w for w in planned if w.path not in stale]
             stored = [w for w in writes if w.file_id]
             ids = [w.file_id for w in stored if w.file_id]
-            now = datetime.now(UTC).replace(tzinfo=None)
+            now = utc_now()
             changes = ingest_history.BatchChanges()
             before = raw_logs.count_rows(conn, ids)
             ingest_history.take_prior(conn, [w.file_id for w in stored if w.mode == "reread" and w.file_id],

@@ -11,19 +11,10 @@ from chronicle.storage.memory.schema import SearchHit, StoredMemory
 from chronicle.storage.memory.store import MemoryStore, SearchMode
 
 
-def search_memories(
-    settings: Settings,
-    query: str,
-    *,
-    tags: list[str] | None = None,
-    min_importance: float | None = None,
-    target_file: str | None = None,
-    limit: int = 10,
-    mode: SearchMode = "hybrid",
-    about: str | None = None,
-    as_of: date | None = None,
-    include_mentions: bool = False,
-) -> list[SearchHit]:
+def search_memories(settings: Settings, query: str, *, tags: list[str] | None = None,
+                    min_importance: float | None = None, target_file: str | None = None, limit: int = 10,
+                    mode: SearchMode = "hybrid", about: str | None = None, as_of: date | None = None,
+                    include_mentions: bool = False) -> list[SearchHit]:
     """Best distilled memories for `query` (score = semantic x (0.7 + 0.3 x importance), seed 002 weights).
 
     Filters apply before ranking: `tags` = any of, `min_importance` in [0, 1], `target_file` e.g. `USER.md`.

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from chronicle.redaction.redactor import Redactor
 from chronicle.services.accounts import Account, authenticate
-from chronicle.services.audit import audit_row, now_utc
+from chronicle.services.audit import audit_row
 from chronicle.services.corrections import (
     FLAGGED_REASON,
     MAX_AUTHOR,
@@ -38,7 +38,7 @@ from chronicle.storage import desk, reports
 from chronicle.storage.db import connect, read, transactions
 from chronicle.weekly.faithfulness import cited_ids
 from chronicle.weekly.model import WeekInput
-from chronicle.weeks import IsoWeek
+from chronicle.weeks import IsoWeek, utc_now
 
 __all__ = ["EditPreview", "EditResult", "InvalidEdit", "NoReportError", "ReportView", "SignRefused", "Signature",
            "VersionConflict", "content_hash", "edit_report", "preview_edit", "sign_report", "signatures",
@@ -247,7 +247,7 @@ def _sign(conn: Any, project_id: str, week: IsoWeek, version: int, signer: Accou
             old, current["summary"], old_label=f"version {version}", new_label=f"version {current['version']}"))
     text = reports.version_text(conn, project_id, week.number, version)
     assert text is not None and text == current["summary"], "the current row and its version row disagree"
-    now = now_utc()
+    now = utc_now()
     sig = desk.SignatureRow(project_id, week.number, version, content_hash(text), signer.username,
                             signer.printed_name, meaning, now)
     desk.insert_signature(conn, sig)

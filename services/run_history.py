@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import socket
-from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import psutil
@@ -18,6 +17,7 @@ from chronicle.settings import Settings
 from chronicle.storage import pipeline_runs as runs
 from chronicle.storage import run_journal
 from chronicle.storage.db import connect, write
+from chronicle.weeks import utc_now
 
 
 class ProcessRef(NamedTuple):
@@ -47,13 +47,9 @@ def process_alive(pid: int, started: float | None) -> bool:
         return True
 
 
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
 def reap(conn: Any, host: str) -> list[RunRow]:
     """Mark this host's RUNNING rows whose process is gone as CRASHED, in an open write window."""
-    dead = [crashed(r, _now()) for r in orphaned(runs.running_on(conn, host), host, process_alive)]
+    dead = [crashed(r, utc_now()) for r in orphaned(runs.running_on(conn, host), host, process_alive)]
     runs.mark_crashed(conn, dead)
     return dead
 

@@ -8,7 +8,7 @@ whose rows changed have their reports marked stale. Every function works on a wh
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -34,14 +34,22 @@ class BatchChanges:
     stale_weeks: list[tuple[str, int]] = field(default_factory=list)
 
 
-def _ids(conn: duckdb.DuckDBPyConnection, name: str, values: Sequence[str]) -> None:
-    conn.register(name, pa.table({"id": pa.array(list(values), pa.string())}))
+def strings(values: Sequence[str], column: str = "id") -> pa.Table:
+    return pa.table({column: pa.array(list(values), pa.string())})
 
 
-def _drop(conn: duckdb.DuckDBPyConnection, *names: str) -> None:
-    for name in names:
-        with contextlib.suppress(duckdb.Error):
-            conn.unregister(name)
+@contextlib.contextmanager
+def registered(conn: duckdb.DuckDBPyConnection, **tables: pa.Table) -> Iterator[None]:
+    """The Arrow tables as views of `conn` for the block, unregistered after it."""
+    try:
+        for name, table in tables.items():
+            conn.register(name, table)
+        yield
+    finally:
+        # After a failed statement the transaction is aborted and unregister raises too; the first error matters.
+        for name in tables:
+            with contextlib.suppress(duckdb.Error):
+                conn.unregister(name)
 
 
 def take_prior(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str], replaced_paths: Sequence[str] = ()) -> None:
@@ -52,15 +60,11 @@ def take_prior(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str], replace
                  "WHERE false")
     if not file_ids and not replaced_paths:
         return
-    _ids(conn, "prior_ids", file_ids)
-    _ids(conn, "prior_paths", replaced_paths)
-    try:
+    with registered(conn, prior_ids=strings(file_ids), prior_paths=strings(replaced_paths)):
         where = "file_id IN (SELECT id FROM prior_ids) OR source_file IN (SELECT id FROM prior_paths)"
         conn.execute(f"INSERT INTO prior SELECT {_COLUMNS}, source_file IN (SELECT id FROM prior_paths) "
                      f"FROM raw_logs WHERE {where}")
         conn.execute(f"DELETE FROM raw_logs WHERE {where}")
-    finally:
-        _drop(conn, "prior_ids", "prior_paths")
 
 
 def settle_prior(conn: duckdb.DuckDBPyConnection, now: datetime, run_id: str, changes: BatchChanges) -> None:
@@ -97,11 +101,10 @@ def drop_duplicates(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str], no
     if not file_ids:
         return
     # The batch's files and their order as a table: a join, not a 2,000-item list searched on every row.
-    conn.register("batch_ids", pa.table({"id": pa.array(list(file_ids), pa.string()),
-                                         "pos": pa.array(range(len(file_ids)), pa.int32())}))
+    batch = pa.table({"id": pa.array(list(file_ids), pa.string()), "pos": pa.array(range(len(file_ids)), pa.int32())})
     mine = "ingested_at = $now AND file_id IN (SELECT id FROM batch_ids)"
     params = {"now": now}
-    try:
+    with registered(conn, batch_ids=batch):
         if len(file_ids) == 1 and not conn.execute(f"SELECT EXISTS (SELECT 1 FROM raw_logs WHERE NOT ({mine}))",
                                                    params).fetchall()[0][0]:
             # One file into an empty store: nothing it could repeat.
@@ -121,8 +124,6 @@ hit AS (SELECT n.entry_id, n.file_id, n.content_key, old.of_id FROM n
         SELECT n.entry_id, n.file_id, n.content_key, b.of_id FROM n JOIN b USING (content_key)
         WHERE n.pos > b.first_pos)
 SELECT entry_id, file_id, content_key, min(of_id) AS of_id FROM hit GROUP BY ALL""", params)
-    finally:
-        _drop(conn, "batch_ids")
     conn.execute("DELETE FROM raw_logs WHERE entry_id IN (SELECT entry_id FROM dups)")
     for file_id, of_id, n in conn.execute("SELECT file_id, of_id, count(*) FROM dups GROUP BY 1, 2").fetchall():
         changes.duplicates.setdefault(file_id, {})[of_id] = n
@@ -154,28 +155,22 @@ def finish_batch(conn: duckdb.DuckDBPyConnection, changes: BatchChanges, now: da
     weeks = sorted(set(changes.stale_weeks))
     changes.stale_weeks = weeks
     if weeks:
-        conn.register("stale_weeks", pa.table({"project_id": [p for p, _ in weeks],
-                                               "week_number": [w for _, w in weeks]}))
-        try:
+        stale = pa.table({"project_id": [p for p, _ in weeks], "week_number": [w for _, w in weeks]})
+        with registered(conn, stale_weeks=stale):
             conn.execute("""UPDATE weekly_reports SET stale = true, updated_at = ? FROM stale_weeks s
                             WHERE weekly_reports.project_id = s.project_id
                               AND weekly_reports.week_number = s.week_number""",
                          [now])
-        finally:
-            _drop(conn, "stale_weeks")
 
 
 def taken_ids(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> set[str]:
     """Which of `paths` already name a file identity (rows or a file state use it)."""
     if not paths:
         return set()
-    _ids(conn, "maybe_taken", paths)
-    try:
+    with registered(conn, maybe_taken=strings(paths)):
         rows = conn.execute("""SELECT id FROM maybe_taken WHERE id IN (SELECT file_id FROM ingest_files)
                                OR id IN (SELECT DISTINCT file_id FROM raw_logs
                                          WHERE file_id IN (SELECT id FROM maybe_taken))""").fetchall()
-    finally:
-        _drop(conn, "maybe_taken")
     return {r[0] for r in rows}
 
 
@@ -183,15 +178,13 @@ def known_heads(conn: duckdb.DuckDBPyConnection, heads: Sequence[tuple[int, str]
     """The stored file state (the one read furthest) of each identity whose head is among `heads`."""
     if not heads:
         return {}
-    conn.register("wanted_heads", pa.table({"head_len": pa.array([h[0] for h in heads], pa.int64()),
-                                            "head_sha256": pa.array([h[1] for h in heads], pa.string())}))
-    try:
+    wanted = pa.table({"head_len": pa.array([h[0] for h in heads], pa.int64()),
+                       "head_sha256": pa.array([h[1] for h in heads], pa.string())})
+    with registered(conn, wanted_heads=wanted):
         cur = conn.execute("""SELECT f.* FROM ingest_files f JOIN wanted_heads w USING (head_len, head_sha256)
                               WHERE f.file_id IS NOT NULL
                               QUALIFY row_number() OVER (PARTITION BY f.file_id
                                                          ORDER BY f.parsed_bytes DESC, f.path) = 1""")
         names = [d[0] for d in cur.description]
         rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    finally:
-        _drop(conn, "wanted_heads")
     return {(r["head_len"], r["head_sha256"]): r for r in rows}

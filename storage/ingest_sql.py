@@ -32,7 +32,8 @@ from chronicle.ingest.zones import (
     NOT_ZONES,
     UTC_NAMES,
 )
-from chronicle.storage.ingest_history import CONTENT_KEY_SQL
+from chronicle.storage.ingest_history import CONTENT_KEY_SQL, registered
+from chronicle.weeks import utc_now
 
 CANONICAL = ("project_id", "ts", "actor", "type", "content")
 
@@ -323,18 +324,9 @@ def batch_table(parts: Sequence[LinePart]) -> pa.Table:
     return pa.Table.from_batches(table.to_batches(max_chunksize=BATCH_ROWS), table.schema)
 
 
-def store_lines(
-    conn: duckdb.DuckDBPyConnection,
-    table: pa.Table,
-    *,
-    resumed: Sequence[str] = (),
-    default_project: str | None,
-    default_tz: str,
-    project_tz: dict[str, str],
-    column_map: dict[str, str],
-    max_line_bytes: int,
-    now: datetime | None = None,
-) -> dict[str, dict[str, int]]:
+def store_lines(conn: duckdb.DuckDBPyConnection, table: pa.Table, *, resumed: Sequence[str] = (),
+                default_project: str | None, default_tz: str, project_tz: dict[str, str], column_map: dict[str, str],
+                max_line_bytes: int, now: datetime | None = None) -> dict[str, dict[str, int]]:
     """Lines of a `batch_table` into `raw_logs` and `rejects`; returns refused lines by file and reason.
 
     `source_file` is the path a line was read from, `file_id` the identity of the content it belongs to (entry
@@ -349,14 +341,13 @@ def store_lines(
     line_nos = table.column("line_no")
     files = table.column("source_file").chunk(0).dictionary.to_pylist()  # one dictionary for all chunks
     ids = table.column("file_id").chunk(0).dictionary.to_pylist()
-    now = (now or datetime.now(UTC).replace(tzinfo=None)).replace(tzinfo=UTC)
+    now = (now or utc_now()).replace(tzinfo=UTC)
     strip_cr = bool(pa.compute.any(pa.compute.ends_with(table.column("raw"), "\r")).as_py())
     params: dict[str, object] = {"max_bytes": max_line_bytes, "default_project": default_project,
                                  "default_tz": default_tz, "now": now, "zones": zone_names(conn)}
     first_line = {"first_line": pa.compute.min(line_nos).as_py()}
     fresh = not resumed
-    conn.register("src", table)
-    try:
+    with registered(conn, src=table):
         stored = _insert_good_lines(conn, good_lines_sql(column_map, project_tz, strip_cr, fresh),
                                     {**params, **({} if fresh else {**first_line, "resumed": list(resumed)}),
                                      "ingested_at": now.replace(tzinfo=None)})
@@ -364,8 +355,6 @@ def store_lines(
             return {}  # every line is in raw_logs: nothing refused, no blank line
         conn.execute(f"CREATE OR REPLACE TEMP TABLE refused AS {refused_lines_sql(column_map, project_tz, strip_cr)}",
                      {**params, **first_line, "ids": ids, "last_line": pa.compute.max(line_nos).as_py()})
-    finally:
-        _unregister(conn, "src")
     return _store_refused(conn, files, now)
 
 
@@ -401,8 +390,3 @@ def _store_refused(conn: duckdb.DuckDBPyConnection, files: list[str], now: datet
     return counts
 
 
-def _unregister(conn: duckdb.DuckDBPyConnection, *names: str) -> None:
-    # After a failed statement the transaction is aborted and unregister raises too; the first error matters.
-    for name in names:
-        with contextlib.suppress(duckdb.Error):
-            conn.unregister(name)

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
 from chronicle.run_rows import RunRow
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
+from chronicle.weeks import utc_now
 
 
 def run_started(conn: duckdb.DuckDBPyConnection, flow_run_id: str, flow_name: str, parameters: dict[str, Any]) -> None:
@@ -25,16 +21,14 @@ def run_started(conn: duckdb.DuckDBPyConnection, flow_run_id: str, flow_name: st
                started_at = s.started_at, ended_at = NULL, state = 'RUNNING', counts = NULL, message = NULL
            WHEN NOT MATCHED THEN INSERT (flow_run_id, flow_name, parameters, started_at, state)
                VALUES (s.flow_run_id, s.flow_name, s.parameters, s.started_at, 'RUNNING')""",
-        [flow_run_id, flow_name, json.dumps(parameters, default=str, ensure_ascii=False), _now()],
+        [flow_run_id, flow_name, json.dumps(parameters, default=str, ensure_ascii=False), utc_now()],
     )
 
 
 def run_finished(conn: duckdb.DuckDBPyConnection, flow_run_id: str, state: str, counts: dict[str, Any],
                  message: str | None = None) -> None:
-    conn.execute(
-        "UPDATE pipeline_runs SET ended_at = ?, state = ?, counts = ?, message = ? WHERE flow_run_id = ?",
-        [_now(), state, json.dumps(counts, default=str, ensure_ascii=False), message, flow_run_id],
-    )
+    conn.execute("UPDATE pipeline_runs SET ended_at = ?, state = ?, counts = ?, message = ? WHERE flow_run_id = ?",
+                 [utc_now(), state, json.dumps(counts, default=str, ensure_ascii=False), message, flow_run_id])
 
 
 def set_process(conn: duckdb.DuckDBPyConnection, flow_run_id: str, run_name: str | None, host: str, pid: int,
@@ -51,7 +45,7 @@ def record_unfinished(conn: duckdb.DuckDBPyConnection, flow_run_id: str, flow_na
     found = conn.execute("SELECT state FROM pipeline_runs WHERE flow_run_id = ?", [flow_run_id]).fetchall()
     if found and found[0][0] != "RUNNING":
         return False
-    now = _now()
+    now = utc_now()
     if not found:
         conn.execute("INSERT INTO pipeline_runs (flow_run_id, flow_name, parameters, started_at, state) "
                      "VALUES (?, ?, ?, ?, 'RUNNING')",

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import duckdb
 
 from chronicle.distill.proposals import Proposal, Status
+from chronicle.weeks import utc_now
 
 _COLUMNS = ("proposal_id, target_file, action, content, content_hash, importance, tags, note_date, source, "
             "source_entry_ids, memory_id, reason, suspected_injection, status, flow_run_id, created_at, decided_at, "
             "decided_by")
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def record_proposals(conn: duckdb.DuckDBPyConnection, proposals: list[Proposal]) -> int:
@@ -38,7 +33,7 @@ def record_proposals(conn: duckdb.DuckDBPyConnection, proposals: list[Proposal])
                 WHERE NOT EXISTS (SELECT 1 FROM memory_proposals WHERE proposal_id = ?)""",
             [p.proposal_id, p.target_file, p.action, p.content, p.content_hash, p.importance, list(p.tags),
              p.note_date, p.source, list(p.source_entry_ids), p.memory_id, p.reason, p.suspected_injection,
-             p.flow_run_id, _now(), p.proposal_id],
+             p.flow_run_id, utc_now(), p.proposal_id],
         )
         have.add(p.proposal_id)
         new += 1
@@ -71,7 +66,7 @@ def find_proposal(conn: duckdb.DuckDBPyConnection, id_or_prefix: str) -> list[Pr
 
 def decide(conn: duckdb.DuckDBPyConnection, proposal_id: str, status: Status, by: str | None) -> None:
     conn.execute("UPDATE memory_proposals SET status = ?, decided_at = ?, decided_by = ? WHERE proposal_id = ?",
-                 [status, _now(), by, proposal_id])
+                 [status, utc_now(), by, proposal_id])
 
 
 def pending_count(conn: duckdb.DuckDBPyConnection) -> int:

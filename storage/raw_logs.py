@@ -5,32 +5,23 @@ JSONL/CSV lines are validated, timestamped and bucketed inside DuckDB by `chroni
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from chronicle.ingest.model import Entry, Reject
-from chronicle.storage.ingest_history import CONTENT_KEY_SQL
+from chronicle.storage.ingest_history import CONTENT_KEY_SQL, registered, strings
+from chronicle.weeks import utc_now
 
 KEY = CONTENT_KEY_SQL.format(p="", sid="coalesce(json_extract_string(metadata, '$.id'), "
                                         "json_extract_string(metadata, '$.event_id'))")
 
 
-def _unregister(conn: duckdb.DuckDBPyConnection, *names: str) -> None:
-    # After a failed statement the transaction is aborted and unregister raises too; the first error matters.
-    for name in names:
-        with contextlib.suppress(duckdb.Error):
-            conn.unregister(name)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry], now: datetime | None = None) -> int:
@@ -40,15 +31,14 @@ def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry], no
     if not entries:
         return 0
     rows = [asdict(e) for e in entries]
-    now = now or _now()
+    now = now or utc_now()
     for row in rows:
         row["week_number"] = row["iso_year"] * 100 + row["iso_week"]
         row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False)
         row["ingested_at"] = now
     table = pa.Table.from_pylist(rows)
     before = conn.execute("SELECT count(*) FROM raw_logs").fetchall()[0][0]
-    conn.register("new_entries", table)
-    try:
+    with registered(conn, new_entries=table):
         conn.execute(
             f"""INSERT INTO raw_logs (entry_id, project_id, source, source_file, line_no, byte_offset, ts,
                  local_date, iso_year, iso_week, week_number, actor, type, content, metadata, ingested_at, file_id,
@@ -59,23 +49,14 @@ def insert_entries(conn: duckdb.DuckDBPyConnection, entries: Sequence[Entry], no
                WHERE entry_id NOT IN (SELECT entry_id FROM raw_logs
                                       WHERE source_file IN (SELECT DISTINCT source_file FROM new_entries))"""
         )
-    finally:
-        _unregister(conn, "new_entries")
     return conn.execute("SELECT count(*) FROM raw_logs").fetchall()[0][0] - before
-
-
-def _paths_table(conn: duckdb.DuckDBPyConnection, name: str, paths: Sequence[str]) -> None:
-    conn.register(name, pa.table({"path": pa.array(list(paths), pa.string())}))
 
 
 def clear_rejects(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> None:
     if not paths:
         return
-    _paths_table(conn, "clear_paths", paths)
-    try:
+    with registered(conn, clear_paths=strings(paths, "path")):
         conn.execute("DELETE FROM rejects WHERE source_file IN (SELECT path FROM clear_paths)")
-    finally:
-        _unregister(conn, "clear_paths")
 
 
 def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -> None:
@@ -91,31 +72,25 @@ def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -
         "detail": pa.array([r.detail for r in rejects], pa.string()),
         "raw": pa.array([r.raw for r in rejects], pa.string()),
     })
-    conn.register("new_rejects", table)
-    try:
+    with registered(conn, new_rejects=table):
         conn.execute(
             """INSERT INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw, rejected_at)
                SELECT reject_id, source_file, line_no, byte_offset, reason, detail, raw, ? FROM new_rejects
                WHERE reject_id NOT IN (SELECT reject_id FROM rejects
                                        WHERE source_file IN (SELECT DISTINCT source_file FROM new_rejects))
                QUALIFY row_number() OVER (PARTITION BY reject_id) = 1""",
-            [_now()],
+            [utc_now()],
         )
-    finally:
-        _unregister(conn, "new_rejects")
 
 
 def file_states(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The stored state of each of `paths` that has one, in one query (a batch of thousands of files)."""
     if not paths:
         return {}
-    _paths_table(conn, "state_paths", paths)
-    try:
+    with registered(conn, state_paths=strings(paths, "path")):
         cur = conn.execute("SELECT * FROM ingest_files WHERE path IN (SELECT path FROM state_paths)")
         rows = cur.fetchall()
         names = [d[0] for d in cur.description]
-    finally:
-        _unregister(conn, "state_paths")
     return {row[0]: dict(zip(names, row, strict=True)) for row in rows}
 
 
@@ -123,21 +98,18 @@ def save_file_states(conn: duckdb.DuckDBPyConnection, states: Sequence[dict[str,
     """Replace the rows of files (delete + insert: the caller's transaction makes it one change)."""
     if not states:
         return
-    now = _now()
+    now = utc_now()
     columns = ("path", "project_id", "format", "size", "mtime_ns", "parsed_bytes", "parsed_lines",
                "prefix_sha256", "entries", "rejects", "content_sha256", "file_id", "head_len", "head_sha256",
                "duplicates", "note")
     types = (pa.string(), pa.string(), pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.int64(),
              pa.string(), pa.int32(), pa.int32(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.int32(),
              pa.string())
-    conn.register("new_states", pa.table({c: pa.array([s.get(c) for s in states], t)
-                                          for c, t in zip(columns, types, strict=True)}))
-    try:
+    new = pa.table({c: pa.array([s.get(c) for s in states], t) for c, t in zip(columns, types, strict=True)})
+    with registered(conn, new_states=new):
         conn.execute("DELETE FROM ingest_files WHERE path IN (SELECT path FROM new_states)")
         conn.execute(f"INSERT INTO ingest_files ({', '.join(columns)}, ingested_at) "
                      f"SELECT {', '.join(columns)}, ? FROM new_states", [now])
-    finally:
-        _unregister(conn, "new_states")
 
 
 def ingest_guard(path: str) -> list[str]:
@@ -151,8 +123,7 @@ def redact_project_ids(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str],
     tables: ingest is the one gate it passes, so every later sink sees the redacted id. One query per batch."""
     if not file_ids:
         return 0
-    _paths_table(conn, "redact_paths", file_ids)
-    try:
+    with registered(conn, redact_paths=strings(file_ids, "path")):
         ids = [r[0] for r in conn.execute("SELECT DISTINCT project_id FROM raw_logs "
                                           "WHERE file_id IN (SELECT path FROM redact_paths)").fetchall()]
         changed = 0
@@ -162,30 +133,22 @@ def redact_project_ids(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str],
                 conn.execute("UPDATE raw_logs SET project_id = ? WHERE project_id = ? "
                              "AND file_id IN (SELECT path FROM redact_paths)", [shown, project_id])
                 changed += 1
-    finally:
-        _unregister(conn, "redact_paths")
     return changed
+
+
+def _counts(conn: duckdb.DuckDBPyConnection, table: str, column: str, keys: Sequence[str]) -> dict[str, int]:
+    if not keys:
+        return {}
+    with registered(conn, count_keys=strings(keys)):
+        return dict(conn.execute(f"SELECT {column}, count(*) FROM {table} "
+                                 f"WHERE {column} IN (SELECT id FROM count_keys) GROUP BY 1").fetchall())
 
 
 def count_rows(conn: duckdb.DuckDBPyConnection, file_ids: Sequence[str]) -> dict[str, int]:
     """Rows currently stored for each of the file identities `file_ids` (absent: none)."""
-    if not file_ids:
-        return {}
-    _paths_table(conn, "count_ids", file_ids)
-    try:
-        return dict(conn.execute("SELECT file_id, count(*) FROM raw_logs "
-                                 "WHERE file_id IN (SELECT path FROM count_ids) GROUP BY 1").fetchall())
-    finally:
-        _unregister(conn, "count_ids")
+    return _counts(conn, "raw_logs", "file_id", file_ids)
 
 
 def count_rejects(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, int]:
     """Rejects currently stored for each of `paths` (absent: none)."""
-    if not paths:
-        return {}
-    _paths_table(conn, "count_paths", paths)
-    try:
-        return dict(conn.execute("SELECT source_file, count(*) FROM rejects "
-                                 "WHERE source_file IN (SELECT path FROM count_paths) GROUP BY 1").fetchall())
-    finally:
-        _unregister(conn, "count_paths")
+    return _counts(conn, "rejects", "source_file", paths)

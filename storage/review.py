@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
+from chronicle.weeks import utc_now
 
 
 def review_queue(conn: duckdb.DuckDBPyConnection, project_id: str | None = None) -> list[dict[str, Any]]:
@@ -39,7 +36,7 @@ def accept_review(conn: duckdb.DuckDBPyConnection, project_id: str, week_number:
     conn.execute(
         """UPDATE weekly_reports SET needs_review = false, reviewed_by = ?, reviewed_at = ?, reviewed_version = ?,
                review_note = ? WHERE project_id = ? AND week_number = ?""",
-        [reviewer, _now(), version, note, project_id, week_number])
+        [reviewer, utc_now(), version, note, project_id, week_number])
     return version
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import duckdb
+
+from chronicle.weeks import utc_now
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ def save(conn: duckdb.DuckDBPyConnection, rollups: list[Rollup]) -> None:
 
     MERGE is one statement, so the replacement is atomic even on an autocommit connection.
     """
-    now = datetime.now(UTC).replace(tzinfo=None)
+    now = utc_now()
     for r in rollups:
         conn.execute(
             """MERGE INTO chronicle_rollups t

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
+
+from chronicle.weeks import utc_now
 
 JOURNAL = "pending_runs.jsonl"
 
@@ -25,7 +27,7 @@ def journal_path(db_path: Path) -> Path:
 def journal_run(db_path: Path, flow_run_id: str, flow_name: str, parameters: dict[str, Any], state: str,
                 message: str | None, started_at: datetime | None = None) -> None:
     """Append one run's final row (written whole with one `write`, so a reader never sees half a line)."""
-    now = datetime.now(UTC).replace(tzinfo=None)
+    now = utc_now()
     row = {"flow_run_id": flow_run_id, "flow_name": flow_name, "parameters": parameters,
            "started_at": (started_at or now).isoformat(), "ended_at": now.isoformat(), "state": state,
            "message": (message or "")[:2000]}

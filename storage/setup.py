@@ -10,6 +10,7 @@ from chronicle.settings import Settings, mask_conninfo
 from chronicle.storage import claims, lake
 from chronicle.storage.db import connect
 from chronicle.storage.migrations import migration_files
+from chronicle.weeks import utc_now
 
 MARKER = ".chronicle-lake"
 
@@ -18,7 +19,7 @@ def ensure_storage(settings: Settings) -> list[str]:
     """Embedded: the DuckDB file with its schema. Lake: the data prefix (a marker object proves the bucket
     is writable with these credentials), the catalog's DuckLake metadata and migrations, the claims table."""
     done: list[str] = []
-    started = datetime.now(UTC).replace(tzinfo=None)
+    started = utc_now()
     if settings.lake.enabled:
         root = settings.lake.data_root
         with connect(settings) as conn:  # attaches (DuckLake creates its metadata tables) and migrates

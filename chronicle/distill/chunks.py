@@ -84,13 +84,9 @@ def redact_entries(entries: list[NoteEntry], redactor: Redactor, counts: Counter
         marker = split.get(e.entry_id)
         if e.source_file not in names:
             names[e.source_file] = redactor.redact(e.source_file, counts)
-        out.append(replace(
-            e,
-            source_file=names[e.source_file],
-            content=marker or redactor.redact(e.content, counts),
-            parent=redactor.redact(e.parent, counts) if e.parent else None,
-            heading_path=tuple(redactor.redact(h, counts) for h in e.heading_path),
-        ))
+        out.append(replace(e, source_file=names[e.source_file], content=marker or redactor.redact(e.content, counts),
+                           parent=redactor.redact(e.parent, counts) if e.parent else None,
+                           heading_path=tuple(redactor.redact(h, counts) for h in e.heading_path)))
     return out
 
 

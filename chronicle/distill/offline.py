@@ -168,10 +168,8 @@ def section_people(entries: list[NoteEntry], known_speakers: frozenset[str]) -> 
     return {key: next(iter(names)) for key, names in named.items() if len({n.casefold() for n in names}) == 1}
 
 
-def entry_memory(
-    entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), previous: NoteEntry | None = None,
-    user: str | None = None, section_person: str | None = None,
-) -> Memory | None:
+def entry_memory(entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), previous: NoteEntry | None = None,
+                 user: str | None = None, section_person: str | None = None) -> Memory | None:
     """The memory of one entry, or None if it is not substantive. `known_speakers`: names speaking in the note;
     `previous`: the entry before it in the note (its turn is kept as context of a reply); `user`: the user's
     name as USER.md gives it (the subject of the user's own lines)."""

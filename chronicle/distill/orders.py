@@ -22,13 +22,10 @@ import urllib.parse
 from chronicle.distill.injection import matched_phrase, normalise
 from chronicle.distill.speaker import split_speaker
 
-_ADDRESSEE_EN = r"(?:you|ya|u|assistant|ai|bot|chatbot|model|agent|llm|gpt|claude|copilot)"
 _ADDRESSEE_ZH = r"(?:你们?|您|(?:ai|人工智能|智能)?助手|ai|模型|机器人|智能体|大模型)"
 _MODAL_EN = (r"(?:must|shall|should|have\s+to|has\s+to|need\s+to|needs\s+to|are\s+to|is\s+to|will\s+always|"
              r"will\s+never|always|never|may\s+not|must\s+not|cannot|can't|are\s+not\s+allowed|are\s+required|"
              r"is\s+required|(?:is|are)\s+(?:not\s+)?(?:allowed|permitted)|had\s+better)")
-_MODAL_ZH = (r"(?:必须|务必|应该|应当|应|需要|须|得|要|一律|一定要|不要|别|不准|不得|不许|不可|禁止|只能|只许|只准|"
-             r"总是|永远|始终|统一|记得|记住|切记|请|宁可|宁愿|绝不|绝对不|千万)")
 # What an assistant does: answering, writing, reporting, reminding — a rule on these is a rule for it.
 _OUTPUT_EN = (r"(?:write|answer|reply|respond|mention|say|tell|include|cite|mark|flag|label|remind|report|"
               r"summari[sz]e|translate|round|format|output|print|list|refer\s+to|address\s+me|call\s+me|"

@@ -22,7 +22,6 @@ from chronicle.markup import inert
 from chronicle.memory.model import Memory
 
 Status = Literal["pending", "approved", "rejected"]
-STATUSES: tuple[Status, ...] = ("pending", "approved", "rejected")
 
 
 def proposal_id(target_file: str, content_hash: str) -> str:

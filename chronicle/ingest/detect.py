@@ -109,7 +109,7 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Path]]:
         if not root.is_dir():
             if not root.exists() and not root.is_symlink():
                 raise FileNotFoundError(f"no such file or folder: {root}")
-            found.add(_absolute(root))
+            found.add(resolved(root))
             continue
         # A folder that cannot be listed (permissions) is listed itself: reading it names the reason.
         for folder, dirs, names in os.walk(root, followlinks=False,
@@ -141,13 +141,13 @@ def _sort_file(path: Path, found: set[Path], skipped: set[Path]) -> None:
             found.add(path.absolute())
         return
     if _log_named(path) and detect_format(path) != "unsupported":
-        found.add(_absolute(path))
+        found.add(resolved(path))
     else:
-        skipped.add(_absolute(path))
+        skipped.add(resolved(path))
 
 
-def _absolute(path: Path) -> Path:
+def resolved(path: Path) -> Path:
     try:
         return path.resolve()
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError):  # a symlink loop: kept as named, refused with its reason when read
         return path.absolute()

@@ -27,10 +27,10 @@ class Head:
 
     def matches(self, content: bytes) -> bool:
         """Whether `content` starts with this head (the same file, possibly grown)."""
-        return len(content) >= self.length and _sha(content[: self.length]) == self.sha256
+        return len(content) >= self.length and sha256_hex(content[: self.length]) == self.sha256
 
 
-def _sha(data: bytes) -> str:
+def sha256_hex(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
@@ -39,7 +39,7 @@ def head_of(content: bytes) -> Head:
     window = content[:HEAD_BYTES]
     cut = window.rfind(b"\n") + 1
     prefix = window[:cut] if cut else window
-    return Head(len(prefix), _sha(prefix))
+    return Head(len(prefix), sha256_hex(prefix))
 
 
 def candidate_heads(content: bytes, skip_first_line: bool = False) -> list[Head]:

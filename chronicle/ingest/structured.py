@@ -17,12 +17,10 @@ from chronicle.weeks import local_week, to_utc
 def _entry(project: str, source: str, file: str, line_no: int | None, ts_utc: datetime, tz: ZoneInfo,
            actor: str | None, type_: str, content: str, metadata: dict, key: tuple) -> Entry:
     day, week = local_week(ts_utc, tz)
-    return Entry(
-        entry_id=stable_id(project, source, file, *key),
-        project_id=project, source=source, source_file=file, line_no=line_no, byte_offset=None,
-        ts=ts_utc, local_date=day, iso_year=week.year, iso_week=week.week,
-        actor=actor, type=type_, content=content, metadata=metadata,
-    )
+    return Entry(entry_id=stable_id(project, source, file, *key),
+                 project_id=project, source=source, source_file=file, line_no=line_no, byte_offset=None,
+                 ts=ts_utc, local_date=day, iso_year=week.year, iso_week=week.week,
+                 actor=actor, type=type_, content=content, metadata=metadata)
 
 
 FUTURE_SLACK = timedelta(days=2)

@@ -106,17 +106,9 @@ class Match:
     in_batch: bool
 
 
-def plan_upsert(
-    memories: Sequence[Memory],
-    *,
-    known: dict[str, str],
-    vectors: dict[int, np.ndarray],
-    neighbours: dict[int, list[Neighbour]],
-    policy: Callable[[str], DedupPolicy],
-    created: datetime,
-    now: datetime,
-    flow_run_id: str | None,
-) -> UpsertPlan:
+def plan_upsert(memories: Sequence[Memory], *, known: dict[str, str], vectors: dict[int, np.ndarray],
+                neighbours: dict[int, list[Neighbour]], policy: Callable[[str], DedupPolicy], created: datetime,
+                now: datetime, flow_run_id: str | None) -> UpsertPlan:
     """Decide NOOP/UPDATE/ADD for every memory (input order kept) and the rows to write.
 
     `known`: `dedup_key` (subject and content hash) -> id of the row holding it. `vectors`: embedding per input
@@ -168,13 +160,8 @@ def dedup_key(memory: Memory) -> str:
     return key_of(memory.subject, memory.content_hash)
 
 
-def _find_match(
-    memory: Memory,
-    vector: np.ndarray,
-    stored: list[Neighbour],
-    pending: dict[str, PlannedRow],
-    rules: DedupPolicy,
-) -> tuple[Match | None, float | None]:
+def _find_match(memory: Memory, vector: np.ndarray, stored: list[Neighbour], pending: dict[str, PlannedRow],
+                rules: DedupPolicy) -> tuple[Match | None, float | None]:
     """The best candidate passing cosine and the lexical check, and the best cosine seen (for the ADD event)."""
     candidates = [Match(n.row.id, n.cosine, False) for n in stored if n.row.id not in pending]
     if pending:
@@ -208,28 +195,13 @@ def same_fact(text: str, row: StoredMemory, rules: DedupPolicy, subject: str = "
 
 def new_row(memory: Memory, *, created: datetime, flow_run_id: str | None) -> StoredMemory:
     h = memory.content_hash
-    return StoredMemory(
-        id=memory.memory_id(created),
-        content=memory.content,
-        summary=memory.summary,
-        target_file=memory.target_file,
-        action=memory.action,
-        tags=list(memory.tags),
-        importance=float(memory.importance),
-        key_info=list(memory.key_info),
-        source=memory.source,
-        created=utc(created),
-        updated=None,
-        content_hash=h,
-        merged_hashes=[h],
-        absorbed=[],
-        language=memory.language,
-        source_entry_ids=list(memory.source_entry_ids),
-        fts_text=row_fts_text(memory.content, memory.summary, memory.key_info, memory.tags, []),
-        flow_run_id=flow_run_id,
-        subject=memory.subject,
-        reads_as_order=memory.reads_as_order,
-    )
+    return StoredMemory(id=memory.memory_id(created), content=memory.content, summary=memory.summary,
+                        target_file=memory.target_file, action=memory.action, tags=list(memory.tags),
+                        importance=float(memory.importance), key_info=list(memory.key_info), source=memory.source,
+                        created=utc(created), updated=None, content_hash=h, merged_hashes=[h], absorbed=[],
+                        language=memory.language, source_entry_ids=list(memory.source_entry_ids),
+                        fts_text=row_fts_text(memory.content, memory.summary, memory.key_info, memory.tags, []),
+                        flow_run_id=flow_run_id, subject=memory.subject, reads_as_order=memory.reads_as_order)
 
 
 def merge(row: StoredMemory, memory: Memory, *, now: datetime, flow_run_id: str | None) -> StoredMemory:

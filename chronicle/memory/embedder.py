@@ -134,13 +134,8 @@ class LocalEmbedder:
             return np.zeros((0, self._dim), dtype=np.float32)
         with self._lock, _torch_threads(1 if len(texts) <= _SMALL_INPUT else None):
             # encode() sorts by length inside, so one call over all texts pads least.
-            vectors = self._model.encode(
-                list(texts),
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            vectors = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                                         convert_to_numpy=True, show_progress_bar=False)
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
 

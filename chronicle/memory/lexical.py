@@ -94,12 +94,8 @@ class Lexical:
 
 def compare(a: str, b: str) -> Lexical:
     fa, fb = _features(a), _features(b)
-    return Lexical(
-        overlap=_dice(fa.shingles, fb.shingles),
-        same_numbers=fa.numbers == fb.numbers,
-        same_negation=fa.negation == fb.negation,
-        substitution=_substitution(fa, fb),
-    )
+    return Lexical(overlap=_dice(fa.shingles, fb.shingles), same_numbers=fa.numbers == fb.numbers,
+                   same_negation=fa.negation == fb.negation, substitution=_substitution(fa, fb))
 
 
 @dataclass(frozen=True)
@@ -122,14 +118,8 @@ def _features(text: str) -> _Features:
     zh_text = _ZH_NOT_NEGATION.sub(" ", folded)
     negation = sorted(_ZH_NEGATION.findall(zh_text)) + sorted(w for w in words if w in _EN_NEGATION)
     tokens = tuple(_tokens(folded))
-    return _Features(
-        folded=folded,
-        tokens=tokens,
-        stems=frozenset(_stem(t) for t in tokens),
-        shingles=_shingles(folded, words),
-        numbers=frozenset(numbers),
-        negation=tuple(negation),
-    )
+    return _Features(folded=folded, tokens=tokens, stems=frozenset(_stem(t) for t in tokens),
+                     shingles=_shingles(folded, words), numbers=frozenset(numbers), negation=tuple(negation))
 
 
 def _tokens(folded: str) -> list[str]:

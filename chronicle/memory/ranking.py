@@ -93,10 +93,9 @@ def decayed(importance: float, created: datetime | None, now: datetime, half_lif
     return importance * 0.5 ** (max(0.0, age) / half_life_days)
 
 
-def rerank(
-    hits: Sequence[H], *, now: datetime, importance_weight: float, half_life_days: float = 0.0,
-    demote_superseded: bool = True, rule: ScoreRule = "scaled", tuning: Tuning | None = None, query: str = "",
-) -> list[H]:
+def rerank(hits: Sequence[H], *, now: datetime, importance_weight: float, half_life_days: float = 0.0,
+           demote_superseded: bool = True, rule: ScoreRule = "scaled", tuning: Tuning | None = None,
+           query: str = "") -> list[H]:
     """`hits` with time-adjusted scores, best first (see the module docstring); `tuning`: hits under the cosine
     floor are dropped, and with a recency half-life the whole score decays with age; `query`: the search text,
     whose named people (`named_subjects`) demote memories about others."""

@@ -175,14 +175,8 @@ def importance_term(semantic: float, importance: float, weight: float, rule: Sco
     return weight * importance * (semantic if rule == "scaled" else 1.0)
 
 
-def fuse(
-    candidates: list[Candidate],
-    *,
-    semantic_weight: float,
-    importance_weight: float,
-    fulltext_weight: float,
-    rule: ScoreRule = "scaled",
-) -> list[Scored]:
+def fuse(candidates: list[Candidate], *, semantic_weight: float, importance_weight: float, fulltext_weight: float,
+         rule: ScoreRule = "scaled") -> list[Scored]:
     """Score candidates (semantic x (0.7 + 0.3 x importance), or seed 002's sum under `rule="additive"`; see the
     module docstring), best first; ties broken by cosine then id."""
     max_bm25 = max((c.bm25 for c in candidates if c.bm25 is not None and math.isfinite(c.bm25)), default=0.0)

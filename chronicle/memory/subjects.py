@@ -186,17 +186,9 @@ def user_name(user_md: str) -> str | None:
     return (match.group("name") or match.group("name2") or "").strip() or None
 
 
-def entry_subject(
-    line: str,
-    headings: tuple[str, ...],
-    *,
-    speaker: str | None,
-    role: str,
-    speakers: frozenset[str] = frozenset(),
-    user: str | None = None,
-    addressee: str | None = None,
-    section_person: str | None = None,
-) -> str:
+def entry_subject(line: str, headings: tuple[str, ...], *, speaker: str | None, role: str,
+                  speakers: frozenset[str] = frozenset(), user: str | None = None, addressee: str | None = None,
+                  section_person: str | None = None) -> str:
     """The subject key of one note entry (see the module docstring for the order of the rules).
 
     `speaker`/`role`: the entry's speaker label as `chronicle.distill.speaker.split_speaker` read it;

@@ -193,14 +193,10 @@ def _dictionary_word(word: str) -> bool:
     return (jieba.dt.FREQ.get(word) or 0) >= 100
 
 
-def _en_names(text: str) -> list[tuple[int, int]]:
-    return _group_spans(_EN_NAME, text, "v", "w")
-
-
 _FINDERS = (
     ("resident_id", _resident),
     ("passport", lambda t: _group_spans(_PASSPORT, t, "v", "w")),
     ("address", lambda t: _group_spans(_ADDRESS, t, "v")),
     ("phone", _phones),
-    ("name", lambda t: sorted({*_en_names(t), *_cn_names(t)})),
+    ("name", lambda t: sorted({*_group_spans(_EN_NAME, t, "v", "w"), *_cn_names(t)})),
 )

@@ -18,10 +18,11 @@ import base64
 import binascii
 import math
 import re
-from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import pairwise
+
+from chronicle.redaction.checks import entropy
 
 Span = tuple[int, int, str]
 
@@ -53,12 +54,6 @@ class SafeShapes:
 
     def safe(self, token: str) -> bool:
         return self.pattern.fullmatch(token) is not None
-
-
-def entropy(text: str) -> float:
-    counts = Counter(text)
-    n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in counts.values()) if n else 0.0
 
 
 def _cls(c: str) -> int:

@@ -37,10 +37,6 @@ class SampleManifest:
     config: Path
     seed: int
 
-    def toml_snippet(self) -> str:
-        """`chronicle.toml` lines that let the ingest stage read the CSV export."""
-        return toml_text(self.seed)
-
 
 def _log_files(trial: Trial, events: list[Event], in_csv: bool) -> dict[str, str]:
     """One project's logs: JSONL per local month, its queries in the CSV export if `in_csv`."""
@@ -54,9 +50,8 @@ def _log_files(trial: Trial, events: list[Event], in_csv: bool) -> dict[str, str
     return files
 
 
-def generate_sample(
-    out_dir: Path, *, seed: int = 7, weeks: int = 56, projects: tuple[str, ...] = ("XH201", "XH305")
-) -> SampleManifest:
+def generate_sample(out_dir: Path, *, seed: int = 7, weeks: int = 56,
+                    projects: tuple[str, ...] = ("XH201", "XH305")) -> SampleManifest:
     """Write the synthetic sample under `out_dir` and return what was written.
 
     Projects start on Mondays four weeks apart from 2025-03-03 and run `weeks` weeks each; the last

@@ -88,7 +88,6 @@ SAE_FOLLOWUPS: tuple[str, ...] = (
     "已审阅 {subj} SAE 首次报告，请 24 小时内补充合并用药及既往病史",
 )
 
-DEVIATION_KINDS: tuple[str, ...] = ("访视超窗", "漏采血", "知情同意版本错误", "入排标准违背")
 # fields per kind: subj, visit, n, reason, old, new, crit
 DEVIATION_TEMPLATES: dict[str, tuple[str, ...]] = {
     "访视超窗": (

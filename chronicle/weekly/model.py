@@ -89,10 +89,9 @@ def week_digest(rows: Sequence[Mapping[str, Any]], enrolled_before: int, redacto
     return WeekDigest(input_hash(rows), week_stats(shown, enrolled_before), len(rows))
 
 
-def make_week_input(
-    project_id: str, week: IsoWeek, rows: Sequence[Mapping[str, Any]], enrolled_before: int, tz: ZoneInfo,
-    redactor: Redactor, digest: WeekDigest | None = None, pseudonyms: Pseudonyms | None = None,
-) -> WeekInput:
+def make_week_input(project_id: str, week: IsoWeek, rows: Sequence[Mapping[str, Any]], enrolled_before: int,
+                    tz: ZoneInfo, redactor: Redactor, digest: WeekDigest | None = None,
+                    pseudonyms: Pseudonyms | None = None) -> WeekInput:
     """Build a `WeekInput` from raw_logs rows already ordered by (ts, entry_id).
 
     Short ids follow that order, so the same week always maps E7 to the same entry and the

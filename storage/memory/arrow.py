@@ -21,10 +21,8 @@ IN_CHUNK = 500
 """ids/hashes per `IN (...)` filter: keeps the SQL small."""
 
 
-def build_where(
-    *, tags: list[str] | None = None, min_importance: float | None = None, target_file: str | None = None,
-    subject: str | None = None, current_at: datetime | None = None,
-) -> str | None:
+def build_where(*, tags: list[str] | None = None, min_importance: float | None = None, target_file: str | None = None,
+                subject: str | None = None, current_at: datetime | None = None) -> str | None:
     """SQL prefilter for LanceDB (`tags` = any of; values are quoted, never interpolated raw).
 
     `subject`: only memories about this subject (already normalised). `current_at`: only memories that were

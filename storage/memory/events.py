@@ -5,17 +5,14 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable
-from datetime import UTC, date, datetime
+from datetime import date
 
 import duckdb
 import pyarrow as pa
 
 from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
+from chronicle.weeks import utc_now
 
 
 def load_note_entries(conn: duckdb.DuckDBPyConnection, after: date, until: date,
@@ -73,7 +70,7 @@ def record_chunks(conn: duckdb.DuckDBPyConnection, records: list[ChunkRecord]) -
                entries, memories, rejected, repaired, memory_ids, flow_run_id, distilled_at)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             [r.input_hash, r.prompt_version, r.model, r.chunk_key, r.note_date, r.source, r.entries, r.memories,
-             r.rejected, r.repaired, r.memory_ids, r.flow_run_id, _now()],
+             r.rejected, r.repaired, r.memory_ids, r.flow_run_id, utc_now()],
         )
 
 
@@ -83,7 +80,7 @@ def record_quarantine(conn: duckdb.DuckDBPyConnection, records: list[QuarantineR
             """INSERT INTO distill_quarantine (quarantine_id, chunk_key, input_hash, prompt_version, model, reason,
                raw_reply, repair_reply, flow_run_id, quarantined_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             [str(uuid.uuid4()), r.chunk_key, r.input_hash, r.prompt_version, r.model, r.reason, r.raw_reply,
-             r.repair_reply, r.flow_run_id, _now()],
+             r.repair_reply, r.flow_run_id, utc_now()],
         )
 
 
@@ -132,7 +129,7 @@ def record_events(conn: duckdb.DuckDBPyConnection, events: list[EventRow]) -> No
                importance, tags, similarity, reason, source)
                SELECT event_id, flow_run_id, ?, event, memory_id, content_hash, target_file, importance, tags,
                       similarity, reason, source FROM _new_memory_events""",
-            [_now()],
+            [utc_now()],
         )
     finally:
         conn.unregister("_new_memory_events")

@@ -70,10 +70,8 @@ within one question of 1.0 (LoCoMo unscoped worst 0.736 / 0.831 both; MemoryBank
 both), 0.25 lost LoCoMo unscoped hit@10 (0.831 -> 0.818)."""
 
 
-def ranked(
-    table: Any, embed_query: Any, query: str, where: str | None, limit: int, mode: SearchMode, *, ann: int,
-    weights: Weights,
-) -> tuple[list[Scored], dict[str, StoredMemory]]:
+def ranked(table: Any, embed_query: Any, query: str, where: str | None, limit: int, mode: SearchMode, *, ann: int,
+           weights: Weights) -> tuple[list[Scored], dict[str, StoredMemory]]:
     """The best `limit` candidates scored, with their rows (rows deleted meanwhile are missing); `table` is the
     async handle (`aio.AsyncTwin`), `ann` the partitions to probe in its ANN index (0: it has none,
     `indexes.AnnProbes`).
@@ -123,10 +121,8 @@ def ranked(
     return final, rows
 
 
-def _legs(
-    table: Any, embed_query: Any, query: str, where: str | None, mode: SearchMode, limit: int, *, ann: int,
-    marks: list[tuple[float, float]],
-) -> tuple[np.ndarray, _Candidates, tuple[float, float], tuple[float, float]]:
+def _legs(table: Any, embed_query: Any, query: str, where: str | None, mode: SearchMode, limit: int, *, ann: int,
+          marks: list[tuple[float, float]]) -> tuple[np.ndarray, _Candidates, tuple[float, float], tuple[float, float]]:
     """The query vector, both legs' candidates, the full-text leg's own (wall, CPU) seconds and how long it was
     waited for after the dense leg; a clock mark after the encoder, the dense leg and both legs."""
     pool = max(limit * 4, 40)  # dense candidates; importance can promote rows below the top `limit`
@@ -210,16 +206,9 @@ class _Candidates:
     def scored(self, cosine: dict[int, float], weights: Weights) -> list[Scored]:
         """These candidates (with these cosines) fused and ranked."""
         bm25 = self.bm25
-        candidates = [
-            Candidate(
-                id=self.name(k),
-                cosine=float(c),
-                importance=float(self.importance[k] or 0.0),
-                bm25=bm25[k][0] if k in bm25 else None,
-                fts_rank=bm25[k][1] if k in bm25 else None,
-            )
-            for k, c in cosine.items()
-        ]
+        candidates = [Candidate(id=self.name(k), cosine=float(c), importance=float(self.importance[k] or 0.0),
+                                bm25=bm25[k][0] if k in bm25 else None, fts_rank=bm25[k][1] if k in bm25 else None)
+                      for k, c in cosine.items()]
         return fuse(candidates, semantic_weight=weights.semantic, importance_weight=weights.importance,
                     fulltext_weight=weights.fulltext, rule=weights.rule)
 
@@ -246,12 +235,8 @@ def _final_rows(table: Any, final: list[Scored], packed: dict[str, Any], row_of:
 
 def hits(scored: list[Scored], rows: dict[str, StoredMemory]) -> list[SearchHit]:
     """Scored candidates with their rows, in rank order (rows deleted meanwhile are skipped)."""
-    return [
-        SearchHit(**vars(rows[s.id]), score=s.score, semantic=s.semantic, cosine=s.cosine, bm25=s.bm25,
-                  fts_rank=s.fts_rank)
-        for s in scored
-        if s.id in rows
-    ]
+    return [SearchHit(**vars(rows[s.id]), score=s.score, semantic=s.semantic, cosine=s.cosine, bm25=s.bm25,
+                      fts_rank=s.fts_rank) for s in scored if s.id in rows]
 
 
 FLAT_FILTERED_ROWS = 2_000
@@ -281,9 +266,8 @@ async def matching_rows(table: Any, where: str) -> int:
     return n
 
 
-async def dense_query(
-    table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: int, columns: list[str]
-) -> Any:
+async def dense_query(table: Any, qvec: np.ndarray, where: str | None, pool: int, *, ann: int,
+                      columns: list[str]) -> Any:
     """The dense leg's LanceDB query (tests read its plan): up to `pool` nearest rows under the prefilter
     `where` — these columns, row address, estimated cosine distance.
 
@@ -354,9 +338,8 @@ async def rows_by_id(table: Any, ids: list[str]) -> dict[str, StoredMemory]:
     return {row["id"]: StoredMemory.from_row(row) for row in (await query.to_arrow()).to_pylist()}
 
 
-async def take_rescored(
-    table: Any, row_ids: list[int], qvec: np.ndarray
-) -> tuple[dict[int, float], dict[int, dict[str, Any]]]:
+async def take_rescored(table: Any, row_ids: list[int],
+                        qvec: np.ndarray) -> tuple[dict[int, float], dict[int, dict[str, Any]]]:
     """Exact cosine with `qvec` of the rows at these addresses and their rows (unpacked from `PACKED`, or read
     from their columns for a row written before schema 5), by address, in one take of the vector and `PACKED`
     columns; an address a compaction invalidated is left out, so the answer comes back short. The take returns
@@ -389,9 +372,8 @@ def nearest(table: Any, matrix: np.ndarray, k: int, *, ann: int) -> list[list[tu
             query = query.nprobes(ann).refine_factor(ANN_REFINE_FACTOR)
         result = query.limit(k).to_arrow()
         qidx = result.column("query_index").to_pylist() if len(part) > 1 else [0] * result.num_rows
-        for q, row_id, dist in zip(
-            qidx, result.column("id").to_pylist(), result.column("_distance").to_pylist(), strict=True
-        ):
+        ids, distances = result.column("id").to_pylist(), result.column("_distance").to_pylist()
+        for q, row_id, dist in zip(qidx, ids, distances, strict=True):
             out[start + q].append((row_id, 1.0 - float(dist)))
     for found in out:
         found.sort(key=lambda x: -x[1])

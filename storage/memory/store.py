@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -81,16 +81,16 @@ def embedding_text(memory: Memory | StoredMemory) -> str:
     return memory.content
 
 
+def _model_of(table: Any) -> tuple[str, int]:
+    meta = table.schema.metadata or {}
+    return meta.get(META_MODEL.encode(), b"").decode(), int(meta.get(META_DIM.encode(), b"0"))
+
+
 class MemoryStore:
     """Typed, synchronous access to the `memories` table. Cheap to construct once the embedder is warm."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        embedder: Embedder | None = None,
-        *,
-        allow_model_mismatch: bool = False,
-    ) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None, *,
+                 allow_model_mismatch: bool = False) -> None:
         self.settings = settings
         self.embedder = embedder if embedder is not None else get_embedder(settings)
         self._redacted = text_gate(settings.redact.extra_patterns)  # for rows read back and queries
@@ -112,23 +112,16 @@ class MemoryStore:
     # --- metadata ---------------------------------------------------------------------------
     def recorded_model(self) -> tuple[str, int] | None:
         """`(model name, dimension)` the stored vectors were made with; None before the first write."""
-        if self._table is None:
-            return None
-        meta = self._table.schema.metadata or {}
-        return meta.get(META_MODEL.encode(), b"").decode(), int(meta.get(META_DIM.encode(), b"0"))
+        return None if self._table is None else _model_of(self._table)
 
     def _check_model(self, table: Any) -> str | None:
-        meta = table.schema.metadata or {}
-        model = meta.get(META_MODEL.encode(), b"").decode()
-        dim = int(meta.get(META_DIM.encode(), b"0"))
+        model, dim = _model_of(table)
         # Compare names first: a remote embedder only learns its dimension by calling the endpoint.
         if model == self.embedder.model_name and dim == self.embedder.dim:
             return None
-        return (
-            f"the memory table at {self.uri} holds {dim}-d vectors from embedding model {model!r}, but the "
-            f"configured model is {self.embedder.model_name!r}; run `chronicle memory reindex` to re-embed "
-            f"all memories with the new model (or set EMBEDDING_MODEL back to {model!r})"
-        )
+        return (f"the memory table at {self.uri} holds {dim}-d vectors from embedding model {model!r}, but the "
+                f"configured model is {self.embedder.model_name!r}; run `chronicle memory reindex` to re-embed "
+                f"all memories with the new model (or set EMBEDDING_MODEL back to {model!r})")
 
     def _open(self) -> Any:
         try:
@@ -140,19 +133,13 @@ class MemoryStore:
     def _writing(self) -> Iterator[None]:
         """One writer at a time: a thread lock within the process, `storage/lance.py`'s lock across them."""
         with self._thread_lock:
-            if self._depth:  # already held by this thread (e.g. an upgrade inside an upsert): claims don't nest
+            held = self._depth > 0  # by this thread (e.g. an upgrade inside an upsert): claims don't nest
+            with nullcontext() if held else self._write_lock.acquire(timeout=self.settings.db_lock_timeout_s):
                 self._depth += 1
                 try:
                     yield
                 finally:
                     self._depth -= 1
-                return
-            with self._write_lock.acquire(timeout=self.settings.db_lock_timeout_s):
-                self._depth = 1
-                try:
-                    yield
-                finally:
-                    self._depth = 0
 
     def _readable(self, vectors: bool = True) -> Any:
         """The table for reads, None if nothing was ever written; refuses vectors of another model — unless the read
@@ -193,9 +180,8 @@ class MemoryStore:
         return DedupPolicy.for_model(self.embedder.model_name, language, self.settings.memory.dedup_threshold)
 
     # --- writes -----------------------------------------------------------------------------
-    def upsert(
-        self, memories: Sequence[Memory], *, created: datetime, flow_run_id: str | None = None
-    ) -> list[MemoryEvent]:
+    def upsert(self, memories: Sequence[Memory], *, created: datetime,
+               flow_run_id: str | None = None) -> list[MemoryEvent]:
         """Add, merge or skip each memory (one event per input, input order) in one atomic commit.
 
         The decisions are `chronicle.memory.dedup.plan_upsert`'s; this looks up what it needs (stored
@@ -203,9 +189,8 @@ class MemoryStore:
         """
         return self.upsert_many([(memories, created)], flow_run_id=flow_run_id)[0]
 
-    def upsert_many(
-        self, batches: Sequence[tuple[Sequence[Memory], datetime]], *, flow_run_id: str | None = None
-    ) -> list[list[MemoryEvent]]:
+    def upsert_many(self, batches: Sequence[tuple[Sequence[Memory], datetime]], *,
+                    flow_run_id: str | None = None) -> list[list[MemoryEvent]]:
         """`upsert` of each `(memories, created)` batch in order (one commit each), with ONE embedding call.
 
         A distillation stores one batch per note chunk; embedding each chunk's ~20 memories separately ran
@@ -224,9 +209,8 @@ class MemoryStore:
                 out.append(self._upsert_locked(memories, created, flow_run_id, vecs) if memories else [])
         return out
 
-    def _upsert_locked(
-        self, memories: Sequence[Memory], created: datetime, flow_run_id: str | None, vecs: dict[str, np.ndarray]
-    ) -> list[MemoryEvent]:
+    def _upsert_locked(self, memories: Sequence[Memory], created: datetime, flow_run_id: str | None,
+                       vecs: dict[str, np.ndarray]) -> list[MemoryEvent]:
         table = self._writable()
         hashes, keys = [m.content_hash for m in memories], [dedup_key(m) for m in memories]
         known = self._known_hashes(set(hashes))  # again: another writer may have committed meanwhile
@@ -234,16 +218,8 @@ class MemoryStore:
         need = [i for i in first if keys[i] not in known]
         vecs.update(self._embed_contents([memories[i] for i in need], vecs))  # rows deleted meanwhile: rare
         by_index = {i: vecs[hashes[i]] for i in need}
-        plan = plan_upsert(
-            memories,
-            known=known,
-            vectors=by_index,
-            neighbours=self._neighbours(table, need, by_index),
-            policy=self._policy,
-            created=created,
-            now=datetime.now(UTC),
-            flow_run_id=flow_run_id,
-        )
+        plan = plan_upsert(memories, known=known, vectors=by_index, neighbours=self._neighbours(table, need, by_index),
+                           policy=self._policy, created=created, now=datetime.now(UTC), flow_run_id=flow_run_id)
         self._supersede(plan)
         if plan.rows:
             data = to_arrow(list(plan.rows.values()), table.schema)
@@ -308,18 +284,9 @@ class MemoryStore:
         return len(keys)
 
     # --- reads ------------------------------------------------------------------------------
-    def search(
-        self,
-        query: str,
-        *,
-        tags: list[str] | None = None,
-        min_importance: float | None = None,
-        target_file: str | None = None,
-        limit: int = 10,
-        mode: SearchMode = "hybrid",
-        subject: str | None = None,
-        as_of: date | None = None,
-    ) -> list[SearchHit]:
+    def search(self, query: str, *, tags: list[str] | None = None, min_importance: float | None = None,
+               target_file: str | None = None, limit: int = 10, mode: SearchMode = "hybrid", subject: str | None = None,
+               as_of: date | None = None) -> list[SearchHit]:
         """Best memories for `query`, scored per `chronicle.memory.search.fuse`, filters applied before ranking.
 
         `tags` matches rows having ANY of the tags. `mode="dense"` skips full text (semantic = cosine).
@@ -333,18 +300,14 @@ class MemoryStore:
         current_at = None if as_of is None else datetime.combine(as_of + timedelta(days=1), time.min, tzinfo=tz)
         where = build_where(tags=tags, min_importance=min_importance, target_file=target_file,
                             subject=None if subject is None else normalise_subject(subject), current_at=current_at)
-        weights = Weights(
-            self.settings.memory.search_semantic_weight,
-            self.settings.memory.search_importance_weight,
-            self.settings.memory.search_fulltext_weight,
-            self.settings.memory.search_score,
-        )
-        half_life = self.settings.memory.importance_half_life_days
+        opts = self.settings.memory
+        weights = Weights(opts.search_semantic_weight, opts.search_importance_weight, opts.search_fulltext_weight,
+                          opts.search_score)
+        half_life = opts.importance_half_life_days
         # A few more candidates than asked: demoting superseded rows (or ageing) lets the next ones move up.
         fetch = limit * 2 if half_life > 0 else limit + 5
-        scored, rows = ranked(
-            self._twin(table), self._embed_query, query, where, fetch, mode, ann=self._has_ann(table), weights=weights
-        )
+        scored, rows = ranked(self._twin(table), self._embed_query, query, where, fetch, mode, ann=self._has_ann(table),
+                              weights=weights)
         now, tuning = current_at or datetime.now(UTC), Tuning.of(self.settings, self.embedder.model_name)
         return rerank(hits(scored, rows), now=now, importance_weight=weights.importance, half_life_days=half_life,
                       demote_superseded=as_of is None, rule=weights.rule, tuning=tuning, query=query)[:limit]
@@ -352,9 +315,8 @@ class MemoryStore:
     def _embed_query(self, query: str) -> np.ndarray:
         return query_vector(self.embedder, self._redacted(query))
 
-    def list(
-        self, limit: int = 50, offset: int = 0, tags: list[str] | None = None, target_file: str | None = None
-    ) -> list[StoredMemory]:
+    def list(self, limit: int = 50, offset: int = 0, tags: list[str] | None = None,
+             target_file: str | None = None) -> list[StoredMemory]:
         """Memories newest first (`created` desc, then id), optionally filtered."""
         table = self._readable(vectors=False)
         if table is None:
@@ -417,14 +379,11 @@ class MemoryStore:
         close = {i: [(rid, cos) for rid, cos in f if cos >= floor] for i, f in zip(need, found, strict=True)}
         ids = list(dict.fromkeys(rid for pairs in close.values() for rid, _ in pairs))
         loaded = {row.id: (row, vec) for row, vec in self._get_with_vectors(ids, with_vectors=True)}
-        return {
-            i: [Neighbour(loaded[rid][0], loaded[rid][1], cos) for rid, cos in pairs if rid in loaded]
-            for i, pairs in close.items()
-        }
+        return {i: [Neighbour(loaded[rid][0], loaded[rid][1], cos) for rid, cos in pairs if rid in loaded]
+                for i, pairs in close.items()}
 
-    def _get_with_vectors(
-        self, ids: Sequence[str], *, with_vectors: bool
-    ) -> list[tuple[StoredMemory, np.ndarray | None]]:
+    def _get_with_vectors(self, ids: Sequence[str], *,
+                          with_vectors: bool) -> list[tuple[StoredMemory, np.ndarray | None]]:
         table = self._readable(vectors=with_vectors)
         if table is None or not ids:
             return []

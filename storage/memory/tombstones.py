@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import duckdb
 
 from chronicle.distill.records import EventRow
 from chronicle.memory.forget import Tombstone
 from chronicle.storage.memory.events import record_events
+from chronicle.weeks import utc_now
 
 
 @dataclass(frozen=True)
@@ -26,10 +26,6 @@ class ChangeRecord:
     memory_ids: list[str]
     files: list[str]
     backups: list[str]
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def tombstoned(conn: duckdb.DuckDBPyConnection, hashes: Iterable[str]) -> dict[str, set[str]]:
@@ -56,7 +52,7 @@ def record_change(conn: duckdb.DuckDBPyConnection, change: ChangeRecord, stones:
                   events: list[EventRow]) -> None:
     """The change, its tombstones (a text tombstoned already keeps its first row) and its events, in the caller's
     transaction; pending proposals of the memories are rejected by the same actor (their text is what went)."""
-    now = _now()
+    now = utc_now()
     conn.execute(
         """INSERT INTO memory_changes (change_id, kind, "at", actor, reason, selector, memory_ids, files, backups)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",

@@ -13,11 +13,12 @@ write names its timestamp columns so no `DEFAULT current_timestamp` is needed.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 
 import duckdb
+
+from chronicle.weeks import utc_now
 
 SCHEMA_MIGRATIONS = (
     "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -84,7 +85,7 @@ def apply_migrations(conn: duckdb.DuckDBPyConnection, *, lake: bool = False) -> 
         try:
             conn.execute(adapt(sql))
             conn.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                         [version, name, datetime.now(UTC).replace(tzinfo=None)])
+                         [version, name, utc_now()])
             conn.execute("COMMIT")
         except Exception:
             conn.execute("ROLLBACK")

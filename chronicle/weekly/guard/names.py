@@ -41,10 +41,6 @@ class Name:
     key: str  # what must appear in the cited text (squashed)
 
 
-def _squash(text: str) -> str:
-    return "".join(text.split())
-
-
 def names(canonical_text: str) -> list[Name]:
     """Names in a sentence already passed through `text.canonical` (lower case, spaces kept)."""
     out: list[Name] = []
@@ -54,8 +50,7 @@ def names(canonical_text: str) -> list[Name]:
         if len(token) >= 2:
             out.append(Name("code", token, token))
     for m in _QUANTITY.finditer(canonical_text):
-        key = _squash(m.group(0))
-        out.append(Name("quantity", m.group(0), key))
+        out.append(Name("quantity", m.group(0), "".join(m.group(0).split())))
     out += [Name("date", m.group(0), m.group(0)) for m in _DATE.finditer(canonical_text)]
     for m in _SITE_ZH.finditer(canonical_text):
         run = m.group(0)

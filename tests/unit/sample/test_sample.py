@@ -101,7 +101,7 @@ def test_manifest(sample: SampleManifest) -> None:
     assert set(sample.files) == {p.resolve() for p in sample.out_dir.rglob("*") if p.is_file()}
     assert sample.first_week["XH201"] == 202510  # Monday 2025-03-03
     assert sample.first_week["XH305"] > sample.first_week["XH201"]
-    assert "[column_map]" in sample.toml_snippet()
+    assert "[column_map]" in sample.config.read_text(encoding="utf-8")
 
 
 def test_period_and_size(sample: SampleManifest) -> None:
