@@ -60,10 +60,13 @@ def serve(limit: int | None = typer.Option(None, help="Most flow runs executing 
         os.environ["PREFECT_API_URL"] = api.url  # the served runs are subprocesses: they read the environment
         err.print(f"serving against the Prefect API at {api.url} ({api.source}); "
                   f"UI: {api.url.removesuffix('/api')}")
-    if api.source == "background":
-        local_api.watch(api.url)  # never left serving a dead address
-    with temporary_settings(updates={PREFECT_API_URL: api.url} if api.url else {}):
-        serve_all(settings, limit=limit)
+    gone = local_api.watch(api.url) if api.source == "background" else None  # never serving a dead address
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: api.url} if api.url else {}):
+            serve_all(settings, limit=limit)
+    finally:
+        if gone is not None and gone.is_set():  # stopped because its server went away, not by the operator
+            raise typer.Exit(1)
 
 
 def setup(work_pool: bool = typer.Option(True, help="Also create the process work pool."),

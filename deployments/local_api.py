@@ -266,11 +266,13 @@ WATCH_EVERY_S = 2.0
 STOP_GRACE_S = 15.0
 
 
-def watch(url: str, every_s: float = WATCH_EVERY_S) -> threading.Thread:
+def watch(url: str, every_s: float = WATCH_EVERY_S) -> threading.Event:
     """End this process (a `chronicle serve`) when the background server at `url` is gone: stopped, killed or
     replaced. Served against a dead address, deployments turn "Not Ready", runs go Late with nobody to raise an
     alert, and Prefect's own shutdown (Ctrl-C) hangs on the dead API. The process is interrupted like Ctrl-C,
-    and ended outright if that has not stopped it `STOP_GRACE_S` later."""
+    and ended outright (exit 1) if that has not stopped it `STOP_GRACE_S` later. The event returned is set
+    once the server is found gone, so a serve that Prefect did stop in time still exits as a failure."""
+    gone = threading.Event()
 
     def loop() -> None:
         while True:
@@ -278,6 +280,7 @@ def watch(url: str, every_s: float = WATCH_EVERY_S) -> threading.Thread:
             state = read_state()
             if state is not None and state.url == url and _alive(state):
                 continue
+            gone.set()
             sys.stderr.write(f"the background Prefect server at {url} is gone (stopped or killed): serving stops; "
                              "`chronicle serve` starts it again\n")
             sys.stderr.flush()
@@ -285,6 +288,5 @@ def watch(url: str, every_s: float = WATCH_EVERY_S) -> threading.Thread:
             time.sleep(STOP_GRACE_S)
             os._exit(1)
 
-    thread = threading.Thread(target=loop, name="chronicle-server-watch", daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=loop, name="chronicle-server-watch", daemon=True).start()
+    return gone
