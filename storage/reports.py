@@ -14,7 +14,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import duckdb
@@ -23,10 +22,7 @@ from chronicle.storage import claims
 from chronicle.storage.db import held_window, json_rows, transactions
 from chronicle.storage.llm_log import CallRow, insert_calls
 from chronicle.weekly.model import StoredReport, WeekReport
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
+from chronicle.weeks import utc_now
 
 
 def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -190,7 +186,7 @@ def save_reports(conn: duckdb.DuckDBPyConnection, items: list[Item]) -> list[str
     versions = {(p, w): v for p, w, v in _keyed(
         conn, "SELECT v.project_id, v.week_number, max(v.version) FROM weekly_report_versions v "
               "JOIN {keys} ON v.project_id = k.p AND v.week_number = k.w GROUP BY ALL", keys)}
-    now = _now()
+    now = utc_now()
     outcomes: list[str] = []
     reports: dict[tuple[str, int], tuple] = {}  # the last write of a week in this batch wins
     history: list[tuple] = []
@@ -273,7 +269,7 @@ def save_edit(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int
     reasons = list(review_reasons)
     if current["needs_review"] and not reasons and flagged_reason is not None:
         reasons.append(flagged_reason)
-    now, version = _now(), _next_version(conn, project_id, week_number)
+    now, version = utc_now(), _next_version(conn, project_id, week_number)
     stats_js, cites_js, reasons_js = _js(stats), _js(citations), _js(reasons)
     conn.execute(
         """UPDATE weekly_reports SET summary = ?, stats = ?, citations = ?, status = 'edited', stale = false,
@@ -290,7 +286,7 @@ def save_edit(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int
 def refresh(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int, *, stats: dict[str, Any],
             stale: bool | None = None, review_reasons: list[dict[str, Any]] | None = None) -> None:
     """Update what changes without new text: stats (e.g. enrolled_total), staleness, review flags."""
-    sets, args = ["stats = ?", "updated_at = ?"], [_js(stats), _now()]
+    sets, args = ["stats = ?", "updated_at = ?"], [_js(stats), utc_now()]
     if stale is not None:
         sets.append("stale = ?")
         args.append(stale)
@@ -303,7 +299,7 @@ def refresh(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int, 
 
 def mark_stale(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) -> None:
     conn.execute("UPDATE weekly_reports SET stale = true, updated_at = ? WHERE project_id = ? AND week_number = ?",
-                 [_now(), project_id, week_number])
+                 [utc_now(), project_id, week_number])
 
 
 # --- the writer of new report text ----------------------------------------------------------
