@@ -161,6 +161,13 @@ def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnec
             time.sleep(min(5.0, 0.05 * 2**attempt) * (0.5 + random.random() / 2))
 
 
+def window_lock() -> threading.RLock:
+    """The lock a window holds in this process from its open to its close. Code that holds a lock of its own while
+    it opens a window must take this one first: the holder of a window may take that other lock inside it (the
+    report writer ends week claims inside its held window), and the opposite order deadlocks."""
+    return _thread_lock
+
+
 @contextmanager
 def connect_file(settings: Settings, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
     path = settings.db_path
