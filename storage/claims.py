@@ -38,7 +38,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -372,7 +372,8 @@ class Leases:
 
     def _beat(self) -> None:
         while not self._stop.wait(self.ttl_s / 3):
-            with self._lock:
+            # The file's window before this owner's lock (see `files.window_lock`): the renewal opens a window.
+            with nullcontext() if self.settings.lake.enabled else files.window_lock(), self._lock:
                 keys = sorted(self._held)
                 if not keys:
                     continue

@@ -30,7 +30,11 @@ _thread_lock = threading.RLock()
 # can open them; the Python package writes a newer format by default that those CLIs refuse.
 STORAGE_VERSION = "v1.4.0"
 """The format of every file we write (the pipeline database, its compact copies, the lake's sessions)."""
-_CONFIG = {"storage_compatibility_version": STORAGE_VERSION}
+# One thread: a window's statements touch a few rows, and DuckDB's worker thread spent more CPU waking for each of
+# them (and for the checkpoint on detach) than the statement itself: a write window of ten reports took ~50 ms of
+# the process's CPU with the default (one thread per core), ~30 ms with one. Its tables are small enough that
+# no read here needs more than one core.
+_CONFIG = {"storage_compatibility_version": STORAGE_VERSION, "threads": 1}
 
 
 class DatabaseBusyError(RuntimeError):
@@ -157,6 +161,13 @@ def _open(path: Path, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnec
             time.sleep(min(5.0, 0.05 * 2**attempt) * (0.5 + random.random() / 2))
 
 
+def window_lock() -> threading.RLock:
+    """The lock a window holds in this process from its open to its close. Code that holds a lock of its own while
+    it opens a window must take this one first: the holder of a window may take that other lock inside it (the
+    report writer ends week claims inside its held window), and the opposite order deadlocks."""
+    return _thread_lock
+
+
 @contextmanager
 def connect_file(settings: Settings, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
     path = settings.db_path
@@ -177,14 +188,62 @@ def connect_file(settings: Settings, read_only: bool) -> Iterator[duckdb.DuckDBP
         try:
             deadline = time.monotonic() + settings.db_lock_timeout_s
             conn = _open(path, read_only and path.exists(), deadline)
+            current = False
             try:
-                if not is_current(conn):
+                if not _known_current(path) and not is_current(conn):
                     if read_only:
                         _close(path, conn)
                         conn = _open(path, False, deadline)
                     apply_migrations(conn)
+                current = True
                 yield conn
             finally:
-                _close(path, conn)
+                _left(path, conn, current)
         finally:
             lock.release()
+
+
+def _known_current(path: Path) -> bool:
+    """Whether the file is as this process left it, current, after its last window (see `_left_current`)."""
+    signature = _signature(path)
+    return signature is not None and _left_current.get(str(path)) == signature
+
+
+def _left(path: Path, conn: duckdb.DuckDBPyConnection, current: bool) -> None:
+    """End a window; if it was opened on a current file, remember how the file looks once closed."""
+    _left_current.pop(str(path), None)
+    _close(path, conn)
+    if current:
+        if len(_left_current) >= 64:  # a long-lived process that saw many homes (the test suite)
+            _left_current.clear()
+        _left_current[str(path)] = _signature(path)
+
+
+_left_current: dict[str, tuple[object, ...] | None] = {}
+"""Per file: its `_signature` right after this process last closed a window on it, the file being current then.
+
+The migration check (a query, ~1.5 ms of every window) is skipped when the file still has that signature: no one
+has written it since, so its `schema_migrations` is the one this process saw. Any other writer (another process,
+an analyst's shell, a migration by a newer release, a compaction's swap, a backup copied over it) changes the
+file's inode, ctime or its checkpoint headers, or leaves a WAL, and the next window checks again. The one write
+it cannot see is SQL of this process's own windows that drops migrations (no code does)."""
+
+
+def _signature(path: Path) -> tuple[object, ...] | None:
+    """The file's identity and state: inode, size, mtime and ctime of it and of its WAL, and the bytes that open its
+    two database headers (checksum and checkpoint iteration: any checkpoint rewrites one of them)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        headers = os.pread(fd, 16, 4096) + os.pread(fd, 16, 8192)
+    finally:
+        os.close(fd)
+    try:
+        wal = os.stat(str(path) + ".wal")
+        wal_state: tuple[int, ...] | None = (wal.st_ino, wal.st_size, wal.st_mtime_ns, wal.st_ctime_ns)
+    except OSError:
+        wal_state = None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, headers, wal_state)

@@ -62,8 +62,9 @@ def is_current(conn: duckdb.DuckDBPyConnection) -> bool:
     """Whether every shipped migration is recorded (one cheap query; checked at every open)."""
     shipped = [version for version, _, _ in migration_files()]
     try:
-        # The whole list, not the maximum: migrations can land out of number order on different branches.
-        done = conn.execute("SELECT list(version ORDER BY version) FROM schema_migrations").fetchall()[0][0]
+        # The whole list, not the maximum: migrations can land out of number order on different branches. Sorted
+        # here: DuckDB's ordered list() aggregate costs ~1 ms more than fetching the few rows.
+        done = sorted(row[0] for row in conn.execute("SELECT version FROM schema_migrations").fetchall())
         return done == shipped
     except duckdb.CatalogException:  # a new, empty database
         return False

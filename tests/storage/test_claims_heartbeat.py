@@ -72,3 +72,23 @@ def test_threads_working_for_an_owner_join_its_open_leases_under_its_one_heartbe
     assert claims.Leases.of(fan_out.owner) is None
     assert claims.Leases.of(None) is None
     assert claims.holder(settings, "week:2") is None
+
+
+def test_a_heartbeat_does_not_deadlock_with_a_window_that_ends_claims(settings) -> None:
+    """The report writer ends week claims (`Leases.forget`) inside its held window of the file; a heartbeat that
+    fell due meanwhile must wait for the window before it takes the owner's lock, not hold that lock while it
+    waits (the opposite order hung a backfill for good)."""
+    from chronicle.storage.db import connect, held_window
+
+    with claims.Leases(settings, ttl_s=0.3) as leases:
+        assert leases.take(["week:A", "week:B"])["week:A"].won
+        forgot = threading.Event()
+        with held_window(settings):
+            with connect(settings) as conn:  # the window is open: this thread holds it
+                conn.execute("SELECT 1")
+            time.sleep(0.3)  # the heartbeat (every 0.1 s) is now waiting for the window
+            ender = threading.Thread(target=lambda: (leases.forget(["week:A"]), forgot.set()), daemon=True)
+            ender.start()
+            ender.join(timeout=5)
+            assert forgot.is_set(), "forgetting a claim inside a window waited on the heartbeat, which waits on it"
+        assert not leases.holds("week:A") and leases.holds("week:B")

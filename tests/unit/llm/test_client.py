@@ -301,3 +301,30 @@ def test_embeddings_retry_transient_and_reject_bad_key(server: FakeLLMServer) ->
     with pytest.raises(PermanentLLMError, match="EMBEDDING_API_KEY"):
         embedder.embed(["c"])
     assert server.calls("/v1/embeddings") == 4
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"max_tokens": 300, "temperature": 0.2},
+    {"json_schema": {"name": "facts", "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}},
+])
+def test_a_request_is_what_the_sdks_create_sends(server: FakeLLMServer, options: dict[str, Any]) -> None:
+    """The client posts its body itself, skipping the SDK's transform of typed arguments: the wire must not
+    tell the difference (body, path and the headers an endpoint reads)."""
+    import openai
+
+    client, _, _ = make_client(server, llm_api_key="sk-test-key")
+    client.complete(USER, purpose="t", **options)
+    ours = server.requests[-1]
+    schema = options.get("json_schema")
+    extra = {"max_tokens": options["max_tokens"]} if "max_tokens" in options else {}
+    if schema is not None:
+        extra["response_format"] = {"type": "json_schema", "json_schema": {**schema, "strict": False}}
+    sdk = openai.OpenAI(base_url=server.base_url, api_key="sk-test-key", max_retries=0)
+    sdk.chat.completions.create(model="test-model", messages=USER, temperature=options.get("temperature", 0.0),
+                                **extra)
+    theirs = server.requests[-1]
+    assert (ours.method, ours.path, ours.json) == (theirs.method, theirs.path, theirs.json)
+    assert ours.body == theirs.body
+    for header in ("authorization", "content-type", "accept"):
+        assert ours.headers.get(header) == theirs.headers.get(header), header
