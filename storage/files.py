@@ -30,11 +30,7 @@ _thread_lock = threading.RLock()
 # can open them; the Python package writes a newer format by default that those CLIs refuse.
 STORAGE_VERSION = "v1.4.0"
 """The format of every file we write (the pipeline database, its compact copies, the lake's sessions)."""
-# One thread: a window's statements touch a few rows, and DuckDB's worker thread spent more CPU waking for each of
-# them (and for the checkpoint on detach) than the statement itself: a write window of ten reports took ~50 ms of
-# the process's CPU with the default (one thread per core), ~30 ms with one. Its tables are small enough that
-# no read here needs more than one core.
-_CONFIG = {"storage_compatibility_version": STORAGE_VERSION, "threads": 1}
+_CONFIG = {"storage_compatibility_version": STORAGE_VERSION}
 
 
 class DatabaseBusyError(RuntimeError):
