@@ -127,7 +127,7 @@ class FileIngestor:
                 return Write.done(FileResult(key, prev["format"], "unchanged"))
         got = read_file(key)
         if isinstance(got, Reject):  # nothing stored is touched: the file may come back
-            return Write.refused(key, prev["format"] if prev else "unknown", got)
+            return Write.refused(key, got)
         path = Path(key)
         fmt = detect_format(path)
         content, refusal = plan_text(key, fmt, got.data, gzipped(path))

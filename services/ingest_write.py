@@ -78,7 +78,7 @@ class Write:
         return cls(None, result.status, result=result, path_key=result.path)
 
     @classmethod
-    def refused(cls, key: str, fmt: str, reject: Reject) -> Write:
+    def refused(cls, key: str, reject: Reject) -> Write:
         return cls(None, "rejected", rejects=[reject], path_key=key)
 
 

@@ -38,6 +38,3 @@ def grouping(weeks: int, workers: int, override: int = 0) -> Grouping:
     threads = min(threads, size)
     return Grouping(size, threads, math.ceil(workers / threads))
 
-
-def weeks_per_task(weeks: int, workers: int, override: int = 0) -> int:
-    return grouping(weeks, workers, override).weeks_per_task
