@@ -175,44 +175,48 @@ Prefect's default five minutes."""
 
 @contextmanager
 def reserve_llm(settings: Settings, wanted: int) -> Iterator[LLMGate]:
-    """Hold up to `wanted` slots of `llm` for the block; tasks started inside see the gate.
-
-    Short waits for a big share, an unbounded one for a single slot: never starve, never hog, and never wait in
-    silence (a timed-out request the server grants late holds its slot until its lease ends)."""
-    from prefect.concurrency.sync import concurrency
-
+    """Hold up to `wanted` slots of `llm` for the block; tasks started inside see the gate."""
     n = max(1, min(settings.llm.concurrency, wanted))
     with ExitStack() as stack:
-        gate: LLMGate | None = None if ensure_llm_limit(settings.llm.concurrency) else _local_gate(settings)
-        quick, said = True, False
-        while gate is None:
-            try:
-                wait = QUICK_TRY_S if quick else None if n == 1 else 5.0
-                if wait is None and not said:
-                    _say(_waiting(n))
-                    said = True
-                stack.enter_context(concurrency(LIMIT_NAME, occupy=n, strict=True, timeout_seconds=wait,
-                                                lease_duration=LEASE_S))
-                if said:
-                    _say(f"got {n} '{LIMIT_NAME}' slot(s); going on")
-                gate = LLMGate(n, "prefect")
-            except TimeoutError:
-                if quick:  # the same share again at once (a 503 is retried by the client only 2 s later)
-                    quick = False
-                    continue
-                if not said:
-                    _say(_waiting(n))
-                    said = True
-                n = max(1, n // 2)
-            except Exception as exc:
-                log.warning("could not take '%s' slots from the Prefect API (%s: %s); using a process-local "
-                            "limit", LIMIT_NAME, type(exc).__name__, exc)
-                gate = _local_gate(settings)
+        gate = _acquire(settings, n, stack)
         token = _current.set(gate)
         try:
             yield gate
         finally:
             _current.reset(token)
+
+
+def _acquire(settings: Settings, n: int, stack: ExitStack) -> LLMGate:
+    from prefect.concurrency.sync import concurrency
+
+    if not ensure_llm_limit(settings.llm.concurrency):
+        return _local_gate(settings)
+    quick, said = True, False
+    while True:
+        try:
+            # Short waits for a big share, an unbounded one for a single slot: never starve, never hog, and never
+            # wait in silence (a timed-out request the server grants late holds its slot until its lease ends).
+            wait = QUICK_TRY_S if quick else None if n == 1 else 5.0
+            if wait is None and not said:
+                _say(_waiting(n))
+                said = True
+            stack.enter_context(concurrency(LIMIT_NAME, occupy=n, strict=True, timeout_seconds=wait,
+                                            lease_duration=LEASE_S))
+            if said:
+                _say(f"got {n} '{LIMIT_NAME}' slot(s); going on")
+            return LLMGate(n, "prefect")
+        except TimeoutError:
+            if quick:  # the same share again at once (a 503 is retried by the client only 2 s later)
+                quick = False
+                continue
+            if not said:
+                _say(_waiting(n))
+                said = True
+            n = max(1, n // 2)
+        except Exception as exc:
+            log.warning("could not take '%s' slots from the Prefect API (%s: %s); using a process-local limit",
+                        LIMIT_NAME, type(exc).__name__, exc)
+            return _local_gate(settings)
 
 
 def _waiting(n: int) -> str:
