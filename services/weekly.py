@@ -393,22 +393,20 @@ def run_week_group(settings: Settings, jobs: list[WeekJob], run_id: str, *,
             out[i] = result
 
     n, step = len(jobs), max(threads, COMMIT_EVERY)
-    rounds = [range(first, min(first + step, n)) for first in range(0, n, step)]
-    threaded = min(max(1, threads), n) > 1
-    with ThreadPoolExecutor(max_workers=min(threads, n), thread_name_prefix="chronicle-week") if threaded \
-            else nullcontext() as pool:
+    with ThreadPoolExecutor(max_workers=min(threads, n), thread_name_prefix="chronicle-week") \
+            if min(threads, n) > 1 else nullcontext() as pool:
         # No barrier between rounds: a thread that finished a week takes the next one at once, while a
         # neighbour waits for its report's commit — a round waiting for its slowest week and its write window
         # left the LLM slots idle. Each week runs in a copy of THIS thread's context, taken here at submit: its
         # Prefect task run and the fan-out's LLM slot reservation (a copy taken inside the pool thread would hold
-        # neither, and a week would then wait forever for a slot its own run holds).
-        futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(n)] if pool else []
-        for chunk in rounds:
+        # neither, and a week would then wait forever for a slot its own run holds). `settle[i]()` waits for week i, or
+        # with one thread runs it there.
+        settle = ([pool.submit(contextvars.copy_context().run, one, i).result for i in range(n)] if pool
+                     else [partial(one, i) for i in range(n)])
+        for first in range(0, n, step):
+            chunk = range(first, min(first + step, n))
             for i in chunk:
-                if pool is None:
-                    one(i)
-                else:
-                    futures[i].result()
+                settle[i]()
             _store_round(settings, pending, out, chunk)
     assert all(r is not None for r in out)
     return [r for r in out if r is not None]
