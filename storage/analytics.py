@@ -9,17 +9,13 @@ import duckdb
 
 from chronicle.settings import Settings
 from chronicle.storage import lake
-
-
-def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+from chronicle.storage.db import dict_rows
 
 
 def weekly_stats(conn: duckdb.DuckDBPyConnection, project_id: str, start: int | None = None,
                  end: int | None = None) -> list[dict[str, Any]]:
     """`weekly_stats` rows of one project, optionally between two YYYYWW week numbers (inclusive)."""
-    return _dicts(conn.execute(
+    return dict_rows(conn.execute(
         """SELECT * FROM weekly_stats
            WHERE project_id = $p AND ($s IS NULL OR week_number >= $s) AND ($e IS NULL OR week_number <= $e)
            ORDER BY week_number""",

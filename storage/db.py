@@ -304,6 +304,17 @@ def write(settings: Settings, fn: Callable[[duckdb.DuckDBPyConnection], T], *,
     return result
 
 
+def dict_rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """The rows of the query `cur` just ran, each a dict keyed by column name."""
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def from_json(value: Any) -> Any:
+    """A JSON column's value: DuckDB returns JSON as its text, or NULL."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def json_rows(cols: Sequence[str], rows: Sequence[Sequence[Any]],
               types: Mapping[str, str]) -> tuple[str, list[str]]:
     """`rows` of `cols` as ONE bound value: (a subquery whose column `r` is one struct per row, its parameters).

@@ -3,16 +3,13 @@ a week's versions, the review queue. Every function reads in the caller's short 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
 import duckdb
 
-
-def _unjs(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
+from chronicle.storage.db import from_json
 
 
 @dataclass(frozen=True)
@@ -89,7 +86,7 @@ def failed_weeks(conn: duckdb.DuckDBPyConnection) -> list[tuple[datetime, str, i
         """SELECT started_at, counts FROM pipeline_runs
            WHERE counts IS NOT NULL AND json_array_length(json_extract(counts, '$.failed_weeks')) > 0""").fetchall()
     return [(started, str(p), int(w)) for started, counts in rows
-            for p, w in (_unjs(counts) or {}).get("failed_weeks", [])]
+            for p, w in (from_json(counts) or {}).get("failed_weeks", [])]
 
 
 def latest_weekly_run(conn: duckdb.DuckDBPyConnection) -> str | None:
@@ -116,7 +113,8 @@ def chronicle(conn: duckdb.DuckDBPyConnection, project_id: str) -> list[Chronicl
     rows = conn.execute(
         """SELECT week_number, summary, status, stale, needs_review, stats FROM weekly_reports
            WHERE project_id = ? ORDER BY week_number""", [project_id]).fetchall()
-    return [ChronicleRow(w, s, st, bool(stale), bool(nr), _unjs(stats) or {}) for w, s, st, stale, nr, stats in rows]
+    return [ChronicleRow(w, s, st, bool(stale), bool(nr), from_json(stats) or {})
+            for w, s, st, stale, nr, stats in rows]
 
 
 @dataclass(frozen=True)
@@ -167,4 +165,4 @@ def review_queue(conn: duckdb.DuckDBPyConnection, project_ids: list[str]) -> lis
         """SELECT project_id, week_number, status, version, stale, needs_review, review_reasons, updated_at
            FROM weekly_reports WHERE (needs_review OR stale) AND list_contains($projects, project_id)
            ORDER BY week_number, project_id""", {"projects": project_ids}).fetchall()
-    return [QueueRow(p, w, s, v, bool(st), bool(nr), _unjs(rr) or [], u) for p, w, s, v, st, nr, rr, u in rows]
+    return [QueueRow(p, w, s, v, bool(st), bool(nr), from_json(rr) or [], u) for p, w, s, v, st, nr, rr, u in rows]

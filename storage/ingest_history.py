@@ -15,6 +15,8 @@ from datetime import datetime
 import duckdb
 import pyarrow as pa
 
+from chronicle.storage.db import dict_rows
+
 _COLUMNS = ("entry_id, project_id, source, source_file, line_no, byte_offset, ts, local_date, iso_year, iso_week, "
             "week_number, actor, type, content, metadata, ingested_at, file_id, content_key")
 
@@ -185,6 +187,5 @@ def known_heads(conn: duckdb.DuckDBPyConnection, heads: Sequence[tuple[int, str]
                               WHERE f.file_id IS NOT NULL
                               QUALIFY row_number() OVER (PARTITION BY f.file_id
                                                          ORDER BY f.parsed_bytes DESC, f.path) = 1""")
-        names = [d[0] for d in cur.description]
-        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        rows = dict_rows(cur)
     return {(r["head_len"], r["head_sha256"]): r for r in rows}

@@ -7,19 +7,18 @@ from typing import Any
 import duckdb
 
 from chronicle.ingest.model import STANDARD_TYPES
+from chronicle.storage.db import dict_rows
 
 
 def week_table(conn: duckdb.DuckDBPyConnection, project_id: str | None = None) -> list[dict[str, Any]]:
     """Entries per (project, ISO week) with the standard event types as columns."""
     type_cols = ", ".join(f"count(*) FILTER (WHERE type = '{t}') AS \"{t}\"" for t in STANDARD_TYPES)
-    cur = conn.execute(
+    return dict_rows(conn.execute(
         f"""SELECT project_id, week_number, min(local_date) AS first_day, count(*) AS entries, {type_cols}
             FROM raw_logs WHERE $project IS NULL OR project_id = $project
             GROUP BY project_id, week_number ORDER BY project_id, week_number""",
         {"project": project_id},
-    )
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+    ))
 
 
 def projects(conn: duckdb.DuckDBPyConnection) -> list[str]:

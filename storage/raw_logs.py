@@ -15,6 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from chronicle.ingest.model import Entry, Reject
+from chronicle.storage.db import dict_rows
 from chronicle.storage.ingest_history import CONTENT_KEY_SQL, registered, strings
 from chronicle.weeks import utc_now
 
@@ -88,10 +89,8 @@ def file_states(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[s
     if not paths:
         return {}
     with registered(conn, state_paths=strings(paths, "path")):
-        cur = conn.execute("SELECT * FROM ingest_files WHERE path IN (SELECT path FROM state_paths)")
-        rows = cur.fetchall()
-        names = [d[0] for d in cur.description]
-    return {row[0]: dict(zip(names, row, strict=True)) for row in rows}
+        rows = dict_rows(conn.execute("SELECT * FROM ingest_files WHERE path IN (SELECT path FROM state_paths)"))
+    return {row["path"]: row for row in rows}
 
 
 def save_file_states(conn: duckdb.DuckDBPyConnection, states: Sequence[dict[str, Any]]) -> None:

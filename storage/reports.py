@@ -19,23 +19,14 @@ from typing import Any, NamedTuple
 import duckdb
 
 from chronicle.storage import claims
-from chronicle.storage.db import held_window, json_rows, transactions
+from chronicle.storage.db import dict_rows, from_json, held_window, json_rows, transactions
 from chronicle.storage.llm_log import CallRow, insert_calls
 from chronicle.weekly.model import StoredReport, WeekReport
 from chronicle.weeks import utc_now
 
 
-def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
-
-
 def _js(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _unjs(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
 
 
 # --- stored reports --------------------------------------------------------------------------
@@ -47,20 +38,20 @@ def stored_reports(conn: duckdb.DuckDBPyConnection, project_id: str, first: int,
         [project_id, first, last],
     )
     return {r["week_number"]: StoredReport(r["id"], r["status"], r["model"], r["prompt_version"], r["input_hash"],
-                                           r["stale"], r["version"], r["summary"], _unjs(r["stats"]) or {},
-                                           r["needs_review"], _unjs(r["review_reasons"]) or [],
-                                           _unjs(r["llm_stats"]))
-            for r in _dicts(cur)}
+                                           r["stale"], r["version"], r["summary"], from_json(r["stats"]) or {},
+                                           r["needs_review"], from_json(r["review_reasons"]) or [],
+                                           from_json(r["llm_stats"]))
+            for r in dict_rows(cur)}
 
 
 def get_report(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) -> dict[str, Any] | None:
-    rows = _dicts(conn.execute("SELECT * FROM weekly_reports WHERE project_id = ? AND week_number = ?",
+    rows = dict_rows(conn.execute("SELECT * FROM weekly_reports WHERE project_id = ? AND week_number = ?",
                                [project_id, week_number]))
     if not rows:
         return None
     row = rows[0]
     for key in ("stats", "llm_stats", "citations", "review_reasons"):
-        row[key] = _unjs(row[key])
+        row[key] = from_json(row[key])
     return row
 
 
@@ -70,7 +61,7 @@ def list_reports(conn: duckdb.DuckDBPyConnection, project_id: str) -> list[dict[
                   updated_at FROM weekly_reports WHERE project_id = ? ORDER BY week_number""",
         [project_id],
     )
-    return _dicts(cur)
+    return dict_rows(cur)
 
 
 def history(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) -> list[dict[str, Any]]:
@@ -80,9 +71,9 @@ def history(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) 
            WHERE project_id = ? AND week_number = ? ORDER BY version""",
         [project_id, week_number],
     )
-    rows = _dicts(cur)
+    rows = dict_rows(cur)
     for row in rows:
-        row["review_reasons"] = _unjs(row["review_reasons"])
+        row["review_reasons"] = from_json(row["review_reasons"])
     return rows
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import duckdb
 
+from chronicle.storage.db import dict_rows
 from chronicle.weeks import utc_now
 
 
@@ -42,6 +43,4 @@ def accept_review(conn: duckdb.DuckDBPyConnection, project_id: str, week_number:
 
 def review_backlog(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """The `review_backlog` view: weeks awaiting review per project."""
-    cur = conn.execute("SELECT * FROM review_backlog ORDER BY project_id")
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    return dict_rows(conn.execute("SELECT * FROM review_backlog ORDER BY project_id"))

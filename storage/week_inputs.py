@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import duckdb
 
+from chronicle.storage.db import dict_rows
+
 
 def week_rows(conn: duckdb.DuckDBPyConnection, project_id: str, first: int, last: int) -> dict[int, list[dict]]:
     """Entries of weeks first..last, per week, ordered by (ts, entry_id) — the short-id order."""
@@ -14,8 +16,7 @@ def week_rows(conn: duckdb.DuckDBPyConnection, project_id: str, first: int, last
         [project_id, first, last],
     )
     out: dict[int, list[dict]] = {}
-    cols = [d[0] for d in cur.description]
-    for row in (dict(zip(cols, r, strict=True)) for r in cur.fetchall()):
+    for row in dict_rows(cur):
         out.setdefault(row.pop("week_number"), []).append(row)
     return out
 
