@@ -87,7 +87,7 @@ OptionalProjectId = Annotated[
 Workers = Annotated[
     int,
     BeforeValidator(_as_int),
-    UiHelp("Weeks in flight at once; 0 = the backfill_max_workers setting (default twice llm_concurrency)."),
+    UiHelp("Weeks in flight at once; 0 = the backfill_max_workers setting (default four times llm_concurrency)."),
 ]
 
 OnlyMissing = Annotated[
