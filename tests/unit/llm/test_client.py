@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import math
 import threading
 from collections.abc import Iterator
@@ -144,6 +145,22 @@ def test_malformed_body_then_success(server: FakeLLMServer, reply: Reply) -> Non
     client, logger, _ = make_client(server)
     assert client.complete(USER, purpose="t").attempts == 2
     assert [r.status for r in logger.records] == ["error", "ok"]
+
+
+def test_the_answer_is_read_from_the_completion_json_whatever_its_content_type(server: FakeLLMServer) -> None:
+    """The answer, its token counts and model come from the body's JSON, also when the endpoint labels it as plain
+    text (the SDK's `ChatCompletion` was built from such a body too)."""
+    body = {"id": "x", "object": "chat.completion", "model": "served-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "<think>hm</think>Fine."}}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}
+    server.enqueue(Reply(raw_body=json.dumps(body).encode(), headers={"Content-Type": "text/plain"}))
+    server.enqueue(Reply(raw_body=json.dumps({**body, "usage": None, "model": ""}).encode()))
+    client, logger, _ = make_client(server)
+    first, second = client.complete(USER, purpose="t"), client.complete(USER, purpose="t")
+    assert (first.text, first.tokens_in, first.tokens_out, first.model, first.attempts) == ("Fine.", 11, 3,
+                                                                                           "served-model", 1)
+    assert (second.text, second.tokens_in, second.tokens_out, second.model) == ("Fine.", None, None, "test-model")
+    assert [r.status for r in logger.records] == ["ok", "ok"]
 
 
 @pytest.mark.parametrize(
