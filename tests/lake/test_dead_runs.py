@@ -85,7 +85,8 @@ def test_killed_child_shows_crashed_and_its_weeks_are_credited_to_it(pool: Pool)
 
     with get_client(sync_client=True) as client:
         # The parent's own liveness rule must show its dead child Crashed, whatever the zombie-run automation
-        # does (its heartbeat window is 50-80 s after a kill): paused here, `chronicle setup` re-enables it.
+        # does (its heartbeat window, 40 s in these tests, ends 10-40 s after a kill): paused here, `chronicle
+        # setup` re-enables it.
         [zombies] = client.read_automations_by_name("chronicle-zombie-runs")
         client.pause_automation(zombies.id)
         try:
