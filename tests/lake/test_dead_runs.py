@@ -21,6 +21,7 @@ from tests.lake.test_multiworker import (  # noqa: F401 - the fixtures
     _rows,
     inputs,
     pool,
+    pool_env,
 )
 
 pytestmark = pytest.mark.slow
@@ -76,6 +77,10 @@ def test_killed_parent_shows_crashed_and_the_next_backfill_takes_its_slot(pool: 
         pool.with_entries
 
 
+# The child's "alive" claim lapses 6 s after its death, and the parent takes it for dead 6 s later (the product's
+# 15 s twice, CHRONICLE_SPREAD_ALIVE_S): the claim is renewed every 2 s, and the parent judges the child only once
+# its own held weeks are released, at the kill.
+@pytest.mark.parametrize("pool_env", [{"CHRONICLE_SPREAD_ALIVE_S": "6"}], ids=["alive-6s"])
 def test_killed_child_shows_crashed_and_its_weeks_are_credited_to_it(pool: Pool) -> None:  # noqa: F811 - the imported fixture
     """kill -9 of the worker running the child (and its flow-run process) once the child has written a week:
     Prefect shows the child Crashed within a minute, the parent writes the weeks nobody finished and ends

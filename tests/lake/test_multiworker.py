@@ -303,8 +303,14 @@ def _deploy_and_start_workers(base: dict[str, str], lake_env: dict[str, str], wo
 
 
 @pytest.fixture()
+def pool_env() -> dict[str, str]:
+    """Settings of the pool's workers beyond the topology's (a test parametrizes it)."""
+    return {}
+
+
+@pytest.fixture()
 def pool(prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: Path,
-         monkeypatch: pytest.MonkeyPatch):
+         monkeypatch: pytest.MonkeyPatch, pool_env: dict[str, str]):
     from contextlib import ExitStack
 
     from prefect.settings import PREFECT_API_URL, temporary_settings
@@ -347,7 +353,7 @@ def pool(prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: 
     with FakeLLMServer() as llm, ExitStack() as stack:
         llm.responder = responder
         worker_env = {**base, **lake_env, "CHRONICLE_BACKFILL_SPREAD": "1", "LLM_URL": llm.base_url,
-                      "CHRONICLE_LLM_TIMEOUT_S": "600"}
+                      "CHRONICLE_LLM_TIMEOUT_S": "600", **pool_env}
         try:
             workers = _deploy_and_start_workers(base, lake_env, worker_env, tmp_path, stack)
         except servers.ServerError as exc:
