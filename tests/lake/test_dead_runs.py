@@ -79,8 +79,10 @@ def test_killed_parent_shows_crashed_and_the_next_backfill_takes_its_slot(pool: 
 
 # The child's "alive" claim lapses 6 s after its death, and the parent takes it for dead 6 s later (the product's
 # 15 s twice, CHRONICLE_SPREAD_ALIVE_S): the claim is renewed every 2 s, and the parent judges the child only once
-# its own held weeks are released, at the kill.
-@pytest.mark.parametrize("pool_env", [{"CHRONICLE_SPREAD_ALIVE_S": "6"}], ids=["alive-6s"])
+# its own held weeks are released, at the kill. The lease of the week the child was writing is free for the parent
+# 12 s after the kill instead of 30 s (CHRONICLE_WEEK_LEASE_S; renewed every 4 s while its writer lives).
+@pytest.mark.parametrize("pool_env", [{"CHRONICLE_SPREAD_ALIVE_S": "6", "CHRONICLE_WEEK_LEASE_S": "12"}],
+                         ids=["short-leases"])
 def test_killed_child_shows_crashed_and_its_weeks_are_credited_to_it(pool: Pool) -> None:  # noqa: F811 - the imported fixture
     """kill -9 of the worker running the child (and its flow-run process) once the child has written a week:
     Prefect shows the child Crashed within a minute, the parent writes the weeks nobody finished and ends
