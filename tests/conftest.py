@@ -113,13 +113,14 @@ END_TO_END = (
 
 
 # The longest files, started first so that no worker is left alone with one of them at the end (the longest-
-# processing-time-first rule; the scheduler hook above hands out units in collection order). Measured
-# (`--durations`, 2 cores, 2026-12-05): 45 s to 3.5 minutes each; the lake files count their pools' start-up.
+# processing-time-first rule; the scheduler hook above hands out units in collection order). Measured with
+# `--durations` on 2 cores: 45 s to 3.5 minutes each; the lake files count their pools' start-up.
+# test_worker_sigterm waits for the shortest zombie-run window now (~50 s in all), no longer one of the longest.
 LONGEST_FIRST = ("tests/lake/test_dead_runs.py", "tests/ops/test_deploy_doc.py",
                  "tests/reliability/test_kill_distill.py", "tests/lake/test_multiworker.py",
-                 "tests/ops/test_llm_slots_recover.py",
-                 "tests/ops/test_worker_sigterm.py", "tests/ops/test_background.py",
+                 "tests/ops/test_llm_slots_recover.py", "tests/ops/test_background.py",
                  "tests/lake/test_concurrent_backfills.py", "tests/ops/test_stop.py",
+                 "tests/ops/test_worker_sigterm.py",
                  "tests/reliability/test_kill_weekly.py", "tests/reliability/test_kill_ingest.py",
                  "tests/ops/test_refused_runs.py", "tests/ops/test_automations.py", "tests/lake/test_backends.py")
 
