@@ -25,6 +25,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # run at a time) is put back to AwaitingConcurrencySlot and retried after this many seconds; Prefect's 30 s
 # default makes N queued runs of one deployment wait ~30 s each. The session server reads it at start-up.
 os.environ.setdefault("PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS", "1")
+# A proactive automation (the zombie-run rule, the weekly deadline) fires when its window ends, at the server's next
+# evaluation: Prefect evaluates every 5 s, which tests waiting for such a firing lose on average 2.5 s of; every
+# second here (the windows themselves are the product's). Read at start-up by the session server and by the
+# background servers the tests start.
+os.environ.setdefault("PREFECT_SERVER_EVENTS_PROACTIVE_GRANULARITY", "PT1S")
 for _name in [k for k in os.environ if k in {"LLM_URL", "LLM_MODEL", "LLM_API_KEY", "EMBEDDING_URL",
                                              "EMBEDDING_MODEL", "EMBEDDING_API_KEY", "DISTILL_DAYS"}
               or k.startswith("CHRONICLE_")]:

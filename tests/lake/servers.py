@@ -226,14 +226,15 @@ class PrefectServer:
 
 
 @contextmanager
-def prefect_server(pg: Postgres, dbname: str, folder: Path) -> Iterator[PrefectServer]:
-    """`prefect server start` with its database in PostgreSQL (`PREFECT_API_DATABASE_CONNECTION_URL`)."""
+def prefect_server(pg: Postgres, dbname: str, folder: Path, **settings: str) -> Iterator[PrefectServer]:
+    """`prefect server start` with its database in PostgreSQL (`PREFECT_API_DATABASE_CONNECTION_URL`), and any
+    other `PREFECT_*` `settings` of the server."""
     pg.create_database(dbname)
     port, log = free_port(), folder / "prefect-server.log"
     url = pg.sqlalchemy_url(dbname)
     env = prefect_env(PREFECT_API_DATABASE_CONNECTION_URL=url, PREFECT_HOME=str(folder / "prefect-home"),
                       PREFECT_UI_ENABLED="false", PREFECT_LOGGING_LEVEL="WARNING",
-                      PREFECT_SERVER_API_HOST="127.0.0.1", PREFECT_SERVER_API_PORT=str(port))
+                      PREFECT_SERVER_API_HOST="127.0.0.1", PREFECT_SERVER_API_PORT=str(port), **settings)
     folder.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
