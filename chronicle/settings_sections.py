@@ -208,6 +208,17 @@ class WeeklySettings(Section):
     more; with an LLM, a run whose weeks in flight cannot fill `llm.concurrency`); set it to the number of workers
     minus one (or more). Each week is still written once. 0 = every week in the backfill's own run (threads)."""
 
+    week_lease_s: float = Field(default=30.0, ge=3.0)
+    """Lease of a week being written, renewed every third of it while the writer lives (generous for the embedded
+    file lock, where a renewal may wait behind another process's write window). In the lake a week whose writer
+    was killed with -9 is free for another run this long after the kill (on the embedded file at once).
+    Env CHRONICLE_WEEK_LEASE_S."""
+
+    spread_alive_s: float = Field(default=15.0, ge=3.0)
+    """A spread backfill's child run renews its "alive" claim every third of this; a child whose claim has lapsed
+    and stayed lapsed this long again is taken for dead by its parent (set Crashed, its weeks written by the
+    parent). Env CHRONICLE_SPREAD_ALIVE_S."""
+
     context_flagged_weeks: Literal["mark", "omit"] = "mark"
     """Weeks the faithfulness guard flagged and nobody reviewed yet, in the chronicle block: `mark` (shown with
     a "needs review" marker, so a model reading the history knows not to trust them blindly) or `omit` (left

@@ -28,8 +28,6 @@ T = TypeVar("T")
 SHARD_TTL_S = 6 * 3600.0
 """A shard's claim outlives any batch; the expired ones are purged by a later batch (`tidy`)."""
 
-ALIVE_TTL_S = 15.0
-"""A child's heartbeat claim: renewed every 5 s, gone 15 s after its process died."""
 
 Weeks = dict[str, list[int]]
 """A shard's weeks: project -> ISO week numbers (a flow-run parameter, so plain JSON)."""
@@ -88,9 +86,11 @@ def own_shard(settings: Settings, batch: str, shard: int, participant: int) -> b
 
 @contextmanager
 def alive(settings: Settings, batch: str, participant: int) -> Iterator[None]:
-    """Say "participant is working" for the block: heartbeat-renewed, it lapses when the process dies."""
+    """Say "participant is working" for the block: heartbeat-renewed (every third of `weekly.spread_alive_s`), it
+    lapses that long after the process died."""
+    ttl_s = settings.weekly.spread_alive_s
     with claims.hold(settings, [_alive_key(batch, participant)], owner=_owner(batch, participant),
-                     ttl_s=ALIVE_TTL_S, timeout_s=ALIVE_TTL_S * 2):
+                     ttl_s=ttl_s, timeout_s=ttl_s * 2):
         yield
 
 

@@ -42,10 +42,6 @@ from chronicle.weekly.model import StoredReport, WeekDigest, WeekInput, WeekRepo
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek, utc, week_range
 
-WEEK_CLAIM_TTL_S = 30.0
-"""Lease of a week being written; renewed every third of it while the writer lives (generous for the
-embedded file lock, where a renewal may wait behind another process's write window)."""
-
 CLOCK_SKEW_S = 120.0
 """Hosts' clocks may disagree by this much: a claim finished up to this long before a plan was read is
 still taken to be possibly newer than the plan."""
@@ -250,7 +246,7 @@ def week_lease(settings: Settings, job: WeekJob, model: str) -> Iterator[claims.
 
     The fan-out's lease when it took the week; else the week's key is taken now (on the fan-out's leases, or,
     in a process without them, on leases of its own), waiting while another run (another backfill, another
-    worker) writes it; a holder killed with -9 frees the key at once on the embedded file, `WEEK_CLAIM_TTL_S`
+    worker) writes it; a holder killed with -9 frees the key at once on the embedded file, `weekly.week_lease_s`
     later in the lake.
     """
     key = job.claim_key(model)
@@ -258,7 +254,8 @@ def week_lease(settings: Settings, job: WeekJob, model: str) -> Iterator[claims.
     if fan_out is not None and fan_out.holds(key):
         yield claims.Lease(fan_out, key)
         return
-    with nullcontext(fan_out) if fan_out is not None else claims.Leases(settings, ttl_s=WEEK_CLAIM_TTL_S) as leases:
+    own = nullcontext(fan_out) if fan_out is not None else claims.Leases(settings, ttl_s=settings.weekly.week_lease_s)
+    with own as leases:
         taken = leases.acquire(key, settings.db_lock_timeout_s)
         row = (_written_since_plan(settings, [job]).get((job.project_id, job.week.number))
                if taken.previous_end is not None else None)

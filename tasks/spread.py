@@ -292,7 +292,8 @@ class _Children:
                          "its shard", run.id, state.name)
             return "orphaned"
         self._started.add(participant)  # its child took the shard first
-        if time.monotonic() - self._silent_since.setdefault(participant, time.monotonic()) < shards.ALIVE_TTL_S:
+        silent_s = time.monotonic() - self._silent_since.setdefault(participant, time.monotonic())
+        if silent_s < self._settings.weekly.spread_alive_s:
             return None  # between taking its shard and its first heartbeat, or ending: not dead yet
         log.warning("child run %s stopped its heartbeat; its unfinished weeks are written here", run.id)
         client.set_flow_run_state(run.id, Crashed(message="its heartbeat stopped (worker gone)"), force=True)

@@ -41,7 +41,7 @@ from chronicle.names import bounded_label, bounded_name
 from chronicle.progress import report
 from chronicle.services.llm_gate import redactor_for, reserve_llm
 from chronicle.services.run_tracking import current_flow_run_id, run_notes
-from chronicle.services.weekly import WEEK_CLAIM_TTL_S, ProjectPlan, lease_weeks, run_week_group
+from chronicle.services.weekly import ProjectPlan, lease_weeks, run_week_group
 from chronicle.settings import Settings
 from chronicle.storage import claims
 from chronicle.weekly.engine import WeekJob, engine_model
@@ -229,7 +229,7 @@ def run_weeks(settings: Settings, work: Iterable[WeekJob], *, max_workers: int |
     shape = _shape(settings, jobs, max_workers, in_process)
     gate = reserve_llm(settings, shape.slots) if shape.slots else nullcontext()
     # Tasks in other processes cannot see this process's leases: they claim their week themselves.
-    leasing = claims.Leases(settings, ttl_s=WEEK_CLAIM_TTL_S) if in_process else nullcontext()
+    leasing = claims.Leases(settings, ttl_s=settings.weekly.week_lease_s) if in_process else nullcontext()
     finished: queue.Queue[tuple[PrefectFuture[Any], list[tuple[str, IsoWeek, int]], float]] = queue.Queue()
     in_flight, submitted, cards = 0, 0, len(jobs) <= REPORT_CARDS_MAX
     with gate, leasing as leases:

@@ -25,6 +25,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # run at a time) is put back to AwaitingConcurrencySlot and retried after this many seconds; Prefect's 30 s
 # default makes N queued runs of one deployment wait ~30 s each. The session server reads it at start-up.
 os.environ.setdefault("PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS", "1")
+# A proactive automation (the zombie-run rule, the weekly deadline) fires when its window ends, at the server's next
+# evaluation: Prefect evaluates every 5 s, which tests waiting for such a firing lose on average 2.5 s of; every
+# second here (the windows themselves are the product's). Read at start-up by the session server and by the
+# background servers the tests start.
+os.environ.setdefault("PREFECT_SERVER_EVENTS_PROACTIVE_GRANULARITY", "PT1S")
 for _name in [k for k in os.environ if k in {"LLM_URL", "LLM_MODEL", "LLM_API_KEY", "EMBEDDING_URL",
                                              "EMBEDDING_MODEL", "EMBEDDING_API_KEY", "DISTILL_DAYS"}
               or k.startswith("CHRONICLE_")]:
@@ -113,13 +118,14 @@ END_TO_END = (
 
 
 # The longest files, started first so that no worker is left alone with one of them at the end (the longest-
-# processing-time-first rule; the scheduler hook above hands out units in collection order). Measured
-# (`--durations`, 2 cores, 2026-12-05): 45 s to 3.5 minutes each; the lake files count their pools' start-up.
+# processing-time-first rule; the scheduler hook above hands out units in collection order). Measured with
+# `--durations` on 2 cores: 45 s to 3.5 minutes each; the lake files count their pools' start-up.
+# test_worker_sigterm waits for the shortest zombie-run window now (~50 s in all), no longer one of the longest.
 LONGEST_FIRST = ("tests/lake/test_dead_runs.py", "tests/ops/test_deploy_doc.py",
                  "tests/reliability/test_kill_distill.py", "tests/lake/test_multiworker.py",
-                 "tests/ops/test_llm_slots_recover.py",
-                 "tests/ops/test_worker_sigterm.py", "tests/ops/test_background.py",
+                 "tests/ops/test_llm_slots_recover.py", "tests/ops/test_background.py",
                  "tests/lake/test_concurrent_backfills.py", "tests/ops/test_stop.py",
+                 "tests/ops/test_worker_sigterm.py",
                  "tests/reliability/test_kill_weekly.py", "tests/reliability/test_kill_ingest.py",
                  "tests/ops/test_refused_runs.py", "tests/ops/test_automations.py", "tests/lake/test_backends.py")
 

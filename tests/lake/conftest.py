@@ -9,6 +9,7 @@ gets its own database and bucket prefix: `lake_env` (variables for child process
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -48,8 +49,11 @@ def s3() -> Iterator[S3]:
 
 @pytest.fixture(scope="session")
 def prefect_on_postgres(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrefectServer]:
-    """`prefect server start` with its database in the session's PostgreSQL (asyncpg), as deployed."""
-    yield from _started(servers.prefect_server(postgres, "prefect", tmp_path_factory.mktemp("prefect-server")))
+    """`prefect server start` with its database in the session's PostgreSQL (asyncpg), as deployed; proactive
+    automations evaluated every second as on the session's server (tests/conftest.py)."""
+    granularity = os.environ["PREFECT_SERVER_EVENTS_PROACTIVE_GRANULARITY"]
+    yield from _started(servers.prefect_server(postgres, "prefect", tmp_path_factory.mktemp("prefect-server"),
+                                               PREFECT_SERVER_EVENTS_PROACTIVE_GRANULARITY=granularity))
 
 
 @pytest.fixture()

@@ -226,14 +226,15 @@ class PrefectServer:
 
 
 @contextmanager
-def prefect_server(pg: Postgres, dbname: str, folder: Path) -> Iterator[PrefectServer]:
-    """`prefect server start` with its database in PostgreSQL (`PREFECT_API_DATABASE_CONNECTION_URL`)."""
+def prefect_server(pg: Postgres, dbname: str, folder: Path, **settings: str) -> Iterator[PrefectServer]:
+    """`prefect server start` with its database in PostgreSQL (`PREFECT_API_DATABASE_CONNECTION_URL`), and any
+    other `PREFECT_*` `settings` of the server."""
     pg.create_database(dbname)
     port, log = free_port(), folder / "prefect-server.log"
     url = pg.sqlalchemy_url(dbname)
     env = prefect_env(PREFECT_API_DATABASE_CONNECTION_URL=url, PREFECT_HOME=str(folder / "prefect-home"),
                       PREFECT_UI_ENABLED="false", PREFECT_LOGGING_LEVEL="WARNING",
-                      PREFECT_SERVER_API_HOST="127.0.0.1", PREFECT_SERVER_API_PORT=str(port))
+                      PREFECT_SERVER_API_HOST="127.0.0.1", PREFECT_SERVER_API_PORT=str(port), **settings)
     folder.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         proc = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
@@ -258,6 +259,11 @@ class Worker:
 
     def text(self) -> str:
         return _tail(self.log, 10**9)
+
+    def wait_started(self) -> None:
+        """Return once the worker says it has started; fail at once if it exits first."""
+        _wait_for(lambda: "started!" in self.text(), self.proc, f"worker {self.name}", "did not start", self.log,
+                  pause=0.1)
 
     def kill(self) -> None:
         """kill -9 of the worker AND its flow-run subprocesses (its process group): a host that dies."""
@@ -290,8 +296,9 @@ def with_sigint(cmd: list[str], disposition: str = "SIG_DFL") -> list[str]:
 
 
 def start_worker(name: str, folder: Path, env: dict[str, str], pool: str = "chronicle-process",
-                 limit: int | None = None, queues: tuple[str, ...] = ()) -> Worker:
-    """A process worker polling `pool` (its `queues`, else all) every second; returns once it has started."""
+                 limit: int | None = None, queues: tuple[str, ...] = (), wait: bool = True) -> Worker:
+    """A process worker polling `pool` (its `queues`, else all) every second; returns once it has started (with
+    `wait=False` at once: `Worker.wait_started`, so that several workers start side by side)."""
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "worker.log"
     cmd = [str(BIN / "prefect"), "worker", "start", "--pool", pool, "--name", name, "--type", "process"]
@@ -305,7 +312,8 @@ def start_worker(name: str, folder: Path, env: dict[str, str], pool: str = "chro
         proc = subprocess.Popen(with_sigint(cmd), env=env, cwd=folder, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)  # its own process group: kill() takes its runs too
     worker = Worker(name, folder, proc, log)
-    _wait_for(lambda: "started!" in worker.text(), proc, f"worker {name}", "did not start", log, pause=0.1)
+    if wait:
+        worker.wait_started()
     return worker
 
 
@@ -331,10 +339,27 @@ def cpu_seconds(pid: int | None) -> float:
     return total
 
 
-def deploy_all(env: dict[str, str], repo: Path, timeout: float = 600) -> None:
+def deploy_all(env: dict[str, str], repo: Path, timeout: float = 600,
+               meanwhile: Callable[[], None] | None = None) -> None:
     """What a data engineer runs once: `chronicle setup` (work pool, limits, lake) then `prefect deploy --all`
-    from the checkout (the deployments' working folder)."""
-    for cmd in ([str(BIN / "chronicle"), "setup"], [str(BIN / "prefect"), "--no-prompt", "deploy", "--all"]):
-        done = subprocess.run(cmd, env=env, cwd=repo, capture_output=True, text=True, timeout=timeout)
-        if done.returncode != 0:
-            raise ServerError(f"{' '.join(cmd[-2:])} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")
+    from the checkout (the deployments' working folder). `meanwhile` is called while the deploy runs, once the
+    work pool exists (to start workers side by side with it)."""
+    setup = subprocess.run([str(BIN / "chronicle"), "setup"], env=env, cwd=repo, capture_output=True, text=True,
+                           timeout=timeout)
+    if setup.returncode != 0:
+        raise ServerError(f"chronicle setup failed: {setup.stdout[-2000:]} {setup.stderr[-2000:]}")
+    # Its output to a file: a pipe nobody reads while `meanwhile` runs could fill up and stall it.
+    with tempfile.TemporaryFile("w+") as out:
+        deploy = subprocess.Popen([str(BIN / "prefect"), "--no-prompt", "deploy", "--all"], env=env, cwd=repo,
+                                  stdout=out, stderr=subprocess.STDOUT, text=True)
+        try:
+            if meanwhile is not None:
+                meanwhile()
+            deploy.wait(timeout=timeout)
+        finally:
+            if deploy.poll() is None:
+                deploy.kill()
+                deploy.wait()
+        if deploy.returncode != 0:
+            out.seek(0)
+            raise ServerError(f"deploy --all failed: {out.read()[-4000:]}")

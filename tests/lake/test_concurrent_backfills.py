@@ -149,7 +149,7 @@ def test_weeks_finished_by_another_run_after_this_plan_are_reused_when_leased(to
     claims, sees that they ended after its plan, reads them again and reuses them; one that planned after
     the writes, even with `force`, leases and writes them."""
     from chronicle.flows.backfill_weeks import backfill_weeks
-    from chronicle.services.weekly import REUSED_WHY, WEEK_CLAIM_TTL_S, lease_weeks, plan_project
+    from chronicle.services.weekly import REUSED_WHY, lease_weeks, plan_project
     from chronicle.settings import Settings
     from chronicle.storage.claims import Leases
     from chronicle.weekly.engine import engine_model
@@ -162,7 +162,7 @@ def test_weeks_finished_by_another_run_after_this_plan_are_reused_when_leased(to
     late = plan_project(settings, "XH201", first, last, force=True)  # planned after it
     model = engine_model(settings)
     for plan, expect_reused in ((early, True), (late, False)):
-        with Leases(settings, ttl_s=WEEK_CLAIM_TTL_S) as leases:
+        with Leases(settings, ttl_s=settings.weekly.week_lease_s) as leases:
             answered = lease_weeks(settings, leases, plan.to_run, model, planned_at=plan.planned_at)
             leased = [job for job in plan.to_run if leases.holds(job.claim_key(model))]
         if expect_reused:

@@ -21,6 +21,7 @@ from tests.lake.test_multiworker import (  # noqa: F401 - the fixtures
     _rows,
     inputs,
     pool,
+    pool_env,
 )
 
 pytestmark = pytest.mark.slow
@@ -76,6 +77,12 @@ def test_killed_parent_shows_crashed_and_the_next_backfill_takes_its_slot(pool: 
         pool.with_entries
 
 
+# The child's "alive" claim lapses 6 s after its death, and the parent takes it for dead 6 s later (the product's
+# 15 s twice, CHRONICLE_SPREAD_ALIVE_S): the claim is renewed every 2 s, and the parent judges the child only once
+# its own held weeks are released, at the kill. The lease of the week the child was writing is free for the parent
+# 12 s after the kill instead of 30 s (CHRONICLE_WEEK_LEASE_S; renewed every 4 s while its writer lives).
+@pytest.mark.parametrize("pool_env", [{"CHRONICLE_SPREAD_ALIVE_S": "6", "CHRONICLE_WEEK_LEASE_S": "12"}],
+                         ids=["short-leases"])
 def test_killed_child_shows_crashed_and_its_weeks_are_credited_to_it(pool: Pool) -> None:  # noqa: F811 - the imported fixture
     """kill -9 of the worker running the child (and its flow-run process) once the child has written a week:
     Prefect shows the child Crashed within a minute, the parent writes the weeks nobody finished and ends
@@ -85,7 +92,8 @@ def test_killed_child_shows_crashed_and_its_weeks_are_credited_to_it(pool: Pool)
 
     with get_client(sync_client=True) as client:
         # The parent's own liveness rule must show its dead child Crashed, whatever the zombie-run automation
-        # does (its heartbeat window is 50-80 s after a kill): paused here, `chronicle setup` re-enables it.
+        # does (its heartbeat window, 40 s in these tests, ends 10-40 s after a kill): paused here, `chronicle
+        # setup` re-enables it.
         [zombies] = client.read_automations_by_name("chronicle-zombie-runs")
         client.pause_automation(zombies.id)
         try:

@@ -276,9 +276,41 @@ class Pool:
         return [w for w in self.workers if re.search(rf"Beginning (sub)?flow run '{re.escape(name)}'", w.text())]
 
 
+def _deploy_and_start_workers(base: dict[str, str], lake_env: dict[str, str], worker_env: dict[str, str],
+                              tmp_path: Path, stack) -> list:
+    """`chronicle setup` + `prefect deploy --all`, and the pool's two workers started side by side while the
+    deployments are made (each stopped by `stack`)."""
+    from tests.lake import servers
+    from tests.lake.helpers import REPO
+
+    workers = []
+
+    def start_workers() -> None:
+        for name in ("worker-a", "worker-b"):
+            worker = servers.start_worker(name, tmp_path / name, {**worker_env, "CHRONICLE_HOME": str(tmp_path / name)},
+                                          limit=1, wait=False)
+            stack.callback(worker.stop)
+            workers.append(worker)
+
+    # The zombie-run window `chronicle setup` gives its automation: 40 s instead of 50 s, so that a killed run is
+    # shown Crashed sooner (tests/lake/test_dead_runs.py), still well beyond the 30 s between the heartbeats of
+    # the runs that live.
+    admin = {**base, **lake_env, "CHRONICLE_HOME": str(tmp_path / "admin"), "CHRONICLE_ZOMBIE_AFTER_S": "40"}
+    servers.deploy_all(admin, REPO, meanwhile=start_workers)
+    for worker in workers:
+        worker.wait_started()
+    return workers
+
+
+@pytest.fixture()
+def pool_env() -> dict[str, str]:
+    """Settings of the pool's workers beyond the topology's (a test parametrizes it)."""
+    return {}
+
+
 @pytest.fixture()
 def pool(prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: Path,
-         monkeypatch: pytest.MonkeyPatch):
+         monkeypatch: pytest.MonkeyPatch, pool_env: dict[str, str]):
     from contextlib import ExitStack
 
     from prefect.settings import PREFECT_API_URL, temporary_settings
@@ -287,7 +319,6 @@ def pool(prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: 
     from tests.conftest import flush_prefect_queues
     from tests.fakellm import FakeLLMServer
     from tests.lake import servers
-    from tests.lake.helpers import REPO
 
     settings = _use(monkeypatch, tmp_path / "loader", lake_env)
     ingest_logs([str(inputs / "logs")])
@@ -322,16 +353,9 @@ def pool(prefect_on_postgres, lake_env: dict[str, str], inputs: Path, tmp_path: 
     with FakeLLMServer() as llm, ExitStack() as stack:
         llm.responder = responder
         worker_env = {**base, **lake_env, "CHRONICLE_BACKFILL_SPREAD": "1", "LLM_URL": llm.base_url,
-                      "CHRONICLE_LLM_TIMEOUT_S": "600"}
-        workers = []
+                      "CHRONICLE_LLM_TIMEOUT_S": "600", **pool_env}
         try:
-            servers.deploy_all({**base, **lake_env, "CHRONICLE_HOME": str(tmp_path / "admin")}, REPO)
-            for name in ("worker-a", "worker-b"):
-                worker = servers.start_worker(name, tmp_path / name, {**worker_env,
-                                                                      "CHRONICLE_HOME": str(tmp_path / name)},
-                                              limit=1)
-                stack.callback(worker.stop)
-                workers.append(worker)
+            workers = _deploy_and_start_workers(base, lake_env, worker_env, tmp_path, stack)
         except servers.ServerError as exc:
             pytest.fail(str(exc))
         with temporary_settings({PREFECT_API_URL: server.api_url}):

@@ -75,7 +75,10 @@ def _limit(url: str) -> dict:
 def test_slots_of_a_killed_run_come_back_after_the_server_was_killed_too(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env |= {"PREFECT_HOME": str(tmp_path / "prefect"), "CHRONICLE_HOME": str(tmp_path / "home"),
-            "CHRONICLE_WARM": "0", "CHRONICLE_LLM_CONCURRENCY": "2"}
+            "CHRONICLE_WARM": "0", "CHRONICLE_LLM_CONCURRENCY": "2",
+            # The repossessor looks for expired leases every 15 s by default: once a second here, so the test
+            # waits for the lease to end, not for the service's next turn. The lease is still the product's.
+            "PREFECT_SERVER_SERVICES_REPOSSESSOR_LOOP_SECONDS": "1"}
     state_file = tmp_path / "prefect" / "chronicle" / "server.json"
     holder = None
     try:
@@ -97,7 +100,7 @@ def test_slots_of_a_killed_run_come_back_after_the_server_was_killed_too(tmp_pat
         assert again.returncode == 0, again.stderr
         url = json.loads(state_file.read_text())["url"]
         # A lease of a minute, found again on disk by the restarted server and revoked by its repossessor (every
-        # 15 s): back well within Prefect's default five-minute lease, and not never.
+        # 15 s deployed, every second here): back well within Prefect's default five-minute lease, and not never.
         while (taken := _limit(url)["active_slots"]) != 0:
             assert time.monotonic() - killed < 200, f"{taken} llm slot(s) still taken"
             time.sleep(1)
