@@ -17,7 +17,7 @@ from chronicle.services.llm_gate import llm_call, reserve_llm
 from chronicle.services.run_tracking import current_flow_run_id
 from chronicle.settings import Settings
 from chronicle.storage import claims, reports, rollups
-from chronicle.storage.db import connect, transactions
+from chronicle.storage.db import connect, from_json, transactions
 from chronicle.weekly.context import Block, ChronicleWeek, covered_hash, one_line, plan_blocks, render, week_line
 from chronicle.weekly.engine import chunk_lines, engine_model
 from chronicle.weekly.faithfulness import strip_citations
@@ -146,7 +146,7 @@ def ask_chronicle(settings: Settings, project_id: str, question: str, *, limit: 
         texts = {n: one_line(s) for n, s, _ in rows}
         field = stats_question(question)
         if field is not None:  # "哪几周发生了 SAE？": the counted stats answer it, every such week, not the prose
-            counted = weeks_with(field, [(n, json.loads(st) if isinstance(st, str) else st) for n, _, st in rows])
+            counted = weeks_with(field, [(n, from_json(st)) for n, _, st in rows])
             return HistoryAnswer("offline-stats", f"{len(counted)} week(s) with {field} > 0",
                                  [{"week": n, "score": c, "terms": [f"{field}={c}"], "text": texts[n]}
                                   for n, c in counted])

@@ -16,6 +16,8 @@ from typing import Any
 
 import duckdb
 
+from chronicle.storage.db import from_json
+
 
 @dataclass(frozen=True)
 class AccountRow:
@@ -129,7 +131,7 @@ def audit_rows(conn: duckdb.DuckDBPyConnection, project_id: str | None,
         """SELECT happened_at, actor, action, outcome, project_id, week_number, version, detail, remote FROM desk_audit
            WHERE (? IS NULL OR project_id = ?) AND (? IS NULL OR week_number = ?) ORDER BY happened_at, id""",
         [project_id, project_id, week_number, week_number]).fetchall()
-    return [AuditRow(*r[:7], json.loads(r[7]) if isinstance(r[7], str) else (r[7] or {}), r[8]) for r in rows]
+    return [AuditRow(*r[:7], from_json(r[7]) or {}, r[8]) for r in rows]
 
 
 # --- signatures ------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ def stored_reports(conn: duckdb.DuckDBPyConnection, project_id: str, first: int,
 
 def get_report(conn: duckdb.DuckDBPyConnection, project_id: str, week_number: int) -> dict[str, Any] | None:
     rows = dict_rows(conn.execute("SELECT * FROM weekly_reports WHERE project_id = ? AND week_number = ?",
-                               [project_id, week_number]))
+                                  [project_id, week_number]))
     if not rows:
         return None
     row = rows[0]

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import duckdb
 
-from chronicle.storage.db import dict_rows
+from chronicle.storage.db import dict_rows, from_json
 from chronicle.weeks import utc_now
 
 
 def review_queue(conn: duckdb.DuckDBPyConnection, project_id: str | None = None) -> list[dict[str, Any]]:
     """Flagged reports, oldest week first (`chronicle review`)."""
-    rows = conn.execute(
+    out = dict_rows(conn.execute(
         """SELECT project_id, week_number, start_date, status, model, version, review_reasons, updated_at
            FROM weekly_reports WHERE needs_review AND (? IS NULL OR project_id = ?)
-           ORDER BY project_id, week_number""", [project_id, project_id]).fetchall()
-    cols = ("project_id", "week_number", "start_date", "status", "model", "version", "review_reasons", "updated_at")
-    out = [dict(zip(cols, r, strict=True)) for r in rows]
+           ORDER BY project_id, week_number""", [project_id, project_id]))
     for row in out:
-        reasons = row["review_reasons"]
-        row["review_reasons"] = (json.loads(reasons) if isinstance(reasons, str) else reasons) or []
+        row["review_reasons"] = from_json(row["review_reasons"]) or []
     return out
 
 

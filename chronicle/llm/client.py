@@ -173,7 +173,8 @@ def _parse(response: Any) -> Answer[str]:
     text, thinking = strip_reasoning(content)
     if not text:
         raise MalformedResponseError(f"only reasoning ({len(thinking)} chars), no answer")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
     return Answer(
         value=text,
         response=text,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable
 from datetime import date
@@ -12,6 +11,7 @@ import pyarrow as pa
 
 from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
+from chronicle.storage.db import from_json
 from chronicle.weeks import utc_now
 
 
@@ -27,7 +27,7 @@ def load_note_entries(conn: duckdb.DuckDBPyConnection, after: date, until: date,
     ).fetchall()
     out = []
     for entry_id, project, day, file, line_no, content, metadata in rows:
-        meta = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
+        meta = from_json(metadata) or {}
         out.append(NoteEntry(
             entry_id=entry_id, project_id=project, day=day, source_file=file, line_no=line_no,
             kind=str(meta.get("kind") or "paragraph"), content=content,
