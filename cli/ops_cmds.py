@@ -141,9 +141,12 @@ def runs(limit: int = typer.Option(20, "--limit", "-n", min=1, help="How many ru
 def snapshot(home: str | None = HomeOpt) -> None:
     """Publish the analysts' read-only copy of the database now (flows do it after every write)."""
     settings = settings_from_options(home)
-    from chronicle.storage.snapshot import publish_snapshot
+    from chronicle.storage.snapshot import SnapshotNotWritten, publish_snapshot
 
-    info = publish_snapshot(settings)
+    try:
+        info = publish_snapshot(settings)
+    except SnapshotNotWritten as exc:
+        fail(f"the snapshot was not published ({exc}); the database is whole: free space (or the path), run it again")
     if info is None:
         console.print("lake topology: analysts attach the live lake, no snapshot needed "
                       "(`duckdb -cmd \"$(chronicle sql --print-attach)\"`)")

@@ -1,4 +1,5 @@
-"""Run bookkeeping shared by every flow: a `pipeline_runs` row that ends COMPLETED, FAILED or CRASHED.
+"""Run bookkeeping shared by every flow: a `pipeline_runs` row that ends COMPLETED, FAILED or CRASHED, the
+analysts' read snapshot published after it, and a retried attempt's artifacts its own.
 
 Every way a run can end is recorded: the body's own outcome by `tracked_run`, a failure or crash Prefect
 saw before or around the body (its own parameter validation, SIGTERM) by the `record_unfinished` hook, and
@@ -16,6 +17,7 @@ from typing import Any
 
 from prefect.runtime import flow_run
 
+from chronicle.param_checks import ParameterError
 from chronicle.redaction.redactor import Redactor, redact_value
 from chronicle.services.lineage import LINEAGE_HOOKS
 from chronicle.services.run_history import reap, this_process
@@ -24,7 +26,7 @@ from chronicle.storage import pipeline_runs as runs
 from chronicle.storage import run_journal
 from chronicle.storage.db import tag_commits, write
 from chronicle.storage.files import DatabaseBusyError
-from chronicle.storage.snapshot import publish_snapshot
+from chronicle.storage.snapshot import SnapshotNotWritten, publish_snapshot
 
 _NOTES: dict[str, list[str]] = {}
 
@@ -67,7 +69,12 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
 
     Parameters and the failure message are redacted: paths name files (`…-13912345678.md`) and an exception
     may quote what it failed on; `pipeline_runs` is read by analysts and printed by `chronicle runs`.
+
+    After the final row, the read snapshot is published (`_publish_snapshot`), also when the run failed part-way:
+    what it stored before failing is queryable. Not after a refusal (nothing stored; the database may be what
+    failed) nor a crash (the process is being stopped).
     """
+    own_artifacts()
     run_id = current_flow_run_id()
     counts = RunCounts()
     redactor = Redactor.build(settings.redact.extra_patterns)
@@ -103,10 +110,13 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
                 state = "FAILED" if isinstance(exc, Exception) else "CRASHED"
                 message = redactor.redact(_error(exc))
                 write(settings, lambda conn: runs.run_finished(conn, run_id, state, counts, message))
+                if isinstance(exc, Exception) and not isinstance(exc, ParameterError | DatabaseBusyError):
+                    _publish_snapshot(settings, None)
                 raise
             if notes:
                 counts["notes"] = list(notes)
             write(settings, lambda conn: runs.run_finished(conn, run_id, "COMPLETED", counts, counts.message))
+            counts.message = _publish_snapshot(settings, counts.message)
     finally:
         storage_log.removeHandler(handler)
         _NOTES.pop(run_id, None)
@@ -138,11 +148,12 @@ def refused(exc: Exception, *, said: str = "refused") -> Any:
     from prefect import get_run_logger
     from prefect.states import Failed
 
+    own_artifacts()  # refused before `tracked_run`: a retried attempt still shows only its own refusal
     get_run_logger().error("%s: %s", said, exc)
     return Failed(message=_error(exc), data=exc)
 
 
-def publish_after(settings: Settings, message: str | None) -> str | None:
+def _publish_snapshot(settings: Settings, message: str | None) -> str | None:
     """Publish the analysts' read snapshot once a run's rows are stored; the run's final message.
 
     The snapshot is a copy of what is stored: a copy that cannot be written (a full disk) does not undo the
@@ -153,11 +164,32 @@ def publish_after(settings: Settings, message: str | None) -> str | None:
     try:
         publish_snapshot(settings)
         return message
-    except OSError as exc:
-        note = (f"the read snapshot was not published ({type(exc).__name__}: {exc}); everything is stored, "
-                "the next run publishes it")
+    except (SnapshotNotWritten, DatabaseBusyError) as exc:  # another process held the database too long
+        note = f"the read snapshot was not published ({exc}); everything is stored, the next run publishes it"
         get_run_logger().warning("%s", note)
         return f"{message}; {note}" if message else note
+
+
+_cleaned: set[tuple[str, int]] = set()
+
+
+def own_artifacts() -> None:
+    """A retried run (the UI's Retry runs the same flow run again) starts without its earlier attempts'
+    artifacts: its summary, outcome table, progress and report cards are this attempt's, not mixed with the
+    first one's (whose failures this attempt may have fixed). Once per attempt; a first attempt has none."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    run_id, attempt = flow_run.get_id(), flow_run.get_run_count()
+    if not run_id or attempt <= 1 or (run_id, attempt) in _cleaned:
+        return
+    _cleaned.add((run_id, attempt))
+    with get_client(sync_client=True) as client:
+        for artifact in client.read_artifacts(artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(run_id)]))):
+            client.delete_artifact(artifact.id)
 
 
 RUN_HOOKS: dict[str, Any] = {**LINEAGE_HOOKS,

@@ -42,6 +42,11 @@ log = logging.getLogger("chronicle.storage.snapshot")
 SNAPSHOT_NAME = "chronicle.snapshot.duckdb"
 
 
+class SnapshotNotWritten(OSError):
+    """The copy could not be written (a full disk, its place taken). The database itself is whole: a CHECKPOINT
+    that failed left the write-ahead log in place, and a copy that failed never replaced the old snapshot."""
+
+
 @dataclass(frozen=True)
 class SnapshotInfo:
     """Where a snapshot was published, how big it is, how long the copy held the database, and the
@@ -95,6 +100,8 @@ def publish_snapshot(settings: Settings) -> SnapshotInfo | None:
             tables = _check_copy(conn, tmp)
             # Replace while still holding the lock: snapshots are published in the order they were taken.
             os.replace(tmp, target)
+    except (OSError, duckdb.IOException) as exc:  # DuckDB reports a full disk as its own IOException
+        raise SnapshotNotWritten(f"{type(exc).__name__}: {exc}") from exc
     finally:
         tmp.unlink(missing_ok=True)
     info = SnapshotInfo(target, target.stat().st_size, tables, time.monotonic() - started, compacted)

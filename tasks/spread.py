@@ -26,7 +26,7 @@ from chronicle.services import shards
 from chronicle.services.run_tracking import current_flow_run_id
 from chronicle.services.weekly import ProjectPlan, plan_project
 from chronicle.settings import Settings
-from chronicle.tasks.weekly import Progress, fan_out, own_artifacts, publish_outcome, run_weeks
+from chronicle.tasks.weekly import Progress, fan_out, publish_outcome, run_weeks
 from chronicle.weekly.engine import WeekJob
 from chronicle.weekly.outcome import WeekOutcome
 from chronicle.weeks import IsoWeek
@@ -83,7 +83,6 @@ def spread_backfill(settings: Settings, plans: list[ProjectPlan], *, key: str, t
                      on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
     """`fan_out` spread over child runs (lake topology), or `fan_out` itself when spreading cannot work or does not
     pay. `on_start()` (once): when the first weeks' task runs are submitted, or before the children start."""
-    own_artifacts()
     work = sorted((job for plan in plans for job in plan.to_run), key=lambda job: (job.project_id, job.week.number))
     children = _children_wanted(settings, len(work), max_workers)
     if not children:

@@ -322,34 +322,10 @@ def publish_outcome(rows: list[WeekOutcome], *, key: str | None, title: str, cou
     return rows
 
 
-_cleaned: set[tuple[str, int]] = set()
-
-
-def own_artifacts() -> None:
-    """A retried run (the UI's Retry runs the same flow run again) starts without its earlier attempts'
-    artifacts: its outcome table, summary, progress and report cards are this attempt's, not mixed with the
-    first one's (whose failures this attempt may have fixed). Once per attempt; a first attempt has none."""
-    from uuid import UUID
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-    from prefect.runtime import flow_run
-
-    run_id, attempt = flow_run.get_id(), flow_run.get_run_count()
-    if not run_id or attempt <= 1 or (run_id, attempt) in _cleaned:
-        return
-    _cleaned.add((run_id, attempt))
-    with get_client(sync_client=True) as client:
-        for artifact in client.read_artifacts(artifact_filter=ArtifactFilter(
-                flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(run_id)]))):
-            client.delete_artifact(artifact.id)
-
-
 def fan_out(settings: Settings, plans: list[ProjectPlan], *, key: str, title: str, max_workers: int | None,
             counts: dict[str, Any], on_start: Callable[[], None] | None = None) -> list[WeekOutcome]:
     """Run the planned weeks as concurrent tasks (at most `max_workers` in flight), publish the
     outcome table, and raise `WeeksFailedError` if any week failed. `on_start`: as in `run_weeks`."""
-    own_artifacts()
     rows = [row for plan in plans for row in plan.done]
     work = [job for plan in plans for job in plan.to_run]
     progress = Progress(key, len(rows) + len(work), len(rows))

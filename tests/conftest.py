@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -203,6 +205,24 @@ def flush_prefect_queues(timeout: float = 60) -> None:
 
     APILogWorker.drain_all(timeout=timeout)
     EventsWorker.drain_all(timeout=timeout)
+
+
+def flow_run_logs(flow_run_id: Any, wanted: str) -> list[str]:
+    """A flow run's log lines as its Logs tab shows them, once one containing `wanted` arrived (logs reach the API
+    from a background queue); every line so far after a minute without it."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogWorker
+
+    deadline = time.monotonic() + 60
+    while True:
+        APILogWorker.drain_all(timeout=30)
+        with get_client(sync_client=True) as client:
+            lines = [e.message for e in client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))]
+        if any(wanted in line for line in lines) or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.2)
 
 
 @pytest.fixture()

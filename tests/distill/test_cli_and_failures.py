@@ -6,9 +6,11 @@ import json
 from datetime import date
 from pathlib import Path
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
+from tests.conftest import flow_run_logs
 from tests.distill.conftest import OPENCLAW, ingest
 from tests.fakellm import FakeLLMServer, Reply
 
@@ -78,13 +80,24 @@ def test_llm_outage_keeps_finished_chunks_and_rerun_retries_only_the_failed_one(
     fake_llm.enqueue(Reply(status=503), Reply(status=503))  # both attempts of the first chunk
     ingest(OPENCLAW / "memory")
 
-    with pytest.raises(DistillIncomplete):
-        distill_memory(days=30, until=date(2026, 2, 24))
+    run = distill_memory(days=30, until=date(2026, 2, 24), return_state=True)
+    assert run.is_failed() and run.message.startswith("DistillIncomplete: 1 of 3 chunks failed"), run.message
+    with pytest.raises(DistillIncomplete):  # a Python caller (the CLI) still gets the exception
+        run.result()
+    # An expected partial failure: one line on the Logs tab, no traceback.
+    lines = flow_run_logs(run.state_details.flow_run_id, "partly failed")
+    assert any(line.startswith("partly failed: 1 of 3 chunks failed") for line in lines), lines
+    assert not any("Traceback" in line for line in lines), lines
     with connect(Settings()) as conn:
         done = conn.execute("SELECT count(*) FROM distill_chunks").fetchall()[0][0]
         state, counts = conn.execute("SELECT state, counts FROM pipeline_runs WHERE flow_name = 'distill-memory'"
                                      ).fetchall()[0]
     assert done == 2 and state == "FAILED" and json.loads(counts)["chunks_failed"] == 1
+    # What the run kept is in the analysts' snapshot, with the run's final row.
+    with duckdb.connect(str(distill_env / "chronicle.snapshot.duckdb"), read_only=True) as snap:
+        assert snap.execute("SELECT count(*) FROM distill_chunks").fetchall() == [(2,)]
+        assert snap.execute("SELECT state FROM pipeline_runs WHERE flow_name = 'distill-memory'").fetchall() == [
+            ("FAILED",)]
 
     calls = fake_llm.calls()
     summary = distill_memory(days=30, until=date(2026, 2, 24))

@@ -4,7 +4,6 @@ regeneration runs is kept."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -12,6 +11,7 @@ from uuid import UUID
 import pytest
 
 from chronicle.settings import Settings
+from tests.conftest import flow_run_logs
 from tests.fakellm import FakeLLMServer
 from tests.weekly.conftest import cite_first, db_rows, week_of_request
 
@@ -32,22 +32,6 @@ def _summary(flow_run_id: UUID) -> str:
             any_=[flow_run_id])))
     (summary,) = [a for a in found if a.key and a.key.endswith("-summary")]
     return str(summary.data)
-
-
-def _logs(flow_run_id: UUID, wanted: str) -> list[str]:
-    """The run's log lines, once one containing `wanted` arrived (logs reach the API from a background queue)."""
-    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
-    from prefect.logging.handlers import APILogWorker
-
-    deadline = time.monotonic() + 60
-    while True:
-        APILogWorker.drain_all(timeout=30)
-        with _client() as client:
-            lines = [f"{e.message}" for e in client.read_logs(
-                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))]
-        if any(wanted in line for line in lines) or time.monotonic() > deadline:
-            return lines
-        time.sleep(0.2)
 
 
 def test_weeks_needing_review_are_in_the_state_message_and_summary_also_when_cached(
@@ -101,7 +85,7 @@ def test_a_group_with_failed_weeks_is_failed_and_the_run_says_why_without_a_trac
     assert bad and all(groups[name].is_failed() for name in bad), groups
     assert "1 of 1 week(s) of this group failed" in groups[bad[0]].message
     assert all(s.is_completed() for name, s in groups.items() if name not in bad), groups
-    lines = _logs(run_id, "partly failed")
+    lines = flow_run_logs(run_id, "partly failed")
     assert any("partly failed: 1 of 3 week(s) failed" in line for line in lines), lines
     assert not any("Traceback" in line for line in lines), lines
     assert db_rows("SELECT state FROM pipeline_runs WHERE flow_name = 'backfill-weeks'") == [("FAILED",)]
