@@ -37,13 +37,20 @@ from chronicle.distill.tally import (
     quarantine_record,
     reject_rows,
 )
-from chronicle.param_checks import ParameterError, name_part
+from chronicle.param_checks import name_part
 from chronicle.params import DistillDays, NotesProject, UntilDate
 from chronicle.progress import report
 from chronicle.services.distill import resolve_window
 from chronicle.services.llm_gate import redactor_for, reserve_llm
 from chronicle.services.param_checks import distill_window
-from chronicle.services.run_tracking import RUN_HOOKS, current_flow_run_id, refused, run_notes, tracked_run
+from chronicle.services.run_tracking import (
+    REFUSALS,
+    RUN_HOOKS,
+    current_flow_run_id,
+    refused,
+    run_notes,
+    tracked_run,
+)
 from chronicle.settings import Settings, load_settings
 from chronicle.storage.snapshot import publish_snapshot
 from chronicle.tasks import distill as t
@@ -92,38 +99,38 @@ def distill_memory(days: DistillDays = 0, until: UntilDate = "", project: NotesP
     policy = KnowledgePolicy.from_settings(settings)
     try:
         days_, until_, project_ = distill_window(settings, days, until, project)
-    except ParameterError as exc:
-        return refused(exc)  # its `on_failure` hook records the refused run in pipeline_runs
-    with tracked_run(settings, "distill-memory", {"days": days, "until": until, "project": project}) as counts:
-        after, until = resolve_window(settings, days_, until_, project_)
-        project = project_
-        info = engine_info(settings)
-        run_id = current_flow_run_id()
-        tally = Tally()
-        todo = _chunks_to_distill(settings, logger, tally, info, after, until, project)
-        outcomes = _distill(settings, todo, run_id)
-        outcomes = t.drop_forgotten(settings, outcomes)  # `chronicle memory forget|edit`: never back
-        rows = _store_and_plan(settings, logger, tally, info, policy, todo, outcomes, run_id)
-        _log_gate(logger, tally)
-        for name, items in sorted(rows.files.items()):
-            result = t.write_knowledge(settings, name, items)
-            tally.add_file(result)
-            if result.skipped:
-                logger.warning("%s", result.skipped)
-        proposed = _unique(rows.proposed)
-        tally.proposals_new = t.record_run(settings, rows.records, rows.quarantine, rows.events, proposed)
-        tally.ledger_reconciled += t.reconcile_orphans(settings, run_id)
+        with tracked_run(settings, "distill-memory", {"days": days, "until": until, "project": project}) as counts:
+            after, until = resolve_window(settings, days_, until_, project_)
+            project = project_
+            info = engine_info(settings)
+            run_id = current_flow_run_id()
+            tally = Tally()
+            todo = _chunks_to_distill(settings, logger, tally, info, after, until, project)
+            outcomes = _distill(settings, todo, run_id)
+            outcomes = t.drop_forgotten(settings, outcomes)  # `chronicle memory forget|edit`: never back
+            rows = _store_and_plan(settings, logger, tally, info, policy, todo, outcomes, run_id)
+            _log_gate(logger, tally)
+            for name, items in sorted(rows.files.items()):
+                result = t.write_knowledge(settings, name, items)
+                tally.add_file(result)
+                if result.skipped:
+                    logger.warning("%s", result.skipped)
+            proposed = _unique(rows.proposed)
+            tally.proposals_new = t.record_run(settings, rows.records, rows.quarantine, rows.events, proposed)
+            tally.ledger_reconciled += t.reconcile_orphans(settings, run_id)
 
-        summary = DistillSummary(after, until, info.name, info.model, info.version, tally, t.memory_count(settings),
-                                 project)
-        counts.update(summary.as_dict())
-        _publish_artifacts(settings, summary, proposed, run_id)
-        logger.info("distilled %d chunks: %s; files changed: %s; redacted: %s", tally.distilled,
-                    dict(tally.events), sorted(n for n, f in tally.files.items() if f["changed"]),
-                    dict(tally.redactions))
-        if tally.failed:
-            raise DistillIncomplete(f"{tally.failed} of {len(todo)} chunks failed (LLM unavailable); "
-                                    "the others were kept, rerun to retry the failed ones")
+            summary = DistillSummary(after, until, info.name, info.model, info.version, tally, t.memory_count(settings),
+                                     project)
+            counts.update(summary.as_dict())
+            _publish_artifacts(settings, summary, proposed, run_id)
+            logger.info("distilled %d chunks: %s; files changed: %s; redacted: %s", tally.distilled,
+                        dict(tally.events), sorted(n for n, f in tally.files.items() if f["changed"]),
+                        dict(tally.redactions))
+            if tally.failed:
+                raise DistillIncomplete(f"{tally.failed} of {len(todo)} chunks failed (LLM unavailable); "
+                                        "the others were kept, rerun to retry the failed ones")
+    except REFUSALS as exc:  # a typo, or the database held by another process: one line, no traceback
+        return refused(exc)  # its `on_failure` hook records the refused run in pipeline_runs
     publish_snapshot(settings)  # analysts query the snapshot, never the file flows write
     return summary
 

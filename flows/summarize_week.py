@@ -9,7 +9,7 @@ from prefect.states import Completed
 from chronicle.param_checks import ParameterError, name_part, week_label
 from chronicle.params import Force, IsoWeekStr, ProjectId
 from chronicle.services.param_checks import one_week
-from chronicle.services.run_tracking import RUN_HOOKS, refused, tracked_run
+from chronicle.services.run_tracking import REFUSALS, RUN_HOOKS, refused, tracked_run
 from chronicle.services.weekly import plan_project
 from chronicle.settings import load_settings
 from chronicle.tasks.weekly import fan_out, run_label
@@ -50,7 +50,7 @@ def summarize_week(project_id: ProjectId, week: IsoWeekStr, force: Force = False
             rows = fan_out(settings, [plan], key=f"weekly-{run_label(project)}", title=flow_run.name or "week",
                            max_workers=1, counts=run)
             run.message = run_message(rows, f"{project} {iso}")
-    except ParameterError as exc:
+    except REFUSALS as exc:  # a typo, or the database held by another process: one line, no traceback
         return refused(exc)
     except WeeksFailedError as exc:
         return refused(exc, said="partly failed")

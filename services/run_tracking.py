@@ -16,6 +16,7 @@ from typing import Any
 
 from prefect.runtime import flow_run
 
+from chronicle.param_checks import ParameterError
 from chronicle.redaction.redactor import Redactor, redact_value
 from chronicle.services.lineage import LINEAGE_HOOKS
 from chronicle.services.run_history import reap, this_process
@@ -128,6 +129,11 @@ def record_unfinished(flow: Any, run: Any, state: Any) -> None:
               guard=[f"pipeline_run:{run.id}"])
     except DatabaseBusyError:  # the database is what failed: the row waits beside it for the next writer
         run_journal.journal_run(settings.db_path, str(run.id), flow.name, shown, final, message)
+
+
+REFUSALS: tuple[type[Exception], ...] = (ParameterError, DatabaseBusyError)
+"""What every flow ends with `refused` (one line, no traceback): parameters it refuses, and the database held by
+another process past the lock timeout (its message names the holder and what to do)."""
 
 
 def refused(exc: Exception, *, said: str = "refused") -> Any:
