@@ -72,7 +72,7 @@ def _distill(settings: Settings, chunks: list[Chunk], run_id: str) -> list[Chunk
     with gate:
         for start in range(0, len(chunks), width):
             futures = [t.distill_chunk.submit(settings, c, run_id) for c in chunks[start : start + width]]
-            outcomes += [f.result() for f in futures]
+            outcomes += [t.chunk_outcome(f) for f in futures]
             report("distill", len(outcomes), len(chunks))
     return outcomes
 
