@@ -14,11 +14,11 @@ from prefect.futures import PrefectFuture
 from prefect.runtime import flow_run
 from prefect.states import Completed
 
-from chronicle.param_checks import ParameterError, name_part, week_label
+from chronicle.param_checks import name_part, week_label
 from chronicle.params import Force, OnlyMissing, OptionalIsoWeekStr, ProjectSelector, Workers
 from chronicle.services.alerts import BACKFILL_HOOKS
 from chronicle.services.param_checks import backfill_scope
-from chronicle.services.run_tracking import refused, tracked_run
+from chronicle.services.run_tracking import REFUSALS, refused, tracked_run
 from chronicle.services.weekly import plan_project
 from chronicle.settings import Settings, load_settings
 from chronicle.tasks.analytics import publish_charts
@@ -79,7 +79,7 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
             where = scope.describe() if scope.projects else "any project (nothing ingested yet)"
             run.message = run_message(rows, where)
             get_run_logger().info("backfill %s: %s", project_id, run.message)
-    except ParameterError as exc:
+    except REFUSALS as exc:  # a typo, or the database held by another process: one line, no traceback
         return refused(exc)
     except WeeksFailedError as exc:
         return refused(exc, said="partly failed")

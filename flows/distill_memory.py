@@ -38,13 +38,20 @@ from chronicle.distill.tally import (
     quarantine_record,
     reject_rows,
 )
-from chronicle.param_checks import ParameterError, name_part
+from chronicle.param_checks import name_part
 from chronicle.params import DistillDays, NotesProject, UntilDate
 from chronicle.progress import report
 from chronicle.services.distill import resolve_window
 from chronicle.services.llm_gate import redactor_for, reserve_llm
 from chronicle.services.param_checks import distill_window
-from chronicle.services.run_tracking import RUN_HOOKS, current_flow_run_id, refused, run_notes, tracked_run
+from chronicle.services.run_tracking import (
+    REFUSALS,
+    RUN_HOOKS,
+    current_flow_run_id,
+    refused,
+    run_notes,
+    tracked_run,
+)
 from chronicle.settings import Settings, load_settings
 from chronicle.tasks import distill as t
 
@@ -65,7 +72,7 @@ def _distill(settings: Settings, chunks: list[Chunk], run_id: str) -> list[Chunk
     with gate:
         for start in range(0, len(chunks), width):
             futures = [t.distill_chunk.submit(settings, c, run_id) for c in chunks[start : start + width]]
-            outcomes += [f.result() for f in futures]
+            outcomes += [t.chunk_outcome(f) for f in futures]
             report("distill", len(outcomes), len(chunks))
     return outcomes
 
@@ -92,9 +99,6 @@ def distill_memory(days: DistillDays = 0, until: UntilDate = "", project: NotesP
     policy = KnowledgePolicy.from_settings(settings)
     try:
         days_, until_, project_ = distill_window(settings, days, until, project)
-    except ParameterError as exc:
-        return refused(exc)  # its `on_failure` hook records the refused run in pipeline_runs
-    try:
         with tracked_run(settings, "distill-memory", {"days": days, "until": until, "project": project}) as counts:
             after, until = resolve_window(settings, days_, until_, project_)
             project = project_
@@ -125,6 +129,8 @@ def distill_memory(days: DistillDays = 0, until: UntilDate = "", project: NotesP
             if tally.failed:
                 raise DistillIncomplete(f"{tally.failed} of {len(todo)} chunks failed (LLM unavailable); "
                                         "the others were kept, rerun to retry the failed ones")
+    except REFUSALS as exc:  # a typo, or the database held by another process: one line, no traceback
+        return refused(exc)  # its `on_failure` hook records the refused run in pipeline_runs
     except DistillIncomplete as exc:  # expected: one line saying how many chunks failed, no traceback
         return refused(exc, said="partly failed")
     return Completed(message=counts.message, data=summary)  # a snapshot not written is named in the message

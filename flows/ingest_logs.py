@@ -11,14 +11,13 @@ from prefect.states import Completed
 
 from chronicle.ingest.batches import file_batches
 from chronicle.ingest.model import IngestSummary
-from chronicle.param_checks import ParameterError, name_part
+from chronicle.param_checks import name_part
 from chronicle.params import OptionalProjectId, Replace, ReRead, SourcePaths
 from chronicle.progress import report
 from chronicle.redaction.redactor import redact_name
 from chronicle.services.param_checks import ingest_paths
-from chronicle.services.run_tracking import RUN_HOOKS, refused, run_notes, tracked_run
+from chronicle.services.run_tracking import REFUSALS, RUN_HOOKS, refused, run_notes, tracked_run
 from chronicle.settings import load_settings
-from chronicle.storage.files import DatabaseBusyError
 from chronicle.tasks.ingest import discover_files, file_size, ingest_batch, shown_path
 
 
@@ -102,6 +101,6 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRe
                         summary.entries_added, sum(summary.rejects.values()))
             create_markdown_artifact(markdown=_summary_markdown(summary, run_notes()), key="ingest-summary",
                                      description="What the last ingest read and refused")
-    except (ParameterError, DatabaseBusyError) as exc:  # one line (the holder and what to do), no traceback
+    except REFUSALS as exc:  # one line (the holder and what to do), no traceback
         return refused(exc)
     return Completed(message=counts.message, data=summary)  # the UI shows the message on the run page

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from prefect import flow
 from prefect.runtime import flow_run
 from prefect.states import Completed
@@ -9,11 +11,12 @@ from prefect.states import Completed
 from chronicle.param_checks import ParameterError, name_part, week_label
 from chronicle.params import Force, IsoWeekStr, ProjectId
 from chronicle.services.param_checks import one_week
-from chronicle.services.run_tracking import RUN_HOOKS, refused, tracked_run
+from chronicle.services.run_tracking import REFUSALS, RUN_HOOKS, refused, tracked_run
 from chronicle.services.weekly import plan_project
 from chronicle.settings import load_settings
 from chronicle.tasks.weekly import fan_out, run_label
 from chronicle.weekly.outcome import WeekOutcome, WeeksFailedError, run_message
+from chronicle.weeks import last_completed_week
 
 
 def summarize_run_name() -> str:
@@ -43,14 +46,18 @@ def summarize_week(project_id: ProjectId, week: IsoWeekStr, force: Force = False
             project, iso = one_week(settings, project_id, week)
             plan = plan_project(settings, project, iso, iso, force=force, overwrite_edited=overwrite_edited,
                                 only_missing=False)
-            if not plan.to_run:
+            if not plan.to_run:  # outside the project's weeks: say on which side
+                if iso > last_completed_week(datetime.now(UTC), settings.tz_for(project)):
+                    raise ParameterError(f"week {iso} has not ended and project {project!r} has no entries in it: "
+                                         "nothing to summarise (a week past the last entry gets no empty page "
+                                         "before it ends)")
                 raise ParameterError(f"week {iso} is before the first entry of project {project!r}; "
                                      "nothing to summarise")
             # fan_out takes the LLM slot (not for the offline engine) and raises WeeksFailedError on failure.
             rows = fan_out(settings, [plan], key=f"weekly-{run_label(project)}", title=flow_run.name or "week",
                            max_workers=1, counts=run)
             run.message = run_message(rows, f"{project} {iso}")
-    except ParameterError as exc:
+    except REFUSALS as exc:  # a typo, or the database held by another process: one line, no traceback
         return refused(exc)
     except WeeksFailedError as exc:
         return refused(exc, said="partly failed")

@@ -8,10 +8,10 @@ from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.states import Completed
 
-from chronicle.param_checks import ParameterError, week_label
+from chronicle.param_checks import week_label
 from chronicle.params import Force, OptionalIsoWeekStr
 from chronicle.services.param_checks import weekly_scope
-from chronicle.services.run_tracking import RUN_HOOKS, refused, tracked_run
+from chronicle.services.run_tracking import REFUSALS, RUN_HOOKS, refused, tracked_run
 from chronicle.services.weekly import plan_project
 from chronicle.settings import load_settings
 from chronicle.tasks.analytics import publish_charts
@@ -59,7 +59,7 @@ def weekly_chronicle(week: OptionalIsoWeekStr = "", force: Force = False) -> lis
             what = f"week {scope.start}" if scope.start else "the last completed week"
             run.message = run_message(rows, f"{what} of {len(scope.projects)} project(s)")
             get_run_logger().info("weekly chronicle: %s", run.message)
-    except ParameterError as exc:
+    except REFUSALS as exc:  # a typo, or the database held by another process: one line, no traceback
         return refused(exc)
     except WeeksFailedError as exc:
         return refused(exc, said="partly failed")

@@ -32,7 +32,6 @@ ALLOWED: dict[str, str] = {
     "chronicle.tasks.distill.load_window": _TASK,
     "chronicle.tasks.distill.clean_knowledge_workspace": _TASK,
     "chronicle.tasks.distill.cached_chunks": _TASK,
-    "chronicle.tasks.distill.distill_chunk": _TASK,
     "chronicle.tasks.distill.store_batches": _TASK,
     "chronicle.tasks.distill.reconcile_events": _TASK,
     "chronicle.tasks.distill.reconcile_orphans": _TASK,

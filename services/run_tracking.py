@@ -110,7 +110,7 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
                 state = "FAILED" if isinstance(exc, Exception) else "CRASHED"
                 message = redactor.redact(_error(exc))
                 write(settings, lambda conn: runs.run_finished(conn, run_id, state, counts, message))
-                if isinstance(exc, Exception) and not isinstance(exc, ParameterError | DatabaseBusyError):
+                if isinstance(exc, Exception) and not isinstance(exc, REFUSALS):
                     _publish_snapshot(settings, None)
                 raise
             if notes:
@@ -138,6 +138,11 @@ def record_unfinished(flow: Any, run: Any, state: Any) -> None:
               guard=[f"pipeline_run:{run.id}"])
     except DatabaseBusyError:  # the database is what failed: the row waits beside it for the next writer
         run_journal.journal_run(settings.db_path, str(run.id), flow.name, shown, final, message)
+
+
+REFUSALS: tuple[type[Exception], ...] = (ParameterError, DatabaseBusyError)
+"""What every flow ends with `refused` (one line, no traceback): parameters it refuses, and the database held by
+another process past the lock timeout (its message names the holder and what to do)."""
 
 
 def refused(exc: Exception, *, said: str = "refused") -> Any:

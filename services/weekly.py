@@ -40,7 +40,7 @@ from chronicle.weekly.faithfulness import describe
 from chronicle.weekly.grouping import MAX_WEEKS_PER_TASK
 from chronicle.weekly.model import StoredReport, WeekDigest, WeekInput, WeekReport, make_week_input, week_digest
 from chronicle.weekly.outcome import WeekOutcome
-from chronicle.weeks import IsoWeek, utc, week_range
+from chronicle.weeks import IsoWeek, last_completed_week, utc, week_range
 
 CLOCK_SKEW_S = 120.0
 """Hosts' clocks may disagree by this much: a claim finished up to this long before a plan was read is
@@ -139,7 +139,8 @@ def plan_project(settings: Settings, project_id: str, start: IsoWeek | None = No
     before a project began); without bounds it is the project's first..last week with entries.
     `to_last_entry` (a range, i.e. a backfill): it also ends no later than the last entry — an end week far
     ahead (a typo such as 2030-W01) must not pad the chronicle with empty pages up to this week. A single week
-    asked for by name (the Monday job) still gets its empty page.
+    asked for by name (the Monday job) still gets its empty page once it has ended; one that has not (this week
+    or next, without entries) gets none.
     """
     plan = ProjectPlan(project_id)
     with connect(settings) as conn:
@@ -184,8 +185,12 @@ def _week_bounds(settings: Settings, conn: Any, project_id: str, start: IsoWeek 
     first = max(start or IsoWeek.from_number(span[0]), IsoWeek.from_number(span[0]))
     # Never past this week: no entry can be later (ingest refuses future timestamps), and a stored one from
     # an older release (a note named 9999-01-01.md) must not make the plan ~415,000 weeks long.
-    latest = IsoWeek.of((datetime.now(UTC) + timedelta(days=2)).astimezone(settings.tz_for(project_id)).date())
-    last = min(end or IsoWeek.from_number(span[1]), latest)
+    now, tz = datetime.now(UTC), settings.tz_for(project_id)
+    latest = IsoWeek.of((now + timedelta(days=2)).astimezone(tz).date())
+    # Past the last entry, only a week that has ended gets its empty page: a week asked for by name that has
+    # not ended yet (this week, next week: a typo) would put "本周无记录" in the chronicle for days nobody lived.
+    last = min(end or IsoWeek.from_number(span[1]), latest,
+               max(IsoWeek.from_number(span[1]), last_completed_week(now, tz)))
     if to_last_entry:
         last = min(last, IsoWeek.from_number(span[1]))
     return None if last < first else (first, last)

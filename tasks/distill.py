@@ -7,12 +7,15 @@ local I/O whose failures a retry would only repeat.
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture
+from prefect.states import Failed
 
 from chronicle.distill.chunks import Chunk, NoteEntry
-from chronicle.distill.engine import ChunkOutcome
+from chronicle.distill.engine import ChunkFailedError, ChunkOutcome
 from chronicle.distill.knowledge import KnowledgeWrite
 from chronicle.distill.proposals import Proposal
 from chronicle.distill.records import ChunkRecord, EventRow, QuarantineRecord
@@ -39,8 +42,23 @@ def cached_chunks(settings: Settings, hashes: list[str], prompt_version: str, mo
 
 
 @task(name="distill-chunk", task_run_name="distill {chunk.key}", cache_policy=NO_CACHE)
-def distill_chunk(settings: Settings, chunk: Chunk, flow_run_id: str) -> ChunkOutcome:
-    return uc.distill_chunk(settings, chunk, flow_run_id)
+def distill_chunk(settings: Settings, chunk: Chunk, flow_run_id: str) -> Any:
+    """The chunk's outcome; a chunk that failed (LLM unavailable) ends its task run Failed, so the UI does not show
+    it green, carrying its outcome in a `ChunkFailedError` (`chunk_outcome` reads it back). A returned state, not a
+    raise: an expected failure gets no traceback in the run's logs."""
+    outcome = uc.distill_chunk(settings, chunk, flow_run_id)
+    if outcome.status != "failed":
+        return outcome
+    error = ChunkFailedError(outcome)
+    return Failed(message=str(error)[:1000], data=error)
+
+
+def chunk_outcome(future: PrefectFuture[Any]) -> ChunkOutcome:
+    """The outcome of a `distill_chunk` task run, a failed chunk's included."""
+    try:
+        return future.result()
+    except ChunkFailedError as exc:
+        return exc.outcome
 
 
 @task(name="drop-forgotten", cache_policy=NO_CACHE)

@@ -57,6 +57,18 @@ class ChunkOutcome:
     repair_reply: str | None = None
 
 
+class ChunkFailedError(RuntimeError):
+    """A chunk not distilled (the LLM was unavailable): its task run ends Failed, not green, and this error carries
+    the chunk's outcome to the flow, which keeps the chunk for a rerun like any other failed one."""
+
+    def __init__(self, outcome: ChunkOutcome) -> None:
+        super().__init__(f"chunk {outcome.chunk_key} not distilled: {outcome.reason or '?'}")
+        self.outcome = outcome
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.outcome,))
+
+
 REPEATS_ORDER = "repeats a note entry that reads as an instruction to the model"
 
 

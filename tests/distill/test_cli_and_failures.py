@@ -102,3 +102,29 @@ def test_llm_outage_keeps_finished_chunks_and_rerun_retries_only_the_failed_one(
     calls = fake_llm.calls()
     summary = distill_memory(days=30, until=date(2026, 2, 24))
     assert summary.tally.cached == 2 and summary.tally.distilled == 1 and fake_llm.calls() == calls + 1
+
+
+def test_a_chunk_the_llm_could_not_distill_is_a_failed_task_run_not_a_green_one(
+    distill_env: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from chronicle.flows.distill_memory import distill_memory
+
+    monkeypatch.setenv("LLM_URL", fake_llm.base_url)
+    monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "1")  # one chunk at a time: the outage hits the first
+    fake_llm.responder = lambda request: json.dumps([{"content": "Bridge runs JWT-only.", "summary": "JWT only",
+                                                      "importance": 0.9, "targetFile": "MEMORY.md"}])
+    fake_llm.enqueue(Reply(status=503), Reply(status=503))  # both attempts of the first chunk
+    ingest(OPENCLAW / "memory")
+
+    state = distill_memory(days=30, until=date(2026, 2, 24), return_state=True)
+    assert state.is_failed()
+    with get_client(sync_client=True) as client:
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(
+            any_=[state.state_details.flow_run_id])), limit=50)
+    chunks = {t.name: t.state for t in tasks if t.name.startswith("distill ")}
+    bad = [name for name, s in chunks.items() if not s.is_completed()]
+    assert len(chunks) == 3 and len(bad) == 1, chunks
+    assert chunks[bad[0]].is_failed() and "not distilled" in (chunks[bad[0]].message or ""), chunks

@@ -1,6 +1,6 @@
 """What an operator sees of a weekly run stays true: weeks needing review are said, a group with failed weeks is
-not green, an expected partial failure has no traceback, a far end week pads nothing, an edit saved while a
-regeneration runs is kept."""
+not green, an expected partial failure has no traceback, a far end week or a week that has not ended pads nothing, an
+edit saved while a regeneration runs is kept."""
 
 from __future__ import annotations
 
@@ -102,6 +102,25 @@ def test_an_end_week_past_the_last_entry_pads_nothing(trial: Path) -> None:
     # A far end week inside the project's span still ends there.
     inside = IsoWeek.from_number(last_entry)
     assert backfill_weeks(project_id="XH201", start_week=str(inside), end_week="2031-W10")[0].outcome == "cached"
+
+
+def test_a_week_named_that_has_not_ended_pads_nothing(trial: Path) -> None:
+    """This week or next, asked for by name where no project has entries (the trial ended long ago): the weekly
+    chronicle writes no empty page, and the single-week flow says the week has not ended, not that it is before
+    the project began."""
+    from datetime import UTC, datetime, timedelta
+
+    from chronicle.flows.summarize_week import summarize_week
+    from chronicle.flows.weekly_chronicle import weekly_chronicle
+    from chronicle.weeks import IsoWeek
+
+    today = datetime.now(UTC).astimezone(Settings().tz_for("XH201")).date()
+    for week in (IsoWeek.of(today), IsoWeek.of(today + timedelta(days=7))):
+        state = weekly_chronicle(week=str(week), return_state=True)
+        assert state.is_completed() and state.message.startswith("nothing to do"), state.message
+        one = summarize_week(project_id="XH201", week=str(week), return_state=True)
+        assert one.is_failed() and "has not ended" in one.message, one.message
+    assert db_rows("SELECT count(*) FROM weekly_reports") == [(0,)]
 
 
 def test_overwrite_edited_replaces_only_the_edits_that_existed_when_the_run_planned(trial: Path) -> None:
