@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -101,6 +102,19 @@ def check(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         fail(str(exc), code=2)
 
 
+def _api_lost(api: Any, gone: threading.Event | None) -> bool:
+    """Whether a failed run's API went away: the configured one does not answer, or the background server was
+    stopped or replaced (another home's server may answer on its port by now)."""
+    from chronicle.deployments import local_api
+
+    if not api.url:
+        return False
+    if gone is None:
+        return not local_api.healthy(api.url)
+    state = local_api.running()
+    return gone.is_set() or state is None or state.url != api.url
+
+
 def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Call a flow in this process with the command's settings (flows read them when they start), against
     the configured Prefect API or Chronicle's background server (`chronicle.deployments.local_api`)."""
@@ -116,18 +130,30 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
         stack.enter_context(using(settings))
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
-        if api.source == "background" and PREFECT_API_URL.value() != api.url:
-            stack.enter_context(temporary_settings(updates={PREFECT_API_URL: api.url}))
+        gone = None
+        if api.source == "background":
+            if PREFECT_API_URL.value() != api.url:
+                stack.enter_context(temporary_settings(updates={PREFECT_API_URL: api.url}))
+            # Its server stopped mid-run, the run ends at once instead of retrying against a dead address (or
+            # reporting to another home's server that took the port).
+            done = threading.Event()
+            stack.callback(done.set)
+            gone = local_api.watch(api.url, "the run stops; `chronicle runs` says how far it got", until=done)
+        lost = (f"lost the Prefect API at {api.url} during the run; the run record says how far it got "
+                "(`chronicle runs`)")
         try:
             return flow(*args, **kwargs)
         except ParameterError as exc:
             fail(str(exc), code=2)
         except (ActionNeeded, DatabaseBusyError) as exc:  # one line saying what to do, never a traceback
             fail(str(exc))
+        except KeyboardInterrupt:
+            if gone is not None and gone.is_set():
+                fail(lost)
+            raise
         except Exception as exc:
-            if api.url and not local_api.healthy(api.url):
-                fail(f"lost the Prefect API at {api.url} during the run ({type(exc).__name__}); "
-                     "the run record says how far it got (`chronicle runs`)")
+            if _api_lost(api, gone):
+                fail(f"{lost} ({type(exc).__name__})")
             if "ephemeral Prefect API" in str(exc):  # Prefect's own throw-away server did not come up
                 fail(f"{exc}; unset CHRONICLE_PREFECT_SERVER=ephemeral to use Chronicle's background server")
             raise

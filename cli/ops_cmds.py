@@ -60,7 +60,8 @@ def serve(limit: int | None = typer.Option(None, help="Most flow runs executing 
         os.environ["PREFECT_API_URL"] = api.url  # the served runs are subprocesses: they read the environment
         err.print(f"serving against the Prefect API at {api.url} ({api.source}); "
                   f"UI: {api.url.removesuffix('/api')}")
-    gone = local_api.watch(api.url) if api.source == "background" else None  # never serving a dead address
+    gone = (local_api.watch(api.url, "serving stops; `chronicle serve` starts it again")
+            if api.source == "background" else None)  # never serving a dead address
     try:
         with temporary_settings(updates={PREFECT_API_URL: api.url} if api.url else {}):
             serve_all(settings, limit=limit)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -266,24 +267,28 @@ WATCH_EVERY_S = 2.0
 STOP_GRACE_S = 15.0
 
 
-def watch(url: str, every_s: float = WATCH_EVERY_S) -> threading.Event:
-    """End this process (a `chronicle serve`) when the background server at `url` is gone: stopped, killed or
-    replaced. Served against a dead address, deployments turn "Not Ready", runs go Late with nobody to raise an
-    alert, and Prefect's own shutdown (Ctrl-C) hangs on the dead API. The process is interrupted like Ctrl-C,
-    and ended outright (exit 1) if that has not stopped it `STOP_GRACE_S` later. The event returned is set
-    once the server is found gone, so a serve that Prefect did stop in time still exits as a failure."""
-    gone = threading.Event()
+def watch(url: str, then: str, *, until: threading.Event | None = None,
+          every_s: float = WATCH_EVERY_S) -> threading.Event:
+    """End this process (a `chronicle serve`, a flow command) when the background server at `url` is gone:
+    stopped, killed or replaced. Served against a dead address, deployments turn "Not Ready", runs go Late with
+    nobody to raise an alert, and Prefect's own shutdown (Ctrl-C) hangs on the dead API; a flow command retries
+    its state updates for minutes, or talks to whichever server takes the port next. The process is told why
+    (`then`: what happens now), interrupted like Ctrl-C, and ended outright (exit 1) if that has not stopped it
+    `STOP_GRACE_S` later. The event returned is set once the server is found gone, so a command that Prefect did
+    stop in time still exits as a failure. Setting `until` ends the watch (the command finished)."""
+    gone, until = threading.Event(), until or threading.Event()
 
     def loop() -> None:
-        while True:
-            time.sleep(every_s)
+        while not until.wait(every_s):
             state = read_state()
             if state is not None and state.url == url and _alive(state):
                 continue
             gone.set()
-            sys.stderr.write(f"the background Prefect server at {url} is gone (stopped or killed): serving stops; "
-                             "`chronicle serve` starts it again\n")
+            sys.stderr.write(f"the background Prefect server at {url} is gone (stopped or killed): {then}\n")
             sys.stderr.flush()
+            # What Prefect logs from now on is about the dead address (its failed calls, with tracebacks): the
+            # line above says why, once.
+            logging.getLogger("prefect").setLevel(logging.CRITICAL + 1)
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(STOP_GRACE_S)
             os._exit(1)
