@@ -122,6 +122,7 @@ def distill_memory(days: DistillDays = 0, until: UntilDate = "", project: NotesP
             summary = DistillSummary(after, until, info.name, info.model, info.version, tally, t.memory_count(settings),
                                      project)
             counts.update(summary.as_dict())
+            counts.message = summary.message()
             _publish_artifacts(settings, summary, proposed, run_id)
             logger.info("distilled %d chunks: %s; files changed: %s; redacted: %s", tally.distilled,
                         dict(tally.events), sorted(n for n, f in tally.files.items() if f["changed"]),

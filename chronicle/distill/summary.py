@@ -23,6 +23,18 @@ class DistillSummary:
     project: str | None = None
     """Only this project's notes were read (`--project`); None = every project's."""
 
+    def message(self) -> str:
+        """The run's one line (its state message in the UI and `pipeline_runs.message`), what needs a person named:
+        chunks quarantined (the summary's reasons) and memories waiting for approval."""
+        t = self.tally
+        parts = [f"{t.chunks} chunk(s) of {self.after}..{self.until}: {t.distilled} distilled, {t.cached} unchanged",
+                 f"{t.memories} memories"]
+        if t.quarantined:
+            parts.append(f"{t.quarantined} chunk(s) quarantined (reasons in the run's summary)")
+        if t.proposals_new:
+            parts.append(f"{t.proposals_new} new proposal(s) to approve or reject (`chronicle memory proposals`)")
+        return "; ".join(parts)
+
     def as_dict(self) -> dict[str, Any]:
         """The flat form stored in `pipeline_runs.counts` and rendered into the artifact."""
         return {"window": {"after": self.after.isoformat(), "until": self.until.isoformat()}, "project": self.project,
