@@ -127,7 +127,7 @@ LONGEST_FIRST = ("tests/lake/test_dead_runs.py", "tests/ops/test_deploy_doc.py",
                  "tests/reliability/test_kill_distill.py", "tests/lake/test_multiworker.py",
                  "tests/ops/test_llm_slots_recover.py", "tests/ops/test_background.py",
                  "tests/lake/test_concurrent_backfills.py", "tests/ops/test_stop.py",
-                 "tests/ops/test_worker_sigterm.py",
+                 "tests/ops/test_worker_sigterm.py", "tests/ops/test_serve_follows_server.py",
                  "tests/reliability/test_kill_weekly.py", "tests/reliability/test_kill_ingest.py",
                  "tests/ops/test_refused_runs.py", "tests/ops/test_automations.py", "tests/lake/test_backends.py")
 
