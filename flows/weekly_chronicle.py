@@ -11,7 +11,7 @@ from prefect.states import Completed
 from chronicle.param_checks import ParameterError, week_label
 from chronicle.params import Force, OptionalIsoWeekStr
 from chronicle.services.param_checks import weekly_scope
-from chronicle.services.run_tracking import RUN_HOOKS, publish_after, refused, tracked_run
+from chronicle.services.run_tracking import RUN_HOOKS, after_stored, publish_after, refused, tracked_run
 from chronicle.services.weekly import plan_project
 from chronicle.settings import load_settings
 from chronicle.tasks.analytics import publish_charts
@@ -63,6 +63,7 @@ def weekly_chronicle(week: OptionalIsoWeekStr = "", force: Force = False) -> lis
         return refused(exc)
     except WeeksFailedError as exc:
         return refused(exc, said="partly failed")
-    publish_charts(settings, scope.projects)
+    message = after_stored(run.message, lambda: publish_charts(settings, scope.projects), "the charts were not drawn",
+                           "the next run draws them")
     # Analysts query the snapshot, never the file flows write.
-    return Completed(message=publish_after(settings, run.message), data=rows)
+    return Completed(message=publish_after(settings, message), data=rows)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from prefect.runtime import flow_run
@@ -102,14 +102,30 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
                     counts["notes"] = list(notes)
                 state = "FAILED" if isinstance(exc, Exception) else "CRASHED"
                 message = redactor.redact(_error(exc))
-                write(settings, lambda conn: runs.run_finished(conn, run_id, state, counts, message))
+                try:
+                    write(settings, lambda conn: runs.run_finished(conn, run_id, state, counts, message))
+                except Exception:
+                    _journal_final(settings, run_id, flow_name, shown, state, message)
                 raise
             if notes:
                 counts["notes"] = list(notes)
-            write(settings, lambda conn: runs.run_finished(conn, run_id, "COMPLETED", counts, counts.message))
+            try:
+                write(settings, lambda conn: runs.run_finished(conn, run_id, "COMPLETED", counts, counts.message))
+            except Exception as exc:  # the run ends Failed with this error, and its row must say so
+                _journal_final(settings, run_id, flow_name, shown, "FAILED", redactor.redact(_error(exc)))
+                raise
     finally:
         storage_log.removeHandler(handler)
         _NOTES.pop(run_id, None)
+
+
+def _journal_final(settings: Settings, run_id: str, flow_name: str, shown: dict[str, Any], state: str,
+                   message: str | None) -> None:
+    """A run's final row that the database refused (a full disk refuses that commit too): journaled beside it for the
+    next writer, instead of staying RUNNING and being reaped later as the row of a killed process. If even the
+    journal cannot be written, the run's own error is what the caller raises, not this one."""
+    with suppress(OSError):
+        run_journal.journal_run(settings.db_path, run_id, flow_name, shown, state, message)
 
 
 def record_unfinished(flow: Any, run: Any, state: Any) -> None:
@@ -148,14 +164,21 @@ def publish_after(settings: Settings, message: str | None) -> str | None:
     The snapshot is a copy of what is stored: a copy that cannot be written (a full disk) does not undo the
     run, and a run recorded COMPLETED must not exit with a traceback. The run stays Completed, its message and
     Logs tab say the snapshot is behind, and the next run (or `chronicle snapshot`) publishes it."""
+    return after_stored(message, lambda: publish_snapshot(settings), "the read snapshot was not published",
+                        "the next run publishes it")
+
+
+def after_stored(message: str | None, step: Callable[[], object], not_done: str, next_time: str) -> str | None:
+    """Run `step`, a copy made from what a run stored (the snapshot, the charts), once its row says COMPLETED; the
+    run's final message. A copy that cannot be written (a full disk) does not undo the run: the run stays Completed,
+    agreeing with its row, and its message and Logs tab say what is behind and when it catches up."""
     from prefect import get_run_logger
 
     try:
-        publish_snapshot(settings)
+        step()
         return message
     except OSError as exc:
-        note = (f"the read snapshot was not published ({type(exc).__name__}: {exc}); everything is stored, "
-                "the next run publishes it")
+        note = f"{not_done} ({type(exc).__name__}: {exc}); everything is stored, {next_time}"
         get_run_logger().warning("%s", note)
         return f"{message}; {note}" if message else note
 
