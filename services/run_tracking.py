@@ -17,6 +17,7 @@ from typing import Any
 from prefect.runtime import flow_run
 
 from chronicle.redaction.redactor import Redactor, redact_value
+from chronicle.run_rows import RunRow
 from chronicle.services.lineage import LINEAGE_HOOKS
 from chronicle.services.run_history import reap, this_process
 from chronicle.settings import Settings, load_settings
@@ -79,9 +80,10 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
     storage_log.addHandler(handler)
 
     journaled = run_journal.pending(settings.db_path)
+    reaped: list[RunRow] = []
 
     def started(conn: Any) -> None:
-        reap(conn, me.host)  # rows of processes that were killed: CRASHED, at the next start of any flow
+        reaped[:] = reap(conn, me.host)  # rows of processes that were killed: CRASHED, at the next start of any flow
         run_journal.flush(conn, journaled)  # runs that failed because the database was held
         runs.run_started(conn, run_id, flow_name, shown)
         runs.set_process(conn, run_id, flow_run.get_name(), me.host, me.pid, me.started)
@@ -95,6 +97,7 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
                 run_journal.journal_run(settings.db_path, run_id, flow_name, shown, "FAILED", redactor.redact(str(exc)))
                 raise
             run_journal.clear(settings.db_path, journaled)
+            crash_in_prefect(reaped)
             try:
                 yield counts
             except BaseException as exc:
@@ -117,6 +120,29 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
     finally:
         storage_log.removeHandler(handler)
         _NOTES.pop(run_id, None)
+
+
+def crash_in_prefect(rows: list[RunRow]) -> None:
+    """Set Prefect's state of runs whose process was found dead to Crashed, as their rows now say.
+
+    The `chronicle-zombie-runs` automation does this for deployment runs only; a run started from a terminal and
+    killed with -9 stayed Running in Prefect for ever (UI, `chronicle runs --prefect`) while its row said CRASHED.
+    Only a run Prefect still shows unfinished is changed; an API that does not answer changes nothing here."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    if not rows:
+        return
+    try:
+        with get_client(sync_client=True) as client:
+            for row in rows:
+                with suppress(Exception):  # a run made outside Prefect has no flow run to look up
+                    state = client.read_flow_run(uuid.UUID(row.flow_run_id)).state
+                    if state is not None and not state.is_final():
+                        client.set_flow_run_state(row.flow_run_id, Crashed(message=row.message), force=True)
+    except Exception as exc:
+        logging.getLogger("chronicle.runs").warning("could not mark %d killed run(s) Crashed in Prefect: %s: %s",
+                                                    len(rows), type(exc).__name__, exc)
 
 
 def _journal_final(settings: Settings, run_id: str, flow_name: str, shown: dict[str, Any], state: str,

@@ -1,0 +1,58 @@
+"""A run started from a terminal and killed with -9: once the next flow starts, Prefect shows it Crashed, as its
+`pipeline_runs` row does. The zombie-run automation covers deployment runs only; without this the run stayed
+Running in the UI and in `chronicle runs --prefect` for ever."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from prefect.client.orchestration import get_client
+
+from chronicle.flows.ingest_logs import ingest_logs
+from chronicle.services.run_history import list_runs
+from chronicle.settings import Settings
+
+HELD_RUN = """
+import threading
+from prefect import flow
+from chronicle.services.run_tracking import current_flow_run_id, tracked_run
+from chronicle.settings import Settings
+
+@flow(name="held-run")
+def held():
+    with tracked_run(Settings(), "held-run", {}):
+        print(current_flow_run_id(), flush=True)
+        threading.Event().wait()  # until killed
+
+held()
+"""
+
+
+def test_a_terminal_run_killed_with_9_is_crashed_in_prefect_too(home: Path, tmp_path: Path, proc_env: dict) -> None:
+    child = subprocess.Popen([sys.executable, "-c", HELD_RUN], env=proc_env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        run_id = child.stdout.readline().strip()
+        assert run_id, "the run did not start"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(60)
+    with get_client(sync_client=True) as client:
+        assert client.read_flow_run(uuid.UUID(run_id)).state.is_running()
+
+    log = tmp_path / "logs" / "ops.jsonl"  # the next flow run, of any flow, notices the dead one
+    log.parent.mkdir()
+    log.write_text(json.dumps({"project_id": "P", "ts": "2026-01-05T10:00:00+08:00", "type": "message",
+                               "content": "x"}) + "\n")
+    assert ingest_logs([str(log)], return_state=True).is_completed()
+
+    row = next(r for r in list_runs(Settings()) if r.flow_run_id == run_id)
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(uuid.UUID(run_id)).state
+    assert (row.state, state.type.value) == ("CRASHED", "CRASHED"), state
+    assert "killed" in (state.message or ""), state.message
