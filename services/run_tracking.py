@@ -97,6 +97,8 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
                 run_journal.journal_run(settings.db_path, run_id, flow_name, shown, "FAILED", redactor.redact(str(exc)))
                 raise
             run_journal.clear(settings.db_path, journaled)
+            run_journal.release(settings.db_path, [r.flow_run_id for r in reaped])
+            run_journal.reserve(settings.db_path, run_id)  # room for the final row, should the disk fill meanwhile
             crash_in_prefect(reaped)
             try:
                 yield counts
@@ -107,6 +109,7 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
                 message = redactor.redact(_error(exc))
                 try:
                     write(settings, lambda conn: runs.run_finished(conn, run_id, state, counts, message))
+                    run_journal.release(settings.db_path, [run_id])
                 except Exception:
                     _journal_final(settings, run_id, flow_name, shown, state, message)
                 raise
@@ -114,6 +117,7 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
                 counts["notes"] = list(notes)
             try:
                 write(settings, lambda conn: runs.run_finished(conn, run_id, "COMPLETED", counts, counts.message))
+                run_journal.release(settings.db_path, [run_id])
             except Exception as exc:  # the run ends Failed with this error, and its row must say so
                 _journal_final(settings, run_id, flow_name, shown, "FAILED", redactor.redact(_error(exc)))
                 raise
@@ -148,8 +152,9 @@ def crash_in_prefect(rows: list[RunRow]) -> None:
 def _journal_final(settings: Settings, run_id: str, flow_name: str, shown: dict[str, Any], state: str,
                    message: str | None) -> None:
     """A run's final row that the database refused (a full disk refuses that commit too): journaled beside it for the
-    next writer, instead of staying RUNNING and being reaped later as the row of a killed process. If even the
-    journal cannot be written, the run's own error is what the caller raises, not this one."""
+    next writer (into the room the run set aside when the disk is full to its last byte), instead of staying RUNNING
+    and being reaped later as the row of a killed process. If even that fails, the run's own error is what the
+    caller raises, not this one."""
     with suppress(OSError):
         run_journal.journal_run(settings.db_path, run_id, flow_name, shown, state, message)
 
@@ -168,7 +173,7 @@ def record_unfinished(flow: Any, run: Any, state: Any) -> None:
         write(settings, lambda conn: runs.record_unfinished(conn, str(run.id), flow.name, run.name,
                                                              shown, final, message),
               guard=[f"pipeline_run:{run.id}"])
-    except DatabaseBusyError:  # the database is what failed: the row waits beside it for the next writer
+    except Exception:  # the database is what failed (held, a full disk): the row waits beside it for the next writer
         run_journal.journal_run(settings.db_path, str(run.id), flow.name, shown, final, message)
 
 

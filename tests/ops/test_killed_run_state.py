@@ -56,3 +56,4 @@ def test_a_terminal_run_killed_with_9_is_crashed_in_prefect_too(home: Path, tmp_
         state = client.read_flow_run(uuid.UUID(run_id)).state
     assert (row.state, state.type.value) == ("CRASHED", "CRASHED"), state
     assert "killed" in (state.message or ""), state.message
+    assert not list(home.glob("pending_runs*")), "the room the killed run set aside for its row is given back"
