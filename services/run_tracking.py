@@ -12,6 +12,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from datetime import timedelta
 from typing import Any
 
 from prefect.runtime import flow_run
@@ -26,6 +27,7 @@ from chronicle.storage import run_journal
 from chronicle.storage.db import tag_commits, write
 from chronicle.storage.files import DatabaseBusyError
 from chronicle.storage.snapshot import publish_snapshot
+from chronicle.weeks import utc_now
 
 _NOTES: dict[str, list[str]] = {}
 
@@ -81,9 +83,12 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
 
     journaled = run_journal.pending(settings.db_path)
     reaped: list[RunRow] = []
+    crashed: list[RunRow] = []
 
     def started(conn: Any) -> None:
         reaped[:] = reap(conn, me.host)  # rows of processes that were killed: CRASHED, at the next start of any flow
+        # Those and the ones `chronicle runs` marked CRASHED (it does not reach Prefect): Crashed in Prefect too.
+        crashed[:] = runs.crashed_on(conn, me.host, utc_now() - CRASH_RECHECK)
         run_journal.flush(conn, journaled)  # runs that failed because the database was held
         runs.run_started(conn, run_id, flow_name, shown)
         runs.set_process(conn, run_id, flow_run.get_name(), me.host, me.pid, me.started)
@@ -99,7 +104,7 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
             run_journal.clear(settings.db_path, journaled)
             run_journal.release(settings.db_path, [r.flow_run_id for r in reaped])
             run_journal.reserve(settings.db_path, run_id)  # room for the final row, should the disk fill meanwhile
-            crash_in_prefect(reaped)
+            crash_in_prefect(crashed)
             try:
                 yield counts
             except BaseException as exc:
@@ -126,24 +131,41 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
         _NOTES.pop(run_id, None)
 
 
+CRASH_RECHECK = timedelta(days=1)
+"""How long after its process was found dead a run's Prefect state is still checked at each flow start."""
+
+
 def crash_in_prefect(rows: list[RunRow]) -> None:
-    """Set Prefect's state of runs whose process was found dead to Crashed, as their rows now say.
+    """Set Prefect's state of runs whose process was found dead to Crashed, as their rows say.
 
     The `chronicle-zombie-runs` automation does this for deployment runs only; a run started from a terminal and
     killed with -9 stayed Running in Prefect for ever (UI, `chronicle runs --prefect`) while its row said CRASHED.
-    Only a run Prefect still shows unfinished is changed; an API that does not answer changes nothing here."""
+    Only a run Prefect still shows unfinished is changed (one read for all of them); an API that does not answer
+    changes nothing here."""
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
     from prefect.states import Crashed
 
-    if not rows:
+    ids = []
+    for row in rows:
+        with suppress(ValueError):  # a run made outside Prefect has no flow run to look up
+            ids.append(uuid.UUID(row.flow_run_id))
+    if not ids:
         return
+    said = {row.flow_run_id: row.message for row in rows}
+    unfinished = FlowRunFilterStateType(any_=[StateType.RUNNING, StateType.PENDING, StateType.CANCELLING])
     try:
         with get_client(sync_client=True) as client:
-            for row in rows:
-                with suppress(Exception):  # a run made outside Prefect has no flow run to look up
-                    state = client.read_flow_run(uuid.UUID(row.flow_run_id)).state
-                    if state is not None and not state.is_final():
-                        client.set_flow_run_state(row.flow_run_id, Crashed(message=row.message), force=True)
+            for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids),
+                                                                           state=FlowRunFilterState(type=unfinished)),
+                                             limit=len(ids)):
+                client.set_flow_run_state(run.id, Crashed(message=said.get(str(run.id))), force=True)
     except Exception as exc:
         logging.getLogger("chronicle.runs").warning("could not mark %d killed run(s) Crashed in Prefect: %s: %s",
                                                     len(rows), type(exc).__name__, exc)

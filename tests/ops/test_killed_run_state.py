@@ -11,6 +11,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
 from prefect.client.orchestration import get_client
 
 from chronicle.flows.ingest_logs import ingest_logs
@@ -33,7 +34,9 @@ held()
 """
 
 
-def test_a_terminal_run_killed_with_9_is_crashed_in_prefect_too(home: Path, tmp_path: Path, proc_env: dict) -> None:
+@pytest.mark.parametrize("looked_first", [False, True], ids=["next-flow-notices", "chronicle-runs-noticed-first"])
+def test_a_terminal_run_killed_with_9_is_crashed_in_prefect_too(home: Path, tmp_path: Path, proc_env: dict,
+                                                                 looked_first: bool) -> None:
     child = subprocess.Popen([sys.executable, "-c", HELD_RUN], env=proc_env, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
@@ -45,7 +48,9 @@ def test_a_terminal_run_killed_with_9_is_crashed_in_prefect_too(home: Path, tmp_
     with get_client(sync_client=True) as client:
         assert client.read_flow_run(uuid.UUID(run_id)).state.is_running()
 
-    log = tmp_path / "logs" / "ops.jsonl"  # the next flow run, of any flow, notices the dead one
+    if looked_first:  # `chronicle runs` marks the row CRASHED first, without reaching Prefect
+        assert next(r for r in list_runs(Settings()) if r.flow_run_id == run_id).state == "CRASHED"
+    log = tmp_path / "logs" / "ops.jsonl"  # the next flow run, of any flow, sets Prefect's state
     log.parent.mkdir()
     log.write_text(json.dumps({"project_id": "P", "ts": "2026-01-05T10:00:00+08:00", "type": "message",
                                "content": "x"}) + "\n")
