@@ -20,7 +20,7 @@ from prefect.runtime import flow_run
 from chronicle.redaction.redactor import Redactor, redact_value
 from chronicle.run_rows import RunRow
 from chronicle.services.lineage import LINEAGE_HOOKS
-from chronicle.services.run_history import reap, this_process
+from chronicle.services.run_history import process_alive, reap, this_process
 from chronicle.settings import Settings, load_settings
 from chronicle.storage import pipeline_runs as runs
 from chronicle.storage import run_journal
@@ -83,12 +83,11 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
 
     journaled = run_journal.pending(settings.db_path)
     reaped: list[RunRow] = []
-    crashed: list[RunRow] = []
+    ended: list[RunRow] = []
 
     def started(conn: Any) -> None:
         reaped[:] = reap(conn, me.host)  # rows of processes that were killed: CRASHED, at the next start of any flow
-        # Those and the ones `chronicle runs` marked CRASHED (it does not reach Prefect): Crashed in Prefect too.
-        crashed[:] = runs.crashed_on(conn, me.host, utc_now() - CRASH_RECHECK)
+        ended[:] = runs.ended_on(conn, me.host, utc_now() - SETTLE_WITHIN)  # for `settle_in_prefect`
         run_journal.flush(conn, journaled)  # runs that failed because the database was held
         runs.run_started(conn, run_id, flow_name, shown)
         runs.set_process(conn, run_id, flow_run.get_name(), me.host, me.pid, me.started)
@@ -104,7 +103,7 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
             run_journal.clear(settings.db_path, journaled)
             run_journal.release(settings.db_path, [r.flow_run_id for r in reaped])
             run_journal.reserve(settings.db_path, run_id)  # room for the final row, should the disk fill meanwhile
-            crash_in_prefect(crashed)
+            settle_in_prefect(ended)
             try:
                 yield counts
             except BaseException as exc:
@@ -131,17 +130,18 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
         _NOTES.pop(run_id, None)
 
 
-CRASH_RECHECK = timedelta(days=1)
-"""How long after its process was found dead a run's Prefect state is still checked at each flow start."""
+SETTLE_WITHIN = timedelta(days=1)
+"""How long after a run ended its Prefect state is still checked against its row at each flow start."""
 
 
-def crash_in_prefect(rows: list[RunRow]) -> None:
-    """Set Prefect's state of runs whose process was found dead to Crashed, as their rows say.
+def settle_in_prefect(rows: list[RunRow]) -> None:
+    """Give Prefect the final state of ended runs whose process is gone while Prefect still shows them unfinished.
 
-    The `chronicle-zombie-runs` automation does this for deployment runs only; a run started from a terminal and
-    killed with -9 stayed Running in Prefect for ever (UI, `chronicle runs --prefect`) while its row said CRASHED.
-    Only a run Prefect still shows unfinished is changed (one read for all of them); an API that does not answer
-    changes nothing here."""
+    A run started from a terminal whose process was killed with -9 (its row reaped CRASHED, here or by `chronicle
+    runs`, which does not reach Prefect), or that outlived its Prefect server (it recorded FAILED, then could not
+    tell the API), stayed Running in Prefect for ever: the `chronicle-zombie-runs` automation covers deployment runs
+    only. Only rows whose process is gone are settled (a live process is still ending its run), with one read for
+    all of them; an API that does not answer changes nothing here."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowRunFilter,
@@ -150,25 +150,27 @@ def crash_in_prefect(rows: list[RunRow]) -> None:
         FlowRunFilterStateType,
     )
     from prefect.client.schemas.objects import StateType
-    from prefect.states import Crashed
+    from prefect.states import Completed, Crashed, Failed
 
-    ids = []
+    gone: dict[uuid.UUID, RunRow] = {}
     for row in rows:
         with suppress(ValueError):  # a run made outside Prefect has no flow run to look up
-            ids.append(uuid.UUID(row.flow_run_id))
-    if not ids:
+            if row.pid is not None and not process_alive(row.pid, row.pid_started):
+                gone[uuid.UUID(row.flow_run_id)] = row
+    if not gone:
         return
-    said = {row.flow_run_id: row.message for row in rows}
+    final = {"COMPLETED": Completed, "FAILED": Failed, "CRASHED": Crashed}
     unfinished = FlowRunFilterStateType(any_=[StateType.RUNNING, StateType.PENDING, StateType.CANCELLING])
     try:
         with get_client(sync_client=True) as client:
-            for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids),
+            for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=list(gone)),
                                                                            state=FlowRunFilterState(type=unfinished)),
-                                             limit=len(ids)):
-                client.set_flow_run_state(run.id, Crashed(message=said.get(str(run.id))), force=True)
+                                             limit=len(gone)):
+                row = gone[run.id]
+                client.set_flow_run_state(run.id, final.get(row.state, Crashed)(message=row.message), force=True)
     except Exception as exc:
-        logging.getLogger("chronicle.runs").warning("could not mark %d killed run(s) Crashed in Prefect: %s: %s",
-                                                    len(rows), type(exc).__name__, exc)
+        logging.getLogger("chronicle.runs").warning("could not give Prefect the final state of %d ended run(s): %s: %s",
+                                                    len(gone), type(exc).__name__, exc)
 
 
 def _journal_final(settings: Settings, run_id: str, flow_name: str, shown: dict[str, Any], state: str,

@@ -61,9 +61,9 @@ def running_on(conn: duckdb.DuckDBPyConnection, host: str) -> list[RunRow]:
     return _rows(conn.execute(f"SELECT {_COLUMNS} FROM pipeline_runs WHERE state = 'RUNNING' AND host = ?", [host]))
 
 
-def crashed_on(conn: duckdb.DuckDBPyConnection, host: str, since: datetime) -> list[RunRow]:
-    """CRASHED rows of `host` that ended at or after `since` (naive UTC, as stored), newest first."""
-    return _rows(conn.execute(f"SELECT {_COLUMNS} FROM pipeline_runs WHERE state = 'CRASHED' AND host = ? "
+def ended_on(conn: duckdb.DuckDBPyConnection, host: str, since: datetime) -> list[RunRow]:
+    """Rows of `host` that ended (any final state) at or after `since` (naive UTC, as stored), newest first."""
+    return _rows(conn.execute(f"SELECT {_COLUMNS} FROM pipeline_runs WHERE state <> 'RUNNING' AND host = ? "
                               "AND ended_at >= ? ORDER BY ended_at DESC LIMIT 100", [host, since]))
 
 
