@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -115,6 +116,27 @@ def _api_lost(api: Any, gone: threading.Event | None) -> bool:
     return gone.is_set() or state is None or state.url != api.url
 
 
+def disk_full(exc: BaseException) -> str | None:
+    """The error that says a disk is full, if that is why `exc` happened: an OSError ENOSPC anywhere in its chain, or
+    DuckDB's own error for a write that found no space (a commit's WAL, a checkpoint), which is not an OSError."""
+    seen: BaseException | None = exc
+    for _ in range(20):  # a chain of causes is short; a cycle of them must not hang the command
+        if seen is None:
+            return None
+        if (isinstance(seen, OSError) and seen.errno == errno.ENOSPC) or "No space left on device" in str(seen):
+            return str(seen).splitlines()[0] if str(seen) else "No space left on device"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def fail_if_disk_full(settings: Settings, exc: BaseException, what: str) -> None:
+    """A full disk is an operator's condition, not a bug: one line saying what stopped and what to do, no traceback."""
+    said = disk_full(exc)
+    if said is not None:
+        fail(f"{what} stopped: the disk is full ({said}); free space under {settings.home} (old snapshots, "
+             "knowledge-file backups, ~/.prefect/storage) and run it again")
+
+
 def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Call a flow in this process with the command's settings (flows read them when they start), against
     the configured Prefect API or Chronicle's background server (`chronicle.deployments.local_api`)."""
@@ -152,6 +174,8 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
                 fail(lost)
             raise
         except Exception as exc:
+            # Its run is recorded Failed (pipeline_runs and Prefect), with the same error as its message.
+            fail_if_disk_full(settings, exc, "the run")
             if _api_lost(api, gone):
                 fail(f"{lost} ({type(exc).__name__})")
             if "ephemeral Prefect API" in str(exc):  # Prefect's own throw-away server did not come up

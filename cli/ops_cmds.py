@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from chronicle.cli.common import HomeOpt, console, err, fail, read_settings, settings_from_options
+from chronicle.cli.common import HomeOpt, console, err, fail, fail_if_disk_full, read_settings, settings_from_options
 from chronicle.cli.output import Format, emit, format_option
 
 
@@ -88,8 +88,12 @@ def setup(work_pool: bool = typer.Option(True, help="Also create the process wor
             raise typer.Exit(1)
         return
 
-    for line in run_setup(settings, work_pool=work_pool):
-        console.print(line, soft_wrap=True)
+    try:
+        for line in run_setup(settings, work_pool=work_pool):
+            console.print(line, soft_wrap=True)
+    except Exception as exc:
+        fail_if_disk_full(settings, exc, "`chronicle setup`")
+        raise
 
 
 def deploy_check(file: Path = typer.Option(Path("prefect.yaml"), help="The prefect.yaml to check."),

@@ -18,7 +18,7 @@ from chronicle.param_checks import name_part, week_label
 from chronicle.params import Force, OnlyMissing, OptionalIsoWeekStr, ProjectSelector, Workers
 from chronicle.services.alerts import BACKFILL_HOOKS
 from chronicle.services.param_checks import backfill_scope
-from chronicle.services.run_tracking import REFUSALS, refused, tracked_run
+from chronicle.services.run_tracking import REFUSALS, after_stored, refused, tracked_run
 from chronicle.services.weekly import plan_project
 from chronicle.settings import Settings, load_settings
 from chronicle.tasks.analytics import publish_charts
@@ -83,8 +83,8 @@ def backfill_weeks(project_id: ProjectSelector = "all", start_week: OptionalIsoW
         return refused(exc)
     except WeeksFailedError as exc:
         return refused(exc, said="partly failed")
-    charts.wait()
-    return Completed(message=run.message, data=rows)  # the UI shows the message on the run page
+    message = charts.wait(run.message)  # the read snapshot was published as the run's row was written
+    return Completed(message=message, data=rows)  # the UI shows the message on the run page
 
 
 class _Charts:
@@ -105,6 +105,9 @@ class _Charts:
         if not self.futures:
             self.futures.append(publish_charts.submit(self.settings, self.projects))
 
-    def wait(self) -> None:
+    def wait(self, message: str | None) -> str | None:
+        """The run's final message once the charts are drawn: charts that cannot be written (a full disk) do not fail a
+        run whose weeks are stored (`after_stored`)."""
         for chart in self.futures:
-            chart.result()
+            message = after_stored(message, chart.result, "the charts were not drawn", "the next backfill draws them")
+        return message

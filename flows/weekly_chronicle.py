@@ -11,7 +11,7 @@ from prefect.states import Completed
 from chronicle.param_checks import week_label
 from chronicle.params import Force, OptionalIsoWeekStr
 from chronicle.services.param_checks import weekly_scope
-from chronicle.services.run_tracking import REFUSALS, RUN_HOOKS, refused, tracked_run
+from chronicle.services.run_tracking import REFUSALS, RUN_HOOKS, after_stored, refused, tracked_run
 from chronicle.services.weekly import plan_project
 from chronicle.settings import load_settings
 from chronicle.tasks.analytics import publish_charts
@@ -63,5 +63,6 @@ def weekly_chronicle(week: OptionalIsoWeekStr = "", force: Force = False) -> lis
         return refused(exc)
     except WeeksFailedError as exc:
         return refused(exc, said="partly failed")
-    publish_charts(settings, scope.projects)
-    return Completed(message=run.message, data=rows)
+    message = after_stored(run.message, lambda: publish_charts(settings, scope.projects), "the charts were not drawn",
+                           "the next run draws them")
+    return Completed(message=message, data=rows)

@@ -219,6 +219,21 @@ def _acquire(settings: Settings, n: int, stack: ExitStack) -> LLMGate:
             return _local_gate(settings)
 
 
+class _QuietTimeouts(logging.Filter):
+    """Drop Prefect's ERROR for a slot request that timed out: `_acquire` times its requests out on purpose (a quick
+    try, then 5 s waits while it halves its share) and says itself what it waits for. Without this, every wait for
+    slots held by another run, or by a run killed a moment ago, printed ERROR lines on the console and the Logs tab
+    that read as a failure. Any other failure of Prefect's services is still logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (len(args) == 2 and str(args[0]).startswith("ConcurrencySlotAcquisition")
+                    and "TimeoutError" in repr(args[1]))
+
+
+logging.getLogger("prefect._internal.concurrency").addFilter(_QuietTimeouts())
+
+
 def _waiting(n: int) -> str:
     """What a waiting reservation waits for: the limit, who holds it, and when a dead holder's slots return."""
     from prefect.client.orchestration import get_client

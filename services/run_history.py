@@ -76,4 +76,5 @@ def list_runs(settings: Settings, limit: int = 20, flow: str | None = None) -> l
     if not dead:
         return rows
     marked = {r.flow_run_id: r for r in write(settings, lambda conn: reap(conn, host))}
+    run_journal.release(settings.db_path, list(marked))  # the room a killed run set aside for its row
     return [marked.get(r.flow_run_id, r) for r in rows]

@@ -11,22 +11,25 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from datetime import timedelta
 from typing import Any
 
 from prefect.runtime import flow_run
 
 from chronicle.param_checks import ParameterError
 from chronicle.redaction.redactor import Redactor, redact_value
+from chronicle.run_rows import RunRow
 from chronicle.services.lineage import LINEAGE_HOOKS
-from chronicle.services.run_history import reap, this_process
+from chronicle.services.run_history import process_alive, reap, this_process
 from chronicle.settings import Settings, load_settings
 from chronicle.storage import pipeline_runs as runs
 from chronicle.storage import run_journal
 from chronicle.storage.db import tag_commits, write
 from chronicle.storage.files import DatabaseBusyError
-from chronicle.storage.snapshot import SnapshotNotWritten, publish_snapshot
+from chronicle.storage.snapshot import publish_snapshot
+from chronicle.weeks import utc_now
 
 _NOTES: dict[str, list[str]] = {}
 
@@ -86,9 +89,12 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
     storage_log.addHandler(handler)
 
     journaled = run_journal.pending(settings.db_path)
+    reaped: list[RunRow] = []
+    ended: list[RunRow] = []
 
     def started(conn: Any) -> None:
-        reap(conn, me.host)  # rows of processes that were killed: CRASHED, at the next start of any flow
+        reaped[:] = reap(conn, me.host)  # rows of processes that were killed: CRASHED, at the next start of any flow
+        ended[:] = runs.ended_on(conn, me.host, utc_now() - SETTLE_WITHIN)  # for `settle_in_prefect`
         run_journal.flush(conn, journaled)  # runs that failed because the database was held
         runs.run_started(conn, run_id, flow_name, shown)
         runs.set_process(conn, run_id, flow_run.get_name(), me.host, me.pid, me.started)
@@ -102,6 +108,9 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
                 run_journal.journal_run(settings.db_path, run_id, flow_name, shown, "FAILED", redactor.redact(str(exc)))
                 raise
             run_journal.clear(settings.db_path, journaled)
+            run_journal.release(settings.db_path, [r.flow_run_id for r in reaped])
+            run_journal.reserve(settings.db_path, run_id)  # room for the final row, should the disk fill meanwhile
+            settle_in_prefect(ended)
             try:
                 yield counts
             except BaseException as exc:
@@ -109,17 +118,79 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
                     counts["notes"] = list(notes)
                 state = "FAILED" if isinstance(exc, Exception) else "CRASHED"
                 message = redactor.redact(_error(exc))
-                write(settings, lambda conn: runs.run_finished(conn, run_id, state, counts, message))
+                try:
+                    write(settings, lambda conn: runs.run_finished(conn, run_id, state, counts, message))
+                    run_journal.release(settings.db_path, [run_id])
+                except Exception:
+                    _journal_final(settings, run_id, flow_name, shown, state, message)
                 if isinstance(exc, Exception) and not isinstance(exc, REFUSALS):
-                    _publish_snapshot(settings, None)
+                    _publish_snapshot(settings, None)  # what it stored before failing is queryable
                 raise
             if notes:
                 counts["notes"] = list(notes)
-            write(settings, lambda conn: runs.run_finished(conn, run_id, "COMPLETED", counts, counts.message))
+            try:
+                write(settings, lambda conn: runs.run_finished(conn, run_id, "COMPLETED", counts, counts.message))
+                run_journal.release(settings.db_path, [run_id])
+            except Exception as exc:  # the run ends Failed with this error, and its row must say so
+                _journal_final(settings, run_id, flow_name, shown, "FAILED", redactor.redact(_error(exc)))
+                raise
             counts.message = _publish_snapshot(settings, counts.message)
     finally:
         storage_log.removeHandler(handler)
         _NOTES.pop(run_id, None)
+
+
+SETTLE_WITHIN = timedelta(days=1)
+"""How long after a run ended its Prefect state is still checked against its row at each flow start."""
+
+
+def settle_in_prefect(rows: list[RunRow]) -> None:
+    """Give Prefect the final state of ended runs whose process is gone while Prefect still shows them unfinished.
+
+    A run started from a terminal whose process was killed with -9 (its row reaped CRASHED, here or by `chronicle
+    runs`, which does not reach Prefect), or that outlived its Prefect server (it recorded FAILED, then could not
+    tell the API), stayed Running in Prefect for ever: the `chronicle-zombie-runs` automation covers deployment runs
+    only. Only rows whose process is gone are settled (a live process is still ending its run), with one read for
+    all of them; an API that does not answer changes nothing here."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Completed, Crashed, Failed
+
+    gone: dict[uuid.UUID, RunRow] = {}
+    for row in rows:
+        with suppress(ValueError):  # a run made outside Prefect has no flow run to look up
+            if row.pid is not None and not process_alive(row.pid, row.pid_started):
+                gone[uuid.UUID(row.flow_run_id)] = row
+    if not gone:
+        return
+    final = {"COMPLETED": Completed, "FAILED": Failed, "CRASHED": Crashed}
+    unfinished = FlowRunFilterStateType(any_=[StateType.RUNNING, StateType.PENDING, StateType.CANCELLING])
+    try:
+        with get_client(sync_client=True) as client:
+            for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=list(gone)),
+                                                                           state=FlowRunFilterState(type=unfinished)),
+                                             limit=len(gone)):
+                row = gone[run.id]
+                client.set_flow_run_state(run.id, final.get(row.state, Crashed)(message=row.message), force=True)
+    except Exception as exc:
+        logging.getLogger("chronicle.runs").warning("could not give Prefect the final state of %d ended run(s): %s: %s",
+                                                    len(gone), type(exc).__name__, exc)
+
+
+def _journal_final(settings: Settings, run_id: str, flow_name: str, shown: dict[str, Any], state: str,
+                   message: str | None) -> None:
+    """A run's final row that the database refused (a full disk refuses that commit too): journaled beside it for the
+    next writer (into the room the run set aside when the disk is full to its last byte), instead of staying RUNNING
+    and being reaped later as the row of a killed process. If even that fails, the run's own error is what the
+    caller raises, not this one."""
+    with suppress(OSError):
+        run_journal.journal_run(settings.db_path, run_id, flow_name, shown, state, message)
 
 
 def record_unfinished(flow: Any, run: Any, state: Any) -> None:
@@ -136,7 +207,7 @@ def record_unfinished(flow: Any, run: Any, state: Any) -> None:
         write(settings, lambda conn: runs.record_unfinished(conn, str(run.id), flow.name, run.name,
                                                              shown, final, message),
               guard=[f"pipeline_run:{run.id}"])
-    except DatabaseBusyError:  # the database is what failed: the row waits beside it for the next writer
+    except Exception:  # the database is what failed (held, a full disk): the row waits beside it for the next writer
         run_journal.journal_run(settings.db_path, str(run.id), flow.name, shown, final, message)
 
 
@@ -159,18 +230,23 @@ def refused(exc: Exception, *, said: str = "refused") -> Any:
 
 
 def _publish_snapshot(settings: Settings, message: str | None) -> str | None:
-    """Publish the analysts' read snapshot once a run's rows are stored; the run's final message.
+    """Publish the analysts' read snapshot once a run's rows are stored (`after_stored`: a copy that cannot be written
+    leaves the run as its row says, its message naming what is behind); the run's final message."""
+    return after_stored(message, lambda: publish_snapshot(settings), "the read snapshot was not published",
+                        "the next run publishes it")
 
-    The snapshot is a copy of what is stored: a copy that cannot be written (a full disk) does not undo the
-    run, and a run recorded COMPLETED must not exit with a traceback. The run stays Completed, its message and
-    Logs tab say the snapshot is behind, and the next run (or `chronicle snapshot`) publishes it."""
+
+def after_stored(message: str | None, step: Callable[[], object], not_done: str, next_time: str) -> str | None:
+    """Run `step`, a copy made from what a run stored (the snapshot, the charts), once its row says COMPLETED; the
+    run's final message. A copy that cannot be written (a full disk) does not undo the run: the run stays Completed,
+    agreeing with its row, and its message and Logs tab say what is behind and when it catches up."""
     from prefect import get_run_logger
 
     try:
-        publish_snapshot(settings)
+        step()
         return message
-    except (SnapshotNotWritten, DatabaseBusyError) as exc:  # another process held the database too long
-        note = f"the read snapshot was not published ({exc}); everything is stored, the next run publishes it"
+    except (OSError, DatabaseBusyError) as exc:  # a full disk; another process holding the database too long
+        note = f"{not_done} ({exc}); everything is stored, {next_time}"
         get_run_logger().warning("%s", note)
         return f"{message}; {note}" if message else note
 

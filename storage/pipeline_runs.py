@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import duckdb
@@ -58,6 +59,12 @@ def record_unfinished(conn: duckdb.DuckDBPyConnection, flow_run_id: str, flow_na
 def running_on(conn: duckdb.DuckDBPyConnection, host: str) -> list[RunRow]:
     """RUNNING rows written by processes of `host`."""
     return _rows(conn.execute(f"SELECT {_COLUMNS} FROM pipeline_runs WHERE state = 'RUNNING' AND host = ?", [host]))
+
+
+def ended_on(conn: duckdb.DuckDBPyConnection, host: str, since: datetime) -> list[RunRow]:
+    """Rows of `host` that ended (any final state) at or after `since` (naive UTC, as stored), newest first."""
+    return _rows(conn.execute(f"SELECT {_COLUMNS} FROM pipeline_runs WHERE state <> 'RUNNING' AND host = ? "
+                              "AND ended_at >= ? ORDER BY ended_at DESC LIMIT 100", [host, since]))
 
 
 def mark_crashed(conn: duckdb.DuckDBPyConnection, rows: list[RunRow]) -> None:

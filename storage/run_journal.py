@@ -1,14 +1,21 @@
-"""Runs that could not be recorded because the DuckDB file was held past the lock timeout.
+"""Runs that could not be recorded because the database refused their row: the DuckDB file held past the lock
+timeout, or a full disk.
 
 The run's row goes to a small JSON-lines file beside the database instead, and into `pipeline_runs` the next
 time anything opens the database for writing (the next flow start, or `chronicle runs`): a failed run is
 never missing from the history because the database was the thing that failed.
+
+A run that fills the disk to its last byte cannot append that line either. So each run sets aside room for its
+row when it starts (`reserve`: a small file allocated while the disk had room, `pending_runs.<run>.jsonl`), writes
+the row into that room when the journal itself is refused, and gives the room back when its row is stored.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,10 +25,45 @@ import duckdb
 from chronicle.weeks import utc_now
 
 JOURNAL = "pending_runs.jsonl"
+RESERVE_BYTES = 16384
+"""Room for one row: its message is cut at 2,000 characters, its parameters are a run's few (redacted) values."""
 
 
 def journal_path(db_path: Path) -> Path:
     return db_path.with_name(JOURNAL)
+
+
+def _reserved(db_path: Path, flow_run_id: str) -> Path:
+    return db_path.with_name(f"pending_runs.{flow_run_id}.jsonl")
+
+
+def reserve(db_path: Path, flow_run_id: str) -> None:
+    """Set aside room for this run's final row while the disk has some (module docstring); best effort."""
+    with suppress(OSError):
+        fd = os.open(_reserved(db_path, flow_run_id), os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        finally:
+            os.close(fd)
+
+
+def release(db_path: Path, flow_run_ids: list[str]) -> None:
+    """Give back the room of runs whose rows are stored, or whose process is gone (reaped as CRASHED)."""
+    for run_id in flow_run_ids:
+        with suppress(OSError):
+            path = _reserved(db_path, run_id)
+            if not _read_rows(path):  # a row written into the room waits there for the next writer
+                path.unlink(missing_ok=True)
+
+
+def _write_reserved(db_path: Path, flow_run_id: str, line: bytes) -> None:
+    """Write the row into the room set aside for it: its blocks are allocated, so a full disk does not refuse it."""
+    fd = os.open(_reserved(db_path, flow_run_id), os.O_WRONLY)
+    try:
+        os.pwrite(fd, line[:RESERVE_BYTES], 0)
+        os.ftruncate(fd, min(len(line), RESERVE_BYTES))  # the room's unused end: NULs, which no reader must see
+    finally:
+        os.close(fd)
 
 
 def journal_run(db_path: Path, flow_run_id: str, flow_name: str, parameters: dict[str, Any], state: str,
@@ -31,19 +73,27 @@ def journal_run(db_path: Path, flow_run_id: str, flow_name: str, parameters: dic
     row = {"flow_run_id": flow_run_id, "flow_name": flow_name, "parameters": parameters,
            "started_at": (started_at or now).isoformat(), "ended_at": now.isoformat(), "state": state,
            "message": (message or "")[:2000]}
+    line = (json.dumps(row, default=str, ensure_ascii=False) + "\n").encode()
     path = journal_path(db_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, (json.dumps(row, default=str, ensure_ascii=False) + "\n").encode())
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            if os.write(fd, line) != len(line):
+                raise OSError(errno.ENOSPC, "the journal line was cut short")
+        finally:
+            os.close(fd)
+    except OSError:
+        if not _reserved(db_path, flow_run_id).exists():
+            raise
+        _write_reserved(db_path, flow_run_id, line)
+        return
+    release(db_path, [flow_run_id])
 
 
-def pending(db_path: Path) -> list[dict[str, Any]]:
-    path = journal_path(db_path)
+def _read_rows(path: Path) -> list[dict[str, Any]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return []
     out = []
@@ -51,8 +101,15 @@ def pending(db_path: Path) -> list[dict[str, Any]]:
         try:
             out.append(json.loads(line))
         except ValueError:
-            continue  # a line cut by a crash mid-write: the run's row is in the next line or lost with it
+            continue  # a line cut by a crash mid-write (the run's row is in the next line or lost), or unused room
     return out
+
+
+def pending(db_path: Path) -> list[dict[str, Any]]:
+    rows = _read_rows(journal_path(db_path))
+    for reserved in sorted(db_path.parent.glob("pending_runs.*.jsonl")):
+        rows += _read_rows(reserved)
+    return rows
 
 
 def flush(conn: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
@@ -73,7 +130,11 @@ def flush(conn: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
 def clear(db_path: Path, rows: list[dict[str, Any]]) -> None:
     """Drop the journal once its rows are committed (rows journaled meanwhile are kept)."""
     done = {r["flow_run_id"] + r["state"] for r in rows}
-    left = [r for r in pending(db_path) if r["flow_run_id"] + r["state"] not in done]
+    for row in rows:
+        reserved = _reserved(db_path, row["flow_run_id"])
+        if any(r["flow_run_id"] + r["state"] in done for r in _read_rows(reserved)):
+            reserved.unlink(missing_ok=True)
+    left = [r for r in _read_rows(journal_path(db_path)) if r["flow_run_id"] + r["state"] not in done]
     path = journal_path(db_path)
     if not left:
         path.unlink(missing_ok=True)

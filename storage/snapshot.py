@@ -59,6 +59,18 @@ class SnapshotInfo:
     compacted: Compaction | None = None
 
 
+def _remove_stale_copies(target: Path) -> None:
+    """Delete temporary copies a publisher killed mid-copy left beside the snapshot (each as big as the database,
+    on the disk that is most likely full). Called inside the write window: every publisher holds it while its
+    temporary file exists, so any copy found here is stale."""
+    for stale in target.parent.glob(f".{target.name}.*.tmp"):
+        try:
+            stale.unlink()
+            log.info("removed %s, left by a snapshot copy that was killed", stale.name)
+        except OSError as exc:
+            log.warning("could not remove %s, left by a snapshot copy that was killed: %s", stale.name, exc)
+
+
 def snapshot_path(settings: Settings) -> Path:
     """`$CHRONICLE_HOME/chronicle.snapshot.duckdb` (next to the main file's default location)."""
     return (settings.home / SNAPSHOT_NAME).expanduser().resolve()
@@ -91,6 +103,7 @@ def publish_snapshot(settings: Settings) -> SnapshotInfo | None:
     started = time.monotonic()
     try:
         with connect(settings) as conn:
+            _remove_stale_copies(target)
             held_from = time.monotonic()
             # CHECKPOINT folds the WAL into the main file, so the file alone is the whole database.
             conn.execute("CHECKPOINT")
@@ -100,7 +113,10 @@ def publish_snapshot(settings: Settings) -> SnapshotInfo | None:
             tables = _check_copy(conn, tmp)
             # Replace while still holding the lock: snapshots are published in the order they were taken.
             os.replace(tmp, target)
-    except (OSError, duckdb.IOException) as exc:  # DuckDB reports a full disk as its own IOException
+    except (OSError, duckdb.Error) as exc:
+        # The CHECKPOINT before the copy writes the main file: on a full disk DuckDB raises its own error (a
+        # FatalException that also invalidates the instance), not an OSError. Either way the snapshot was not
+        # written and the run's rows are stored (in the WAL at worst); callers treat both alike.
         raise SnapshotNotWritten(f"{type(exc).__name__}: {exc}") from exc
     finally:
         tmp.unlink(missing_ok=True)
