@@ -114,26 +114,13 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
             try:
                 yield counts
             except BaseException as exc:
-                if notes:
-                    counts["notes"] = list(notes)
                 state = "FAILED" if isinstance(exc, Exception) else "CRASHED"
                 message = redactor.redact(_error(exc))
-                try:
-                    write(settings, lambda conn: runs.run_finished(conn, run_id, state, counts, message))
-                    run_journal.release(settings.db_path, [run_id])
-                except Exception:
-                    _journal_final(settings, run_id, flow_name, shown, state, message)
+                _record_end(settings, redactor, run_id, flow_name, shown, state, counts, message)
                 if isinstance(exc, Exception) and not isinstance(exc, REFUSALS):
                     _publish_snapshot(settings, None)  # what it stored before failing is queryable
                 raise
-            if notes:
-                counts["notes"] = list(notes)
-            try:
-                write(settings, lambda conn: runs.run_finished(conn, run_id, "COMPLETED", counts, counts.message))
-                run_journal.release(settings.db_path, [run_id])
-            except Exception as exc:  # the run ends Failed with this error, and its row must say so
-                _journal_final(settings, run_id, flow_name, shown, "FAILED", redactor.redact(_error(exc)))
-                raise
+            _record_end(settings, redactor, run_id, flow_name, shown, "COMPLETED", counts, counts.message)
             counts.message = _publish_snapshot(settings, counts.message)
     finally:
         storage_log.removeHandler(handler)
@@ -183,14 +170,24 @@ def settle_in_prefect(rows: list[RunRow]) -> None:
                                                     len(gone), type(exc).__name__, exc)
 
 
-def _journal_final(settings: Settings, run_id: str, flow_name: str, shown: dict[str, Any], state: str,
-                   message: str | None) -> None:
-    """A run's final row that the database refused (a full disk refuses that commit too): journaled beside it for the
-    next writer (into the room the run set aside when the disk is full to its last byte), instead of staying RUNNING
-    and being reaped later as the row of a killed process. If even that fails, the run's own error is what the
-    caller raises, not this one."""
-    with suppress(OSError):
-        run_journal.journal_run(settings.db_path, run_id, flow_name, shown, state, message)
+def _record_end(settings: Settings, redactor: Redactor, run_id: str, flow_name: str, shown: dict[str, Any],
+                state: str, counts: RunCounts, message: str | None) -> None:
+    """Write the run's final row. One the database refuses (a full disk refuses that commit too) is journaled beside
+    it for the next writer (into the room the run set aside, when the disk is full to its last byte) instead of
+    staying RUNNING and being reaped later as the row of a killed process. A run that was to complete then ends
+    Failed with the database's error, which its journaled row says; a failing run keeps its own error."""
+    if notes := run_notes(run_id):
+        counts["notes"] = notes
+    try:
+        write(settings, lambda conn: runs.run_finished(conn, run_id, state, counts, message))
+        run_journal.release(settings.db_path, [run_id])
+    except Exception as exc:
+        failing = state != "COMPLETED"
+        with suppress(OSError):
+            run_journal.journal_run(settings.db_path, run_id, flow_name, shown, state if failing else "FAILED",
+                                    message if failing else redactor.redact(_error(exc)))
+        if not failing:
+            raise
 
 
 def record_unfinished(flow: Any, run: Any, state: Any) -> None:
