@@ -101,6 +101,17 @@ def test_snapshot_command(settings: Settings) -> None:
     assert "duckdb -readonly" in result.output and snapshot_path(settings).exists()
 
 
+def test_snapshot_command_that_cannot_write_says_so_in_one_line(settings: Settings) -> None:
+    blocked = snapshot_path(settings)  # its place taken, as a full disk refuses the copy
+    blocked.mkdir(parents=True)
+    (blocked / "keep").write_text("x")
+    result = CliRunner().invoke(app, ["snapshot"])
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert "the snapshot was not published" in said and "the database is whole" in said, said
+    assert "Traceback" not in said and not list(blocked.parent.glob(".*.tmp"))
+
+
 def test_lock_of_a_killed_process_is_not_stale(settings: Settings) -> None:
     """filelock uses flock(2): the kernel drops the lock with its process, so a killed run blocks nobody."""
     lock = str(settings.db_path) + ".lock"
