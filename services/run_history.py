@@ -47,10 +47,12 @@ def process_alive(pid: int, started: float | None) -> bool:
         return True
 
 
-def reap(conn: Any, host: str) -> list[RunRow]:
-    """Mark this host's RUNNING rows whose process is gone as CRASHED, in an open write window."""
+def reap(conn: Any, settings: Settings, host: str) -> list[RunRow]:
+    """Mark this host's RUNNING rows whose process is gone as CRASHED, in an open write window, and give back the
+    room each of those runs set aside for its final row (`run_journal.reserve`)."""
     dead = [crashed(r, utc_now()) for r in orphaned(runs.running_on(conn, host), host, process_alive)]
     runs.mark_crashed(conn, dead)
+    run_journal.release(settings.db_path, [r.flow_run_id for r in dead])
     return dead
 
 
@@ -75,6 +77,5 @@ def list_runs(settings: Settings, limit: int = 20, flow: str | None = None) -> l
     dead = {r.flow_run_id for r in orphaned(rows, host, process_alive)}
     if not dead:
         return rows
-    marked = {r.flow_run_id: r for r in write(settings, lambda conn: reap(conn, host))}
-    run_journal.release(settings.db_path, list(marked))  # the room a killed run set aside for its row
+    marked = {r.flow_run_id: r for r in write(settings, lambda conn: reap(conn, settings, host))}
     return [marked.get(r.flow_run_id, r) for r in rows]

@@ -89,11 +89,10 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
     storage_log.addHandler(handler)
 
     journaled = run_journal.pending(settings.db_path)
-    reaped: list[RunRow] = []
     ended: list[RunRow] = []
 
     def started(conn: Any) -> None:
-        reaped[:] = reap(conn, me.host)  # rows of processes that were killed: CRASHED, at the next start of any flow
+        reap(conn, settings, me.host)  # rows of processes that were killed: CRASHED, at the next start of any flow
         ended[:] = runs.ended_on(conn, me.host, utc_now() - SETTLE_WITHIN)  # for `settle_in_prefect`
         run_journal.flush(conn, journaled)  # runs that failed because the database was held
         runs.run_started(conn, run_id, flow_name, shown)
@@ -108,7 +107,6 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
                 run_journal.journal_run(settings.db_path, run_id, flow_name, shown, "FAILED", redactor.redact(str(exc)))
                 raise
             run_journal.clear(settings.db_path, journaled)
-            run_journal.release(settings.db_path, [r.flow_run_id for r in reaped])
             run_journal.reserve(settings.db_path, run_id)  # room for the final row, should the disk fill meanwhile
             settle_in_prefect(ended)
             try:
