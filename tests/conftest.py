@@ -207,6 +207,16 @@ def flush_prefect_queues(timeout: float = 60) -> None:
     EventsWorker.drain_all(timeout=timeout)
 
 
+def flow_run_artifacts(flow_run_id: Any) -> list[Any]:
+    """Every artifact linked to a flow run, as its Artifacts tab lists them."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        return client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
+            any_=[flow_run_id])))
+
+
 def flow_run_logs(flow_run_id: Any, wanted: str) -> list[str]:
     """A flow run's log lines as its Logs tab shows them, once one containing `wanted` arrived (logs reach the API
     from a background queue); every line so far after a minute without it."""

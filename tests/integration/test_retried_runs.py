@@ -6,22 +6,12 @@ from __future__ import annotations
 import json
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from chronicle.flows.distill_memory import distill_memory
 from chronicle.flows.ingest_logs import ingest_logs
-from tests.conftest import DATA
-
-
-def _artifacts(run_id: Any) -> list[Any]:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-
-    with get_client(sync_client=True) as client:
-        return client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
-            any_=[run_id])))
+from tests.conftest import DATA, flow_run_artifacts
 
 
 @pytest.mark.parametrize("name", ["ingest-logs", "distill-memory"])
@@ -43,13 +33,13 @@ def test_a_retried_run_shows_only_its_own_artifacts(name: str, home: Path, tmp_p
     with get_client(sync_client=True) as client:
         run = client.create_flow_run(flow, parameters=params)
     assert run_flow(flow, flow_run=run, parameters=params, return_type="state").is_completed()
-    first = {a.id for a in _artifacts(run.id)}
+    first = {a.id for a in flow_run_artifacts(run.id)}
     assert first
     with get_client(sync_client=True) as client:
         client.set_flow_run_state(run.id, AwaitingRetry(), force=True)
         run = client.read_flow_run(run.id)
     assert run_flow(flow, flow_run=run, parameters=params, return_type="state").is_completed()
-    second = _artifacts(run.id)
+    second = flow_run_artifacts(run.id)
     assert second and not first & {a.id for a in second}
     keys = [a.key for a in second if a.key]
     assert len(keys) == len(set(keys)), keys  # one summary, not one per attempt

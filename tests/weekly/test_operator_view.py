@@ -11,7 +11,7 @@ from uuid import UUID
 import pytest
 
 from chronicle.settings import Settings
-from tests.conftest import flow_run_logs
+from tests.conftest import flow_run_artifacts, flow_run_logs
 from tests.fakellm import FakeLLMServer
 from tests.weekly.conftest import cite_first, db_rows, week_of_request
 
@@ -25,12 +25,7 @@ def _client() -> Any:
 
 
 def _summary(flow_run_id: UUID) -> str:
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-
-    with _client() as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
-            any_=[flow_run_id])))
-    (summary,) = [a for a in found if a.key and a.key.endswith("-summary")]
+    (summary,) = [a for a in flow_run_artifacts(flow_run_id) if a.key and a.key.endswith("-summary")]
     return str(summary.data)
 
 
@@ -153,7 +148,6 @@ def test_overwrite_edited_replaces_only_the_edits_that_existed_when_the_run_plan
 
 def test_a_retried_run_shows_only_its_own_attempts_artifacts(trial: Path, online: FakeLLMServer,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
     from prefect.flow_engine import run_flow
     from prefect.states import AwaitingRetry
 
@@ -167,16 +161,11 @@ def test_a_retried_run_shows_only_its_own_attempts_artifacts(trial: Path, online
             raise RuntimeError("model crashed on this prompt")
         return cite_first(request)
 
-    def artifacts(run_id: UUID) -> list[Any]:
-        with _client() as client:
-            return client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
-                any_=[run_id])))
-
     online.responder = flaky
     with _client() as client:
         run = client.create_flow_run(backfill_weeks, parameters=params)
     assert run_flow(backfill_weeks, flow_run=run, parameters=params, return_type="state").is_failed()
-    first = {a.id for a in artifacts(run.id)}
+    first = {a.id for a in flow_run_artifacts(run.id)}
     assert first
     # The UI's Retry: the same flow run, put back to AwaitingRetry and run again; this time every week works.
     online.responder = cite_first
@@ -185,7 +174,7 @@ def test_a_retried_run_shows_only_its_own_attempts_artifacts(trial: Path, online
         run = client.read_flow_run(run.id)
     state = run_flow(backfill_weeks, flow_run=run, parameters=params, return_type="state")
     assert state.is_completed(), state
-    mine = artifacts(run.id)
+    mine = flow_run_artifacts(run.id)
     assert not first & {a.id for a in mine}
     summaries = [a for a in mine if a.key and a.key.endswith("-summary")]
     assert len(summaries) == 1 and "FAILED" not in str(summaries[0].data)
