@@ -315,7 +315,7 @@ class Leases:
 
     def take(self, keys: Iterable[str]) -> dict[str, Taken]:
         taken = take(self.settings, keys, self.owner, self.ttl_s)
-        self.keep(k for k, t in taken.items() if t.won)
+        self._keep(k for k, t in taken.items() if t.won)
         return taken
 
     def acquire(self, key: str, timeout_s: float) -> Taken:
@@ -332,8 +332,8 @@ class Leases:
             pause = min(0.25, pause * 1.5)
         return taken
 
-    def keep(self, keys: Iterable[str]) -> None:
-        """Renew keys this owner already claimed (`claim`, `acquire`) from now on, and release them at the end."""
+    def _keep(self, keys: Iterable[str]) -> None:
+        """Renew keys this owner has just won (`take`, `acquire`) from now on, and release them at the end."""
         with self._lock:
             self._held.update(keys)
             if self._held and self._thread is None:
