@@ -41,7 +41,10 @@ FLOW_COMMANDS = {"ingest", "backfill", "weekly", "distill", "demo"}
 NEVER = {"serve", "server"}
 KEY_ENV_PREFIXES = ("PREFECT_", "HF_", "TRANSFORMERS_", "SENTENCE_TRANSFORMERS_", "PYTHON")
 # What the CLI sets for itself (chronicle.cli.common sets them); the runner imports Prefect under the same values.
-CLI_DEFAULTS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING",
+# Runs log at INFO so a run started from a terminal has its one-line summary on its page in the Prefect UI, as a
+# deployment's run has; the terminal shows warnings only (it prints its own summary).
+CLI_DEFAULTS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "INFO",
+                "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 PACKAGES = ("chronicle", "cli", "services", "flows", "tasks", "storage", "deployments")
 ROOT = Path(__file__).resolve().parents[1]

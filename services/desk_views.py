@@ -317,6 +317,9 @@ class VersionRow:
     created_at: datetime
     needs_review: bool
     summary: str
+    signed: tuple[str, ...] = ()
+    """Its signatures as "meaning by Printed Name, YYYY-MM-DD HH:MM UTC": a signature clears the flag the version was
+    stored with, so the history shows it beside that flag rather than the flag alone."""
 
 
 @dataclass(frozen=True)
@@ -327,12 +330,18 @@ class History:
     diff: list[str]
 
 
+def _history_read(conn: Any, project_id: str, week_number: int) -> tuple[list[Any], list[Any]]:
+    return reports.history(conn, project_id, week_number), desk.signature_rows(conn, project_id, week_number)
+
+
 def history(settings: Settings, project_id: str, week: IsoWeek, left: int | None = None,
             right: int | None = None) -> History:
     """Every version of a week, and the diff between two of them (default: the last two)."""
-    rows = read(settings, reports.history, project_id, week.number)
+    rows, signed = read(settings, _history_read, project_id, week.number)
     versions = [VersionRow(r["version"], r["status"], r["author"], r["reason"], r["created_at"],
-                           bool(r["needs_review"]), r["summary"]) for r in rows]
+                           bool(r["needs_review"]), r["summary"],
+                           tuple(f"{s.meaning} by {s.printed_name}, {s.signed_at:%Y-%m-%d %H:%M} UTC"
+                                 for s in signed if s.version == r["version"])) for r in rows]
     by = {v.version: v for v in versions}
     if right not in by:
         right = versions[-1].version if versions else None

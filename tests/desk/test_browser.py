@@ -15,6 +15,7 @@ import shutil
 import socket
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 SAE_WEEK = "2025-W24"
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1400,1000", "--lang=zh-CN")
+         "--window-size=1400,1000")
 
 
 def _miscounted_sae(request: dict[str, Any]) -> str:
@@ -64,9 +65,9 @@ def sample_desk(trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPa
     return settings
 
 
-@pytest.fixture
-def desk_url(sample_desk: Settings) -> Iterator[str]:
-    """The desk served by uvicorn on a free loopback port, in this process (a thread), until the test ends."""
+@contextmanager
+def _served(settings: Settings) -> Iterator[str]:
+    """The desk of `settings` served by uvicorn on a free loopback port, in this process (a thread)."""
     import uvicorn
 
     from chronicle.desk.app import create_app
@@ -74,7 +75,7 @@ def desk_url(sample_desk: Settings) -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(sample_desk), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     started = threading.Event()
@@ -84,23 +85,38 @@ def desk_url(sample_desk: Settings) -> Iterator[str]:
             break
         thread.join(0.05)
     assert started.is_set(), "the desk did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(30)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
 
 
 @pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
+def desk_url(sample_desk: Settings) -> Iterator[str]:
+    """The sample's desk until the test ends."""
+    with _served(sample_desk) as url:
+        yield url
+
+
+def _chromium(profile: Path, lang: str) -> Any:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     for flag in FLAGS:
         options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    options.add_argument(f"--lang={lang}")
+    options.add_argument(f"--user-data-dir={profile}")
     options.binary_location = shutil.which("chromium") or "chromium"
     driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
     driver.set_page_load_timeout(120)
+    return driver
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    driver = _chromium(tmp_path / "chromium-profile", "zh-CN")
     yield driver
     driver.quit()
 
@@ -214,6 +230,37 @@ def test_review_a_flagged_sae_week_in_the_browser(desk_url: str, browser: Any) -
     assert not driver.find_elements(By.ID, "project-XH201") and driver.find_elements(By.ID, "project-XH305")
     driver.get(f"{desk_url}/p/XH201/w/{SAE_WEEK}")
     assert "no such project" in driver.find_element(By.ID, "error").text
+
+
+def test_chinese_text_is_drawn_in_an_english_browser_without_a_cjk_font(people: Settings, tmp_path: Path) -> None:
+    """A clinician's browser set to English on a machine without a CJK font of its own (as this one): the
+    history page's reason, Chinese from its first character, is drawn in the packaged CJK face (one em per
+    character), not as empty boxes. Without the font asked for with the page, Chromium drew that cell before the
+    face arrived and never redrew it."""
+    from selenium.webdriver.common.by import By
+
+    from chronicle.services.reports import edit_report, view_report
+    from chronicle.weeks import IsoWeek
+    from tests.desk.conftest import PROJECT, WEEKS
+
+    week = IsoWeek.parse(WEEKS[1])
+    reason = "补全本周入组受试者编号"
+    text = view_report(people, PROJECT, week).row["summary"]
+    edit_report(people, PROJECT, week, text + "\n复核：入组编号已核对。", author="ana", reason=reason, base_version=1)
+    driver = _chromium(tmp_path / "chromium-profile", "en-US")
+    try:
+        with _served(people) as url:
+            _login(driver, url, "ana")
+            driver.get(f"{url}/p/{PROJECT}/w/{WEEKS[1]}/history")
+            cell = _await(driver, By.CSS_SELECTOR, "#versions tr.v-2 td:nth-child(5)")
+            assert cell.text == reason
+            driver.execute_async_script("const done = arguments[0]; document.fonts.ready.then(() => done(true));")
+            width, em = driver.execute_script(
+                "const r = document.createRange(); r.selectNodeContents(arguments[0]);"
+                "return [r.getBoundingClientRect().width, parseFloat(getComputedStyle(arguments[0]).fontSize)];", cell)
+    finally:
+        driver.quit()
+    assert width >= 0.95 * em * len(reason), (width, em)  # an empty box is about 0.6 em wide
 
 
 def test_chronicle_desk_starts_in_one_command_and_prints_where(tmp_path: Path, people: Settings) -> None:

@@ -152,6 +152,21 @@ def test_history_diffs_any_two_versions_and_the_queue(people: Settings) -> None:
     assert empty_reason.status_code == 422 and "reason is required" in empty_reason.text
 
 
+def test_history_shows_the_signature_that_cleared_a_versions_flag(people: Settings) -> None:
+    """A flagged correction, then signed: its history row says who signed it, not "flagged" alone, so a
+    clinician reading the history does not take a signed-off version for one still awaiting review."""
+    from chronicle.services.reports import sign_report
+
+    version = _edit(people, "2025-W29", text="本周入组 5 人，无其他事件。")  # a count the guard questions
+    c = login(client(people), "ana", PASSWORD)
+    row = re.search(rf'<tr class="v-{version}">.*?</tr>', c.get(f"/p/{PROJECT}/w/2025-W29/history").text).group(0)
+    assert "flagged" in row
+    sign_report(people, PROJECT, IsoWeek.parse("2025-W29"), version=version, account="ana", password=PASSWORD,
+                meaning="approved", remote="test")
+    row = re.search(rf'<tr class="v-{version}">.*?</tr>', c.get(f"/p/{PROJECT}/w/2025-W29/history").text).group(0)
+    assert "approved by Dr. Ana Li" in row and "UTC" in row and "flagged" not in row
+
+
 def test_a_week_the_last_run_failed_is_failed_on_the_grid_until_a_report_lands(
         people: Settings, online: FakeLLMServer) -> None:  # noqa: F811
     from chronicle.flows.backfill_weeks import backfill_weeks

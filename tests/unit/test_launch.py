@@ -27,4 +27,4 @@ def test_the_key_follows_what_imports_read() -> None:
     assert runner_key(base) == runner_key({**base, "CHRONICLE_HOME": "/elsewhere", "LLM_URL": "http://x"})
     assert runner_key(base) != runner_key({**base, "PREFECT_API_URL": "http://127.0.0.1:4200/api"})
     assert runner_key(base) != runner_key({**base, "HF_HUB_OFFLINE": "0"})
-    assert runner_key(base) == runner_key({**base, "PREFECT_LOGGING_LEVEL": "WARNING"})  # the CLI's own default
+    assert runner_key(base) == runner_key({**base, "PREFECT_LOGGING_LEVEL": "INFO"})  # the CLI's own default

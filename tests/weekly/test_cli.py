@@ -109,3 +109,31 @@ def test_weekly_flow_writes_the_last_completed_week_of_every_project(trial: Path
     [(run_id,)] = db_rows("SELECT flow_run_id FROM pipeline_runs WHERE flow_name = 'summarize-week'")
     with get_client(sync_client=True) as client:
         assert client.read_flow_run(UUID(run_id)).name == "weekly-XH201-2026W06"
+
+
+def test_a_run_started_from_the_terminal_has_its_summary_on_its_prefect_page(trial: Path, tmp_path: Path) -> None:
+    """`chronicle backfill` in a real process with the command line's own logging defaults: the terminal shows no
+    Prefect INFO lines, and the run's Logs tab in the UI has its one-line summary, as a deployment's run has."""
+    import os
+    import subprocess
+
+    from prefect.settings import PREFECT_API_URL
+
+    from chronicle.settings import Settings
+    from chronicle.storage.db import connect
+    from tests.conftest import flow_run_logs
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_LOGGING")}
+    env.update(PREFECT_API_URL=str(PREFECT_API_URL.value()), CHRONICLE_HOME=str(trial),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")])))
+    script = "import sys; from chronicle.cli.main import app; sys.argv[0] = 'chronicle'; app()"
+    done = subprocess.run([sys.executable, "-c", script, "backfill", "--project", "XH201", "--from", "2025-W29",
+                           "--to", "2025-W30"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert "| INFO" not in done.stderr + done.stdout
+    with connect(Settings(), read_only=True) as conn:
+        (run_id,) = conn.execute("SELECT flow_run_id FROM pipeline_runs WHERE flow_name = 'backfill-weeks' "
+                                 "ORDER BY started_at DESC LIMIT 1").fetchone()
+    summary = "2 week(s) of XH201 2025-W29..2025-W30"
+    assert any(summary in line for line in flow_run_logs(run_id, summary))
