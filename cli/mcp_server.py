@@ -31,7 +31,9 @@ INSTRUCTIONS = (
 )
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 PROPOSE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-_HIDDEN = {"fts_text", "merged_hashes", "absorbed", "source_entry_ids", "flow_run_id", "key_info"}
+# Bookkeeping an assistant has no use for. The content hashes also read as keys to the output gate (64 hex digits)
+# and would come back as a redaction mark in every hit: a memory is named by its `id`.
+_HIDDEN = {"fts_text", "content_hash", "merged_hashes", "absorbed", "source_entry_ids", "flow_run_id", "key_info"}
 
 
 def _day(value: str | None, name: str) -> date | None:

@@ -74,6 +74,9 @@ async def _session_checks(client: Client, settings) -> None:
     scoped = _data(await client.call_tool("search_memories", {"query": "跑步", "tags": ["运动"],
                                                               "min_importance": 0.5, "as_of": "2026-03-03"}))
     assert [h["subject"] for h in scoped["hits"]] == ["王峰"]
+    # A memory with no secret reaches the assistant without a redaction mark: no field the gate mistakes for a key
+    # (a content hash is 64 hex digits) shows up as noise in every hit.
+    assert "[REDACTED" not in json.dumps(scoped["hits"], ensure_ascii=False), scoped["hits"]
     tools_md = _data(await client.call_tool("search_memories", {"query": "staging deploy", "file": "TOOLS.md"}))
     assert tools_md["hits"] and CODE not in _text(await client.call_tool("list_memories", {}))
     assert "[REDACTED:custom]" in tools_md["hits"][0]["content"]
