@@ -29,7 +29,12 @@ def grid_cells(project_id: str, cells: list[Any], state: str | None) -> Markup:
     a page holds 40 projects x 156 weeks, and Jinja's per-cell expressions were most of the grid's server time."""
     pid = escape(project_id)
     out = []
+    column = 1
     for c in cells:
+        # Column n is ISO week n in every year's line: a year whose first week with a report is W10 starts with nine
+        # blank squares, so its first square does not read as January.
+        out.append(_PAD * (c.week_number % 100 - column))
+        column = c.week_number % 100 + 1
         week, kind = escape(c.week), escape(c.state)
         dim = " dim" if state and c.state != state else ""
         out.append(f'<a class="cell {kind}{dim}" href="/p/{pid}/w/{week}" title="{week}: {kind}, {c.entries} entries" '
@@ -37,7 +42,13 @@ def grid_cells(project_id: str, cells: list[Any], state: str | None) -> Markup:
     return Markup("".join(out))
 
 
+_PAD = '<span class="cell pad"></span>'
+WEEK_SCALE = Markup("".join(f'<span class="cell tick">{f"W{n:02d}" if n == 1 or n % 10 == 0 else ""}</span>'
+                            for n in range(1, 54)))
+"""The grid's column heads: W01, W10, ..., W50 above the squares of those weeks."""
+
 ENV.globals["grid_cells"] = grid_cells
+ENV.globals["week_scale"] = WEEK_SCALE
 
 
 def settings_of(request: Request) -> Settings:

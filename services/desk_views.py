@@ -17,7 +17,9 @@ from chronicle.services.corrections import diff_lines
 from chronicle.settings import Settings
 from chronicle.storage import desk, desk_views, reports
 from chronicle.storage.db import read
+from chronicle.weekly.engine import why_written
 from chronicle.weekly.faithfulness import cited_ids, describe, strip_citations
+from chronicle.weekly.labels import STAT_LABELS, engine_label, language_of_text, stat_label, type_label
 from chronicle.weekly.search import rank_weeks, stats_question, weeks_with
 from chronicle.weeks import IsoWeek
 
@@ -173,7 +175,8 @@ def search(weeks: list[ChronicleEntry], question: str, limit: int = 20) -> Searc
     field_name = stats_question(question)
     if field_name is not None:
         counted = weeks_with(field_name, [(w.week_number, w.stats) for w in weeks])
-        return SearchResult(question, "stats", [SearchHit(n, by_week[n].week, f"{field_name} = {c}", by_week[n].text)
+        label = stat_label(field_name, language_of_text([question]))
+        return SearchResult(question, "stats", [SearchHit(n, by_week[n].week, f"{label} {c}", by_week[n].text)
                                                 for n, c in counted])
     ranked = rank_weeks(question, [(w.week_number, w.text) for w in weeks], limit=limit)
     return SearchResult(question, "text", [SearchHit(n, by_week[n].week, ", ".join(terms), by_week[n].text)
@@ -232,6 +235,30 @@ class WeekPage:
     reviewed_by: str | None
     updated_at: datetime | None
     extra: dict[str, Any] = field(default_factory=dict)
+    stats_rows: list[tuple[str, str]] = field(default_factory=list)
+    """The stats as (label, value) in the report's language: counts, then per entry type and per person."""
+    type_names: dict[str, str] = field(default_factory=dict)
+    """Entry type -> its label in the report's language, for the cited entries."""
+
+    @property
+    def no_entries(self) -> bool:
+        """A week nothing was logged in: its text says so; a reviewer may still annotate and sign it."""
+        return int(self.stats.get("entries") or 0) == 0
+
+    @property
+    def written_by(self) -> str:
+        return engine_label(self.model)
+
+
+def stats_rows(stats: dict[str, Any], lang: str) -> list[tuple[str, str]]:
+    """A week's stats for people: readable labels, the counts first, breakdowns as "label n, label n"."""
+    order = {k: i for i, k in enumerate(STAT_LABELS)}  # the counts' own order, whatever the stored JSON's
+    stats = dict(sorted(stats.items(), key=lambda kv: order.get(kv[0], len(order))))
+    counts = [(stat_label(k, lang), str(v)) for k, v in stats.items() if not isinstance(v, dict)]
+    sep = "、" if lang == "zh" else ", "
+    per = [(stat_label(k, lang), sep.join(f"{type_label(a, lang) if k == 'by_type' else a} {n}" for a, n in v.items())
+            or "—") for k, v in stats.items() if isinstance(v, dict)]
+    return counts + per
 
 
 _SENTENCE_END = re.compile(r"(?<=[。；;！？!?])|(?<=\.)\s+")
@@ -300,11 +327,15 @@ def week_page(settings: Settings, project_id: str, week: IsoWeek) -> WeekPage | 
     citations = dict(row.get("citations") or {})
     sentences, other = _sentences(row["summary"], citations, list(row.get("review_reasons") or []))
     short = {entry: sid for sid, entry in citations.items()}
+    stats = dict(row.get("stats") or {})
+    lang = language_of_text([row["summary"]])
     return WeekPage(project_id, str(week), week.number, row["version"], row["status"], row["model"], bool(row["stale"]),
-                    bool(row["needs_review"]), row["summary"], sentences, other, dict(row.get("stats") or {}), entries,
+                    bool(row["needs_review"]), row["summary"], sentences, other, stats, entries,
                     short, [SignatureView(s.signer, s.printed_name, s.meaning, s.signed_at, s.version,
                                           s.version == row["version"]) for s in sigs],
-                    row.get("flow_run_id"), row.get("reviewed_by"), row.get("updated_at"))
+                    row.get("flow_run_id"), row.get("reviewed_by"), row.get("updated_at"),
+                    stats_rows=stats_rows(stats, lang),
+                    type_names={e.type: type_label(e.type, lang) for e in entries})
 
 
 # --- history -----------------------------------------------------------------------------------------------------
@@ -334,11 +365,19 @@ def _history_read(conn: Any, project_id: str, week_number: int) -> tuple[list[An
     return reports.history(conn, project_id, week_number), desk.signature_rows(conn, project_id, week_number)
 
 
+def _who_why(row: dict[str, Any]) -> tuple[str, str | None]:
+    """Who wrote a version and why, as a reviewer reads them: an engine's version names the engine and says what
+    made it write (the run's cache decision, "no report yet", describes the state before it)."""
+    if row["status"] != "generated":
+        return row["author"], row["reason"]
+    return engine_label(row["model"]), why_written(row["reason"], row["model"]) if row["reason"] else None
+
+
 def history(settings: Settings, project_id: str, week: IsoWeek, left: int | None = None,
             right: int | None = None) -> History:
     """Every version of a week, and the diff between two of them (default: the last two)."""
     rows, signed = read(settings, _history_read, project_id, week.number)
-    versions = [VersionRow(r["version"], r["status"], r["author"], r["reason"], r["created_at"],
+    versions = [VersionRow(r["version"], r["status"], *_who_why(r), r["created_at"],
                            bool(r["needs_review"]), r["summary"],
                            tuple(f"{s.meaning} by {s.printed_name}, {s.signed_at:%Y-%m-%d %H:%M} UTC"
                                  for s in signed if s.version == r["version"])) for r in rows]

@@ -17,7 +17,7 @@ from chronicle.llm.call import LLMCall
 from chronicle.settings import Settings
 from chronicle.weekly.faithfulness import check_report, cited_ids
 from chronicle.weekly.model import EMPTY_MODEL, OFFLINE_MODEL, StoredReport, WeekDigest, WeekInput, WeekReport
-from chronicle.weekly.offline import EMPTY_SUMMARY, clean_length, language_of, offline_report
+from chronicle.weekly.offline import EMPTY_SUMMARY, OFFLINE_VERSION, clean_length, language_of, offline_report
 from chronicle.weekly.prompt import (
     PROMPT_VERSION,
     cite_messages,
@@ -75,8 +75,8 @@ class WeekJob:
     def claim_key(self, engine_model: str) -> str:
         """The week's cache key (project, week, input hash, model, prompt version) as the key its writer owns."""
         week = self.input
-        return (f"week:{week.project_id}:{week.week.number}:{week.input_hash}:{target_model(week, engine_model)}:"
-                f"{PROMPT_VERSION}")
+        model = target_model(week, engine_model)
+        return f"week:{week.project_id}:{week.week.number}:{week.input_hash}:{model}:{version_for(model)}"
 
 
 def engine_model(settings: Settings) -> str:
@@ -87,6 +87,12 @@ def engine_model(settings: Settings) -> str:
 def target_model(week: WeekInput | WeekDigest, engine_model: str) -> str:
     """The model a fresh report would record: zero-entry weeks need none."""
     return engine_model if week.entry_count else EMPTY_MODEL
+
+
+def version_for(model: str) -> str:
+    """The `prompt_version` a report by `model` records: the offline engine's own version (its text is written by
+    code, not by a prompt), else the prompt's."""
+    return OFFLINE_VERSION if model == OFFLINE_MODEL else PROMPT_VERSION
 
 
 def decide(stored: StoredReport | None, week: WeekInput | WeekDigest, engine_model: str, *, force: bool = False,
@@ -105,11 +111,32 @@ def decide(stored: StoredReport | None, week: WeekInput | WeekDigest, engine_mod
         return Decision("generate", "inputs changed")
     if stored.model != model:
         return Decision("generate", f"model changed ({stored.model} -> {model})")
-    if stored.prompt_version != PROMPT_VERSION:
-        return Decision("generate", f"prompt changed ({stored.prompt_version} -> {PROMPT_VERSION})")
+    if stored.prompt_version != (version := version_for(model)):
+        return Decision("generate", f"prompt changed ({stored.prompt_version} -> {version})")
     if stored.stale:
         return Decision("generate", "marked stale")
     return Decision("cached", "inputs, model and prompt unchanged")
+
+
+_READ_WHY = {
+    "no report yet": "first text of the week",
+    "inputs changed": "rewritten: the week's log entries changed",
+    "forced": "rewritten on request",
+    "marked stale": "rewritten: the week's log entries had changed",
+    "edited report overwritten on request": "rewritten over a person's correction, on request",
+}
+_READ_CHANGED = {"model": "rewritten by another engine", "prompt": "rewritten by a newer version of the engine"}
+
+
+def why_written(why: str, model: str) -> str:
+    """A generated version's reason (a `Decision.why`, as runs log it) as a reviewer reads it in the history: "no
+    report yet" describes the state before the version, not the version itself."""
+    if model == EMPTY_MODEL and why == "no report yet":
+        return "no entries this week"
+    if (changed := re.fullmatch(r"(model|prompt) changed \((.*) -> (.*)\)", why)) is not None:
+        kind, old, new = changed.groups()
+        return f"{_READ_CHANGED[kind]} ({old} → {new})"
+    return _READ_WHY.get(why, why)
 
 
 def recheck(stored: StoredReport, week: WeekInput) -> list[dict[str, Any]]:
@@ -122,7 +149,7 @@ def recheck(stored: StoredReport, week: WeekInput) -> list[dict[str, Any]]:
 def _report(week: WeekInput, summary: str, model: str, engine: str, **extra: Any) -> WeekReport:
     known = week.citation_map
     citations = {sid: known[sid] for sid in cited_ids(summary) if sid in known}
-    return WeekReport(week.project_id, week.week, summary, week.stats, citations, model, PROMPT_VERSION,
+    return WeekReport(week.project_id, week.week, summary, week.stats, citations, model, version_for(model),
                       week.input_hash, len(week.entries), engine, **extra)
 
 

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 from chronicle.weekly.guard import events, names
 from chronicle.weekly.guard.coverage import coverage_reasons
 from chronicle.weekly.guard.text import CITATION_RE, Sentence, canonical, cited_ids, sentences, squash, strip_citations
+from chronicle.weekly.labels import stat_label
 from chronicle.weekly.model import WeekEntry, WeekInput
 
 __all__ = ["CITATION_RE", "check_report", "cited_ids", "count_claims", "describe", "parse_number", "strip_citations"]
@@ -326,11 +327,12 @@ def describe(reason: Mapping[str, Any]) -> str:
     """One human line per review reason (CLI, artifacts): which sentence, and why."""
     kind = reason.get("kind")
     if kind == "count_mismatch":
-        return f"“{reason['text']}” but {reason['field']} = {reason['actual']}"
+        return f"“{reason['text']}” but the log counts {stat_label(reason['field'], 'en')} = {reason['actual']}"
     if reason.get("sentence"):
         return f"{kind}: “{reason['sentence']}” {reason.get('detail') or ''}".rstrip()
     if kind == "llm_stats_mismatch":
-        return f"LLM stats say {reason['field']} = {reason['claimed']}, counted {reason['actual']}"
+        return (f"LLM stats say {stat_label(reason['field'], 'en')} = {reason['claimed']}, the log counts "
+                f"{reason['actual']}")
     if kind == "over_length":
         return f"{reason['chars']} characters > limit {reason['limit']} after {reason['attempts']} shorten request(s)"
     return str(reason.get("detail") or kind)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chronicle.weekly.faithfulness import strip_citations
+from chronicle.weekly.labels import language_of_text, type_label
 from chronicle.weekly.model import WeekEntry, WeekInput
 from chronicle.weekly.tokens import is_chinese
 
@@ -27,12 +28,15 @@ FOCUS: tuple[tuple[str, str, str], ...] = (
 SALIENCE = ("sae", "decision", "deviation", "ae", "enrollment")
 STANDARD = ("message", "enrollment", "ae", "sae", "deviation", "query", "decision")
 EMPTY_SUMMARY = "本周无记录。(No entries this week.)"
+OFFLINE_VERSION = "offline-v2"  # v2: other entry types by their readable names ("监查 2 条", not "monitoring 2 条")
+"""What the extractive reports are written by, recorded as their `prompt_version` (as the distiller's offline engine
+does): bump it on any change to the text this module writes, so every stored offline report is written again once."""
 _SENTENCE_END = re.compile(r"(?<=[。；！？])|(?<=[.;!?])\s")
 
 
 def language_of(week: WeekInput) -> str:
     """`zh` when the week's entries are mainly Chinese, else `en`."""
-    return "zh" if is_chinese([e.content for e in week.entries]) else "en"
+    return language_of_text([e.content for e in week.entries])
 
 
 def first_sentence(text: str) -> str:
@@ -60,11 +64,11 @@ def header(stats: dict[str, Any], lang: str) -> str:
     if zh:
         line = f"本周记录 {stats['entries']} 条：" + "，".join(parts)
         if other:
-            line += "；另有 " + "、".join(f"{t} {n} 条" for t, n in other)
+            line += "；另有 " + "、".join(f"{type_label(t, 'zh')} {n} 条" for t, n in other)
         return line + (f"；消息 {stats['messages']} 条未摘录。" if stats["messages"] else "。")
     line = f"This week: {stats['entries']} entries; " + ", ".join(parts)
     if other:
-        line += "; also " + ", ".join(f"{t} {n}" for t, n in other)
+        line += "; also " + ", ".join(f"{n} {type_label(t, 'en')}" for t, n in other)
     return line + (f"; {stats['messages']} messages not summarised." if stats["messages"] else ".")
 
 

@@ -164,7 +164,7 @@ def test_review_a_flagged_sae_week_in_the_browser(desk_url: str, browser: Any) -
     driver.find_element(By.ID, "q").send_keys("哪几周发生了 SAE？")
     driver.find_element(By.CSS_SELECTOR, "#search button").click()
     results = _await(driver, By.ID, "results").text
-    assert "counted in the stats" in results and SAE_WEEK in results and "sae = 1" in results
+    assert "counted in the stats" in results and SAE_WEEK in results and "(SAE 1)" in results
     _shot(driver, "chronicle")
     driver.find_element(By.ID, "nav-queue").click()
     assert SAE_WEEK in _await(driver, By.ID, "queue").text
@@ -178,13 +178,14 @@ def test_review_a_flagged_sae_week_in_the_browser(desk_url: str, browser: Any) -
     # The week: the questioned sentence carries the guard's reason; its citation opens the SAE entry.
     assert _await(driver, By.ID, "flagged").is_displayed()
     questioned = driver.find_element(By.CSS_SELECTOR, ".sentence.questioned")
-    assert "SAE 2 例" in questioned.text and "sae" in questioned.find_element(By.CLASS_NAME, "reason").text
+    reason = questioned.find_element(By.CLASS_NAME, "reason").text
+    assert "SAE 2 例" in questioned.text and "the log counts SAE = 1" in reason
     cite = questioned.find_element(By.CSS_SELECTOR, "a.cite")
     entry_id = cite.get_attribute("data-entry")
     cite.click()
     assert driver.current_url.endswith(f"#entry-{entry_id}")
     entry = driver.find_element(By.ID, f"entry-{entry_id}")
-    assert "【SAE】" in entry.text and "sae" in entry.find_element(By.CLASS_NAME, "type").text
+    assert "【SAE】" in entry.text and entry.find_element(By.CLASS_NAME, "type").text == "SAE"
     assert len(driver.find_elements(By.CSS_SELECTOR, ".entry")) == 1  # only what the text cites
     _shot(driver, "week")
 

@@ -56,7 +56,7 @@ def test_report_edit_names_its_author_and_reason_and_accept_signs(written: Setti
     assert "say who corrects" in _cli(*edit, "--reason", "r", code=2)
     assert "no enabled desk account" in _cli(*edit, "--reason", "r", "--as", "nobody", code=2)
     out = _cli(*edit, "--reason", "recount", "--as", reviewer)
-    assert "stored version 2" in out and "needs review: “入组 9 人” but enrolled = 3" in out
+    assert "stored version 2" in out and "needs review: “入组 9 人” but the log counts enrolled this week = 3" in out
     assert "ana" in _cli("report", "history", "-p", PROJECT, "-w", WEEK)
     conflict = _cli(*edit, "--reason", "again", "--as", reviewer, "--base-version", "1", code=1)
     assert "you started from version 1, it is now version 2" in conflict and "+本周入组 9 人 [E9]。" in conflict

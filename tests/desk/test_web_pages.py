@@ -201,3 +201,76 @@ def test_each_read_page_opens_the_database_once(people: Settings, monkeypatch: p
         page = c.get(url)
         assert page.status_code == status, (url, page.text[:300])
         assert opens == [True], (url, opens)
+
+
+def test_what_a_clinician_reads_uses_readable_names_not_internal_keys(people: Settings) -> None:
+    """The week page's stats, the cited entries' types, a stats answer and the guard's count reasons name things in
+    the report's language ("累计入组", "访视"), never by the pipeline's keys ("enrolled_total", "by_actor", "visit")."""
+    c = login(client(people), "rita", PASSWORD)
+    page = c.get(f"/p/{PROJECT}/w/2025-W30").text
+    stats = page.split('id="stats"', 1)[1].split("</table>", 1)[0]
+    for key in ("enrolled_total", "by_actor", "by_type", "deviations", "decisions"):
+        assert f"<th>{key}</th>" not in stats, key
+    assert "<th>累计入组</th>" in stats and "<th>按类型</th>" in stats and "访视 " in stats and "visit " not in stats
+    types = re.findall(r'<span class="type">([^<]+)</span>', page)
+    assert types and not {"enrollment", "sae", "deviation", "decision"} & set(types), types
+    assert "SAE" in types and "入组" in types
+    assert "另有 visit" not in page and "monitoring" not in page
+    answer = c.get(f"/p/{PROJECT}", params={"q": "哪几周发生了 SAE？"}).text
+    assert "(SAE 1)" in answer and "sae = " not in answer
+    _edit(people, "2025-W29", text="本周入组 5 人，无其他事件。")
+    flagged = c.get(f"/p/{PROJECT}/w/2025-W29").text
+    assert "but the log counts enrolled this week = " in flagged and "but enrolled = " not in flagged
+
+
+def test_an_empty_week_and_a_generated_version_say_what_they_are(people: Settings) -> None:
+    """A week without entries says so, names no engine, and offers a note rather than a correction (a reviewer may
+    still annotate and sign it); the history says why the engine wrote a version, not "no report yet"."""
+    from chronicle.services.desk_views import grid_page
+    from chronicle.services.weekly import plan_week, run_week
+
+    # The sample trial's week without entries (a site holiday), written like every week
+    project, week = next((g.project_id, c.week) for g in grid_page(people, lambda p: True).grids
+                         for _, cells in g.years for c in cells if c.entries == 0)
+    run_week(people, plan_week(people, project, IsoWeek.parse(week)), "test-run")
+    reviewer = login(client(people), "ana" if project == PROJECT else "otto", PASSWORD)
+    empty = reviewer.get(f"/p/{project}/w/{week}").text
+    assert 'id="no-entries"' in empty and "engine none" not in empty
+    assert "written by: fixed text, no entries" in empty
+    assert ">Add a note</a>" in empty and ">Correct</a>" not in empty and "Sign (nothing was logged)" in empty
+    assert f"Add a note to {project} {week}" in reviewer.get(f"/p/{project}/w/{week}/correct").text
+    history = reviewer.get(f"/p/{project}/w/{week}/history").text
+    assert "no report yet" not in history and "no entries this week" in history and "engine:none" not in history
+    c = login(client(people), "ana", PASSWORD)
+    written = c.get(f"/p/{PROJECT}/w/2025-W30").text
+    assert ">Correct</a>" in written and 'id="no-entries"' not in written
+    assert "written by: offline engine (no LLM)" in written
+    history = c.get(f"/p/{PROJECT}/w/2025-W30/history").text
+    assert "no report yet" not in history and "first text of the week" in history
+    assert "engine:offline-extractive" not in history and "offline engine (no LLM)" in history
+
+
+def test_grid_columns_are_iso_weeks_and_charts_name_their_weeks(people: Settings) -> None:
+    """Column n of every year's line is ISO week n (blank squares before a year's first week), under a W01..W50
+    scale; each trend chart names weeks on its x axis, the first week always."""
+    c = login(client(people), "rita", PASSWORD)
+    html = c.get("/").text
+    section = html.split(f'id="project-{PROJECT}"', 1)[1].split("</section>", 1)[0]
+    assert re.search(r'<span class="cell tick">W01</span>(<span class="cell tick"></span>){8}'
+                     r'<span class="cell tick">W10</span>', section)
+    for line in re.findall(r'<span class="yl">(\d{4})</span>\s*<span class="cells">(.*?)</span>\s*</div>', section,
+                           re.S):
+        squares = re.findall(r'<(?:a class="cell [^"]*" [^>]*data-week="(\d{4})-W(\d\d)"|span class="cell pad")',
+                             line[1])
+        first = next(i for i, (_, week) in enumerate(squares) if week)
+        assert first == int(squares[first][1]) - 1, (line[0], first)  # W10 is the tenth column
+        for column, (year, week) in enumerate(squares[first:], start=first + 1):
+            assert (year, int(week)) == (line[0], column)
+    from chronicle.services.desk_views import chronicle
+
+    weeks = [w.week for w in chronicle(people, PROJECT)]
+    page = c.get(f"/p/{PROJECT}").text
+    for figure in re.findall(r"<figure>(.*?)</figure>", page, re.S):
+        names = re.findall(r"<text [^>]*>([0-9W-]+)</text>", figure)
+        assert names and names[0] == weeks[0] and set(names) <= set(weeks)
+        assert len(names) >= min(len(weeks), 4)

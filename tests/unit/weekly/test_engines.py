@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from chronicle.weekly.engine import chunk_lines, decide, llm_week, offline_week, split_extras
+from chronicle.weekly.engine import chunk_lines, decide, llm_week, offline_week, split_extras, version_for
 from chronicle.weekly.faithfulness import cited_ids, strip_citations
 from chronicle.weekly.model import EMPTY_MODEL, OFFLINE_MODEL, StoredReport
-from chronicle.weekly.offline import EMPTY_SUMMARY, clean_length
+from chronicle.weekly.offline import EMPTY_SUMMARY, OFFLINE_VERSION, clean_length
 from chronicle.weekly.prompt import PROMPT_VERSION
 from chronicle.weekly.tokens import estimate_tokens
 from tests.weekly.helpers import ZH_WEEK, week_input
@@ -65,6 +65,33 @@ def test_an_english_section_too_long_to_expand_is_no_claim_about_the_week() -> N
     assert not report.needs_review, report.review_reasons
 
 
+def test_other_entry_types_are_named_as_a_reader_names_them() -> None:
+    """Types outside the report's focus are counted in its first line by their names in the report's language:
+    "另有 访视 1 条、监查 2 条", never the pipeline's keys ("monitoring") inside Chinese prose."""
+    zh = offline_week(week_input([("monitoring", "CRA 完成 01 中心常规监查，SDV 10 例"),
+                                  ("monitoring", "CRA 完成 02 中心常规监查，无发现"),
+                                  ("visit", "XH201-01-003 完成 C2D1 访视，生命体征平稳")]), 500).summary
+    assert "另有 监查 2 条、访视 1 条" in zh and "monitoring" not in zh and "visit" not in zh
+    en = offline_week(week_input([("monitoring", "CRA monitoring visit at site 01, 10 subjects verified"),
+                                  ("visit", "Subject 003 completed the cycle 2 visit, vitals stable")]), 500).summary
+    assert "also 1 monitoring visits, 1 subject visits" in en
+    # A site's own type has no translation to make: it reads as the site wrote it.
+    own = offline_week(week_input([("随访电话", "电话随访 XH201-01-003，无不适")]), 500).summary
+    assert "另有 随访电话 1 条" in own
+
+
+def test_offline_reports_carry_their_engine_version_so_a_change_of_text_rewrites_them() -> None:
+    """The extractive text is written by code, not by a prompt: its version is the offline engine's, and a stored
+    offline report of an earlier version is written again once (as the distiller's offline engine does)."""
+    week = week_input(ZH_WEEK)
+    assert offline_week(week, 500).prompt_version == OFFLINE_VERSION == version_for(OFFLINE_MODEL)
+    assert version_for("qwen2.5:7b") == PROMPT_VERSION
+    before = _stored(week, prompt_version=PROMPT_VERSION)  # written by the offline engine before it had a version
+    assert decide(before, week, OFFLINE_MODEL).action == "generate"
+    assert decide(_stored(week, model="qwen2.5:7b", prompt_version=PROMPT_VERSION), week,
+                  "qwen2.5:7b").action == "cached"  # an LLM's reports are not redone for it
+
+
 def test_empty_week_gets_the_fixed_report_without_an_engine() -> None:
     report = offline_week(week_input([]), 500)
     assert (report.summary, report.model, report.engine, report.entry_count) == (EMPTY_SUMMARY, EMPTY_MODEL,
@@ -72,7 +99,8 @@ def test_empty_week_gets_the_fixed_report_without_an_engine() -> None:
 
 
 def _stored(week, **kw) -> StoredReport:  # type: ignore[no-untyped-def]
-    base = StoredReport("r1", "generated", OFFLINE_MODEL, PROMPT_VERSION, week.input_hash, False, 1, "x", week.stats)
+    base = StoredReport("r1", "generated", OFFLINE_MODEL, OFFLINE_VERSION, week.input_hash, False, 1, "x",
+                        week.stats)
     return replace(base, **kw)
 
 
@@ -94,7 +122,8 @@ def test_cache_decision() -> None:
     assert decide(_stored(week, status="edited", input_hash="old"), week, OFFLINE_MODEL).stale
     assert decide(edited, week, OFFLINE_MODEL, overwrite_edited=True).action == "generate"
     empty = week_input([])  # an empty week needs no model: configuring an endpoint does not redo it
-    assert decide(_stored(empty, model=EMPTY_MODEL), empty, "qwen2.5:7b").action == "cached"
+    kept = _stored(empty, model=EMPTY_MODEL, prompt_version=PROMPT_VERSION)
+    assert decide(kept, empty, "qwen2.5:7b").action == "cached"
 
 
 class Script:
@@ -181,6 +210,6 @@ def test_the_digest_a_plan_decides_on_is_the_week_inputs_hash_stats_and_size() -
     assert (digest.input_hash, digest.stats, digest.entry_count) == (full.input_hash, full.stats, full.entry_count)
     assert "13912345678" not in json.dumps(digest.stats, ensure_ascii=False)
     assert week_digest([], 7, redactor).entry_count == 0
-    for stored in (None, StoredReport("r", "generated", OFFLINE_MODEL, PROMPT_VERSION, full.input_hash, False, 1,
+    for stored in (None, StoredReport("r", "generated", OFFLINE_MODEL, OFFLINE_VERSION, full.input_hash, False, 1,
                                       "x", full.stats)):
         assert decide(stored, digest, OFFLINE_MODEL) == decide(stored, full, OFFLINE_MODEL)
