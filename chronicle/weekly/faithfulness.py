@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 from chronicle.weekly.guard import events, names
 from chronicle.weekly.guard.coverage import coverage_reasons
 from chronicle.weekly.guard.text import CITATION_RE, Sentence, canonical, cited_ids, sentences, squash, strip_citations
-from chronicle.weekly.labels import stat_label
+from chronicle.weekly.labels import reason_label, stat_label
 from chronicle.weekly.model import WeekEntry, WeekInput
 
 __all__ = ["CITATION_RE", "check_report", "cited_ids", "count_claims", "describe", "parse_number", "strip_citations"]
@@ -295,10 +295,11 @@ def _event_reasons(mentioned: dict[str, bool], stats: Mapping[str, Any], sentenc
             continue
         if asserted and not stats.get(key):
             out.append({"kind": "invented_event", "field": key, "sentence": sentence,
-                        "detail": f"asserts {_EVENT_WORDS[key]} but the week counts {key} = 0"})
+                        "detail": f"asserts {_EVENT_WORDS[key]} but the week counts {stat_label(key, 'en')} = 0"})
         elif not asserted and stats.get(key):
             out.append({"kind": "denied_event", "field": key, "sentence": sentence,
-                        "detail": f"denies {_EVENT_WORDS[key]} but the week counts {key} = {stats[key]}"})
+                        "detail": f"denies {_EVENT_WORDS[key]} but the week counts "
+                                  f"{stat_label(key, 'en')} = {stats[key]}"})
     return out
 
 
@@ -329,10 +330,10 @@ def describe(reason: Mapping[str, Any]) -> str:
     if kind == "count_mismatch":
         return f"“{reason['text']}” but the log counts {stat_label(reason['field'], 'en')} = {reason['actual']}"
     if reason.get("sentence"):
-        return f"{kind}: “{reason['sentence']}” {reason.get('detail') or ''}".rstrip()
+        return f"{reason_label(str(kind))}: “{reason['sentence']}” {reason.get('detail') or ''}".rstrip()
     if kind == "llm_stats_mismatch":
         return (f"LLM stats say {stat_label(reason['field'], 'en')} = {reason['claimed']}, the log counts "
                 f"{reason['actual']}")
     if kind == "over_length":
         return f"{reason['chars']} characters > limit {reason['limit']} after {reason['attempts']} shorten request(s)"
-    return str(reason.get("detail") or kind)
+    return f"{reason_label(str(kind))}: {reason['detail']}" if reason.get("detail") else reason_label(str(kind))

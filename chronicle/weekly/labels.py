@@ -1,5 +1,6 @@
-"""What people read for the pipeline's internal names: entry types (`monitoring`) and stats keys (`enrolled_total`),
-in Chinese and English — the one mapping the offline engine's reports and the review desk share.
+"""What people read for the pipeline's internal names: entry types (`monitoring`), stats keys (`enrolled_total`) and
+review reasons (`omitted_event`), in Chinese and English — the one mapping the offline engine's reports and the
+review desk share.
 
 A clinician reads "监查 2 条", not "monitoring 2 条". A type the mapping does not know (a site's own entry type)
 reads as itself: it is the word the site chose, and inventing a translation would say something the log did not.
@@ -39,6 +40,22 @@ STAT_LABELS: dict[str, tuple[str, str]] = {
     "by_actor": ("按记录人", "by who wrote it"),
 }
 """Stats key (chronicle/weekly/stats.py) -> (Chinese, English) label."""
+
+
+REASON_LABELS: dict[str, str] = {
+    "uncited": "no citation",
+    "unknown_citation": "cites an entry the week does not have",
+    "invented_event": "an event the log does not count",
+    "denied_event": "denies what the log counts",
+    "omitted_event": "leaves out an event",
+    "unsupported_name": "a name its cited entries do not have",
+    "citation_mismatch": "its cited entries are about something else",
+}
+"""Review reason kind (chronicle/weekly/faithfulness.py, guard/) -> what a reviewer reads at the head of its line."""
+
+
+def reason_label(kind: str) -> str:
+    return REASON_LABELS.get(kind, kind.replace("_", " "))
 
 
 def _pick(labels: tuple[str, str], lang: str) -> str:

@@ -54,7 +54,7 @@ def test_backfill_show_edit_history_context_ask(trial: Path, tmp_path: Path, mon
     _cli("report", "edit", "--project", "XH201", "--week", "2025-W30", "--reason", "监查补充", code=2)
     out = _cli("report", "edit", "--project", "XH201", "--week", "2025-W30", "--reason", "监查补充",
                "--author", "crc-wang")
-    assert "stored version 3" in out and "needs review: uncited: “另：监查已完成。”" in out
+    assert "stored version 3" in out and "needs review: no citation: “另：监查已完成。”" in out
     assert "accepted XH201 2025-W30 version 3" in _cli("review", "accept", "-p", "XH201", "-w", "2025-W30",
                                                           "--by", "dr-li")
 

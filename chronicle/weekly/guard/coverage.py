@@ -16,6 +16,7 @@ from typing import Any
 
 from chronicle.weekly.guard.names import names
 from chronicle.weekly.guard.text import Sentence, canonical, squash
+from chronicle.weekly.labels import stat_label
 from chronicle.weekly.model import WeekEntry, WeekInput
 
 # stats key -> entry types it counts (the ones a report must not leave out)
@@ -63,13 +64,13 @@ def coverage_reasons(report: Sequence[Sentence], week: WeekInput,
         if missed and (field == "sae" or len(missed) == len(entries)):
             ids = [e.short_id for e in missed]
             out.append({"kind": "omitted_event", "field": field, "ids": ids,
-                        "detail": f"the week counts {field} = {stats[field]} but no sentence covers "
+                        "detail": f"the week counts {stat_label(field, 'en')} = {stats[field]} but no sentence covers "
                                   f"{', '.join(ids[:5])} ({_WORDS[field]}: not cited, subject not named)"})
     eventful = {k: stats[k] for k in _SAFETY if stats.get(k)}
     if eventful:
         for s in report:
             if all_clear(s.bare):
-                counts = ", ".join(f"{k} = {v}" for k, v in eventful.items())
+                counts = ", ".join(f"{stat_label(k, 'en')} = {v}" for k, v in eventful.items())
                 out.append({"kind": "denied_event", "field": next(iter(eventful)), "sentence": s.bare[:120],
                             "detail": f"claims all is well but the week counts {counts}"})
     return out

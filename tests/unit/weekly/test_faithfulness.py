@@ -126,3 +126,25 @@ def test_a_reply_citing_nothing_twice_is_stored_flagged() -> None:
     assert script.purposes == ["weekly_report", "cite"]
     assert report.summary == uncited and report.needs_review
     assert {r["kind"] for r in _said(report.review_reasons)} == {"uncited"}
+
+
+def test_every_reason_reads_in_words_not_internal_names() -> None:
+    """What a reviewer reads on the desk, in the review queue and a run's summary: each reason's line starts with
+    what is wrong in words, and counts name their field as a reader does (SAE, protocol deviations), never the
+    guard's kind (`omitted_event`) or the stats key (`deviations = 1`)."""
+    import re
+
+    from chronicle.weekly.labels import REASON_LABELS
+
+    week = week_input(ZH_WEEK)
+    replies = ["本周一切正常。", "XH201-01-003 发生 SAE [E2]。", "本周入组 1 例 [E99]。", "另：监查已完成。",
+               "本周未出现方案偏离 [E6]。", "XH201-01-999 入组成功 [E2]。", "XH201-01-001 发生 AE [E7]。"]
+    reasons = [r for reply in replies for r in _check_report(reply, week)]
+    assert {r["kind"] for r in reasons} >= {"omitted_event", "denied_event", "unknown_citation", "uncited",
+                                            "citation_mismatch", "unsupported_name"}
+    raw_key = re.compile(r"(?<!protocol )\b(?:enrolled_total|deviations|sae|ae|enrolled|decisions)\s*=")
+    for reason in reasons:
+        line = describe(reason)
+        assert line.startswith(REASON_LABELS.get(reason["kind"], "“")), line  # a count quotes the report first
+        assert not any(kind in line for kind in REASON_LABELS), line
+        assert not raw_key.search(line), line
