@@ -241,6 +241,29 @@ def record_unfinished(flow: Any, flow_run: Any, state: Any) -> None:
               guard=[f"pipeline_run:{flow_run.id}"])
     except Exception:  # the database is what failed (held, a full disk): the row waits beside it for the next writer
         run_journal.journal_run(settings.db_path, str(flow_run.id), flow.name, shown, final, message)
+    if cancelled and _running_here() == str(flow_run.id):
+        _end_cancelled(flow_run.id)
+
+
+def _running_here() -> str | None:
+    """The flow run this process runs now, if any (the hook's own parameter hides the module's name)."""
+    return flow_run.get_id()
+
+
+def _end_cancelled(flow_run_id: Any) -> None:
+    """Set Cancelled a run its own process found Cancelling. Only a run without a runner gets here (one started from a
+    terminal: Prefect calls this hook in the run's process only when no runner owns the cancellation); nobody else
+    would end it, and it stayed Cancelling for ever while its row said CANCELLED. Nothing stops such a run at the
+    Cancel: it goes on to its end, and its next state request is answered Cancelling."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Cancelled
+
+    try:
+        with get_client(sync_client=True) as client:
+            client.set_flow_run_state(flow_run_id, Cancelled(message=CANCELLED_MESSAGE), force=True)
+    except Exception as exc:  # the next flow start settles it (`settle_in_prefect`)
+        logging.getLogger("chronicle.runs").warning("could not set cancelled run %s Cancelled: %s: %s", flow_run_id,
+                                                    type(exc).__name__, exc)
 
 
 def _ends_cancelled(flow_run_id: Any) -> bool:

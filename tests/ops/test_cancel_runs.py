@@ -200,3 +200,41 @@ def test_a_scheduled_run_cancelled_before_it_starts(settings: Settings, served) 
     assert _row(settings, later.id) is None
     now = wait_final(run_deployment(BACKFILL, timeout=0, parameters=WEEKS).id)
     assert now.state.is_completed(), f"{now.state}\n{log.read_text()[-3000:]}"
+
+
+def test_a_run_from_a_terminal_cancelled_from_the_ui(home: Path, tmp_path: Path, settings: Settings,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """No runner watches a run started from a terminal: it goes on to its end, its last state request is answered
+    Cancelling, and then it is Cancelled in Prefect (not Cancelling for ever), CANCELLED in `chronicle runs`, and the
+    command ends 1 with one line."""
+    from chronicle.flows.ingest_logs import ingest_logs
+
+    write_jsonl(tmp_path / "logs" / "a.jsonl", "ALPHA", 40, "a")
+    ingest_logs([str(tmp_path / "logs")])
+    asked, release = threading.Event(), threading.Event()
+
+    def responder(request: dict) -> str:
+        asked.set()
+        release.wait(timeout=300)
+        return default_responder(request)
+
+    ended: list[Any] = []
+    with FakeLLMServer() as llm:
+        llm.responder = responder
+        monkeypatch.setenv("LLM_URL", llm.base_url)
+        command = threading.Thread(target=lambda: ended.append(CliRunner().invoke(
+            app, ["backfill", "--all", "--from", "2026-W01", "--to", "2026-W05"])))
+        command.start()
+        try:
+            assert asked.wait(timeout=300)
+            with get_client(sync_client=True) as client:
+                (run,) = [r for r in client.read_flow_runs() if r.name.startswith("backfill-")]
+            _cancel(run.id)
+        finally:
+            release.set()
+            command.join(timeout=300)
+    (result,) = ended
+    assert result.exit_code == 1 and not isinstance(result.exception, Exception), (result, result.exception)
+    assert "the run was cancelled" in result.output and "Traceback" not in result.output, result.output
+    assert wait_final(run.id, timeout=60).state.is_cancelled()
+    assert _row(settings, run.id) == ("CANCELLED", CANCELLED_MESSAGE)
