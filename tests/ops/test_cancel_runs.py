@@ -227,14 +227,73 @@ def test_a_run_from_a_terminal_cancelled_from_the_ui(home: Path, tmp_path: Path,
         command.start()
         try:
             assert asked.wait(timeout=300)
-            with get_client(sync_client=True) as client:
-                (run,) = [r for r in client.read_flow_runs() if r.name.startswith("backfill-")]
-            _cancel(run.id)
+            with connect(settings, read_only=True) as conn:  # this test's run, among the session's
+                ((run_id,),) = conn.execute("SELECT flow_run_id FROM pipeline_runs WHERE state = 'RUNNING' "
+                                            "AND flow_name = 'backfill-weeks'").fetchall()
+            _cancel(run_id)
         finally:
             release.set()
             command.join(timeout=300)
     (result,) = ended
     assert result.exit_code == 1 and not isinstance(result.exception, Exception), (result, result.exception)
     assert "the run was cancelled" in result.output and "Traceback" not in result.output, result.output
-    assert wait_final(run.id, timeout=60).state.is_cancelled()
-    assert _row(settings, run.id) == ("CANCELLED", CANCELLED_MESSAGE)
+    assert wait_final(run_id, timeout=60).state.is_cancelled()
+    assert _row(settings, run_id) == ("CANCELLED", CANCELLED_MESSAGE)
+
+
+def test_cancel_mid_distill_leaves_the_knowledge_files_and_vectors_whole(home: Path, tmp_path: Path,
+                                                                          settings: Settings,
+                                                                          proc_env: dict[str, str]) -> None:
+    """A distill cancelled between its chunks stores nothing of its run (it stores once every chunk is distilled),
+    leaves the knowledge files as they were and no temporary file, and the next distill does the whole window."""
+    import re
+    import shutil
+
+    from chronicle.flows.ingest_logs import ingest_logs
+    from chronicle.services.distill import memory_count
+    from tests.reliability.test_kill_distill import OPENCLAW, assert_well_formed, knowledge
+
+    shutil.copytree(OPENCLAW, tmp_path / "notes" / "memory")
+    ingest_logs([str(tmp_path / "notes")])
+    run_setup(settings, work_pool=False)
+    workspace = settings.workspace_dir
+    before = knowledge(workspace)
+    lock, answered, stuck, release = threading.Lock(), [0], threading.Event(), threading.Event()
+
+    def responder(request: dict) -> str:
+        with lock:
+            answered[0] += 1
+            first = answered[0] == 1
+        if not first:
+            stuck.set()
+            release.wait(timeout=300)
+        day = re.search(r"\d{4}-\d{2}-\d{2}", json.dumps(request, ensure_ascii=False))
+        content = f"Deploys on {day.group(0) if day else 'a day'} go through the release checklist."
+        return json.dumps([{"content": content, "summary": content, "keyInfo": ["k"], "tags": ["t"],
+                            "importance": 0.8, "targetFile": "MEMORY.md", "action": "append"}])
+
+    distill = {"days": 30, "until": "2026-02-28"}
+    with FakeLLMServer() as llm:
+        llm.responder = responder
+        env = {**proc_env, "LLM_URL": llm.base_url, "LLM_MODEL": "fake-distill", "EMBEDDING_URL": llm.base_url,
+               "EMBEDDING_MODEL": "fake-embedding", "CHRONICLE_LLM_CONCURRENCY": "1"}
+        with serving(tmp_path, env) as log:
+            run = run_deployment("distill-memory/distill-memory", timeout=0, parameters=distill)
+            assert stuck.wait(timeout=300), log.read_text()[-3000:]
+            _cancel(run.id)
+            _wait_row(settings, run.id, "CANCELLED")
+            asked = llm.calls()
+            release.set()
+            _assert_cancelled(settings, run.id, log)
+            assert llm.calls() == asked, "the cancelled run went on calling the LLM"
+            assert knowledge(workspace) == before
+            assert not list(workspace.rglob("*.tmp"))
+            vectors = settings.updated(embedding_url=llm.base_url, embedding_model="fake-embedding")
+            assert memory_count(vectors) == 0  # no vector of the cancelled run
+
+            again = wait_final(run_deployment("distill-memory/distill-memory", timeout=0, parameters=distill).id)
+            assert again.state.is_completed(), f"{again.state}\n{log.read_text()[-3000:]}"
+            assert memory_count(vectors) > 0
+    for name, data in knowledge(workspace).items():
+        assert_well_formed(name, data, "after the rerun")
+    assert "Deploys on" in knowledge(workspace).get("MEMORY.md", b"").decode()
