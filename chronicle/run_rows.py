@@ -95,6 +95,11 @@ def crashed(row: RunRow, at: datetime) -> RunRow:
     return replace(row, state="CRASHED", ended_at=row.ended_at or at, message=crash_message(row))
 
 
+CANCELLED_MESSAGE = ("cancelled (the Prefect UI's Cancel, or its server stopping the run); what it stored stays "
+                     "stored, a rerun does only what is missing")
+"""The one line of a cancelled run's row, whichever process recorded it (the run's own, or the one that served it)."""
+
+
 def crash_message(row: RunRow) -> str:
     return (f"process {row.pid} on {row.host} ended without finishing the run (killed, or the machine stopped); "
             "a rerun redoes only what is missing")

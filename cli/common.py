@@ -140,8 +140,11 @@ def fail_if_disk_full(settings: Settings, exc: BaseException, what: str) -> None
 def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Call a flow in this process with the command's settings (flows read them when they start), against
     the configured Prefect API or Chronicle's background server (`chronicle.deployments.local_api`)."""
+    from prefect.exceptions import CancelledRun, UnfinishedRun
+
     from chronicle.deployments import local_api
     from chronicle.param_checks import ActionNeeded, ParameterError
+    from chronicle.run_rows import CANCELLED_MESSAGE
     from chronicle.storage.files import DatabaseBusyError
 
     try:
@@ -169,6 +172,11 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
             fail(str(exc), code=2)
         except (ActionNeeded, DatabaseBusyError) as exc:  # one line saying what to do, never a traceback
             fail(str(exc))
+        except (CancelledRun, UnfinishedRun) as exc:
+            if isinstance(exc, UnfinishedRun) and "CANCEL" not in str(exc).upper():
+                raise
+            # Cancelled from the Prefect UI while it ran: recorded so (`tracked_run`'s hook), one line here.
+            fail(f"the run was {CANCELLED_MESSAGE} (`chronicle runs`)")
         except KeyboardInterrupt:
             if gone is not None and gone.is_set():
                 fail(lost)

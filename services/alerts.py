@@ -40,7 +40,7 @@ def _rows_of(state: Any) -> list[WeekOutcome]:
     return []
 
 
-def backfill_attention(flow: Any, run: Any, state: Any) -> None:
+def backfill_attention(flow: Any, flow_run: Any, state: Any) -> None:
     """`on_completion` / `on_failure` hook of the backfill flow: emit the event when weeks need someone."""
     try:
         payload = attention_payload(_rows_of(state), state.message)
@@ -50,14 +50,14 @@ def backfill_attention(flow: Any, run: Any, state: Any) -> None:
 
         emit_event(
             event=BACKFILL_EVENT,
-            resource={"prefect.resource.id": f"chronicle.backfill.{run.id}",
-                      "prefect.resource.name": run.name or str(run.id)},
-            related=[{"prefect.resource.id": f"prefect.flow-run.{run.id}", "prefect.resource.role": "flow-run",
-                      "prefect.resource.name": run.name or ""}],
+            resource={"prefect.resource.id": f"chronicle.backfill.{flow_run.id}",
+                      "prefect.resource.name": flow_run.name or str(flow_run.id)},
+            related=[{"prefect.resource.id": f"prefect.flow-run.{flow_run.id}", "prefect.resource.role": "flow-run",
+                      "prefect.resource.name": flow_run.name or ""}],
             payload=payload,
         )
     except Exception:  # an alert that cannot be sent must not change the run's outcome
-        log.warning("could not emit %s for run %s", BACKFILL_EVENT, getattr(run, "id", "?"), exc_info=True)
+        log.warning("could not emit %s for run %s", BACKFILL_EVENT, getattr(flow_run, "id", "?"), exc_info=True)
 
 
 BACKFILL_HOOKS: dict[str, list[Any]] = {

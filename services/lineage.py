@@ -201,20 +201,20 @@ def _emit(event_type: str, flow: Any, run: Any, state: Any) -> None:
         log.warning("OpenLineage %s event for run %s not sent", event_type, getattr(run, "id", "?"), exc_info=True)
 
 
-def on_running(flow: Any, run: Any, state: Any) -> None:
-    _emit("START", flow, run, state)
+def on_running(flow: Any, flow_run: Any, state: Any) -> None:
+    _emit("START", flow, flow_run, state)
 
 
-def on_completion(flow: Any, run: Any, state: Any) -> None:
-    _emit("COMPLETE", flow, run, state)
+def on_completion(flow: Any, flow_run: Any, state: Any) -> None:
+    _emit("COMPLETE", flow, flow_run, state)
 
 
-def on_failure(flow: Any, run: Any, state: Any) -> None:
-    _emit("FAIL", flow, run, state)
+def on_failure(flow: Any, flow_run: Any, state: Any) -> None:
+    _emit("FAIL", flow, flow_run, state)
 
 
-def on_cancellation(flow: Any, run: Any, state: Any) -> None:
-    _emit("ABORT", flow, run, state)
+def on_cancellation(flow: Any, flow_run: Any, state: Any) -> None:
+    _emit("ABORT", flow, flow_run, state)
 
 
 LINEAGE_HOOKS: dict[str, list[Any]] = {"on_running": [on_running], "on_completion": [on_completion],

@@ -121,18 +121,30 @@ class _Slots:
 _local_slots: dict[int, _Slots] = {}
 
 
+class ReservationEnded(RuntimeError):
+    """An LLM call through a reservation that has ended: its run is stopping (cancelled) and gave its slots back."""
+
+
 class LLMGate:
-    """The slots one fan-out holds; `slot()` bounds its in-flight calls to them."""
+    """The slots one fan-out holds; `slot()` bounds its in-flight calls to them, until the reservation ends."""
 
     def __init__(self, slots: int, source: str, semaphore: _Slots | None = None) -> None:
         self.slots = slots
         self.source = source  # "prefect" | "local"
         self._semaphore = semaphore or _Slots(slots)
+        self.ended = False
 
     @contextmanager
     def slot(self) -> Iterator[None]:
         self._semaphore.acquire(_turn.get())
         try:
+            # A fan-out's threads outlive its reservation when the run is cancelled: the SIGTERM stops only the
+            # main thread, which gives the slots back on its way out, while the week threads went on calling the
+            # LLM under slots nobody held, week after week, and held the process up until Prefect killed it 30 s
+            # later. A call already in flight finishes; no new one starts.
+            if self.ended:
+                raise ReservationEnded(f"the run's '{LIMIT_NAME}' slots were given back (the run is stopping): "
+                                       "no further LLM call")
             yield
         finally:
             self._semaphore.release()
@@ -183,6 +195,7 @@ def reserve_llm(settings: Settings, wanted: int) -> Iterator[LLMGate]:
         try:
             yield gate
         finally:
+            gate.ended = True
             _current.reset(token)
 
 

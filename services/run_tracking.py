@@ -1,9 +1,11 @@
-"""Run bookkeeping shared by every flow: a `pipeline_runs` row that ends COMPLETED, FAILED or CRASHED, the
-analysts' read snapshot published after it, and a retried attempt's artifacts its own.
+"""Run bookkeeping shared by every flow: a `pipeline_runs` row that ends COMPLETED, FAILED, CANCELLED or CRASHED,
+the analysts' read snapshot published after it, and a retried attempt's artifacts its own.
 
-Every way a run can end is recorded: the body's own outcome by `tracked_run`, a failure or crash Prefect
-saw before or around the body (its own parameter validation, SIGTERM) by the `record_unfinished` hook, and
-a process killed outright (kill -9) by the next flow start or `chronicle runs` (`chronicle.services.run_history`).
+Every way a run can end is recorded: the body's own outcome by `tracked_run` (a cancellation included: the runner
+tells the run's process it cancels before its SIGTERM, which stops the body), a failure, crash or cancellation
+Prefect saw before or around the body (its own parameter validation, SIGTERM, a cancel landing outside the body) by
+the `record_unfinished` hook, and a process killed outright (kill -9) by the next flow start or `chronicle runs`
+(`chronicle.services.run_history`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from prefect.runtime import flow_run
 
 from chronicle.param_checks import ParameterError
 from chronicle.redaction.redactor import Redactor, redact_value
-from chronicle.run_rows import RunRow
+from chronicle.run_rows import CANCELLED_MESSAGE, RunRow
 from chronicle.services.lineage import LINEAGE_HOOKS
 from chronicle.services.run_history import process_alive, reap, this_process
 from chronicle.settings import Settings, load_settings
@@ -112,8 +114,8 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
             try:
                 yield counts
             except BaseException as exc:
-                state = "FAILED" if isinstance(exc, Exception) else "CRASHED"
-                message = redactor.redact(_error(exc))
+                state = ended_as(exc)
+                message = CANCELLED_MESSAGE if state == "CANCELLED" else redactor.redact(_error(exc))
                 _record_end(settings, redactor, run_id, flow_name, shown, state, counts, message)
                 if isinstance(exc, Exception) and not isinstance(exc, REFUSALS):
                     _publish_snapshot(settings, None)  # what it stored before failing is queryable
@@ -123,6 +125,35 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
     finally:
         storage_log.removeHandler(handler)
         _NOTES.pop(run_id, None)
+
+
+def ended_as(exc: BaseException) -> str:
+    """The row's final state for what stopped the body: FAILED for an error, CANCELLED when the run is being
+    cancelled, CRASHED for any other interruption (a SIGTERM nobody announced, Ctrl-C)."""
+    if isinstance(exc, Exception):
+        return "FAILED"
+    return "CANCELLED" if _cancelling(exc) else "CRASHED"
+
+
+def _cancelling(exc: BaseException) -> bool:
+    """Whether this SIGTERM is a cancellation. Prefect's runner (`chronicle serve`, a process worker) sends the run's
+    process its intent over a loopback channel before the SIGTERM (the UI's Cancel, or the runner stopping), and
+    its engine ends the run Cancelled on that intent; the row must say the same. A Prefect without that channel
+    only ever cancels a run it first set Cancelling, which the API then says."""
+    from prefect.exceptions import TerminationSignal
+
+    if not isinstance(exc, TerminationSignal):
+        return False
+    try:
+        from prefect._internal.control_listener import get_intent
+    except ImportError:
+        from prefect.client.orchestration import get_client
+
+        with suppress(Exception), get_client(sync_client=True) as client:
+            state = client.read_flow_run(uuid.UUID(current_flow_run_id())).state
+            return state is not None and state.is_cancelling()
+        return False
+    return get_intent() == "cancel"
 
 
 SETTLE_WITHIN = timedelta(days=1)
@@ -145,7 +176,7 @@ def settle_in_prefect(rows: list[RunRow]) -> None:
         FlowRunFilterStateType,
     )
     from prefect.client.schemas.objects import StateType
-    from prefect.states import Completed, Crashed, Failed
+    from prefect.states import Cancelled, Completed, Crashed, Failed
 
     gone: dict[uuid.UUID, RunRow] = {}
     for row in rows:
@@ -154,7 +185,7 @@ def settle_in_prefect(rows: list[RunRow]) -> None:
                 gone[uuid.UUID(row.flow_run_id)] = row
     if not gone:
         return
-    final = {"COMPLETED": Completed, "FAILED": Failed, "CRASHED": Crashed}
+    final = {"COMPLETED": Completed, "FAILED": Failed, "CRASHED": Crashed, "CANCELLED": Cancelled}
     unfinished = FlowRunFilterStateType(any_=[StateType.RUNNING, StateType.PENDING, StateType.CANCELLING])
     try:
         with get_client(sync_client=True) as client:
@@ -188,22 +219,66 @@ def _record_end(settings: Settings, redactor: Redactor, run_id: str, flow_name: 
             raise
 
 
-def record_unfinished(flow: Any, run: Any, state: Any) -> None:
-    """`on_failure` / `on_crashed` hook of every flow: a run that ended before its body recorded it (Prefect's
-    parameter validation refused it) or while Prefect, not the body, was in charge (SIGTERM) gets its row."""
+def record_unfinished(flow: Any, flow_run: Any, state: Any) -> None:
+    """`on_failure` / `on_crashed` / `on_cancellation` hook of every flow: a run that ended before its body recorded
+    it (Prefect's parameter validation refused it, a cancel came before the body started) or while Prefect, not the
+    body, was in charge (SIGTERM, a cancel during the final write) gets its row. Prefect's runner calls the
+    cancellation and crash hooks itself, in its own process once the run's process is gone, by keyword: the
+    parameters are named as it names them."""
     settings = load_settings()
-    final = "CRASHED" if state.is_crashed() else "FAILED"
+    cancelled = state.is_cancelling() or state.is_cancelled()
+    if cancelled and not _ends_cancelled(flow_run.id):
+        return  # the run ended by itself before the cancel reached it: Prefect keeps its state, and so does the row
+    final = "CRASHED" if state.is_crashed() else "CANCELLED" if cancelled else "FAILED"
     redactor = Redactor.build(settings.redact.extra_patterns)
-    shown = redact_value(dict(run.parameters or {}), redactor)
-    message = redactor.redact(state.message or "") or None
-    if any(r["flow_run_id"] == str(run.id) for r in run_journal.pending(settings.db_path)):
+    shown = redact_value(dict(flow_run.parameters or {}), redactor)
+    message = CANCELLED_MESSAGE if cancelled else redactor.redact(state.message or "") or None
+    if any(r["flow_run_id"] == str(flow_run.id) for r in run_journal.pending(settings.db_path)):
         return  # its body found the database held and recorded it beside it: do not wait a second time
     try:
-        write(settings, lambda conn: runs.record_unfinished(conn, str(run.id), flow.name, run.name,
-                                                             shown, final, message),
-              guard=[f"pipeline_run:{run.id}"])
+        write(settings, lambda conn: runs.record_unfinished(conn, str(flow_run.id), flow.name, flow_run.name,
+                                                             shown, final, message, overrule=cancelled),
+              guard=[f"pipeline_run:{flow_run.id}"])
     except Exception:  # the database is what failed (held, a full disk): the row waits beside it for the next writer
-        run_journal.journal_run(settings.db_path, str(run.id), flow.name, shown, final, message)
+        run_journal.journal_run(settings.db_path, str(flow_run.id), flow.name, shown, final, message)
+    if cancelled and _running_here() == str(flow_run.id):
+        _end_cancelled(flow_run.id)
+
+
+def _running_here() -> str | None:
+    """The flow run this process runs now, if any (the hook's own parameter hides the module's name)."""
+    return flow_run.get_id()
+
+
+def _end_cancelled(flow_run_id: Any) -> None:
+    """Set Cancelled a run its own process found Cancelling. Only a run without a runner gets here (one started from a
+    terminal: Prefect calls this hook in the run's process only when no runner owns the cancellation); nobody else
+    would end it, and it stayed Cancelling for ever while its row said CANCELLED. Nothing stops such a run at the
+    Cancel: it goes on to its end, and its next state request is answered Cancelling."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Cancelled
+
+    try:
+        with get_client(sync_client=True) as client:
+            client.set_flow_run_state(flow_run_id, Cancelled(message=CANCELLED_MESSAGE), force=True)
+    except Exception as exc:  # the next flow start settles it (`settle_in_prefect`)
+        logging.getLogger("chronicle.runs").warning("could not set cancelled run %s Cancelled: %s: %s", flow_run_id,
+                                                    type(exc).__name__, exc)
+
+
+def _ends_cancelled(flow_run_id: Any) -> bool:
+    """Whether Prefect ends this run Cancelled. Its runner calls the cancellation hooks after the run's process is gone
+    and before it sets Cancelled, which it does unless the run reached a final state of its own meanwhile (it
+    completed between the Cancel and the SIGTERM); the row then keeps what the run wrote. When the API cannot say,
+    the cancellation wins (the runner forces a final state anyway)."""
+    from prefect.client.orchestration import get_client
+
+    try:
+        with get_client(sync_client=True) as client:
+            now = client.read_flow_run(flow_run_id).state
+    except Exception:
+        return True
+    return now is None or not now.is_final() or now.is_cancelled()
 
 
 REFUSALS: tuple[type[Exception], ...] = (ParameterError, DatabaseBusyError)
@@ -270,7 +345,8 @@ def own_artifacts() -> None:
 
 RUN_HOOKS: dict[str, Any] = {**LINEAGE_HOOKS,
                              "on_failure": [record_unfinished, *LINEAGE_HOOKS["on_failure"]],
-                             "on_crashed": [record_unfinished, *LINEAGE_HOOKS["on_crashed"]]}
+                             "on_crashed": [record_unfinished, *LINEAGE_HOOKS["on_crashed"]],
+                             "on_cancellation": [record_unfinished, *LINEAGE_HOOKS["on_cancellation"]]}
 """`@flow(..., **RUN_HOOKS)`: the pipeline_runs row of a run that ended outside its body, and OpenLineage events
 (services/lineage.py; nothing is sent unless lineage is configured)."""
 

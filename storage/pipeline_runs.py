@@ -40,11 +40,13 @@ def set_process(conn: duckdb.DuckDBPyConnection, flow_run_id: str, run_name: str
 
 
 def record_unfinished(conn: duckdb.DuckDBPyConnection, flow_run_id: str, flow_name: str, run_name: str | None,
-                      parameters: dict[str, Any], state: str, message: str | None) -> bool:
-    """A run Prefect saw fail or crash: end its RUNNING row, or add the row it never wrote (refused before its
-    body ran, e.g. by Prefect's own parameter validation). A row already final is left as it is."""
+                      parameters: dict[str, Any], state: str, message: str | None, *, overrule: bool = False) -> bool:
+    """A run Prefect saw fail, crash or be cancelled: end its RUNNING row, or add the row it never wrote (refused
+    before its body ran, e.g. by Prefect's own parameter validation). A row already final is left as it is, unless
+    `overrule` (Prefect ends the run as `state` whatever the run itself wrote: a cancel that landed as it wrote its
+    final row); its counts are kept."""
     found = conn.execute("SELECT state FROM pipeline_runs WHERE flow_run_id = ?", [flow_run_id]).fetchall()
-    if found and found[0][0] != "RUNNING":
+    if found and (found[0][0] == state or (found[0][0] != "RUNNING" and not overrule)):
         return False
     now = utc_now()
     if not found:

@@ -33,13 +33,13 @@ from prefect.artifacts import (
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture
-from prefect.states import Failed
+from prefect.states import Cancelled, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from chronicle.names import bounded_label, bounded_name
 from chronicle.progress import report
-from chronicle.services.llm_gate import redactor_for, reserve_llm
+from chronicle.services.llm_gate import ReservationEnded, redactor_for, reserve_llm
 from chronicle.services.run_tracking import current_flow_run_id, run_notes
 from chronicle.services.weekly import ProjectPlan, lease_weeks, run_week_group
 from chronicle.settings import Settings
@@ -122,7 +122,8 @@ def summarize_weeks_task(settings: Settings, jobs: list[WeekJob], cards: bool = 
 
     A group in which weeks failed ends Failed (not green in the UI), its message saying which; the outcomes
     travel in its `GroupFailedError`, so the fan-out still gets every week's row. A returned state, not a
-    raise: an expected partial failure gets no traceback in the run's logs."""
+    raise: an expected partial failure gets no traceback in the run's logs. A group whose run was cancelled under it
+    (its weeks found the run's LLM slots given back) ends Cancelled, like its run."""
     runs = run_week_group(settings, jobs, current_flow_run_id(), threads=threads)
     out: list[WeekOutcome | Exception] = []
     for run in runs:
@@ -135,6 +136,8 @@ def summarize_weeks_task(settings: Settings, jobs: list[WeekJob], cards: bool = 
     errors = [r for r in out if isinstance(r, Exception)]
     if not errors:
         return out
+    if all(isinstance(e, ReservationEnded) for e in errors):  # its run was cancelled: nothing went wrong here
+        return Cancelled(message=f"stopped with its run: {len(errors)} of {len(out)} week(s) not written")
     error = GroupFailedError(out, redactor_for(settings).redact(f"{type(errors[0]).__name__}: {errors[0]}"))
     get_run_logger().error("%s", error)
     return Failed(message=str(error)[:1000], data=error)

@@ -109,6 +109,7 @@ END_TO_END = (
     "tests/ops/test_background.py",  # the background Prefect server and warm runner
     "tests/ops/test_refused_runs.py",  # the UI's form, submitted through the API, served runs
     "tests/ops/test_run_history.py",  # served runs and their history
+    "tests/ops/test_cancel_runs.py",  # served runs cancelled as the UI's Cancel button does
     "tests/unit/memory/test_dedup_pairs.py",  # a measurement: every labelled pair through two real models (~1 min)
     "tests/assistant/test_mcp_server.py",  # `chronicle mcp` child processes (stdio, HTTP) driven by the MCP client
     "tests/ops/test_llm_slots_recover.py",  # the background server killed and restarted, a lease left to expire

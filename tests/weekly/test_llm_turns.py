@@ -68,3 +68,37 @@ def test_flow_runs_leave_the_heartbeat_thread_to_stop_by_itself() -> None:
     patched = prefect.flow_engine._send_heartbeats
     assert getattr(patched, "_chronicle_unjoined", False)
     assert unjoined_heartbeats() and prefect.flow_engine._send_heartbeats is patched  # idempotent
+
+
+def test_no_llm_call_starts_through_a_reservation_that_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cancelled run's main thread gives its slots back on its way out while its week threads go on: from then on
+    none of them starts a call (one in flight finishes), also one that was waiting for a slot."""
+    import chronicle.services.llm_gate as gate
+    from chronicle.settings import Settings
+
+    monkeypatch.setattr(gate, "ensure_llm_limit", lambda slots: False)  # the process-local slots: no API needed
+    settings = Settings(llm_concurrency=3)
+    waited: list[BaseException] = []
+
+    def week() -> None:
+        try:
+            with held.slot():
+                raise AssertionError("a call started after its reservation ended")
+        except BaseException as exc:
+            waited.append(exc)
+
+    with gate.reserve_llm(settings, 3) as held:
+        in_flight = [held.slot() for _ in range(3)]
+        for slot in in_flight:
+            slot.__enter__()  # every slot busy with a call
+        waiting = threading.Thread(target=week)
+        waiting.start()
+        assert held._semaphore.wait_for_waiters(1, timeout_s=30)
+    for slot in in_flight:  # the calls in flight answer after the run stopped
+        slot.__exit__(None, None, None)
+    waiting.join(timeout=30)
+    assert [type(e) for e in waited] == [gate.ReservationEnded]
+    with pytest.raises(gate.ReservationEnded), held.slot():
+        pass
+    with gate.reserve_llm(settings, 3) as again, again.slot():  # every slot came back
+        assert again.slots == 3
