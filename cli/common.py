@@ -145,6 +145,7 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
     from chronicle.deployments import local_api
     from chronicle.param_checks import ActionNeeded, ParameterError
     from chronicle.run_rows import CANCELLED_MESSAGE
+    from chronicle.services.run_cancel import cancel_ends_here
     from chronicle.storage.files import DatabaseBusyError
 
     try:
@@ -167,7 +168,8 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
         lost = (f"lost the Prefect API at {api.url} during the run; the run record says how far it got "
                 "(`chronicle runs`)")
         try:
-            return flow(*args, **kwargs)
+            with cancel_ends_here():  # stopped at the UI's Cancel (no runner does it for a run in this process)
+                return flow(*args, **kwargs)
         except ParameterError as exc:
             fail(str(exc), code=2)
         except (ActionNeeded, DatabaseBusyError) as exc:  # one line saying what to do, never a traceback
@@ -175,7 +177,7 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
         except (CancelledRun, UnfinishedRun) as exc:
             if isinstance(exc, UnfinishedRun) and "CANCEL" not in str(exc).upper():
                 raise
-            # Cancelled from the Prefect UI while it ran: recorded so (`tracked_run`'s hook), one line here.
+            # Cancelled from the Prefect UI while it ran: recorded so (`tracked_run`), one line here.
             fail(f"the run was {CANCELLED_MESSAGE} (`chronicle runs`)")
         except KeyboardInterrupt:
             if gone is not None and gone.is_set():

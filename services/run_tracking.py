@@ -2,7 +2,8 @@
 the analysts' read snapshot published after it, and a retried attempt's artifacts its own.
 
 Every way a run can end is recorded: the body's own outcome by `tracked_run` (a cancellation included: the runner
-tells the run's process it cancels before its SIGTERM, which stops the body), a failure, crash or cancellation
+tells the run's process it cancels before its SIGTERM, which stops the body; a run without a runner, started from a
+terminal, does the same to itself at the Cancel), a failure, crash or cancellation
 Prefect saw before or around the body (its own parameter validation, SIGTERM, a cancel landing outside the body) by
 the `record_unfinished` hook, and a process killed outright (kill -9) by the next flow start or `chronicle runs`
 (`chronicle.services.run_history`).
@@ -24,6 +25,7 @@ from chronicle.param_checks import ParameterError
 from chronicle.redaction.redactor import Redactor, redact_value
 from chronicle.run_rows import CANCELLED_MESSAGE, RunRow
 from chronicle.services.lineage import LINEAGE_HOOKS
+from chronicle.services.run_cancel import stopped_at_cancel
 from chronicle.services.run_history import process_alive, reap, this_process
 from chronicle.settings import Settings, load_settings
 from chronicle.storage import pipeline_runs as runs
@@ -112,7 +114,8 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
             run_journal.reserve(settings.db_path, run_id)  # room for the final row, should the disk fill meanwhile
             settle_in_prefect(ended)
             try:
-                yield counts
+                with stopped_at_cancel(run_id):
+                    yield counts
             except BaseException as exc:
                 state = ended_as(exc)
                 message = CANCELLED_MESSAGE if state == "CANCELLED" else redactor.redact(_error(exc))
@@ -253,8 +256,9 @@ def _running_here() -> str | None:
 def _end_cancelled(flow_run_id: Any) -> None:
     """Set Cancelled a run its own process found Cancelling. Only a run without a runner gets here (one started from a
     terminal: Prefect calls this hook in the run's process only when no runner owns the cancellation); nobody else
-    would end it, and it stayed Cancelling for ever while its row said CANCELLED. Nothing stops such a run at the
-    Cancel: it goes on to its end, and its next state request is answered Cancelling."""
+    would end it, and it stayed Cancelling for ever while its row said CANCELLED. Such a run stops itself at the
+    Cancel (`run_cancel.stopped_at_cancel`); this is the Cancel that came after its body had ended, answered at its
+    next state request."""
     from prefect.client.orchestration import get_client
     from prefect.states import Cancelled
 

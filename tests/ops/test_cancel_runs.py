@@ -4,15 +4,18 @@
 channel), then sends it SIGTERM (SIGKILL 30 s later), runs the flow's `on_cancellation` hooks in its own process and
 sets the run Cancelled. Whatever point the run was at, Prefect and `chronicle runs` both end it Cancelled, without a
 traceback, what it stored stays stored, and what it held (its `llm` slots, its week leases, the deployment's
-concurrency slot) is free for the next run at once.
+concurrency slot) is free for the next run at once. A run started from a terminal, which no runner watches, stops
+itself the same way.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +82,23 @@ def _assert_cancelled(settings: Settings, flow_run_id: Any, log: Path) -> None:
         assert client.read_global_concurrency_limit_by_name("llm").active_slots == 0
 
 
+def _held_after(n: int) -> tuple[Callable[[dict], str], threading.Event, threading.Event]:
+    """An LLM that answers `n` calls, then holds every further one until `release` is set; `stuck` is set once it
+    holds one (the run is mid-way: weeks stored, calls in flight)."""
+    lock, answered, stuck, release = threading.Lock(), [0], threading.Event(), threading.Event()
+
+    def responder(request: dict) -> str:
+        with lock:
+            answered[0] += 1
+            first = answered[0] <= n
+        if not first:
+            stuck.set()
+            release.wait(timeout=300)
+        return default_responder(request)
+
+    return responder, stuck, release
+
+
 @pytest.fixture()
 def served(home: Path, tmp_path: Path, settings: Settings, proc_env: dict[str, str]):
     """Two projects of five weeks each ingested, and `chronicle serve` with an LLM whose answers the test holds."""
@@ -96,16 +116,7 @@ def served(home: Path, tmp_path: Path, settings: Settings, proc_env: dict[str, s
 
 def test_cancel_mid_backfill_keeps_its_weeks_and_frees_everything_at_once(settings: Settings, served) -> None:
     llm, log = served
-    lock, answered, stuck, release = threading.Lock(), [0], threading.Event(), threading.Event()
-
-    def responder(request: dict) -> str:
-        with lock:
-            answered[0] += 1
-            first = answered[0] <= 3
-        if not first:
-            stuck.set()  # the run is mid-way: weeks stored, calls in flight
-            release.wait(timeout=300)
-        return default_responder(request)
+    responder, stuck, release = _held_after(3)
 
     llm.responder = responder
     run = run_deployment(BACKFILL, timeout=0, parameters=WEEKS)
@@ -202,43 +213,70 @@ def test_a_scheduled_run_cancelled_before_it_starts(settings: Settings, served) 
     assert now.state.is_completed(), f"{now.state}\n{log.read_text()[-3000:]}"
 
 
-def test_a_run_from_a_terminal_cancelled_from_the_ui(home: Path, tmp_path: Path, settings: Settings,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """No runner watches a run started from a terminal: it goes on to its end, its last state request is answered
-    Cancelling, and then it is Cancelled in Prefect (not Cancelling for ever), CANCELLED in `chronicle runs`, and the
-    command ends 1 with one line."""
+def _operator(settings: Settings, llm: FakeLLMServer, stuck: threading.Event, release: threading.Event,
+              seen: dict[str, Any]) -> None:
+    """Cancels the terminal's run from the UI once it is mid-way, and has the LLM answer once the run's body has
+    stopped: what it had asked and stored by then go into `seen`."""
+    try:
+        assert stuck.wait(timeout=300)
+        with connect(settings, read_only=True) as conn:  # this test's run, among the session's
+            ((seen["run"],),) = conn.execute("SELECT flow_run_id FROM pipeline_runs WHERE state = 'RUNNING' "
+                                             "AND flow_name = 'backfill-weeks'").fetchall()
+        _cancel(seen["run"])
+        _wait_row(settings, seen["run"], "CANCELLED", timeout=60)  # stopped while its LLM calls still hang
+        seen["asked"] = llm.calls()
+        with connect(settings, read_only=True) as conn:
+            seen["stored"] = conn.execute("SELECT count(*) FROM weekly_reports").fetchall()[0][0]
+    except BaseException as exc:
+        seen["error"] = exc
+    finally:
+        release.set()  # the calls in flight answer, as a real LLM would a moment later
+
+
+def test_a_run_from_a_terminal_stops_at_the_cancel(home: Path, tmp_path: Path, settings: Settings,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """No runner watches a run started from a terminal: the run itself reads its state and stops at the UI's Cancel
+    as a served run does, mid-way through its weeks. What it stored stays, it calls the LLM no more, Prefect and
+    `chronicle runs` both say cancelled, the command ends 1 with one line, and the next backfill writes the rest."""
     from chronicle.flows.ingest_logs import ingest_logs
 
     write_jsonl(tmp_path / "logs" / "a.jsonl", "ALPHA", 40, "a")
+    write_jsonl(tmp_path / "logs" / "b.jsonl", "BETA", 40, "b")
     ingest_logs([str(tmp_path / "logs")])
-    asked, release = threading.Event(), threading.Event()
+    responder, stuck, release = _held_after(3)
 
-    def responder(request: dict) -> str:
-        asked.set()
-        release.wait(timeout=300)
-        return default_responder(request)
-
-    ended: list[Any] = []
+    seen: dict[str, Any] = {}
+    weeks = ["backfill", "--all", "--from", "2026-W01", "--to", "2026-W05"]
     with FakeLLMServer() as llm:
         llm.responder = responder
         monkeypatch.setenv("LLM_URL", llm.base_url)
-        command = threading.Thread(target=lambda: ended.append(CliRunner().invoke(
-            app, ["backfill", "--all", "--from", "2026-W01", "--to", "2026-W05"])))
-        command.start()
-        try:
-            assert asked.wait(timeout=300)
-            with connect(settings, read_only=True) as conn:  # this test's run, among the session's
-                ((run_id,),) = conn.execute("SELECT flow_run_id FROM pipeline_runs WHERE state = 'RUNNING' "
-                                            "AND flow_name = 'backfill-weeks'").fetchall()
-            _cancel(run_id)
-        finally:
-            release.set()
-            command.join(timeout=300)
-    (result,) = ended
-    assert result.exit_code == 1 and not isinstance(result.exception, Exception), (result, result.exception)
-    assert "the run was cancelled" in result.output and "Traceback" not in result.output, result.output
-    assert wait_final(run_id, timeout=60).state.is_cancelled()
-    assert _row(settings, run_id) == ("CANCELLED", CANCELLED_MESSAGE)
+        monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "2")
+        helper = threading.Thread(target=_operator, args=(settings, llm, stuck, release, seen))
+        helper.start()
+        handler = signal.getsignal(signal.SIGTERM)
+        result = CliRunner().invoke(app, weeks)  # in the main thread, as a terminal runs it
+        helper.join(timeout=300)
+        assert "error" not in seen, seen.get("error")
+        assert signal.getsignal(signal.SIGTERM) == handler  # a later run in this process starts as this one did
+        assert result.exit_code == 1 and not isinstance(result.exception, Exception), (result, result.exception)
+        assert "the run was cancelled" in result.output and "Traceback" not in result.output, result.output
+        assert wait_final(seen["run"], timeout=60).state.is_cancelled()
+        assert _row(settings, seen["run"]) == ("CANCELLED", CANCELLED_MESSAGE)
+        assert seen["asked"] < 10 and llm.calls() == seen["asked"], "the cancelled run went on calling the LLM"
+        with connect(settings, read_only=True) as conn:
+            stored = conn.execute("SELECT count(*) FROM weekly_reports").fetchall()[0][0]
+        assert 0 < seen["stored"] <= stored < 10
+        with get_client(sync_client=True) as client:  # its `llm` slots are back
+            assert client.read_global_concurrency_limit_by_name("llm").active_slots == 0
+
+        llm.responder = default_responder
+        before = llm.calls()
+        again = CliRunner().invoke(app, weeks)
+        assert again.exit_code == 0, again.output
+        assert llm.calls() - before == 10 - stored
+    with connect(settings, read_only=True) as conn:
+        assert conn.execute("SELECT count(*), count(DISTINCT (project_id, week_number)) "
+                            "FROM weekly_reports").fetchall() == [(10, 10)]
 
 
 def test_cancel_mid_distill_leaves_the_knowledge_files_and_vectors_whole(home: Path, tmp_path: Path,
