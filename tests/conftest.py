@@ -130,7 +130,8 @@ LONGEST_FIRST = ("tests/lake/test_dead_runs.py", "tests/ops/test_deploy_doc.py",
                  "tests/lake/test_concurrent_backfills.py", "tests/ops/test_stop.py",
                  "tests/ops/test_worker_sigterm.py", "tests/ops/test_serve_follows_server.py",
                  "tests/reliability/test_kill_weekly.py", "tests/reliability/test_kill_ingest.py",
-                 "tests/ops/test_refused_runs.py", "tests/ops/test_automations.py", "tests/lake/test_backends.py")
+                 "tests/ops/test_refused_runs.py", "tests/ops/test_cancel_runs.py", "tests/ops/test_automations.py",
+                 "tests/lake/test_backends.py")
 
 
 @pytest.hookimpl(optionalhook=True)
