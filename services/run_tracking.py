@@ -35,6 +35,8 @@ from chronicle.storage.files import DatabaseBusyError
 from chronicle.storage.snapshot import publish_snapshot
 from chronicle.weeks import utc_now
 
+_this_run = flow_run  # the flow run this process runs now: inside a hook, the parameter `flow_run` hides the module
+
 _NOTES: dict[str, list[str]] = {}
 
 
@@ -150,13 +152,20 @@ def _cancelling(exc: BaseException) -> bool:
     try:
         from prefect._internal.control_listener import get_intent
     except ImportError:
-        from prefect.client.orchestration import get_client
-
-        with suppress(Exception), get_client(sync_client=True) as client:
-            state = client.read_flow_run(uuid.UUID(current_flow_run_id())).state
+        with suppress(Exception):
+            state = _prefect_state(current_flow_run_id())
             return state is not None and state.is_cancelling()
         return False
     return get_intent() == "cancel"
+
+
+def _prefect_state(flow_run_id: Any) -> Any:
+    """The run's state as the Prefect API has it now; raises when the API does not answer (each caller decides what
+    not knowing means)."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(uuid.UUID(str(flow_run_id))).state
 
 
 SETTLE_WITHIN = timedelta(days=1)
@@ -244,13 +253,8 @@ def record_unfinished(flow: Any, flow_run: Any, state: Any) -> None:
               guard=[f"pipeline_run:{flow_run.id}"])
     except Exception:  # the database is what failed (held, a full disk): the row waits beside it for the next writer
         run_journal.journal_run(settings.db_path, str(flow_run.id), flow.name, shown, final, message)
-    if cancelled and _running_here() == str(flow_run.id):
+    if cancelled and _this_run.get_id() == str(flow_run.id):
         _end_cancelled(flow_run.id)
-
-
-def _running_here() -> str | None:
-    """The flow run this process runs now, if any (the hook's own parameter hides the module's name)."""
-    return flow_run.get_id()
 
 
 def _end_cancelled(flow_run_id: Any) -> None:
@@ -275,11 +279,8 @@ def _ends_cancelled(flow_run_id: Any) -> bool:
     and before it sets Cancelled, which it does unless the run reached a final state of its own meanwhile (it
     completed between the Cancel and the SIGTERM); the row then keeps what the run wrote. When the API cannot say,
     the cancellation wins (the runner forces a final state anyway)."""
-    from prefect.client.orchestration import get_client
-
     try:
-        with get_client(sync_client=True) as client:
-            now = client.read_flow_run(flow_run_id).state
+        now = _prefect_state(flow_run_id)
     except Exception:
         return True
     return now is None or not now.is_final() or now.is_cancelled()

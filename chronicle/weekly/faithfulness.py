@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 from chronicle.weekly.guard import events, names
 from chronicle.weekly.guard.coverage import coverage_reasons
 from chronicle.weekly.guard.text import CITATION_RE, Sentence, canonical, cited_ids, sentences, squash, strip_citations
-from chronicle.weekly.labels import reason_label, stat_label
+from chronicle.weekly.labels import EVENT_NOUNS, reason_label, stat_label
 from chronicle.weekly.model import WeekEntry, WeekInput
 
 __all__ = ["CITATION_RE", "check_report", "cited_ids", "count_claims", "describe", "parse_number", "strip_citations"]
@@ -197,8 +197,6 @@ def check_report(summary: str, week: WeekInput, *, llm_stats: Mapping[str, Any] 
 
 _OTHER_TYPE = re.compile(r"([a-z][a-z_]+)\s+(\d+)(?!\d)")
 _CHECKED_EVENTS = ("sae", "ae", "deviations")  # asserted/denied against the stats; the rest only need support
-_EVENT_WORDS = {"sae": "SAE", "ae": "AE", "deviations": "protocol deviation", "enrolled": "enrolment",
-                "decisions": "decision"}
 
 
 def _short(text: str, limit: int = 120) -> str:
@@ -295,10 +293,10 @@ def _event_reasons(mentioned: dict[str, bool], stats: Mapping[str, Any], sentenc
             continue
         if asserted and not stats.get(key):
             out.append({"kind": "invented_event", "field": key, "sentence": sentence,
-                        "detail": f"asserts {_EVENT_WORDS[key]} but the week counts {stat_label(key, 'en')} = 0"})
+                        "detail": f"asserts {EVENT_NOUNS[key]} but the week counts {stat_label(key, 'en')} = 0"})
         elif not asserted and stats.get(key):
             out.append({"kind": "denied_event", "field": key, "sentence": sentence,
-                        "detail": f"denies {_EVENT_WORDS[key]} but the week counts "
+                        "detail": f"denies {EVENT_NOUNS[key]} but the week counts "
                                   f"{stat_label(key, 'en')} = {stats[key]}"})
     return out
 
@@ -319,7 +317,7 @@ def _support_reasons(sentence: str, found: list[names.Name], mentioned: dict[str
                                 or events.supports(key, entry.type, canonical(entry.content))
                                 for sid, entry in entries.items()):
             out.append({"kind": "citation_mismatch", "field": key, "sentence": sentence, "ids": cites,
-                        "detail": f"about {_EVENT_WORDS[key]} but cites {', '.join(cites)} "
+                        "detail": f"about {EVENT_NOUNS[key]} but cites {', '.join(cites)} "
                                   f"({', '.join(sorted({entry.type for entry in entries.values()}))})"})
     return out
 

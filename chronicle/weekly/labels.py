@@ -42,6 +42,11 @@ STAT_LABELS: dict[str, tuple[str, str]] = {
 """Stats key (chronicle/weekly/stats.py) -> (Chinese, English) label."""
 
 
+EVENT_NOUNS: dict[str, str] = {"sae": "SAE", "ae": "AE", "deviations": "protocol deviation", "enrolled": "enrolment",
+                               "decisions": "decision"}
+"""Stats key of an event -> the English noun of one such event ("asserts an SAE", "about a protocol deviation"), as the
+guard's review reasons name it."""
+
 REASON_LABELS: dict[str, str] = {
     "uncited": "no citation",
     "unknown_citation": "cites an entry the week does not have",

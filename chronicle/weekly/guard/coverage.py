@@ -16,14 +16,13 @@ from typing import Any
 
 from chronicle.weekly.guard.names import names
 from chronicle.weekly.guard.text import Sentence, canonical, squash
-from chronicle.weekly.labels import stat_label
+from chronicle.weekly.labels import EVENT_NOUNS, stat_label
 from chronicle.weekly.model import WeekEntry, WeekInput
 
 # stats key -> entry types it counts (the ones a report must not leave out)
 COVERED: dict[str, tuple[str, ...]] = {"sae": ("sae",), "ae": ("ae",), "deviations": ("deviation",),
                                        "enrolled": ("enrollment",)}
 _SAFETY = ("sae", "ae", "deviations")
-_WORDS = {"sae": "SAE", "ae": "AE", "deviations": "protocol deviation", "enrolled": "enrolment"}
 _ALL_CLEAR = re.compile(
     r"一切(?:正常|顺利|平稳|良好|如常|安好)|(?:均|全部|都)(?:正常|顺利|平稳)(?:进行|推进)?[。.，,]?$|"
     r"(?:本周|本期|项目|试验|研究)(?:整体|总体)?(?:无|没有|未见|未发生)(?:任何)?(?:异常|问题|事件|安全性?(?:问题|事件))|"
@@ -65,7 +64,7 @@ def coverage_reasons(report: Sequence[Sentence], week: WeekInput,
             ids = [e.short_id for e in missed]
             out.append({"kind": "omitted_event", "field": field, "ids": ids,
                         "detail": f"the week counts {stat_label(field, 'en')} = {stats[field]} but no sentence covers "
-                                  f"{', '.join(ids[:5])} ({_WORDS[field]}: not cited, subject not named)"})
+                                  f"{', '.join(ids[:5])} ({EVENT_NOUNS[field]}: not cited, subject not named)"})
     eventful = {k: stats[k] for k in _SAFETY if stats.get(k)}
     if eventful:
         for s in report:
