@@ -69,10 +69,17 @@ class FlowAge:
     """Schedule period plus grace: older than this means a scheduled run was missed or failed."""
     last_state: str | None
     """State of the most recent run, whatever it was (COMPLETED, FAILED, CRASHED, RUNNING)."""
+    pipeline_age: timedelta | None = None
+    """Time since the first run of any flow: a flow that never completed is late only once the pipeline has
+    been running longer than the flow's schedule allows (a cron monitor's grace after a schedule starts), so a
+    fresh install that ran ingest and a backfill is not reported behind on its Monday job."""
 
     @property
     def overdue(self) -> bool:
-        return self.age is None or self.age > self.allowed
+        if self.age is None:  # never completed: late when a run of it ended without success, or by the clock
+            return (self.last_state not in (None, "RUNNING") or self.pipeline_age is None
+                    or self.pipeline_age > self.allowed)
+        return self.age > self.allowed
 
     @property
     def verdict(self) -> str:
@@ -92,12 +99,14 @@ def allowed_ages(ingest_interval_minutes: int, grace: timedelta = timedelta(hour
 
 
 def judge_flows(last: dict[str, tuple[datetime | None, str | None]], now: datetime,
-                ingest_interval_minutes: int) -> list[FlowAge]:
-    """One `FlowAge` per scheduled flow from {flow_name: (last completed at, last state)}; `now` naive UTC."""
+                ingest_interval_minutes: int, first_run: datetime | None = None) -> list[FlowAge]:
+    """One `FlowAge` per scheduled flow from {flow_name: (last completed at, last state)} and the start of the
+    first run of any flow; `now` and `first_run` naive UTC."""
     out = []
     for name, allowed in allowed_ages(ingest_interval_minutes).items():
         completed, state = last.get(name, (None, None))
-        out.append(FlowAge(name, completed, now - completed if completed else None, allowed, state))
+        out.append(FlowAge(name, completed, now - completed if completed else None, allowed, state,
+                           now - first_run if first_run else None))
     return out
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from chronicle.ops import FlowAge, ProjectFreshness, judge_flows
 from chronicle.settings import Settings
 from chronicle.storage.db import connect
-from chronicle.storage.freshness import last_runs, project_freshness
+from chronicle.storage.freshness import first_run_at, last_runs, project_freshness
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ def freshness(settings: Settings, now: datetime | None = None) -> Freshness:
     with connect(settings, read_only=True) as conn:
         projects = project_freshness(conn)
         runs = last_runs(conn)
+        first_run = first_run_at(conn)
     flows = judge_flows({name: (done, state) for name, (done, state, _) in runs.items()}, now,
-                        settings.ingest.interval_minutes)
+                        settings.ingest.interval_minutes, first_run)
     return Freshness(projects, flows, {name: n for name, (_, _, n) in runs.items()})

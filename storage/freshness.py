@@ -24,3 +24,8 @@ def last_runs(conn: duckdb.DuckDBPyConnection) -> dict[str, tuple[datetime | Non
         "SELECT flow_name, last_completed_at, last_state, failures_since_success FROM pipeline_run_freshness"
     ).fetchall()
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def first_run_at(conn: duckdb.DuckDBPyConnection) -> datetime | None:
+    """When the pipeline's first run of any flow started (UTC, naive); None before any run."""
+    return conn.execute("SELECT min(started_at) FROM pipeline_runs").fetchone()[0]

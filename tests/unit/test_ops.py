@@ -45,6 +45,25 @@ def test_judge_flows_against_their_schedules() -> None:
     assert human_age(ages["weekly-chronicle"].age) == "8d 0h" and human_age(None) == "—"
 
 
+def test_a_flow_that_never_completed_is_late_by_the_pipeline_clock_or_by_a_failure() -> None:
+    """A fresh install that ran ingest and a backfill is not behind on its Monday job until the pipeline is older
+    than that job's schedule allows; a run of it that failed is a problem at once."""
+    now = datetime(2026, 3, 10, 12, 0)
+    ran = {"ingest-logs": (now - timedelta(minutes=5), "COMPLETED")}
+
+    def judged(first_run: datetime, **more: tuple[datetime | None, str | None]) -> dict[str, bool]:
+        return {f.flow_name: f.overdue for f in judge_flows({**ran, **more}, now, 60, first_run)}
+
+    assert judged(now - timedelta(hours=2)) == {"ingest-logs": False, "weekly-chronicle": False,
+                                                "distill-memory": False}
+    assert judged(now - timedelta(days=4)) == {"ingest-logs": False, "weekly-chronicle": False,
+                                               "distill-memory": True}
+    assert judged(now - timedelta(days=8))["weekly-chronicle"]
+    assert judged(now - timedelta(hours=2), **{"weekly-chronicle": (None, "FAILED")})["weekly-chronicle"]
+    assert not judged(now - timedelta(hours=2), **{"weekly-chronicle": (None, "RUNNING")})["weekly-chronicle"]
+    assert all(f.overdue for f in judge_flows({}, now, 60))  # no run at all: nothing has ever completed
+
+
 def test_project_freshness_problems() -> None:
     ok = ProjectFreshness("A", 202610, 202610, (), (), (202605,), None, None)
     assert ok.up_to_date and ok.problems() == []  # review weeks are shown, not a failure
