@@ -12,7 +12,9 @@ name when USER.md gives one), or "" when the notes do not say. It comes, stronge
 3. the speaker of the line: a label `- Caroline: …`, a speech verb `张曼婷说：…`, `张曼婷问道：…`,
    `Caroline said: …`, `From Caroline: …` (a named speaker); `用户：…` (the user);
 4. an assistant's reply (`我回答：…`, `AI伴侣：…`) in a section where exactly one named person speaks: that person;
-5. nothing: "" (unknown). Unknown never matches a scoped search, and never takes part in supersession.
+5. a line that opens with a person as its subject: a surname and a title (`王老师习惯…`, `李医生 prefers…`), or a
+   name already known — the user's name from USER.md, or a speaker of the note (`Caroline went…`);
+6. nothing: "" (unknown). Unknown never matches a scoped search, and never takes part in supersession.
 
 The rules are conservative on purpose: a heading is read as a person only when it is a conversation
 heading ("与X的对话", "chat with X"), or a bare name that also speaks in the section or reads as a Chinese
@@ -78,6 +80,43 @@ _USER_NAME = re.compile(
     rf"|(?:我叫|名字是|my name is |the user is |用户是)(?P<name2>{_CJK_NAME}|{_EN_NAME})",
     re.I | re.M,
 )
+
+
+# How an assistant's notes name the people around its user: a surname and a title (王老师, 李医生, 陈主任, 张总).
+_TITLES = ("老师|医生|大夫|教授|主任|院长|经理|总监|总|先生|女士|小姐|同学|博士|护士|律师|师傅|阿姨|叔叔|处长|科长|组长|"
+           "老板|工")
+_TITLED = re.compile(rf"^(?:{'|'.join(_SURNAMES_2)}|[{''.join(sorted(_SURNAMES))}])(?:{_TITLES})")
+_LINE_MARK = re.compile(r"^\s*(?:\*\*|__|[-+•]|\*|\d+[.)])?\s*(?:\*\*|__)?\s*")
+
+
+def line_person(line: str, known: frozenset[str] = frozenset()) -> str | None:
+    """The person a line opens with as its subject (`王老师习惯早上看消息`, `Caroline went camping`), or None: a
+    surname with a title, or one of the `known` names (case-folded), followed by the sentence rather than by a
+    label's colon. In Chinese the name must end where a word ends: `高总结了一下` is 高 summing up, not 高总."""
+    text = _LINE_MARK.sub("", unicodedata.normalize("NFKC", line), count=1)
+    match = _TITLED.match(text)
+    names = [match.group()] if match else []
+    names += [text[:len(k)] for k in sorted(known, key=len, reverse=True) if k and text[:len(k)].casefold() == k]
+    for name in names:
+        rest = text[len(name):].lstrip(" *_")
+        if not rest or rest[0] in ":：" or not (rest[0].isalpha() or "\u4e00" <= rest[0] <= "\u9fff"):
+            continue
+        if re.fullmatch(r"[\u4e00-\u9fff·]+", name):
+            if _word_ends_at(text, len(name)):
+                return name
+        elif text[len(name):len(name) + 1] == " ":
+            return name
+    return None
+
+
+def _word_ends_at(text: str, end: int) -> bool:
+    """Whether jieba's segmentation of `text` has a word boundary at `end`."""
+    at = 0
+    for token in _lexicon()[0].cut(text[:end + 6]):
+        at += len(token.word)
+        if at >= end:
+            return at == end
+    return True
 
 
 def normalise_subject(name: str | None) -> str:
@@ -212,4 +251,5 @@ def entry_subject(line: str, headings: tuple[str, ...], *, speaker: str | None, 
         return normalise_subject(section_person) if section_person else ""
     if role == "user" or (speaker and _ROLE_WORDS.match(speaker)):
         return normalise_subject(user) if user else USER
-    return ""
+    person = line_person(line, speakers | ({normalise_subject(user)} if user else set()))
+    return normalise_subject(person) if person else ""

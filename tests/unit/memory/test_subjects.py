@@ -76,6 +76,21 @@ def test_own_notes_and_topic_headings_have_no_subject() -> None:
     assert [s for s, _ in subjects(note)] == ["", ""]
 
 
+def test_a_line_that_opens_with_a_person_is_about_them() -> None:
+    """An assistant's notes say whose preference a line is by opening with them: a surname and a title, the user's
+    name, or someone who speaks in the note. A name that is only a word's first character is not one."""
+    note = ("## 用户偏好 / 作息\n\n- 王老师习惯早上 7:30 前看消息，晚上 22:30 以后不要推送通知。\n"
+            "- **李医生** prefers short reports with the conclusion first.\n"
+            "- 高总结了一下本周的入组进度，三家中心都按计划推进。\n"
+            "- 王工作日每天下午三点以后都在门诊，不方便接电话。\n"
+            "- SAE 相关消息无论几点都要立刻提醒王老师，不能等到第二天。\n\n"
+            "## Notes\n\n- Caroline: I finally signed up for the pottery class downtown!\n"
+            "- Caroline went camping with her kids at the lake last weekend.\n"
+            "- Carolines and other plants need watering twice a week in summer.\n")
+    assert [s for s, _ in subjects(note)] == ["王老师", "李医生", "", "", "", "caroline", "caroline", ""]
+    assert [s for s, _ in subjects("- 周立每周三下午固定去医院复查，需要提前一天提醒他。\n", user="周立")] == ["周立"]
+
+
 @pytest.mark.parametrize(("heading", "person"), [
     ("张曼婷", "张曼婷"), ("与张曼婷的对话", "张曼婷"), ("和周立的聊天记录", "周立"),
     ("Conversation with Caroline", "Caroline"), ("欧阳娜娜", "欧阳娜娜"), ("决策", None), ("今日总结", None),
