@@ -83,8 +83,8 @@ _USER_NAME = re.compile(
 
 
 # How an assistant's notes name the people around its user: a surname and a title (王老师, 李医生, 陈主任, 张总).
-_TITLES = ("老师|医生|大夫|教授|主任|院长|经理|总监|总|先生|女士|小姐|同学|博士|护士|律师|师傅|阿姨|叔叔|处长|科长|组长|"
-           "老板|工")
+_TITLES = ("老师|医生|大夫|教授|主任|院长|经理|总监|总|先生|女士|小姐|同学|博士|护士|律师|师傅|阿姨|叔叔|"
+           "处长|科长|组长|老板|工")
 _TITLED = re.compile(rf"^(?:{'|'.join(_SURNAMES_2)}|[{''.join(sorted(_SURNAMES))}])(?:{_TITLES})")
 _LINE_MARK = re.compile(r"^\s*(?:\*\*|__|[-+•]|\*|\d+[.)])?\s*(?:\*\*|__)?\s*")
 
