@@ -103,7 +103,7 @@ def show_report(settings: Settings, project: str, week: IsoWeek) -> None:
     console.print()
     print_text(row["summary"])
     console.print()
-    console.print(escape(stats_table(row["stats"])))
+    console.print(escape(stats_table(row["stats"], row["summary"])))
     if row["citations"]:
         console.print("citations: " + ", ".join(f"{k}→{v}" for k, v in row["citations"].items()))
     if row["llm_stats"]:

@@ -10,14 +10,18 @@ from typing import Any
 
 from chronicle.markup import inert
 from chronicle.weekly.faithfulness import describe
+from chronicle.weekly.labels import language_of_text, stat_label
 from chronicle.weekly.model import WeekReport
 from chronicle.weekly.outcome import WeekOutcome, outcome_counts, review_note
 
 _COUNTS = ("entries", "enrolled", "enrolled_total", "ae", "sae", "deviations", "queries", "decisions", "messages")
 
 
-def stats_table(stats: Mapping[str, Any]) -> str:
-    head = "| " + " | ".join(_COUNTS) + " |"
+def stats_table(stats: Mapping[str, Any], text: str = "") -> str:
+    """The week's counts under the names a reader of the report's language (`text`) uses ("累计入组", not the
+    view's `enrolled_total`)."""
+    lang = language_of_text([text])
+    head = "| " + " | ".join(stat_label(k, lang) for k in _COUNTS) + " |"
     rule = "|" + "---|" * len(_COUNTS)
     return f"{head}\n{rule}\n| " + " | ".join(str(stats.get(k, "")) for k in _COUNTS) + " |"
 
@@ -36,7 +40,8 @@ def report_markdown(report: WeekReport) -> str:
     return (f"# {report.project_id} {w} ({w.start_date} – {w.end_date})\n\n"
             f"engine: `{report.model}`, prompt `{report.prompt_version}`, entries: {report.entry_count}, "
             f"LLM calls: {report.llm_calls}\n\n{review_block(report.needs_review, report.review_reasons)}"
-            f"{inert(report.summary)}\n\n## Stats\n\n{stats_table(report.stats)}\n\n## Citations\n\n{cites}\n")
+            f"{inert(report.summary)}\n\n## Stats\n\n{stats_table(report.stats, report.summary)}\n\n"
+            f"## Citations\n\n{cites}\n")
 
 
 def outcome_markdown(title: str, rows: Sequence[WeekOutcome], notes: Sequence[str] = ()) -> str:

@@ -36,7 +36,7 @@ def test_backfill_show_edit_history_context_ask(trial: Path, tmp_path: Path, mon
     assert "engine: offline-extractive" in out and "generated 3" in out
 
     shown = _cli("report", "show", "--project", "XH201", "--week", "2025-W30")
-    assert "generated · offline-extractive" in shown and "本周记录 44 条" in shown and "enrolled_total" in shown
+    assert "generated · offline-extractive" in shown and "本周记录 44 条" in shown and "| 累计入组 |" in shown
 
     fixed = tmp_path / "fixed.md"
     fixed.write_text("人工修正：本周入组 3 人 [E9]，其中 1 例入排标准违背已上报 [E12]。\n", encoding="utf-8")

@@ -105,3 +105,14 @@ def test_knowledge_files_are_inert_but_keep_urls_readable(tmp_path: Path) -> Non
 
 def test_outcome_notes_are_inert() -> None:
     assert not _ACTIVE.search(render(outcome_markdown("t", [], notes=[HOSTILE[0], HOSTILE[3]])))
+
+
+def test_the_stats_table_names_the_counts_in_the_reports_language() -> None:
+    from chronicle.weekly.report_md import stats_table
+
+    stats = {"entries": 41, "enrolled": 0, "enrolled_total": 80, "ae": 1, "sae": 0}
+    zh = stats_table(stats, "本周记录 41 条：入组 0 人（累计 80 人），新增 AE 1 例。")
+    assert zh.splitlines()[0].startswith("| 记录 | 本周入组 | 累计入组 | AE | SAE | 方案偏离 |")
+    assert zh.splitlines()[2].startswith("| 41 | 0 | 80 | 1 | 0 |")
+    en = stats_table(stats, "One subject enrolled at site 03; no adverse events this week.")
+    assert "| log entries | enrolled this week | enrolled in total |" in en and "enrolled_total" not in en
