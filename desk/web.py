@@ -15,6 +15,7 @@ from starlette.responses import HTMLResponse
 
 from chronicle.desk.security import LoginRequired, csrf_token, signed_in
 from chronicle.services.accounts import Account, get_account
+from chronicle.services.desk_views import STATE_LABELS
 from chronicle.settings import Settings
 from chronicle.weeks import IsoWeek
 
@@ -36,8 +37,9 @@ def grid_cells(project_id: str, cells: list[Any], state: str | None) -> Markup:
         out.append(_PAD * (c.week_number % 100 - column))
         column = c.week_number % 100 + 1
         week, kind = escape(c.week), escape(c.state)
+        label = escape(STATE_LABELS.get(c.state, c.state))
         dim = " dim" if state and c.state != state else ""
-        out.append(f'<a class="cell {kind}{dim}" href="/p/{pid}/w/{week}" title="{week}: {kind}, {c.entries} entries" '
+        out.append(f'<a class="cell {kind}{dim}" href="/p/{pid}/w/{week}" title="{week}: {label}, {c.entries} entries" '
                    f'data-week="{week}" data-state="{kind}"></a>')
     return Markup("".join(out))
 
@@ -48,6 +50,7 @@ WEEK_SCALE = Markup("".join(f'<span class="cell tick">{f"W{n:02d}" if n == 1 or 
 """The grid's column heads: W01, W10, ..., W50 above the squares of those weeks."""
 
 ENV.globals["grid_cells"] = grid_cells
+ENV.globals["state_labels"] = STATE_LABELS
 ENV.globals["week_scale"] = WEEK_SCALE
 
 

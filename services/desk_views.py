@@ -27,6 +27,14 @@ STATES = ("generated", "cached-current", "edited", "signed", "accepted", "flagge
           "missing")
 """A grid cell's state, one per week; the order is the legend's."""
 
+STATE_LABELS = {
+    "generated": "written by the latest run", "cached-current": "written earlier, still current",
+    "edited": "corrected", "signed": "signed", "accepted": "reviewed and accepted", "flagged": "needs review",
+    "stale": "log changed since written", "failed": "its last run failed", "empty": "nothing logged",
+    "missing": "not written yet",
+}
+"""What a reviewer reads for each state (the keys stay the page's classes and filter values)."""
+
 
 @dataclass(frozen=True)
 class Cell:

@@ -64,6 +64,12 @@ def test_the_grid_shows_each_weeks_state(people: Settings) -> None:
     assert f"chronicle backfill --project {PROJECT} --from 2025-W33 --to 2025-W33" in missing.text
     assert 'id="project-XH201"' in c.get("/?state=signed").text
     assert 'id="project-XH201"' not in c.get("/?state=accepted").text
+    # The legend, the filter and a square's tooltip say what a state means to a reviewer, not its internal key.
+    grid = c.get("/?state=flagged").text
+    legend = re.search(r'<ul class="legend">(.*?)</ul>', grid, re.S).group(1)
+    assert "needs review" in legend and "written earlier, still current" in legend
+    assert not re.search(r">\s*(?:cached-current|flagged|missing)\s*<", grid)
+    assert "shown with a week marked “needs review”" in grid and 'title="2025-W29: needs review, ' in grid
 
 
 def test_a_weeks_citations_are_its_cited_entries_only(people: Settings) -> None:
