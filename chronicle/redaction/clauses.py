@@ -22,7 +22,7 @@ import re
 from chronicle.redaction.tokens import SafeShapes, Span
 
 _NOUN = re.compile(
-    r"(?<![A-Za-z])(?:pass(?:word|wd|phrase|code)s?|pwd|pins?|pin[ -]?codes?|otp|2fa[ -]codes?|tokens?|secrets?"
+    r"(?<![A-Za-z])(?:pass(?:word|wd|phrase|code)s?|pass(?=[ \t]*[:=])|pwd|pins?|pin[ -]?codes?|otp|2fa[ -]codes?|tokens?|secrets?"
     r"|credentials?|(?:api|access|secret|private|signing|master|encryption|recovery|app|wallet|deployer|ssh)[ _-]?keys?"
     r"|(?:seed|recovery|mnemonic)[ -](?:words|phrase)|(?:verification|security|access|door|auth(?:orization)?)"
     r"[ -]codes?)(?![A-Za-z])"
@@ -193,7 +193,7 @@ _MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
 
 def clause_spans(text: str, safe: SafeShapes) -> list[Span]:
     lowered = text.lower()
-    if not any(t in lowered for t in _TRIGGERS) or _NOUN.search(text) is None:
+    if not any(t in lowered for t in _TRIGGERS) or (_NOUN.search(text) is None and _KEY.search(text) is None):
         return []
     # A marker is opaque: neither its kind (a noun) nor its `:` (a copula) is read; same length, same spans.
     text = _MARKER.sub(lambda m: "\x01" * len(m.group(0)), text)
@@ -215,10 +215,71 @@ def clause_spans(text: str, safe: SafeShapes) -> list[Span]:
             elif found is None and i + 1 < len(clauses) and text[end:end + 1] in ",，":
                 later = _forward(text, clauses[i + 1][0], clauses[i + 1][1], safe)  # "PIN of X, as of today: V"
                 found = later if isinstance(later, tuple) else None
+            if not found and i + 1 < len(clauses) and text[end:end + 1] in ",，":
+                found = _aside(text, *clauses[i + 1], safe)
+            if _PHRASE_NOUN.fullmatch(noun.group(0)):
+                found = _whole_phrase(text, noun.end(), end, found)
             if found:
                 spans.append(found)
                 break
+        else:
+            found = _key_value(text, start, end, safe)
+            if found:
+                spans.append(found)
     return spans
+
+
+_PHRASE_NOUN = re.compile(r"pass ?phrases?|(?:seed|recovery|mnemonic)[ -](?:words|phrase)|助记词|口令|暗号", re.I)
+_NOT_PHRASE = frozenset(["and", "or", "but", "with", "never", "be", "been", "because", "so", "if", "which"])
+_FUNCTION = frozenset(["the", "a", "an", "in", "on", "at", "of", "for", "to", "by", "from", "not", "still", "being",
+                       "now", "also", "is", "was", "are", "it", "this", "that", "my", "your", "our", "their"])
+
+
+def _whole_phrase(text: str, noun_end: int, end: int, found: Span | bool | None) -> Span | bool | None:
+    """A passphrase is words: "passphrase: correct horse battery staple" hides all four, not the first alone, and
+    "the passphrase is correct horse battery staple" is not prose for being lower-case words. The words after
+    the copula, to the clause's end, are the value unless one of them makes the clause prose again."""
+    cop = _COPULA.search(text, noun_end, end)
+    if cop is None or cop.start() - noun_end > 60 or (isinstance(found, tuple) and found[0] < cop.end()):
+        return found
+    words = re.match(r"[ \t]*[\"'“‘]?(?P<w>[^\s,;:：，。；、]+(?:[ \t]+[^\s,;:：，。；、]+){1,11})", text[cop.end():end])
+    said = [w.lower().strip(".!?\"'”’") for w in words.group("w").split()] if words else []
+    # Two words may be a predicate ("is too short"); a phrase of three or more is prose only with a function word
+    # in it ("is stored in Vault"): "correct horse battery staple" starts with one of _PREDICATE's words.
+    if not said or any(w in (_PREDICATE if len(said) < 3 else _FUNCTION) | _NOT_PHRASE for w in said):
+        return found
+    value = words.group("w").rstrip(".!?\"'”’")
+    at = cop.end() + words.start("w")
+    return (at, at + len(value), "password")
+
+
+def _aside(text: str, start: int, end: int, safe: SafeShapes) -> Span | None:
+    """"her bank card PIN, 0927, don't forget": the value set off by commas, alone in its clause."""
+    if len(text[start:end].split()) != 1:
+        return None
+    return _adjacent(text, start, end, safe)
+
+
+_KEY = re.compile(r"(?<![A-Za-z_])keys?(?![A-Za-z_])", re.I)
+_KEY_SHAPED = re.compile(r"(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[A-Za-z0-9+/=_-]{6,}|[0-9a-f]{8,}", re.I)
+
+
+def _key_value(text: str, start: int, end: int, safe: SafeShapes) -> Span | None:
+    """"the vault unseal key is 7f3a9c2e": a key of any name whose value is shaped like one (letters and digits,
+    or a hex run). A bare "key" is too common a word to scope its clause as the nouns above do — "the key date
+    is 2026-03-01", "the primary key is id" — so only a key-shaped value is taken."""
+    for key in _KEY.finditer(text, start, end):
+        cop = _COPULA.search(text, key.end(), end)
+        if cop is None or cop.start() - key.end() > 24 or _ABOUT.search(text, key.end(), cop.start()):
+            continue
+        value = _VALUE_EN.match(text, cop.end(), end)
+        if value is None:
+            continue
+        v = value.group("v").rstrip(".,;:!?)")
+        # Not the statistical safe shapes: after "key", a hex run or a UUID is the key, not a commit or a row id.
+        if _KEY_SHAPED.fullmatch(v) and not any(re.fullmatch(x, v) for x in safe.extra):
+            return (value.start("v"), value.start("v") + len(v), "secret")
+    return None
 
 
 def open_clause(text: str) -> bool:

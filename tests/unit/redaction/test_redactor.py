@@ -63,3 +63,33 @@ def test_variants(text: str, kind: str) -> None:
     assert counts == Counter({kind: 1}), out
     assert f"[REDACTED:{kind}]" in out
     assert "two words" not in out and "abc123" not in out and "7946" not in out
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("user=root pass=toor", "toor"),                                           # a bare `pass` key
+    ("pass: hunter2", "hunter2"),
+    ("passphrase: correct horse battery staple", "horse battery staple"),     # every word of a passphrase
+    ("the wifi passphrase is correct horse battery staple", "battery"),
+    ("the wifi passphrase is 'correct horse battery staple'.", "staple"),
+    ("口令是 天王盖地虎 宝塔镇河妖", "宝塔镇河妖"),
+    ("she told me her bank card pin, 0927, don't forget", "0927"),            # the value set off by commas
+    ("the token, Xq93kLm2Pz, expired yesterday", "Xq93kLm2Pz"),
+    ("the vault unseal key is 7f3a9c2e", "7f3a9c2e"),                         # a key of any name, key-shaped
+    ("Key: 0b6a0a3e-7b2f-4f8e-9a55-2f5b0b1f4a3c", "0b6a0a3e"),
+    ("the key was AB12CD34EF", "AB12CD34EF"),
+])
+def test_clause_values_of_every_shape_are_hidden(text: str, secret: str) -> None:
+    out = REDACTOR.redact(text)
+    assert secret not in out and "[REDACTED:" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "we will pass this to the team", "you shall not pass: said Gandalf", "the key date is 2026-03-01",
+    "the primary key is user_id", "the key is 42", "key point: enrolment is slow", "sort key is created_at",
+    "the key takeaway is that site 03 lags", "partition key = site_id", "hot keys: F5 and F11",
+    "the passphrase is stored in vault", "the passphrase is never written down", "the passphrase is too short",
+    "the seed phrase is written on the card in the safe", "the PIN, 4 digits long, changed",
+    "The passphrase is the same as last year's", "the password, as usual, is on the sticky note",
+])
+def test_prose_about_keys_and_passphrases_stays(text: str) -> None:
+    assert REDACTOR.redact(text) == text
