@@ -22,7 +22,8 @@ import re
 from chronicle.redaction.tokens import SafeShapes, Span
 
 _NOUN = re.compile(
-    r"(?<![A-Za-z])(?:pass(?:word|wd|phrase|code)s?|pass(?=[ \t]*[:=])|pwd|pins?|pin[ -]?codes?|otp|2fa[ -]codes?|tokens?|secrets?"
+    r"(?<![A-Za-z])(?:pass(?:word|wd|phrase|code)s?|pass(?=[ \t]*[:=])|pwd|pins?|pin[ -]?codes?|otp|2fa[ -]codes?"
+    r"|tokens?|secrets?"
     r"|credentials?|(?:api|access|secret|private|signing|master|encryption|recovery|app|wallet|deployer|ssh)[ _-]?keys?"
     r"|(?:seed|recovery|mnemonic)[ -](?:words|phrase)|(?:verification|security|access|door|auth(?:orization)?)"
     r"[ -]codes?)(?![A-Za-z])"
@@ -235,6 +236,9 @@ _FUNCTION = frozenset(["the", "a", "an", "in", "on", "at", "of", "for", "to", "b
                        "now", "also", "is", "was", "are", "it", "this", "that", "my", "your", "our", "their"])
 
 
+_WORDS = re.compile(r"[ \t]*[\"'“‘]?(?P<w>[^\s,;:：，。；、]+(?:[ \t]+[^\s,;:：，。；、]+){1,11})")
+
+
 def _whole_phrase(text: str, noun_end: int, end: int, found: Span | bool | None) -> Span | bool | None:
     """A passphrase is words: "passphrase: correct horse battery staple" hides all four, not the first alone, and
     "the passphrase is correct horse battery staple" is not prose for being lower-case words. The words after
@@ -242,15 +246,14 @@ def _whole_phrase(text: str, noun_end: int, end: int, found: Span | bool | None)
     cop = _COPULA.search(text, noun_end, end)
     if cop is None or cop.start() - noun_end > 60 or (isinstance(found, tuple) and found[0] < cop.end()):
         return found
-    words = re.match(r"[ \t]*[\"'“‘]?(?P<w>[^\s,;:：，。；、]+(?:[ \t]+[^\s,;:：，。；、]+){1,11})", text[cop.end():end])
+    words = _WORDS.match(text, cop.end(), end)
     said = [w.lower().strip(".!?\"'”’") for w in words.group("w").split()] if words else []
     # Two words may be a predicate ("is too short"); a phrase of three or more is prose only with a function word
     # in it ("is stored in Vault"): "correct horse battery staple" starts with one of _PREDICATE's words.
     if not said or any(w in (_PREDICATE if len(said) < 3 else _FUNCTION) | _NOT_PHRASE for w in said):
         return found
     value = words.group("w").rstrip(".!?\"'”’")
-    at = cop.end() + words.start("w")
-    return (at, at + len(value), "password")
+    return (words.start("w"), words.start("w") + len(value), "password")
 
 
 def _aside(text: str, start: int, end: int, safe: SafeShapes) -> Span | None:
