@@ -88,7 +88,7 @@ def by_family(corpus: list[dict[str, Any]],
 
 
 _PSEUDONYM_KIND = {"name": "person", "resident_id": "cn_id", "phone": "phone", "passport": "passport",
-                   "address": "address"}
+                   "address": "address", "record_no": "record_no", "birth_date": "birth_date", "contact": "contact"}
 
 
 def ours() -> Callable[[str, list[tuple[str, str]]], str]:

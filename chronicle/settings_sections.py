@@ -375,11 +375,14 @@ class RedactSettings(Section):
     extra_patterns: list[str] = Field(default_factory=list)
     """Extra regular expressions redacted before anything reaches the LLM or storage."""
 
-    pseudonymise_families: list[Literal["name", "resident_id", "phone", "passport", "address"]] = Field(
-        default_factory=lambda: ["name", "resident_id", "phone", "passport", "address"],
+    pseudonymise_families: list[Literal["name", "resident_id", "phone", "passport", "address", "record_no",
+                                        "birth_date", "contact"]] = Field(
+        default_factory=lambda: ["name", "resident_id", "phone", "passport", "address", "record_no", "birth_date",
+                                 "contact"],
         validation_alias=env("CHRONICLE_PSEUDONYMISE_FAMILIES"))
     """Personal data of study subjects replaced in trial logs by a placeholder stable per project
-    (`[受试者姓名-1]`) before any LLM sees the week; the mapping stays in the `pseudonyms` table. Remove a family
+    (`[受试者姓名-1]`, `[病历号-1]` for a hospital record or insurance number, `[出生日期-1]`, `[联系账号-1]` for
+    a WeChat or QQ id) before any LLM sees the week; the mapping stays in the `pseudonyms` table. Remove a family
     to let its values through to the redactor (phones and resident ids are then `[REDACTED:…]`, names stay).
     Env CHRONICLE_PSEUDONYMISE_FAMILIES (a JSON list)."""
 

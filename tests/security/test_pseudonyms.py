@@ -25,6 +25,21 @@ from chronicle.redaction.pseudonyms import Pseudonyms
     ("home address: 190 Chestnut Street", "190 Chestnut Street", "[住址-1]"),
     ("家属电话 139 1234 5678，白天可联系", "139 1234 5678", "[电话-1]"),
     ("call her back on +86 13812345678", "13812345678", "[电话-1]"),
+    # a name beside the subject's id, sex and age; a compound surname; a relative's name
+    ("XH201-02-005 王淑芬 女 58岁 筛选失败", "王淑芬", "[受试者姓名-1]"),
+    ("受试者 欧阳娜娜 出现 2 级皮疹", "欧阳娜娜", "[受试者姓名-1]"),
+    ("受试者的女儿赵丽丽来电询问随访安排", "赵丽丽", "[受试者姓名-1]"),
+    # a labelled identifier, whatever its shape: hospital and insurance numbers, birth dates, chat accounts
+    ("受试者住院号 0012345，已出院", "0012345", "[病历号-1]"),
+    ("病案号：BA2023-0098", "BA2023-0098", "[病历号-1]"),
+    ("XH201-01-007 的医保卡号 1100 2345 6789 0123", "1100 2345 6789 0123", "[病历号-1]"),
+    ("MRN: A-2023-98 admitted overnight", "A-2023-98", "[病历号-1]"),
+    ("受试者生日 1957-03-12", "1957-03-12", "[出生日期-1]"),
+    ("出生日期：1957年3月12日", "1957年3月12日", "[出生日期-1]"),
+    ("DOB: 03/12/1957", "03/12/1957", "[出生日期-1]"),
+    ("born on 12 March 1957 in Wuxi", "12 March 1957", "[出生日期-1]"),
+    ("受试者的微信号 zhangjianguo1957", "zhangjianguo1957", "[联系账号-1]"),
+    ("家属 QQ 123456789", "123456789", "[联系账号-1]"),
 ])
 def test_each_family_becomes_its_placeholder(text: str, value: str, placeholder: str) -> None:
     out = Pseudonyms().apply(text)
@@ -46,6 +61,8 @@ def test_placeholders_are_stable_per_project_and_applying_twice_changes_nothing(
     "PI-李建国 确认 AE；CRC-王敏 已录入 EDC", "CRC 王敏 与 PI 李建国 讨论了 XH201-01-003 的访视窗口",
     "医学监查-周涛：安全性数据已核对", "XH305-01-001 C3D1 安全性实验室检查漏采血，已安排补采并记录偏离",
     "不确定的数字宁可写待核实", "受试者 XH201-01-003 于 2026-03-12 10:30 完成 C1D1",
+    "受试者于今日出院", "患者于昨日入院，家属表示理解", "受试者母亲陪同来访", "XH201-01-003 入组 女性",
+    "the patient was born in Shanghai", "生日快乐", "XH201-01-003 女 58岁",
 ])
 def test_staff_roles_and_ordinary_words_stay(text: str) -> None:
     assert Pseudonyms().apply(text) == text

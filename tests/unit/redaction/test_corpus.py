@@ -21,10 +21,10 @@ KNOWN_MISSES = {
 
 
 def test_every_labelled_secret_is_hidden_and_every_negative_survives() -> None:
-    redactor = Redactor.build()
+    redact = ours()  # what a trial log's line becomes before an LLM: subjects' data pseudonymised, then redacted
     missed, mangled = [], []
     for example in CORPUS:
-        out = redactor.redact(example["text"])
+        out = redact(example["text"], [])
         if example["secrets"]:
             if any(value in out for _, value in example["secrets"]) and example["text"] not in KNOWN_MISSES:
                 missed.append(example["text"])
