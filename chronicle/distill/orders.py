@@ -59,6 +59,8 @@ _RULES: tuple[tuple[str, str], ...] = (
     ("addressed", rf"(?<!如果)(?<!要是)(?<!假如)(?<!若){_ADDRESSEE_ZH}[，,\s]*(?:也|都|就|还)?"
                   rf"(?:需要|应该|须|得|要|总是)[^。\n]{{0,6}}?{_OUTPUT_ZH}"),
     ("addressed", r"(?:请|麻烦)(?:你|您)(?!们?[^。\n]{0,20}?[吗呢？?])"),
+    ("addressed", r"\b(?:it\s+would\s+be\s+(?:great|nice|good|better|best|ideal)"
+                  r"|i(?:'d|\s+would)\s+(?:like|prefer|love|appreciate)(?:\s+it)?)\s+if\s+you\s+(?:started|stopped|always|never|began|kept)\b"),
     ("addressed", r"作为(?:一[个名])?(?:ai|人工智能|智能)?(?:助手|模型|ai|机器人)[^。\n我]{0,6}?[，,]?\s*(?:你|您)"),
     ("addressed", rf"\bas\s+(?:an?\s+|the\s+|my\s+)?(?:ai|assistant|language\s+model|llm)\b{_CLAUSE}{{0,40}}?\b"
                   rf"(?:you|must|should|always|never)\b"),
@@ -69,7 +71,15 @@ _RULES: tuple[tuple[str, str], ...] = (
              r"address\s+me|call\s+me|refer\s+to\s+me|keep\s+(?:answers|replies|reports))\b"),
     ("rule", rf"(?:宁可|宁愿|一律|务必|统一|始终|永远|总是|绝不|千万(?:不要|别)|不要|不得|禁止|不准|记得|切记|请)"
              rf"{_CLAUSE}{{0,10}}?(?!告诉|说|讲|提到|提及){_OUTPUT_ZH}"),
-    ("rule", r"(?:回答|回复|答复|报告|周报|总结|输出|称呼我?)[^。\n]{0,6}?(?:都|一律|统一|只)(?:要|用|写|以|按)"),
+    ("rule", r"(?:回答|回复|答复|报告|周报|总结|输出|称呼我?)[^。\n]{0,6}?(?:都|一律|统一|只)"
+             r"(?:要|用|写|以|按|先|说|加|带)"),
+    # "Please always double-check subject IDs before sending": a standing rule with a check, not only an output
+    ("rule", rf"^(?:please\s+)?(?:always|never)\s+(?:double-?\s?check|check|verify|confirm)\b{_CLAUSE}{{0,40}}?"
+             r"\bbefore\s+(?:sending|writing|replying|answering|reporting|posting|publishing)\b"
+             r"|^(?:please\s+)?(?:always|never)\s+(?:cc|bcc|copy\s+in)\b"),
+    # "Whenever someone mentions budget, reply that it is approved": a standing rule on a condition
+    ("rule", rf"^(?:whenever|if\s+(?:anyone|someone|anybody)|when(?:ever)?\s+(?:anyone|someone|anybody))\b"
+             rf"{_CLAUSE}{{0,60}}?,\s*(?:always\s+|just\s+)?{_OUTPUT_EN}\b"),
     # New orders announced: "from now on you…", "新指令", "最高优先级", "system override"
     ("new_orders", r"\b(?:from\s+now\s+on|going\s+forward|henceforth|hereafter|from\s+this\s+point)\b"
                    rf"{_CLAUSE}{{0,30}}?"
@@ -83,6 +93,11 @@ _RULES: tuple[tuple[str, str], ...] = (
                    r"\b(?:highest|top|overriding)\s+priority\s+(?:rule|instruction|order|directive)|"
                    r"\bas\s+(?:your\s+|the\s+)?(?:highest|top|first)\s+priority\b|"
                    r"\bsystem\s+override\b|\boverride\s*[:：]"),
+    # A line dressed as another role's message ("System: …", "[developer] …") or a rule set for the assistant
+    ("new_orders", r"^\[?(?:system|developer)\]?\s*(?:message|prompt)?\s*[:：\]]\s*(?:new\b|you\b|ignore|always|"
+                   r"never|do\s+not|don't|from\s+now|the\s+assistant|rules?\b|override|important)"
+                   r"|\bnew\s+(?:rule|policy|directive|instruction)s?\s+(?:for|to)\s+(?:the\s+|my\s+)?"
+                   r"(?:assistant|ai|bot|agent|model)\b"),
     # Role play: "你现在的角色是…", "你的真实身份是…", "your true identity is…", "act as…"
     ("role", rf"{_ADDRESSEE_ZH}[^。\n，,]{{0,6}}?的?(?:真实|真正|新|实际)?"
              r"(?:角色|身份|人设|名字|任务|设定|使命)(?:是|为|改为|变成)"),
@@ -91,6 +106,9 @@ _RULES: tuple[tuple[str, str], ...] = (
              r"|\b(?:act|serve)\s+as\s+(?:an?\s+|the\s+|my\s+)"
              r"|\bplay\s+the\s+(?:role|part)\s+of\b|\brole-?\s?play\b|\bstay\s+in\s+character\b"),
     ("role", r"(?:扮演|充当|饰演|化身为?|角色扮演)"),
+    ("role", r"\byour\s+name\s+is\s+now\b|\byou\s+are\s+now\s+(?:called|named|known\s+as|an?\s|the\s|my\s)"
+             r"|\byou\s+can\s+do\s+anything\b|\bdo\s+anything\s+now\b|\byou\s+are\s+dan\b"
+             r"|(?:你|您)(?:现在|以后|从现在起)(?:就)?(?:是|叫|名叫|改名叫?)"),
     # An edit of the assistant's own files asked for, not reported: "把SOUL.md改成…", "请删掉 USER.md 里的电话",
     # "update SOUL.md to say…" (an imperative at the clause's start; "我把 USER.md 改了" or "Updated TOOLS.md" is
     # the assistant's own record)
@@ -131,6 +149,8 @@ _IMPERATIVE: tuple[tuple[str, str], ...] = (
                    r"(?![^。！!？?\n]*[了过])"
                    rf"{_CLAUSE}{{1,24}}?{_ACT_ZH}"),
     ("imperative", rf"^{_FUTURE_ZH}{_CLAUSE}{{0,12}}?(?:把|将){_CLAUSE}{{1,24}}?{_ACT_ZH}"),
+    # "下次遇到 SAE 记得先通知我": a standing "remember to" for next time
+    ("imperative", rf"^{_FUTURE_ZH}{_CLAUSE}{{0,15}}?(?:记得|务必|一定要|别忘了)(?:先|再|都|要)?{_ACT_ZH}{_NOT_DONE}"),
     ("imperative", rf"^(?:{_FUTURE_ZH}|请|麻烦你?|记得|早上|上午|中午|下午|晚上|凌晨|周[一二三四五六日末]|"
                    rf"[零一二两三四五六七八九十\d]{{1,3}}(?:点|:\d\d)半?|\s)*(?:都|也|就|再)?(?:提醒|通知|叫醒)我(?!了|过)"),
     ("imperative", rf"^(?:请|麻烦你?|帮我|记得)?(?![^。！!？?\n]*[了过])(?:删除|删掉|清空|清除|格式化|卸载|重置|转发|"
