@@ -12,7 +12,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from chronicle.desk.security import check_csrf, client_address, start_session
 from chronicle.desk.web import account, iso_week, render, reviewable, settings_of
 from chronicle.services import desk_views
-from chronicle.services.accounts import LoginRefused, authenticate
+from chronicle.services.accounts import MIN_PASSWORD, AccountError, LoginRefused, authenticate, change_own_password
 from chronicle.services.corrections import InvalidEdit
 from chronicle.services.reports import (
     MEANINGS,
@@ -58,8 +58,31 @@ async def login(request: Request) -> Response:
                            remote=client_address(request))
     except LoginRefused as exc:
         return render(request, "login.html", status_code=401 if exc.reason != "throttled" else 429, error=str(exc))
-    start_session(request, who.username)
+    start_session(request, who.username, who.credential)
     return RedirectResponse("/", status_code=303)
+
+
+@router.get("/account", response_class=HTMLResponse)
+def account_page(request: Request) -> HTMLResponse:
+    return render(request, "account.html", who=account(request), min_password=MIN_PASSWORD)
+
+
+@router.post("/account", response_class=HTMLResponse)
+async def change_password(request: Request) -> Response:
+    """Change one's own password: the current one, then the new one twice. Every other session of the account
+    ends; this one goes on under the new password."""
+    who = account(request)
+    form = await _form(request)
+    try:
+        who = change_own_password(settings_of(request), who.username, _text(form, "current"), _text(form, "new"),
+                                  _text(form, "repeat"), remote=client_address(request))
+    except LoginRefused as exc:
+        return render(request, "account.html", status_code=401 if exc.reason != "throttled" else 429, who=who,
+                      error=str(exc), min_password=MIN_PASSWORD)
+    except AccountError as exc:
+        return render(request, "account.html", status_code=422, who=who, error=str(exc), min_password=MIN_PASSWORD)
+    start_session(request, who.username, who.credential)
+    return render(request, "account.html", who=who, changed=True, min_password=MIN_PASSWORD)
 
 
 @router.post("/logout")

@@ -95,10 +95,11 @@ def signed_in(request: Request, idle_timeout_s: int) -> str | None:
     return user
 
 
-def start_session(request: Request, username: str) -> None:
-    """A fresh session for a successful login (a new CSRF token: nothing from before the login carries over)."""
+def start_session(request: Request, username: str, credential: str) -> None:
+    """A fresh session for a successful login (a new CSRF token: nothing from before the login carries over);
+    `credential`, the account's password digest: the session ends when the password changes."""
     request.session.clear()
-    request.session.update(user=username, seen=int(time.time()), csrf=secrets.token_urlsafe(32))
+    request.session.update(user=username, cred=credential, seen=int(time.time()), csrf=secrets.token_urlsafe(32))
 
 
 class SecurityHeaders(BaseHTTPMiddleware):

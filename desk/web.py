@@ -59,11 +59,12 @@ def settings_of(request: Request) -> Settings:
 
 
 def account(request: Request) -> Account:
-    """The signed-in, enabled account; LoginRequired otherwise."""
+    """The signed-in, enabled account whose password is the one the session signed in with; LoginRequired
+    otherwise."""
     settings = settings_of(request)
     username = signed_in(request, settings.desk.idle_timeout_s)
     found = get_account(settings, username) if username else None
-    if found is None or found.disabled:
+    if found is None or found.disabled or request.session.get("cred") != found.credential:
         request.session.clear()
         raise LoginRequired()
     return found

@@ -7,6 +7,7 @@ from one address in the database, so every desk process (and every host of a lak
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -49,6 +50,9 @@ class Account:
     disabled: bool
     roles: dict[str, str] = field(default_factory=dict)
     """project id or "*" -> reader | reviewer | admin."""
+    credential: str = ""
+    """A digest of the stored password hash: a desk session carries the one it signed in with, so a password
+    change ends every other session of the account (as Django's session auth hash does)."""
 
     def role_for(self, project_id: str) -> str | None:
         """The strongest role on `project_id` (its own or the "*" one); None for a disabled account."""
@@ -76,7 +80,10 @@ def _dummy_hash() -> str:
 
 
 def _account(row: desk.AccountRow | None) -> Account | None:
-    return None if row is None else Account(row.username, row.printed_name, row.disabled, dict(row.roles))
+    if row is None:
+        return None
+    credential = hashlib.sha256(row.password_hash.encode()).hexdigest()[:24]
+    return Account(row.username, row.printed_name, row.disabled, dict(row.roles), credential)
 
 
 def get_account(settings: Settings, username: str) -> Account | None:
@@ -154,6 +161,18 @@ def set_password(settings: Settings, username: str, password: str, *, actor: str
                  remote: str | None = "cli") -> Account:
     hashed = _hasher().hash(_check_password(password))
     return _change(settings, username, "user-passwd", {}, actor=actor, remote=remote, password_hash=hashed)
+
+
+def change_own_password(settings: Settings, username: str, current: str, new: str, repeated: str, *,
+                        remote: str) -> Account:
+    """A signed-in person's own change: the current password first (LoginRefused, counted like a failed sign-in),
+    then the new one twice (AccountError). Audited as `user-passwd` by the account itself."""
+    authenticate(settings, username, current, remote=remote, action="reauth")
+    if new != repeated:
+        raise AccountError("the new password and its repetition differ")
+    if new == current:
+        raise AccountError("the new password is the current one")
+    return set_password(settings, username, new, actor=username, remote=remote)
 
 
 def disable_user(settings: Settings, username: str, *, disabled: bool = True, actor: str = "cli",
