@@ -68,13 +68,13 @@ def print_outcomes(rows: list[WeekOutcome], limit: int = 30) -> None:
             console.print(f"[yellow]needs review {row.project} {row.week}: {escape('; '.join(row.reasons))}[/]")
 
 
-def run_backfill(settings: Settings, **params: Any) -> tuple[list[WeekOutcome], bool]:
-    """Run the backfill flow with a progress bar; (outcome rows, all weeks succeeded)."""
-    from chronicle.flows.backfill_weeks import backfill_weeks
-
+def run_weeks(settings: Settings, flow: Any = None, **params: Any) -> tuple[list[WeekOutcome], bool]:
+    """Run a weekly flow (default: the backfill) with a progress bar; (outcome rows, all weeks succeeded)."""
+    if flow is None:
+        from chronicle.flows.backfill_weeks import backfill_weeks as flow
     try:
         with progress_bar():
-            return run_flow(settings, backfill_weeks, **params), True
+            return run_flow(settings, flow, **params), True
     except WeeksFailedError as exc:
         return exc.rows, False
 
@@ -224,7 +224,7 @@ def demo_weekly(settings: Settings) -> None:
 
     console.print(engine_banner(settings))
     started = time.perf_counter()
-    rows, ok = run_backfill(settings, project_id="all")
+    rows, ok = run_weeks(settings, project_id="all")
     print_run_summary(rows, time.perf_counter() - started)
     projects = read(settings, report_projects)
     if not projects:
@@ -297,11 +297,7 @@ def weekly(week: str | None = typer.Option(None, "--week", "-w",
     from chronicle.flows.weekly_chronicle import weekly_chronicle
 
     console.print(engine_banner(settings))
-    try:
-        with progress_bar():
-            rows, ok = run_flow(settings, weekly_chronicle, week=week or "", force=force), True
-    except WeeksFailedError as exc:
-        rows, ok = exc.rows, False
+    rows, ok = run_weeks(settings, weekly_chronicle, week=week or "", force=force)
     print_outcomes(rows)
     if not ok:
         raise typer.Exit(1)
@@ -328,7 +324,7 @@ def backfill(project: str | None = typer.Option(None, "--project", "-p", help="O
 
     check(backfill_scope, settings, project or "all", start, end, names=("--project", "--from", "--to"))
     console.print(engine_banner(settings))
-    rows, ok = run_backfill(settings, project_id=project or "all", start_week=start or "", end_week=end or "",
+    rows, ok = run_weeks(settings, project_id=project or "all", start_week=start or "", end_week=end or "",
                             only_missing=not every_week, force=force, overwrite_edited=overwrite_edited,
                             max_workers=workers or 0)
     print_outcomes(rows)
