@@ -201,9 +201,9 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
 
 
 @contextmanager
-def progress_bar(enabled: bool = True) -> Iterator[None]:
+def progress_bar() -> Iterator[None]:
     """A rich progress bar fed by `chronicle.progress.report` calls from inside flows."""
-    if not enabled or not console.is_terminal:
+    if not console.is_terminal:
         yield
         return
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -26,9 +26,7 @@ from chronicle.memory.subjects import USER as USER_SUBJECT
 from chronicle.memory.subjects import entry_subject, normalise_subject
 from chronicle.memory.supersede import facts
 
-OFFLINE_ENGINE_VERSION = "offline-v9"  # v4: subject; v5: the note day as key info; v6: subjects from speech verbs;
-# v7: a reply keeps the turn it answers when only that turn's speaker label read as an order; v8: and cites it;
-# v9: topic headings are nobody, a named speaker in another's section is themself, imperatives read as orders
+OFFLINE_ENGINE_VERSION = "offline-v9"  # raised whenever the rules change what a note distills to
 OFFLINE_MODEL = "offline-rules"
 PROFILE = (SOUL, USER, IDENTITY)
 MIN_SUBSTANCE = 16
