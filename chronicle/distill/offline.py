@@ -19,7 +19,7 @@ from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.orders import reads_as_order
 from chronicle.distill.reply_checks import first_sentence
 from chronicle.distill.routing import IDENTITY, SOUL, TABLE, USER, target_file
-from chronicle.distill.signals import analyse
+from chronicle.distill.signals import PENDING, analyse
 from chronicle.distill.speaker import speakers_of, split_speaker
 from chronicle.memory.model import Memory, detect_language
 from chronicle.memory.subjects import USER as USER_SUBJECT
@@ -32,7 +32,6 @@ PROFILE = (SOUL, USER, IDENTITY)
 MIN_SUBSTANCE = 16
 """Entries scoring less (ASCII letters/digits count 1, CJK characters 2) are too short to be a memory."""
 
-_DONE, _PENDING = re.compile(r"✅|\bdone\b|完成"), re.compile(r"⏳|🚧|\bTODO\b|待办|进行中", re.I)
 _KEY_INFO = re.compile(
     r"`[^`\n]{1,80}`"                                   # code spans: commands, env vars, paths
     r"|https?://[^\s)>\]]+"                             # URLs
@@ -177,7 +176,7 @@ def entry_memory(entry: NoteEntry, known_speakers: frozenset[str] = frozenset(),
                                           and facts(clean(entry.content), subject)):
         return None
     body = clean(entry.content)
-    content = f"{clean(entry.parent)}: {body}" if entry.parent and not _PENDING.search(entry.parent) else body
+    content = f"{clean(entry.parent)}: {body}" if entry.parent and not PENDING.search(entry.parent) else body
     about_user = bool(subject) and subject in {USER_SUBJECT, normalise_subject(user)}
     file, category = target_file(entry, known_speakers, about_user)
     language = detect_language(content)
