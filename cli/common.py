@@ -137,6 +137,16 @@ def fail_if_disk_full(settings: Settings, exc: BaseException, what: str) -> None
              "knowledge-file backups, ~/.prefect/storage) and run it again")
 
 
+def ensure_api() -> Any:
+    """The Prefect API commands use (`local_api.ensure`), or one line saying why there is none."""
+    from chronicle.deployments import local_api
+
+    try:
+        return local_api.ensure()
+    except local_api.ApiUnavailable as exc:
+        fail(str(exc))
+
+
 def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Call a flow in this process with the command's settings (flows read them when they start), against
     the configured Prefect API or Chronicle's background server (`chronicle.deployments.local_api`)."""
@@ -148,10 +158,7 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
     from chronicle.services.run_cancel import cancel_ends_here
     from chronicle.storage.files import DatabaseBusyError
 
-    try:
-        api = local_api.ensure()
-    except local_api.ApiUnavailable as exc:
-        fail(str(exc))
+    api = ensure_api()
     with ExitStack() as stack:
         stack.enter_context(using(settings))
         from prefect.settings import PREFECT_API_URL, temporary_settings
@@ -194,9 +201,9 @@ def run_flow(settings: Settings, flow: Callable[..., T], /, *args: Any, **kwargs
 
 
 @contextmanager
-def progress_bar(enabled: bool = True) -> Iterator[None]:
+def progress_bar() -> Iterator[None]:
     """A rich progress bar fed by `chronicle.progress.report` calls from inside flows."""
-    if not enabled or not console.is_terminal:
+    if not console.is_terminal:
         yield
         return
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -65,12 +65,10 @@ def _ingest_sample(settings: Settings, sample_dir: Path, projects: tuple[str, ..
         summary = run_flow(settings, ingest_logs, [str(sample_dir / "logs"), str(sample_dir / "memory")])
     print_ingest_summary(summary)
 
-    from chronicle.storage.db import connect
+    from chronicle.storage.db import read
     from chronicle.storage.queries import week_table
 
-    with connect(settings, read_only=True) as conn:
-        rows = week_table(conn)
-    trial = [r for r in rows if r["project_id"] in projects]
+    trial = [r for r in read(settings, week_table) if r["project_id"] in projects]
     print_week_table(trial[:6] + trial[-3:])
     console.print(f"... {len(trial)} project-weeks in all; full table: chronicle weeks --home {settings.home}")
 

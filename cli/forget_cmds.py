@@ -34,16 +34,15 @@ def forget(memory_id: str | None = typer.Argument(None, help="Memory id (or a un
                                  if dry_run else reason, by=by, dry_run=dry_run)
     except (SelectorError, ActionNeeded) as exc:
         fail(str(exc), code=2 if isinstance(exc, SelectorError) else 1)
+    rows = [{"id": m.id, "about": m.subject, "file": m.target_file, "memory": m.content} for m in result.memories]
     if fmt is not Format.table:
-        emit([{"id": m.id, "about": m.subject, "file": m.target_file, "memory": m.content}
-              for m in result.memories], fmt)
+        emit(rows, fmt)
         return
     if not result.memories:
         gone = f" ({', '.join(result.already)} forgotten before)" if result.already else ""
         console.print(f"nothing to forget{gone}")
         return
-    emit([{"id": m.id, "about": m.subject, "file": m.target_file, "memory": m.content} for m in result.memories],
-         title=f"{'would forget' if result.dry_run else 'forgot'} {len(result.memories)} memories")
+    emit(rows, title=f"{'would forget' if result.dry_run else 'forgot'} {len(result.memories)} memories")
     verb = "would change" if result.dry_run else "changed (backups in .backups/)"
     console.print(f"knowledge files {verb}: {_files(result.files)}")
     if result.change_id:

@@ -130,11 +130,10 @@ def weeks(project: str | None = typer.Option(None, "--project", "-p"),
     settings = read_settings(home)
     if project:
         project = known_project(settings, project)
-    from chronicle.storage.db import connect
+    from chronicle.storage.db import read
     from chronicle.storage.queries import week_table
 
-    with connect(settings, read_only=True) as conn:
-        rows = week_table(conn, project)
+    rows = read(settings, week_table, project)
     fmt = Format.csv if as_csv else fmt
     if fmt is not Format.table:
         from chronicle.ingest.model import STANDARD_TYPES
@@ -156,6 +155,7 @@ def _register_subcommands() -> None:
         analyst_cmds,
         demo,
         desk_cmds,
+        mcp_cmds,
         memory_cmds,
         ops_cmds,
         report_cmds,
@@ -163,11 +163,9 @@ def _register_subcommands() -> None:
         status_cmds,
     )
 
-    for module in (demo, report_cmds, memory_cmds, ops_cmds, analyst_cmds, status_cmds, review_cmds, desk_cmds):
+    for module in (demo, report_cmds, memory_cmds, ops_cmds, analyst_cmds, status_cmds, review_cmds, desk_cmds,
+                   mcp_cmds):
         module.register(app)
-    from chronicle.cli import mcp_cmds
-
-    mcp_cmds.register(app)
 
 
 _register_subcommands()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from chronicle.cli import common
 from chronicle.cli.common import HomeOpt, console, err, fail, fail_if_disk_full, read_settings, settings_from_options
 from chronicle.cli.output import Format, emit, format_option
 
@@ -19,15 +20,13 @@ def prefect_states(run_ids: list[str]) -> dict[str, str]:
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from chronicle.deployments import local_api
-
     ids = []
     for run_id in run_ids:
         try:
             ids.append(uuid.UUID(run_id))
         except ValueError:  # a run made outside Prefect has no flow run to look up
             continue
-    api = local_api.ensure()
+    api = common.ensure_api()
     with temporary_settings(updates={PREFECT_API_URL: api.url} if api.url else {}), \
             get_client(sync_client=True) as client:
         runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids)), limit=len(ids))
@@ -52,10 +51,7 @@ def serve(limit: int | None = typer.Option(None, help="Most flow runs executing 
     from chronicle.deployments import local_api
     from chronicle.deployments.serve import serve_all
 
-    try:
-        api = local_api.ensure()
-    except local_api.ApiUnavailable as exc:
-        fail(str(exc))
+    api = common.ensure_api()
     if api.url:
         os.environ["PREFECT_API_URL"] = api.url  # the served runs are subprocesses: they read the environment
         err.print(f"serving against the Prefect API at {api.url} ({api.source}); "
@@ -194,12 +190,7 @@ def server_status() -> None:
 
 def server_start() -> None:
     """Start the background server now (flow commands start it on first use anyway)."""
-    from chronicle.deployments import local_api
-
-    try:
-        api = local_api.ensure()
-    except local_api.ApiUnavailable as exc:
-        fail(str(exc))
+    api = common.ensure_api()
     console.print(f"Prefect API: {api.url} ({api.source})")
 
 

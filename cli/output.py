@@ -29,8 +29,8 @@ class Format(StrEnum):
     json = "json"
 
 
-def format_option(default: Format = Format.table) -> Any:
-    return typer.Option(default, "--format", case_sensitive=False,
+def format_option() -> Any:
+    return typer.Option(Format.table, "--format", case_sensitive=False,
                         help="table (for people), csv or json (every column, for programs).")
 
 

@@ -68,13 +68,11 @@ def print_outcomes(rows: list[WeekOutcome], limit: int = 30) -> None:
             console.print(f"[yellow]needs review {row.project} {row.week}: {escape('; '.join(row.reasons))}[/]")
 
 
-def run_backfill(settings: Settings, **params: Any) -> tuple[list[WeekOutcome], bool]:
-    """Run the backfill flow with a progress bar; (outcome rows, all weeks succeeded)."""
-    from chronicle.flows.backfill_weeks import backfill_weeks
-
+def run_weeks(settings: Settings, flow: Any, **params: Any) -> tuple[list[WeekOutcome], bool]:
+    """Run a weekly flow with a progress bar; (outcome rows, all weeks succeeded)."""
     try:
         with progress_bar():
-            return run_flow(settings, backfill_weeks, **params), True
+            return run_flow(settings, flow, **params), True
     except WeeksFailedError as exc:
         return exc.rows, False
 
@@ -218,13 +216,14 @@ def print_run_summary(rows: list[WeekOutcome], seconds: float) -> None:
 
 def demo_weekly(settings: Settings) -> None:
     """Backfill every week of every project, then print one project's chronicle (head and tail)."""
+    from chronicle.flows.backfill_weeks import backfill_weeks
     from chronicle.services.history import build_history_context
     from chronicle.storage.db import read
     from chronicle.storage.reports import report_projects
 
     console.print(engine_banner(settings))
     started = time.perf_counter()
-    rows, ok = run_backfill(settings, project_id="all")
+    rows, ok = run_weeks(settings, backfill_weeks, project_id="all")
     print_run_summary(rows, time.perf_counter() - started)
     projects = read(settings, report_projects)
     if not projects:
@@ -297,11 +296,7 @@ def weekly(week: str | None = typer.Option(None, "--week", "-w",
     from chronicle.flows.weekly_chronicle import weekly_chronicle
 
     console.print(engine_banner(settings))
-    try:
-        with progress_bar():
-            rows, ok = run_flow(settings, weekly_chronicle, week=week or "", force=force), True
-    except WeeksFailedError as exc:
-        rows, ok = exc.rows, False
+    rows, ok = run_weeks(settings, weekly_chronicle, week=week or "", force=force)
     print_outcomes(rows)
     if not ok:
         raise typer.Exit(1)
@@ -327,10 +322,12 @@ def backfill(project: str | None = typer.Option(None, "--project", "-p", help="O
     from chronicle.services.param_checks import backfill_scope
 
     check(backfill_scope, settings, project or "all", start, end, names=("--project", "--from", "--to"))
+    from chronicle.flows.backfill_weeks import backfill_weeks
+
     console.print(engine_banner(settings))
-    rows, ok = run_backfill(settings, project_id=project or "all", start_week=start or "", end_week=end or "",
-                            only_missing=not every_week, force=force, overwrite_edited=overwrite_edited,
-                            max_workers=workers or 0)
+    rows, ok = run_weeks(settings, backfill_weeks, project_id=project or "all", start_week=start or "",
+                         end_week=end or "", only_missing=not every_week, force=force,
+                         overwrite_edited=overwrite_edited, max_workers=workers or 0)
     print_outcomes(rows)
     if not ok:
         raise typer.Exit(1)

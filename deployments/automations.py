@@ -17,6 +17,7 @@ Each is created or replaced by name, so `chronicle setup` can run again after a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from chronicle.deployments.definitions import DEPLOYMENTS, by_name
@@ -97,8 +98,6 @@ def wanted(settings: Settings, block_id: Any | None) -> list[AutomationCore]:
 
 
 def _zombie_runs(settings: Settings, names: list[str]) -> AutomationCore:
-    from datetime import timedelta
-
     from prefect.automations import AutomationCore
     from prefect.client.schemas.objects import StateType
     from prefect.events.actions import ChangeFlowRunState
@@ -138,8 +137,6 @@ def _alert(block_id: Any, name: str, description: str, trigger: Any, subject: st
 
 
 def _run_failed(names: list[str], block_id: Any) -> AutomationCore:
-    from datetime import timedelta
-
     from prefect.events.schemas.automations import EventTrigger, Posture
 
     trigger = EventTrigger(
@@ -176,8 +173,6 @@ def _weekly_overdue(settings: Settings, block_id: Any) -> AutomationCore:
 
 
 def _backfill_attention(block_id: Any) -> AutomationCore:
-    from datetime import timedelta
-
     from prefect.events.schemas.automations import EventTrigger, Posture
 
     trigger = EventTrigger(match={"prefect.resource.id": "chronicle.backfill.*"}, expect={BACKFILL_EVENT},
@@ -236,10 +231,6 @@ def check_automations(client: SyncPrefectClient) -> list[AutomationStatus]:
     out = []
     for name in NAMES:
         found = client.read_automations_by_name(name)
-        if not found:
-            out.append(AutomationStatus(name, False, False, ""))
-            continue
-        a = found[0]
-        detail = a.description
-        out.append(AutomationStatus(name, True, a.enabled, detail))
+        out.append(AutomationStatus(name, True, found[0].enabled, found[0].description) if found
+                   else AutomationStatus(name, False, False, ""))
     return out

@@ -267,8 +267,7 @@ WATCH_EVERY_S = 2.0
 STOP_GRACE_S = 15.0
 
 
-def watch(url: str, then: str, *, until: threading.Event | None = None,
-          every_s: float = WATCH_EVERY_S) -> threading.Event:
+def watch(url: str, then: str, *, until: threading.Event | None = None) -> threading.Event:
     """End this process (a `chronicle serve`, a flow command) when the background server at `url` is gone:
     stopped, killed or replaced. Served against a dead address, deployments turn "Not Ready", runs go Late with
     nobody to raise an alert, and Prefect's own shutdown (Ctrl-C) hangs on the dead API; a flow command retries
@@ -279,7 +278,7 @@ def watch(url: str, then: str, *, until: threading.Event | None = None,
     gone, until = threading.Event(), until or threading.Event()
 
     def loop() -> None:
-        while not until.wait(every_s):
+        while not until.wait(WATCH_EVERY_S):
             state = read_state()
             if state is not None and state.url == url and _alive(state):
                 continue

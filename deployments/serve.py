@@ -27,7 +27,7 @@ def build_deployments(settings: Settings) -> tuple[list[RunnerDeployment], list[
     return [spec.to_runner_deployment(settings) for spec in specs], missing
 
 
-def serve_all(settings: Settings, *, limit: int | None = None, setup_limits: bool = True) -> None:
+def serve_all(settings: Settings, *, limit: int | None = None) -> None:
     """Serve every deployment until interrupted (Ctrl-C / SIGTERM pauses their schedules on the way out)."""
     from prefect import serve
 
@@ -41,13 +41,12 @@ def serve_all(settings: Settings, *, limit: int | None = None, setup_limits: boo
         log.warning("not serving %s: its flow module does not exist in this checkout", name)
     if not settings.ingest.source_paths:
         log.warning("source_paths is empty: the ingest schedule is paused until CHRONICLE_SOURCE_PATHS is set")
-    if setup_limits:
-        # Flows take slots of `llm`; a limit that does not exist would not limit anything.
-        from prefect.client.orchestration import get_client
+    # Flows take slots of `llm`; a limit that does not exist would not limit anything.
+    from prefect.client.orchestration import get_client
 
-        with get_client(sync_client=True) as client:
-            for line in ensure_concurrency_limits(settings, client):
-                log.info(line)
+    with get_client(sync_client=True) as client:
+        for line in ensure_concurrency_limits(settings, client):
+            log.info(line)
     from prefect.settings import temporary_settings
 
     with temporary_settings(updates=_run_settings()):

@@ -34,9 +34,9 @@ class Freshness:
         return out
 
 
-def freshness(settings: Settings, now: datetime | None = None) -> Freshness:
+def freshness(settings: Settings) -> Freshness:
     """Read both freshness views (embedded file or lake) and judge each flow's age against its schedule."""
-    now = (now or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None)
+    now = datetime.now(UTC).replace(tzinfo=None)
     with connect(settings, read_only=True) as conn:
         projects = project_freshness(conn)
         runs = last_runs(conn)

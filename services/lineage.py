@@ -117,7 +117,7 @@ def _datasets(settings: Settings, flow_name: str, params: dict[str, Any]) -> tup
         return [InputDataset(tables, "raw_logs")], [OutputDataset(tables, "weekly_reports")]
     if flow_name == "distill-memory":
         workspace = settings.workspace_dir.resolve()
-        lance = settings.lance_uri if "://" in settings.lance_uri else f"file://{socket.gethostname()}"
+        lance = settings.lance_uri if "://" in settings.lance_uri else _file_namespace()
         lance_name = "memories" if "://" in settings.lance_uri else f"{Path(settings.lance_uri).resolve()}/memories"
         return ([InputDataset(_file_namespace(), str(workspace / "memory"))],
                 [OutputDataset(lance, lance_name)] + [OutputDataset(_file_namespace(), str(workspace / name))
@@ -139,10 +139,9 @@ def _written(result: Any) -> tuple[int | None, dict[str, Any] | None]:
         return result.tally.memories, None
     if isinstance(result, list) and result and all(isinstance(r, WeekOutcome) for r in result):
         written = sum(1 for r in result if r.outcome in ("generated", "empty"))
-        weeks = sorted(r.week_number for r in result)
         return written, {"projects": sorted({r.project for r in result}),
                          "first_week": str(min(result, key=lambda r: r.week_number).week),
-                         "last_week": str(max(result, key=lambda r: r.week_number).week)} if weeks else None
+                         "last_week": str(max(result, key=lambda r: r.week_number).week)}
     return None, None
 
 

@@ -69,12 +69,11 @@ def weekly_scope(settings: Settings, week: str | None, name: str = "week") -> We
     return WeekScope(read(settings, queries.projects), iso, iso)
 
 
-def one_week(settings: Settings, project_id: str, week: str, *,
-             names: tuple[str, str] = ("project_id", "week")) -> tuple[str, IsoWeek]:
-    iso = parse_week(week, names[1])
+def one_week(settings: Settings, project_id: str, week: str) -> tuple[str, IsoWeek]:
+    iso = parse_week(week, "week")
     if iso is None:
-        raise ParameterError(f"{names[1]} is empty: write an ISO week, e.g. 2026-W05")
-    return check_project(project_id, read(settings, queries.projects), names[0]), iso
+        raise ParameterError("week is empty: write an ISO week, e.g. 2026-W05")
+    return check_project(project_id, read(settings, queries.projects), "project_id"), iso
 
 
 def input_roots(settings: Settings) -> list[Path]:

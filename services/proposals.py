@@ -14,7 +14,7 @@ from chronicle.distill.knowledge import KnowledgeWrite, effective_action, sync_f
 from chronicle.distill.proposals import Proposal, approved_item, proposals_markdown
 from chronicle.settings import Settings
 from chronicle.storage import proposals as sql
-from chronicle.storage.db import connect, write
+from chronicle.storage.db import connect, read, write
 
 
 class ProposalError(ValueError):
@@ -38,8 +38,7 @@ def run_overview(settings: Settings, ids: list[str], flow_run_id: str) -> str:
 
 
 def _one(settings: Settings, id_or_prefix: str) -> Proposal:
-    with connect(settings, read_only=True) as conn:
-        found = sql.find_proposal(conn, id_or_prefix.strip())
+    found = read(settings, sql.find_proposal, id_or_prefix.strip())
     if not found:
         raise ProposalError(f"no proposal {id_or_prefix!r} (see `chronicle memory proposals --all`)")
     if len(found) > 1:

@@ -35,7 +35,7 @@ from chronicle.services.corrections import (
 from chronicle.services.weekly import read_week
 from chronicle.settings import Settings
 from chronicle.storage import desk, reports
-from chronicle.storage.db import connect, read, transactions
+from chronicle.storage.db import read, transactions
 from chronicle.weekly.faithfulness import cited_ids
 from chronicle.weekly.model import WeekInput
 from chronicle.weeks import IsoWeek, utc_now
@@ -64,8 +64,7 @@ class ReportView:
 
 
 def view_report(settings: Settings, project_id: str, week: IsoWeek) -> ReportView:
-    with connect(settings, read_only=True) as conn:
-        row = reports.get_report(conn, project_id, week.number)
+    row = read(settings, reports.get_report, project_id, week.number)
     if row is None:
         raise NoReportError(f"no report for {project_id} {week}")
     return ReportView(row, read_week(settings, project_id, week)[0])

@@ -16,7 +16,7 @@ from chronicle.run_rows import RunRow, crashed, orphaned
 from chronicle.settings import Settings
 from chronicle.storage import pipeline_runs as runs
 from chronicle.storage import run_journal
-from chronicle.storage.db import connect, write
+from chronicle.storage.db import read, write
 from chronicle.weeks import utc_now
 
 
@@ -72,8 +72,7 @@ def list_runs(settings: Settings, limit: int = 20, flow: str | None = None) -> l
     if journaled:  # runs that failed because the database was held: recorded now it is free
         write(settings, lambda conn: run_journal.flush(conn, journaled))
         run_journal.clear(settings.db_path, journaled)
-    with connect(settings, read_only=True) as conn:
-        rows = runs.recent_runs(conn, limit, flow)
+    rows = read(settings, runs.recent_runs, limit, flow)
     dead = {r.flow_run_id for r in orphaned(rows, host, process_alive)}
     if not dead:
         return rows

@@ -273,8 +273,7 @@ class _Attempt:
         return False
 
 
-def transactions(settings: Settings, *, guard: Iterable[str] = (),
-                 attempts: int = lake.CONFLICT_ATTEMPTS) -> Iterator[_Attempt]:
+def transactions(settings: Settings, *, guard: Iterable[str] = ()) -> Iterator[_Attempt]:
     """Attempts of one unit of work, until one commits::
 
         for attempt in transactions(settings, guard=[f"ingest:{path}"]):
@@ -285,7 +284,7 @@ def transactions(settings: Settings, *, guard: Iterable[str] = (),
     keep the values of the attempt that committed.
     """
     guard = tuple(guard)
-    n = attempts if settings.lake.enabled else 1
+    n = lake.CONFLICT_ATTEMPTS if settings.lake.enabled else 1
     for i in range(n):
         attempt = _Attempt(settings, guard, last=i == n - 1)
         yield attempt

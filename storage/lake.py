@@ -115,15 +115,12 @@ def secret_sql(settings: Settings) -> str | None:
     return f"CREATE OR REPLACE TEMPORARY SECRET chronicle_s3 ({', '.join(parts)})"
 
 
-def attach_sql(settings: Settings, *, alias: str = LAKE, snapshot_version: int | None = None,
-               writer: bool = True) -> str:
-    """`ATTACH 'ducklake:postgres:…' AS chronicle (DATA_PATH …)`; a `snapshot_version` opens it as of then."""
+def attach_sql(settings: Settings, *, writer: bool = True) -> str:
+    """`ATTACH 'ducklake:postgres:…' AS chronicle (DATA_PATH …)`."""
     options = [f"DATA_PATH {_lit(data_dir(settings))}"]
     if writer and settings.lake.inline_rows:
         options.append(f"DATA_INLINING_ROW_LIMIT {int(settings.lake.inline_rows)}")
-    if snapshot_version is not None:
-        options.append(f"SNAPSHOT_VERSION {int(snapshot_version)}")
-    return f"ATTACH IF NOT EXISTS {_lit(settings.lake.catalog or '')} AS {alias} ({', '.join(options)})"
+    return f"ATTACH IF NOT EXISTS {_lit(settings.lake.catalog or '')} AS {LAKE} ({', '.join(options)})"
 
 
 def shell_sql(settings: Settings) -> str:

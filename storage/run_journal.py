@@ -16,7 +16,6 @@ import errno
 import json
 import os
 from contextlib import suppress
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +66,11 @@ def _write_reserved(db_path: Path, flow_run_id: str, line: bytes) -> None:
 
 
 def journal_run(db_path: Path, flow_run_id: str, flow_name: str, parameters: dict[str, Any], state: str,
-                message: str | None, started_at: datetime | None = None) -> None:
+                message: str | None) -> None:
     """Append one run's final row (written whole with one `write`, so a reader never sees half a line)."""
     now = utc_now()
     row = {"flow_run_id": flow_run_id, "flow_name": flow_name, "parameters": parameters,
-           "started_at": (started_at or now).isoformat(), "ended_at": now.isoformat(), "state": state,
+           "started_at": now.isoformat(), "ended_at": now.isoformat(), "state": state,
            "message": (message or "")[:2000]}
     line = (json.dumps(row, default=str, ensure_ascii=False) + "\n").encode()
     path = journal_path(db_path)

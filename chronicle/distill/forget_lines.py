@@ -83,8 +83,8 @@ def rewrite_lines(text: str, marks: Marks, new_text: str, new_hash: str) -> tupl
     return "".join(lines), n
 
 
-def change_files(workspace: Path, edit: Callable[[str], tuple[str, int]], *, keep: int, dry_run: bool = False,
-                 now: datetime | None = None) -> list[LineChange]:
+def change_files(workspace: Path, edit: Callable[[str], tuple[str, int]], *, keep: int,
+                 dry_run: bool = False) -> list[LineChange]:
     """Apply `edit` (text -> (new text, lines changed)) to every knowledge file of the workspace that has any."""
     out: list[LineChange] = []
     if not workspace.is_dir():
@@ -106,7 +106,7 @@ def change_files(workspace: Path, edit: Callable[[str], tuple[str, int]], *, kee
             if dry_run:
                 out.append(LineChange(name, n))
                 continue
-            backup = backup_file(workspace, path, now or datetime.now(UTC), keep)
+            backup = backup_file(workspace, path, datetime.now(UTC), keep)
             atomic_write(path, new)
             out.append(LineChange(name, n, backup))
     return out

@@ -19,24 +19,22 @@ from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.orders import reads_as_order
 from chronicle.distill.reply_checks import first_sentence
 from chronicle.distill.routing import IDENTITY, SOUL, TABLE, USER, target_file
-from chronicle.distill.signals import analyse
+from chronicle.distill.signals import PENDING, analyse
 from chronicle.distill.speaker import speakers_of, split_speaker
 from chronicle.memory.model import Memory, detect_language
 from chronicle.memory.subjects import USER as USER_SUBJECT
 from chronicle.memory.subjects import entry_subject, normalise_subject
 from chronicle.memory.supersede import facts
 
-OFFLINE_ENGINE_VERSION = "offline-v9"  # v4: subject; v5: the note day as key info; v6: subjects from speech verbs;
-# v7: a reply keeps the turn it answers when only that turn's speaker label read as an order; v8: and cites it;
-# v9: topic headings are nobody, a named speaker in another's section is themself, imperatives read as orders.
-# Not bumped for "a line that opens with a person is about them": a new version re-reads cached days, and the
-# same line with a newly known subject is a new memory beside the old one (measured on the demo: 8 twins).
+# Raised whenever the rules change what a note distills to, except where re-reading cached days would store the
+# same line twice: "a line that opens with a person is about them" gives a known subject to lines that had none,
+# and a new version would add each such line again beside its old row (8 on the demo), so new notes only get it.
+OFFLINE_ENGINE_VERSION = "offline-v9"
 OFFLINE_MODEL = "offline-rules"
 PROFILE = (SOUL, USER, IDENTITY)
 MIN_SUBSTANCE = 16
 """Entries scoring less (ASCII letters/digits count 1, CJK characters 2) are too short to be a memory."""
 
-_DONE, _PENDING = re.compile(r"✅|\bdone\b|完成"), re.compile(r"⏳|🚧|\bTODO\b|待办|进行中", re.I)
 _KEY_INFO = re.compile(
     r"`[^`\n]{1,80}`"                                   # code spans: commands, env vars, paths
     r"|https?://[^\s)>\]]+"                             # URLs
@@ -181,7 +179,7 @@ def entry_memory(entry: NoteEntry, known_speakers: frozenset[str] = frozenset(),
                                           and facts(clean(entry.content), subject)):
         return None
     body = clean(entry.content)
-    content = f"{clean(entry.parent)}: {body}" if entry.parent and not _PENDING.search(entry.parent) else body
+    content = f"{clean(entry.parent)}: {body}" if entry.parent and not PENDING.search(entry.parent) else body
     about_user = bool(subject) and subject in {USER_SUBJECT, normalise_subject(user)}
     file, category = target_file(entry, known_speakers, about_user)
     language = detect_language(content)

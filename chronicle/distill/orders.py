@@ -204,17 +204,15 @@ def decoded_payloads(text: str) -> list[str]:
             if found:
                 out.append(found)
                 break
-    for match in _HEX.finditer(text):
-        try:
-            found = _readable(bytes.fromhex(re.sub(r"[\s:]", "", match.group(0))))
-        except ValueError:
-            continue
-        if found:
-            out.append(found)
-    for match in _PERCENT.finditer(text):
-        found = _readable(urllib.parse.unquote_to_bytes(match.group(0)))
-        if found:
-            out.append(found)
+    for pattern, decode in ((_HEX, lambda s: bytes.fromhex(re.sub(r"[\s:]", "", s))),
+                            (_PERCENT, urllib.parse.unquote_to_bytes)):
+        for match in pattern.finditer(text):
+            try:
+                found = _readable(decode(match.group(0)))
+            except ValueError:
+                continue
+            if found:
+                out.append(found)
     return out
 
 

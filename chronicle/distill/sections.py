@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -114,18 +115,18 @@ def _marks(lines: list[str]) -> tuple[set[str], set[str]]:
 PERSON, HISTORY = "person:", "history"
 
 
-def _day_counts(lines: list[str]) -> dict[str, int]:
-    """Bullets per note day in the managed sections (a person's section: by the day in each memory id)."""
-    counts: dict[str, int] = {}
+def _current_marks(lines: list[str]) -> Iterator[tuple[str, re.Match[str], str]]:
+    """(line, its mark, section day) of each marked line in the current managed sections (not the history)."""
     for begin, end, day, _ in _sections(lines):
-        if day == HISTORY:
-            continue
-        for line in lines[begin:end]:
-            mark = _MARK.search(line)
-            if mark:
-                key = mark.group("id")[:10] if day.startswith(PERSON) else day
-                counts[key] = counts.get(key, 0) + 1
-    return counts
+        if day != HISTORY:
+            for line in lines[begin:end]:
+                if mark := _MARK.search(line):
+                    yield line, mark, day
+
+
+def _day_counts(lines: list[str]) -> Counter[str]:
+    """Bullets per note day in the managed sections (a person's section: by the day in each memory id)."""
+    return Counter(mark.group("id")[:10] if day.startswith(PERSON) else day for _, mark, day in _current_marks(lines))
 
 
 def _within_cap(lines: list[str], items: list[Item], cap: int, stats: Stats) -> list[Item]:
@@ -204,15 +205,7 @@ def fact_key(text: str) -> str:
 
 def _fact_keys(lines: list[str]) -> set[str]:
     """The fact keys of the bullets in the current managed sections (the history section's are not current)."""
-    out = set()
-    for begin, end, day, _ in _sections(lines):
-        if day == HISTORY:
-            continue
-        for line in lines[begin:end]:
-            mark = _MARK.search(line)
-            if mark and line.startswith("- "):
-                out.add(fact_key(line[2:mark.start()]))
-    return out - {""}
+    return {fact_key(line[2:mark.start()]) for line, mark, _ in _current_marks(lines) if line.startswith("- ")} - {""}
 
 
 def _key(item: Item) -> tuple[str, str]:
@@ -245,23 +238,16 @@ def _append(lines: list[str], item: Item, nl: str, key: tuple[str, str] | None =
             return [*lines[:end], text + nl, *lines[end:]]
         if have_day == HISTORY:
             history_at = begin
+    block = [f"<!-- chronicle:begin {day} source={source} -->{nl}", _title(day, source) + nl, nl, text + nl,
+             f"<!-- chronicle:end -->{nl}"]
     if history_at is not None:  # new sections go above the history, which stays last
-        head = [f"<!-- chronicle:begin {day} source={source} -->{nl}", _title(day, source) + nl, nl, text + nl,
-                f"<!-- chronicle:end -->{nl}", nl]
-        return [*lines[:history_at], *head, *lines[history_at:]]
+        return [*lines[:history_at], *block, nl, *lines[history_at:]]
     out = list(lines)
     if out and not out[-1].endswith(("\n", "\r")):
         out[-1] += nl
     if out and out[-1].strip():
         out.append(nl)
-    out += [
-        f"<!-- chronicle:begin {day} source={source} -->{nl}",
-        _title(day, source) + nl,
-        nl,
-        text + nl,
-        f"<!-- chronicle:end -->{nl}",
-    ]
-    return out
+    return out + block
 
 
 def _to_history(lines: list[str], item: Item, nl: str) -> tuple[list[str], int | None]:

@@ -123,7 +123,7 @@ _NOT_NAMES = {"I", "I'm", "I've", "I'd", "I'll", "OK", "Monday", "Tuesday", "Wed
 _FIELD = re.compile(r"^\s*(?:\*\*)?[\w\u4e00-\u9fff /&-]{1,16}(?:\*\*)?\s*[:：]\s*\S")
 _KEY_HEADING = re.compile(r"key (?:insight|decision|lesson)s?|decisions?|lessons?|important|rules?|决策|决定|教训|"
                           r"重要|原则|规则", re.I)
-_DONE, _PENDING = re.compile(r"✅|\bdone\b|完成"), re.compile(r"⏳|🚧|\bTODO\b|待办|进行中", re.I)
+_DONE, PENDING = re.compile(r"✅|\bdone\b|完成"), re.compile(r"⏳|🚧|\bTODO\b|待办|进行中", re.I)
 
 
 @dataclass
@@ -207,12 +207,12 @@ def analyse(text: str, role: Role = "own", heading: str = "", *, profile: bool =
     `speakers`: names speaking in the same note (`speaker.speakers_of`), whose mentions are addressees.
     """
     facts: list[str] = []
-    questions = chatter = 0
+    questions = 0
     for whole in sentences(text):
         sentence = _drop_small_clauses(whole, role)
         if is_small_talk(sentence, role):
-            chatter += 1
-        elif is_question(sentence):
+            continue
+        if is_question(sentence):
             questions += 1
             lead = _question_lead(sentence)
             if lead:
@@ -252,6 +252,6 @@ def found_signals(body: str, role: Role, heading: str = "", *, field_form: bool 
         "number": _NUMBER.search(no_times),
         "name": _names(body, speakers),
         "done": _DONE.search(body) or _DONE.search(heading),
-        "pending": _PENDING.search(body),
+        "pending": PENDING.search(body),
     }
     return [name for name, hit in checks.items() if hit]

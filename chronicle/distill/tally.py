@@ -110,22 +110,16 @@ def plan_chunk(chunk: Chunk, memories: list[Memory], events: list[MemoryEvent], 
         if where in KEPT_OUT:
             tally.kept_out[where] += 1
             reason += f"; not written to {memory.target_file}: {where.replace('_', ' ')}"
-        elif where == "order":
-            tally.suspected_injection += 1
+        elif where in ("order", "proposal"):
+            order = where == "order"
             tally.proposals += 1
-            phrase = order_phrase(memory) or REPEATS_ORDER
-            plan.proposals.append(make_proposal(
-                memory, day=chunk.day, source=chunk.source, memory_id=event.memory_id, flow_run_id=flow_run_id,
-                reason=f"suspected injection: {phrase}", suspected_injection=True,
-            ))
-            reason += "; reads as an order to the assistant: stored flagged, proposed for approval"
-        elif where == "proposal":
-            tally.proposals += 1
-            plan.proposals.append(make_proposal(
-                memory, day=chunk.day, source=chunk.source, memory_id=event.memory_id, flow_run_id=flow_run_id,
-                reason=f"{memory.target_file} is protected: a distillation never changes it", suspected_injection=False,
-            ))
-            reason += "; protected file: proposed for approval"
+            tally.suspected_injection += order
+            why = (f"suspected injection: {order_phrase(memory) or REPEATS_ORDER}" if order
+                   else f"{memory.target_file} is protected: a distillation never changes it")
+            plan.proposals.append(make_proposal(memory, day=chunk.day, source=chunk.source, memory_id=event.memory_id,
+                                                flow_run_id=flow_run_id, reason=why, suspected_injection=order))
+            reason += ("; reads as an order to the assistant: stored flagged, proposed for approval" if order
+                       else "; protected file: proposed for approval")
         else:
             action, downgraded = effective_action(memory.action, memory.target_file, list(policy.overwrite_allowed))
             if downgraded:

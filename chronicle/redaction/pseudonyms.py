@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 
+from chronicle.memory.subjects import COMPOUND_SURNAMES, SURNAMES
 from chronicle.redaction import checks
 
 FAMILIES = ("name", "resident_id", "phone", "passport", "address", "record_no", "birth_date", "contact")
@@ -69,7 +70,7 @@ _ROLE_BEFORE = re.compile(r"(?:PI|CRC|CRA|DM|PM|医学监查|项目经理|研究
 # surname (欧阳娜娜).
 _KIN = (r"患者|受试者|病人|家属|女儿|儿子|丈夫|妻子|爱人|老伴|母亲|父亲|孙子|孙女|外孙|哥哥|姐姐|弟弟|妹妹|儿媳|女婿"
         r"|监护人")
-_CN_NAME = r"(?:欧阳|司马|上官|诸葛|东方|皇甫|慕容|令狐|端木|夏侯)[\u4e00-\u9fff]{1,2}|[\u4e00-\u9fff]{2,3}"
+_CN_NAME = rf"(?:{'|'.join(COMPOUND_SURNAMES)})[\u4e00-\u9fff]{{1,2}}|[\u4e00-\u9fff]{{2,3}}"
 _AFTER_PATIENT = re.compile(rf"(?:{_KIN})[ \t]*(?P<v>{_CN_NAME}?)"
                             r"(?=[因于在的已出现、，,（(\s来打说称表陪签代]|$)"
                             rf"|(?:^|[：:（(，,])[ \t]*(?P<w>{_CN_NAME})(?=[，,、][ \t]*(?:[男女]|[A-Z]{{2,6}}\d))"
@@ -85,13 +86,8 @@ _PLACEHOLDER = re.compile(rf"\[(?:{'|'.join(LABELS.values())})-\d+\]")
 
 
 # A second check on jieba's tag, which also marks place and hospital names (`齐鲁`) and some adverbs `nr`: a
-# person's name starts with a surname (the 120 most common cover ~90 % of people in China).
-_SURNAMES = frozenset(
-    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔钟谭陆汪范"
-    "金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤常温康施文牛樊葛邢安齐易乔伍庞颜倪庄聂"
-    "章鲁岳翟殷詹申欧耿关兰焦俞左柳甘祝包宁尚符舒阮柯纪梅童凌毕单季裴霍涂成苗谷盛曲翁冉骆蓝路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解"
-    "牟艾尤阳时穆农司卓古吉缪简车项连芦麦褚娄窦戚岑景党宫费卜冷晏席卫米柏宗瞿桂全佟应臧闵苟邬边卞姬师和仇栾隋商刁沙荣巫寇桑郎"
-    "甄丛仲虞敖巩明佘池查麻苑迟邝欧阳司马上官诸葛东方皇甫")
+# person's name starts with a surname (a double one's first character included).
+_SURNAMES = SURNAMES | frozenset("欧阳司马上官诸葛东方皇甫")
 
 
 @lru_cache(maxsize=1)

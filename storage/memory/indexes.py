@@ -30,14 +30,10 @@ SCALAR_INDEXES: tuple[tuple[str, Any], ...] = (
 # dedup neighbour lookup only — how many times `limit` candidates are re-ranked on the full float32 vectors. Search
 # does not refine inside LanceDB: it re-scores its own top candidates on their vectors (storage/memory/search.py),
 # which costs one read instead of ~3x the rest of the query.
-# Real questions' neighbours come from several clusters, so recall follows the share of the table probed
-# (docs/design/memory-search-scale.md). IVF_RQ (what `ensure_indexes` builds): LanceDB's default ~244 partitions of
-# ~4 k rows at 1 M rows (bench/search.py --vectors clustered); over 100 real questions and two builds of the same
-# rows (k-means draws differ), 56 / 64 / 80 probes gave recall@10 0.964 / 0.971 / 0.990 and 0.949 / 0.958 / 0.977,
-# 96 probes 0.988 on the second, at 6-8 ms CPU per dense leg whatever the probes (load 5-6): 96 keeps 0.95 with room
-# on both draws. IVF_SQ (built before IVF_RQ replaced it; kept until `chronicle memory reindex`): ~122 partitions of
-# ~8 k rows, 40 / 48 probes 0.946-0.974 / 0.973-0.988 over three draws at ~15-19 ms CPU, hence 48.
-# At 100 k rows every partition is probed either way.
+# Real questions' neighbours come from several clusters, so recall follows the share of the table probed: each
+# kind's probes are the fewest that kept recall@10 above 0.95 at 1 M rows over several k-means draws (IVF_SQ: the
+# index of tables built before IVF_RQ, kept until `chronicle memory reindex`); the measurements are in
+# docs/design/memory-search-scale.md. At 100 k rows every partition is probed either way.
 ANN_NPROBES = {"IvfRq": 96, "IvfSq": 48}
 ANN_REFINE_FACTOR = 2
 # Write-side housekeeping thresholds (see `after_write`).
@@ -83,13 +79,9 @@ def ensure_indexes(table: Any, ann_min_rows: int) -> list[str]:
         table.create_index("fts_text", config=FTS(base_tokenizer="whitespace", with_position=False))
         created.append("fts_text")
     if ("vector",) not in have and rows >= ann_min_rows:
-        # IVF partitions of RaBitQ codes, 4 bits per dimension: their distance estimates are close enough that
-        # the true top 10 is among the best 20 of the pool, and probing the same share of rows costs about half
-        # of IVF_SQ's 8-bit codes (1 M clustered rows, 100 real questions, load ~6, CPU per dense leg: IVF_SQ 48
-        # probes 15.0 ms, recall 0.977; IVF_RQ 80-96 probes ~8 ms, 0.977-0.990; build 70-85 s wall, 1.1 GB max
-        # RSS). With 1 bit the best 30 of 60 estimates held recall 0.80 (0.92 only with 150 re-scored); IVF_PQ (48
-        # sub-vectors) was no faster than IVF_SQ and held 0.88 in the best 60; IVF_HNSW_SQ built ~40x slower than
-        # IVF_SQ at 100 k rows for less recall.
+        # IVF partitions of RaBitQ codes, 4 bits per dimension: their distance estimates keep the true top 10
+        # among the best 20 of the pool, at about half the probe cost of IVF_SQ's 8-bit codes. 1 bit lost the top
+        # 10, IVF_PQ was no faster, IVF_HNSW_SQ far slower to build (docs/design/memory-search-scale.md).
         table.create_index("vector", config=IvfRq(distance_type="cosine", num_bits=4))
         created.append("vector")
     if created:

@@ -64,10 +64,8 @@ RESCORE = 2
 """The best `RESCORE x limit` candidates by estimated score get their exact cosine before the final cut."""
 FULLTEXT_SHARE = 0.5
 """The full-text leg's pool as a share of the dense leg's (`max(4 x limit, 40)`): a default search (limit 10, the
-store ranks 15) takes 60 dense and 30 full-text candidates (was 60). bench/memory_e2e.py `--fulltext-shares`
-(hit@k of the same distilled stores under several shares, load 7-9): 0.5 kept every layout's hit@5 / hit@10
-within one question of 1.0 (LoCoMo unscoped worst 0.736 / 0.831 both; MemoryBank scoped worst 0.850 / 0.980
-both), 0.25 lost LoCoMo unscoped hit@10 (0.831 -> 0.818)."""
+store ranks 15) takes 60 dense and 30 full-text candidates. The smallest share that lost no hit@5 / hit@10 on the
+distilled LoCoMo and MemoryBank stores (bench/memory_e2e.py `--fulltext-shares`); 0.25 lost some."""
 
 
 def ranked(table: Any, embed_query: Any, query: str, where: str | None, limit: int, mode: SearchMode, *, ann: int,
