@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from chronicle.weekly.guard import events, names
-from chronicle.weekly.guard.coverage import coverage_reasons
+from chronicle.weekly.guard.coverage import coverage_reasons, reported_saes
 from chronicle.weekly.guard.text import CITATION_RE, Sentence, canonical, cited_ids, sentences, squash, strip_citations
 from chronicle.weekly.labels import EVENT_NOUNS, reason_label, stat_label
 from chronicle.weekly.model import WeekEntry, WeekInput
@@ -256,6 +256,7 @@ def sentence_reasons(summary: str, week: WeekInput, *,
     parsed = _parse(summary, all_claims)
     stats_lines = _stats_lines(parsed)
     by_type = week.stats.get("by_type") or {}
+    reported = {e.short_id for e in reported_saes(week)}
     for s, claims, canon, found, whole in parsed:
         sentence = _short(s.bare)
         if s.line in stats_lines:  # "另有 visit 5 条" / "also visit 5": the week's other entry types
@@ -266,7 +267,7 @@ def sentence_reasons(summary: str, week: WeekInput, *,
         # Events on the whole sentence ("无 AE/SAE": the negation of the AE count covers the SAE too); the fields
         # a count claim states are the count rules' business.
         mentioned = events.mentions(whole, skip={c["field"] for c in claims})
-        out += _event_reasons(mentioned, week.stats, sentence)
+        out += _event_reasons(mentioned, week.stats, sentence, reported, set(s.cites))
         cites = [sid for sid in s.cites if sid in by_id]
         if not s.cites:
             if (claims and not found) or s.line in stats_lines:
@@ -285,11 +286,22 @@ def sentence_reasons(summary: str, week: WeekInput, *,
     return out
 
 
-def _event_reasons(mentioned: dict[str, bool], stats: Mapping[str, Any], sentence: str) -> list[dict[str, Any]]:
-    """An AE/SAE/deviation the sentence asserts that the stats count as 0, or denies that they count."""
+def _event_reasons(mentioned: dict[str, bool], stats: Mapping[str, Any], sentence: str, reported: set[str],
+                   cites: set[str]) -> list[dict[str, Any]]:
+    """An AE/SAE/deviation the sentence asserts that the stats count as 0, or denies that they count. `reported`:
+    entries of another type that report an SAE — a sentence citing one may assert it, none may deny it."""
     out: list[dict[str, Any]] = []
     for key, asserted in mentioned.items():
         if key not in _CHECKED_EVENTS:
+            continue
+        if key == "sae" and reported and not stats.get(key):
+            if not asserted:
+                out.append({"kind": "denied_event", "field": key, "sentence": sentence,
+                            "detail": f"denies an SAE but {', '.join(sorted(reported))} reports one"})
+            elif not cites & reported:
+                out.append({"kind": "invented_event", "field": key, "sentence": sentence,
+                            "detail": f"asserts an SAE but cites none of {', '.join(sorted(reported))}, which report "
+                                      "one (the week counts SAE = 0)"})
             continue
         if asserted and not stats.get(key):
             out.append({"kind": "invented_event", "field": key, "sentence": sentence,

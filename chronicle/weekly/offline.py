@@ -2,8 +2,9 @@
 
 A report is the week's counts in one sentence, then the salient entries for each focus of seed
 000's prompt — enrolment, AE, SAE, protocol deviations, PI decisions — quoted from the log with
-their [E#] ids. Chat `message`s are never quoted. Items are chosen by salience (SAE first) until the
-length limit; dropped items are announced ("等 N 条" / "and N more"), never cut mid-sentence.
+their [E#] ids. Chat `message`s are never quoted, except one that reports an SAE of a named subject.
+Items are chosen by salience (SAE first) until the length limit; dropped items are announced ("等 N 条" /
+"and N more"), never cut mid-sentence.
 """
 
 from __future__ import annotations
@@ -13,22 +14,27 @@ from collections.abc import Sequence
 from typing import Any
 
 from chronicle.weekly.faithfulness import strip_citations
+from chronicle.weekly.guard.coverage import reported_saes
 from chronicle.weekly.labels import language_of_text, type_label
 from chronicle.weekly.model import WeekEntry, WeekInput
 from chronicle.weekly.tokens import is_chinese
 
+REPORTED_SAE = "reported-sae"
+"""The section of entries of another type that report an SAE (`guard.coverage.reported_saes`): a message
+"XH201-03-011 因肺炎住院，判定为 SAE" is quoted, never left among the unquoted messages."""
 # (type, Chinese label, English label), in seed 000's order of focus.
 FOCUS: tuple[tuple[str, str, str], ...] = (
     ("enrollment", "入组", "Enrolment"),
     ("ae", "AE", "AE"),
     ("sae", "SAE", "SAE"),
+    (REPORTED_SAE, "SAE 相关", "SAE-related"),
     ("deviation", "方案偏离", "Protocol deviations"),
     ("decision", "PI 决策", "PI decisions"),
 )
-SALIENCE = ("sae", "decision", "deviation", "ae", "enrollment")
+SALIENCE = ("sae", REPORTED_SAE, "decision", "deviation", "ae", "enrollment")
 STANDARD = ("message", "enrollment", "ae", "sae", "deviation", "query", "decision")
 EMPTY_SUMMARY = "本周无记录。(No entries this week.)"
-OFFLINE_VERSION = "offline-v2"  # v2: other entry types by their readable names ("监查 2 条", not "monitoring 2 条")
+OFFLINE_VERSION = "offline-v3"  # v3: an SAE reported in another type's entry is quoted ("SAE 相关")
 """What the extractive reports are written by, recorded as their `prompt_version` (as the distiller's offline engine
 does): bump it on any change to the text this module writes, so every stored offline report is written again once."""
 _SENTENCE_END = re.compile(r"(?<=[。；！？])|(?<=[.;!?])\s")
@@ -46,14 +52,16 @@ def first_sentence(text: str) -> str:
     return head.rstrip("；;") or flat
 
 
-def header(stats: dict[str, Any], lang: str) -> str:
+def header(stats: dict[str, Any], lang: str, reported: Sequence[WeekEntry] = ()) -> str:
     """The week's counts as one sentence; every number comes from `stats`, zero counts are left out
-    (except enrolment, and a "no AE/SAE" when there was none — the absence matters in a trial)."""
+    (except enrolment, and a "no AE/SAE" when there was none — the absence matters in a trial — and no entry of
+    another type reports one: `reported`). The messages are counted as the stats count them, quoted or not: the
+    guard checks every number the header states against the stats."""
     other = [(t, n) for t, n in stats.get("by_type", {}).items() if t not in STANDARD]
     zh = lang == "zh"
     parts = [f"入组 {stats['enrolled']} 人（累计 {stats['enrolled_total']} 人）" if zh else
              f"{stats['enrolled']} subjects enrolled ({stats['enrolled_total']} enrolled in total)"]
-    if not stats["ae"] and not stats["sae"]:
+    if not stats["ae"] and not stats["sae"] and not reported:
         parts.append("无 AE/SAE" if zh else "no AEs/SAEs")
     for key, zh_fmt, en_fmt in (("ae", "新增 AE {} 例", "{} new AEs"), ("sae", "SAE {} 例", "{} SAEs"),
                                 ("deviations", "方案偏离 {} 项", "{} protocol deviations"),
@@ -114,7 +122,9 @@ def offline_report(week: WeekInput, max_chars: int) -> str:
     sections: dict[str, list[WeekEntry]] = {}
     for entry in week.entries:
         sections.setdefault(entry.type, []).append(entry)
-    head = header(week.stats, lang)
+    if reported := reported_saes(week):
+        sections[REPORTED_SAE] = reported
+    head = header(week.stats, lang, reported)
     items = {e.short_id: _item(e) for t, _, _ in FOCUS for e in sections.get(t, [])}
     chosen: set[str] = set()
     # Greedy by salience: an item stays only if the whole report still fits. The report's clean length is the

@@ -1,9 +1,11 @@
-"""Coverage: a weekly report may not hide a safety event the week counts (pure, deterministic).
+"""Coverage: a weekly report may not hide a safety event the week counts or an entry reports (pure, deterministic).
 
 The other checks judge what a report says; this one judges what it leaves out. Every SAE entry of the week, and
 at least one entry of each other kind the week counts (AE, protocol deviation, enrolment), must be covered by
 some sentence: it cites the entry, names its subject id, or states the week's count of its kind (the stats line
-"SAE 1 例" says it happened). An entry nobody covers is `omitted_event`. A blanket all-clear ("本周一切正常",
+"SAE 1 例" says it happened). So must every entry of another type that reports an SAE of a named subject (a
+message "XH201-03-011 因肺炎住院，判定为 SAE"): the counts read only the type. An entry nobody covers is
+`omitted_event`. A blanket all-clear ("本周一切正常",
 "no issues this week") in a week with an SAE, AE or deviation is `denied_event`, whatever it cites: that is
 what a model steered by a log line writes.
 """
@@ -14,6 +16,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from chronicle.weekly.guard.events import mentions
 from chronicle.weekly.guard.names import names
 from chronicle.weekly.guard.text import Sentence, canonical, squash
 from chronicle.weekly.labels import EVENT_NOUNS, stat_label
@@ -38,6 +41,22 @@ _SUBJECT = re.compile(r"[a-z]{1,6}\d{2,}(?:-[a-z0-9]+){1,3}")
 def subjects(entry: WeekEntry) -> set[str]:
     """Subject-like ids the entry names (XH305-01-004): naming one in the report covers the entry."""
     return {n.key for n in names(canonical(entry.content)) if n.kind == "code" and _SUBJECT.fullmatch(n.key)}
+
+
+_SAE_WORD = re.compile(r"sae|严重不良|serious\s+adverse", re.I)
+_NOT_REPORTS = ("sae", "query")
+"""Entry types whose SAE words do not report one: the SAE entry itself (counted), a data query about a form."""
+
+
+def reported_saes(week: WeekInput) -> list[WeekEntry]:
+    """Entries of another type that report an SAE of a named subject ("XH201-03-011 因肺炎住院，判定为 SAE", in a
+    message or a monitoring note): the week's SAE count reads only the `sae` type, so a safety event written under
+    another type would otherwise be left out, or denied, by a report that follows the counts."""
+    counted = {sid for e in week.entries if e.type == "sae" for sid in subjects(e)}
+    # A subject whose SAE the week counts is that SAE's follow-up ("XH201-03-007 的 SAE 已收到"): covering the
+    # counted entry covers it.
+    return [e for e in week.entries if e.type not in _NOT_REPORTS and _SAE_WORD.search(e.content)
+            and mentions(canonical(e.content)).get("sae") and (named := subjects(e)) and not named & counted]
 
 
 def all_clear(text: str) -> bool:
@@ -65,11 +84,20 @@ def coverage_reasons(report: Sequence[Sentence], week: WeekInput,
             out.append({"kind": "omitted_event", "field": field, "ids": ids,
                         "detail": f"the week counts {stat_label(field, 'en')} = {stats[field]} but no sentence covers "
                                   f"{', '.join(ids[:5])} ({EVENT_NOUNS[field]}: not cited, subject not named)"})
-    eventful = {k: stats[k] for k in _SAFETY if stats.get(k)}
+    reported = reported_saes(week)
+    by_id = {e.short_id: e for e in week.entries}
+    cited_subjects = {sid for c in cited if c in by_id for sid in subjects(by_id[c])}
+    for e in reported:
+        if e.short_id not in cited and not any(sid in said or sid in cited_subjects for sid in subjects(e)):
+            out.append({"kind": "omitted_event", "field": "sae", "ids": [e.short_id],
+                        "detail": f"{e.short_id} (a {e.type} entry) reports an SAE of {', '.join(sorted(subjects(e)))} "
+                                  "but no sentence covers it (not cited, subject not named)"})
+    eventful = [f"{stat_label(k, 'en')} = {stats[k]}" for k in _SAFETY if stats.get(k)]
+    eventful += [f"{e.short_id} reports an SAE" for e in reported]
     if eventful:
         for s in report:
             if all_clear(s.bare):
-                counts = ", ".join(f"{stat_label(k, 'en')} = {v}" for k, v in eventful.items())
-                out.append({"kind": "denied_event", "field": next(iter(eventful)), "sentence": s.bare[:120],
-                            "detail": f"claims all is well but the week counts {counts}"})
+                out.append({"kind": "denied_event", "field": next((k for k in _SAFETY if stats.get(k)), "sae"),
+                            "sentence": s.bare[:120],
+                            "detail": f"claims all is well but the week counts {', '.join(eventful)}"})
     return out

@@ -70,3 +70,56 @@ def test_ordinary_full_width_writing_is_not_flagged(report: str) -> None:
 def test_the_offline_engine_raises_no_coverage_reason() -> None:
     for items in (ZH_WEEK, EN_WEEK):
         assert offline_week(week_input(items, enrolled_before=10), 500).review_reasons == []
+
+
+def test_an_sae_reported_in_another_entry_type_is_neither_hidden_nor_denied() -> None:
+    """The counts read only the `sae` type; an SAE a message reports ("XH201-03-011 因肺炎住院，判定为 SAE") must still
+    be covered, never denied, and the offline engine quotes it instead of leaving it among the unquoted messages."""
+    from chronicle.weekly.model import WeekEntry, WeekInput
+    from chronicle.weekly.offline import offline_report
+    from chronicle.weekly.stats import week_stats
+    from chronicle.weeks import IsoWeek
+
+    rows = [("message", "XH201-03-011 因肺炎住院，研究者判定为 SAE，已在 24 小时内上报申办方"),
+            ("enrollment", "XH201-03-012 入组成功，已随机"), ("message", "明天上午开周会"),
+            ("query", "【Query Q-0002】XH201-03-001 SAE 报告表 结束日期：单位填写错误")]
+    entries = tuple(WeekEntry(f"E{i}", f"id{i}", "03-02 10:00", "CRC-王敏", t, c)
+                    for i, (t, c) in enumerate(rows, start=1))
+    week = WeekInput("XH201", IsoWeek.parse("2026-W10"), entries,
+                     week_stats([{"type": t, "actor": "CRC-王敏"} for t, _ in rows], 5), "h")
+    assert week.stats["sae"] == 0
+
+    offline = offline_report(week, 500)
+    assert "[E1]" in offline and "无 AE/SAE" not in offline and "SAE 相关" in offline
+    assert "[E4]" not in offline  # a data query about an SAE form reports no SAE
+    assert check_report(offline, week) == []
+
+    def kinds(text: str) -> list[str]:
+        return sorted(r["kind"] for r in check_report(text, week))
+
+    assert kinds("本周入组 1 人 [E2]，一切正常。") == ["denied_event", "omitted_event"]
+    assert kinds("本周入组 1 人 [E2]，无 AE/SAE。") == ["denied_event", "omitted_event"]
+    assert kinds("XH201-03-011 因肺炎住院，判定为 SAE [E1]；入组 1 人 [E2]。") == []
+    assert "invented_event" in kinds("XH201-03-012 发生 SAE [E2]。")
+
+
+def test_a_follow_up_of_a_counted_sae_is_covered_with_it() -> None:
+    """A message about the SAE the week counts ("XH201-03-007 的 SAE 已收到") is that SAE's follow-up: covering the
+    counted entry, or citing any entry of that subject, covers it."""
+    from chronicle.weekly.guard.coverage import reported_saes
+    from chronicle.weekly.model import WeekEntry, WeekInput
+    from chronicle.weekly.stats import week_stats
+    from chronicle.weeks import IsoWeek
+
+    rows = [("sae", "【SAE】XH201-03-007 因上消化道出血住院治疗，已完成首次报告"),
+            ("message", "XH201-03-007 的 SAE 已收到，医学审评意见：与研究药物可能有关"),
+            ("ae", "XH201-02-004 出现 2 级皮疹"), ("message", "XH201-02-004 升级为 SAE，今日住院")]
+    entries = tuple(WeekEntry(f"E{i}", f"id{i}", "03-02 10:00", "CRC-王敏", t, c)
+                    for i, (t, c) in enumerate(rows, start=1))
+    week = WeekInput("XH201", IsoWeek.parse("2026-W10"), entries,
+                     week_stats([{"type": t, "actor": "CRC-王敏"} for t, _ in rows], 5), "h")
+    assert [e.short_id for e in reported_saes(week)] == ["E4"]  # E2 follows the counted E1 up
+    covered = check_report("SAE 1 例：XH201-03-007 上消化道出血 [E1]。AE：皮疹 2 级，后升级住院 [E3]。", week)
+    assert not [r for r in covered if r["kind"] == "omitted_event"], covered
+    missed = check_report("SAE 1 例：XH201-03-007 上消化道出血 [E1]。", week)
+    assert [r["ids"] for r in missed if r["kind"] == "omitted_event" and r["field"] == "sae"] == [["E4"]]

@@ -148,3 +148,4 @@ def test_every_reason_reads_in_words_not_internal_names() -> None:
         assert line.startswith(REASON_LABELS.get(reason["kind"], "“")), line  # a count quotes the report first
         assert not any(kind in line for kind in REASON_LABELS), line
         assert not raw_key.search(line), line
+
