@@ -65,15 +65,20 @@ SHARED_SERVERS = ("tests/lake/",)
 # runs one of its tests.
 SHARED_MODULE_FIXTURES = ("tests/storage/test_compaction.py", "tests/memory/test_search_scale.py",
                           "tests/test_flow_imports.py")
-# The quick layer's files whose tests load MiniLM (the session `embedder`, or a LocalEmbedder of their own): all of
-# them one unit, so one worker imports sentence-transformers and torch (~8 s of CPU on an idle machine, several
-# times that under load) instead of every worker; the unit is handed out first (its rank in the ordering below).
-# A file missing here is still correct, it only loads the model on its worker too.
+# The files whose tests run a pool on a Prefect server whose database is PostgreSQL (`prefect_on_postgres`, a
+# session fixture of tests/lake): one unit, so one worker starts that server, keeps it for the rest of the session
+# and deploys to it once (tests/lake/test_multiworker.py `pool`), where two workers each started their own.
+ONE_PREFECT_ON_POSTGRES = ("tests/lake/test_dead_runs.py", "tests/lake/test_multiworker.py")
+# The quick layer's files whose tests load MiniLM (the session `embedder`, or a LocalEmbedder of their own), and the
+# dedup-pairs measurement (END_TO_END, the `embedder` too): all of them one unit, so one worker imports
+# sentence-transformers and torch (~8 s of CPU on an idle machine, several times that under load) instead of every
+# worker; the unit is handed out first (its rank in the ordering below). A file missing here is still correct, it
+# only loads the model on its worker too.
 ONE_EMBEDDER = ("tests/memory/test_damaged_store.py", "tests/memory/test_day_query.py",
                 "tests/memory/test_floor_recency.py", "tests/memory/test_ledger_liveness.py",
                 "tests/memory/test_named_query.py", "tests/memory/test_packed_rows.py", "tests/memory/test_store.py",
                 "tests/memory/test_unseen_layouts.py", "tests/unit/memory/test_embedder.py",
-                "tests/unit/memory/test_query_cache.py")
+                "tests/unit/memory/test_query_cache.py", "tests/unit/memory/test_dedup_pairs.py")
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -88,6 +93,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         def _split_scope(self, nodeid: str) -> str:
             if nodeid.startswith(ONE_EMBEDDER):
                 return "one-embedder"
+            if nodeid.startswith(ONE_PREFECT_ON_POSTGRES):
+                return "one-prefect-on-postgres"
             shared = nodeid.startswith(SHARED_SERVERS + SHARED_MODULE_FIXTURES)
             return nodeid.split("::", 1)[0] if shared else nodeid
 

@@ -340,14 +340,19 @@ def cpu_seconds(pid: int | None) -> float:
 
 
 def deploy_all(env: dict[str, str], repo: Path, timeout: float = 600,
-               meanwhile: Callable[[], None] | None = None) -> None:
+               meanwhile: Callable[[], None] | None = None, deploy: bool = True) -> None:
     """What a data engineer runs once: `chronicle setup` (work pool, limits, lake) then `prefect deploy --all`
     from the checkout (the deployments' working folder). `meanwhile` is called while the deploy runs, once the
-    work pool exists (to start workers side by side with it)."""
+    work pool exists (to start workers side by side with it). `deploy=False`: `chronicle setup` only, for a server
+    that already has the deployments (prefect.yaml is the same file, so a second deploy changes nothing)."""
     setup = subprocess.run([str(BIN / "chronicle"), "setup"], env=env, cwd=repo, capture_output=True, text=True,
                            timeout=timeout)
     if setup.returncode != 0:
         raise ServerError(f"chronicle setup failed: {setup.stdout[-2000:]} {setup.stderr[-2000:]}")
+    if not deploy:
+        if meanwhile is not None:
+            meanwhile()
+        return
     # Its output to a file: a pipe nobody reads while `meanwhile` runs could fill up and stall it.
     with tempfile.TemporaryFile("w+") as out:
         deploy = subprocess.Popen([str(BIN / "prefect"), "--no-prompt", "deploy", "--all"], env=env, cwd=repo,

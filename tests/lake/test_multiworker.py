@@ -276,10 +276,16 @@ class Pool:
         return [w for w in self.workers if re.search(rf"Beginning (sub)?flow run '{re.escape(name)}'", w.text())]
 
 
+_DEPLOYED: set[str] = set()
+"""The Prefect servers (API URLs) this process has run `prefect deploy --all` against: the session's server on
+PostgreSQL is shared by every pool of this worker (tests/conftest.py ONE_PREFECT_ON_POSTGRES), and the deployments
+are the same each time (prefect.yaml); each pool still runs `chronicle setup` for its own lake."""
+
+
 def _deploy_and_start_workers(base: dict[str, str], lake_env: dict[str, str], worker_env: dict[str, str],
                               tmp_path: Path, stack) -> list:
-    """`chronicle setup` + `prefect deploy --all`, and the pool's two workers started side by side while the
-    deployments are made (each stopped by `stack`)."""
+    """`chronicle setup` + `prefect deploy --all` (once per server), and the pool's two workers started side by
+    side while the deployments are made (each stopped by `stack`)."""
     from tests.lake import servers
     from tests.lake.helpers import REPO
 
@@ -296,7 +302,8 @@ def _deploy_and_start_workers(base: dict[str, str], lake_env: dict[str, str], wo
     # shown Crashed sooner (tests/lake/test_dead_runs.py), still well beyond the 30 s between the heartbeats of
     # the runs that live.
     admin = {**base, **lake_env, "CHRONICLE_HOME": str(tmp_path / "admin"), "CHRONICLE_ZOMBIE_AFTER_S": "40"}
-    servers.deploy_all(admin, REPO, meanwhile=start_workers)
+    servers.deploy_all(admin, REPO, meanwhile=start_workers, deploy=base["PREFECT_API_URL"] not in _DEPLOYED)
+    _DEPLOYED.add(base["PREFECT_API_URL"])
     for worker in workers:
         worker.wait_started()
     return workers
