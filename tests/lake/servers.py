@@ -368,3 +368,22 @@ def deploy_all(env: dict[str, str], repo: Path, timeout: float = 600,
         if deploy.returncode != 0:
             out.seek(0)
             raise ServerError(f"deploy --all failed: {out.read()[-4000:]}")
+    pause_schedules(env)
+
+
+_PAUSE = """
+from prefect.client.orchestration import get_client
+with get_client(sync_client=True) as client:
+    for deployment in client.read_deployments():
+        if deployment.schedules:
+            client.pause_deployment(deployment.id)
+"""
+
+
+def pause_schedules(env: dict[str, str], timeout: float = 120) -> None:
+    """Pause the deployments that have a schedule. A test's workers take what it runs, not the Monday job or the
+    distill that falls due while it runs: prefect.yaml's schedules are wall-clock times (Sunday 18:00 UTC, every
+    third day at 19:00 UTC), and a scheduled run taken by a test's worker left the spread with no free worker."""
+    done = subprocess.run([sys.executable, "-c", _PAUSE], env=env, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise ServerError(f"pausing the scheduled deployments failed: {done.stderr[-2000:]}")
