@@ -186,8 +186,9 @@ def check_report(summary: str, week: WeekInput, *, llm_stats: Mapping[str, Any] 
         flagged.add((claim["field"], claim["value"]))
         reasons.append({"kind": "count_mismatch", "field": claim["field"], "claimed": claim["value"],
                         "actual": actual, "text": claim["text"]})
-    reasons += sentence_reasons(summary, week, claims=claims)
-    reasons += coverage_reasons(sentences(summary), week, claims)
+    reported = reported_saes(week)
+    reasons += sentence_reasons(summary, week, claims=claims, reported=reported)
+    reasons += coverage_reasons(sentences(summary), week, claims, reported)
     for field, value in (llm_stats or {}).items():
         if isinstance(value, int) and field in week.stats and week.stats[field] != value:
             reasons.append({"kind": "llm_stats_mismatch", "field": field, "claimed": value,
@@ -243,11 +244,12 @@ def _stats_lines(parsed: list[_Parsed]) -> set[str]:
             and not any(n for s, _, _, n, _ in parsed if s.line == line)}
 
 
-def sentence_reasons(summary: str, week: WeekInput, *,
-                     claims: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def sentence_reasons(summary: str, week: WeekInput, *, claims: list[dict[str, Any]] | None = None,
+                     reported: list[WeekEntry] | None = None) -> list[dict[str, Any]]:
     """The sentence-level checks of guard v2 (citations present, names in the cited entries, events true).
 
-    `claims`: the report's `count_claims`, when the caller has them (each sentence takes those it contains).
+    `claims`: the report's `count_claims`, when the caller has them (each sentence takes those it contains);
+    `reported`: the week's `reported_saes`, likewise.
     """
     all_claims = count_claims(summary) if claims is None else claims
     by_id = {e.short_id: e for e in week.entries}
@@ -256,7 +258,7 @@ def sentence_reasons(summary: str, week: WeekInput, *,
     parsed = _parse(summary, all_claims)
     stats_lines = _stats_lines(parsed)
     by_type = week.stats.get("by_type") or {}
-    reported = {e.short_id for e in reported_saes(week)}
+    reported_ids = {e.short_id for e in (reported_saes(week) if reported is None else reported)}
     for s, claims, canon, found, whole in parsed:
         sentence = _short(s.bare)
         if s.line in stats_lines:  # "另有 visit 5 条" / "also visit 5": the week's other entry types
@@ -267,7 +269,7 @@ def sentence_reasons(summary: str, week: WeekInput, *,
         # Events on the whole sentence ("无 AE/SAE": the negation of the AE count covers the SAE too); the fields
         # a count claim states are the count rules' business.
         mentioned = events.mentions(whole, skip={c["field"] for c in claims})
-        out += _event_reasons(mentioned, week.stats, sentence, reported, set(s.cites))
+        out += _event_reasons(mentioned, week.stats, sentence, reported_ids, set(s.cites))
         cites = [sid for sid in s.cites if sid in by_id]
         if not s.cites:
             if (claims and not found) or s.line in stats_lines:

@@ -51,11 +51,14 @@ def reported_saes(week: WeekInput) -> list[WeekEntry]:
     """Entries of another type that report an SAE of a named subject ("XH201-03-011 因肺炎住院，判定为 SAE", in a
     message or a monitoring note): the week's SAE count reads only the `sae` type, so a safety event written under
     another type would otherwise be left out, or denied, by a report that follows the counts."""
-    counted = {sid for e in week.entries if e.type == "sae" for sid in subjects(e)}
+    found = [e for e in week.entries if e.type not in _NOT_REPORTS and _SAE_WORD.search(e.content)
+             and mentions(canonical(e.content)).get("sae") and subjects(e)]
+    if not found:
+        return found
     # A subject whose SAE the week counts is that SAE's follow-up ("XH201-03-007 的 SAE 已收到"): covering the
     # counted entry covers it.
-    return [e for e in week.entries if e.type not in _NOT_REPORTS and _SAE_WORD.search(e.content)
-            and mentions(canonical(e.content)).get("sae") and (named := subjects(e)) and not named & counted]
+    counted = {sid for e in week.entries if e.type == "sae" for sid in subjects(e)}
+    return [e for e in found if not subjects(e) & counted]
 
 
 def all_clear(text: str) -> bool:
@@ -63,8 +66,8 @@ def all_clear(text: str) -> bool:
     return bool(_ALL_CLEAR.search(" ".join(text.split())))
 
 
-def coverage_reasons(report: Sequence[Sentence], week: WeekInput,
-                     claims: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def coverage_reasons(report: Sequence[Sentence], week: WeekInput, claims: Iterable[Mapping[str, Any]],
+                     reported: list[WeekEntry] | None = None) -> list[dict[str, Any]]:
     """`omitted_event` per kind with an uncovered entry, `denied_event` per blanket all-clear in an eventful week."""
     out: list[dict[str, Any]] = []
     stats = week.stats
@@ -83,7 +86,7 @@ def coverage_reasons(report: Sequence[Sentence], week: WeekInput,
             out.append({"kind": "omitted_event", "field": field, "ids": ids,
                         "detail": f"the week counts {stat_label(field, 'en')} = {stats[field]} but no sentence covers "
                                   f"{', '.join(ids[:5])} ({EVENT_NOUNS[field]}: not cited, subject not named)"})
-    reported = reported_saes(week)
+    reported = reported_saes(week) if reported is None else reported
     by_id = {e.short_id: e for e in week.entries}
     cited_subjects = {sid for c in cited if c in by_id for sid in subjects(by_id[c])}
     for e in reported:
