@@ -23,17 +23,15 @@ from chronicle.weekly.labels import STAT_LABELS, engine_label, language_of_text,
 from chronicle.weekly.search import rank_weeks, stats_question, weeks_with
 from chronicle.weeks import IsoWeek
 
-STATES = ("generated", "cached-current", "edited", "signed", "accepted", "flagged", "stale", "failed", "empty",
-          "missing")
-"""A grid cell's state, one per week; the order is the legend's."""
-
 STATE_LABELS = {
     "generated": "written by the latest run", "cached-current": "written earlier, still current",
     "edited": "corrected", "signed": "signed", "accepted": "reviewed and accepted", "flagged": "needs review",
     "stale": "log changed since written", "failed": "its last run failed", "empty": "nothing logged",
     "missing": "not written yet",
 }
-"""What a reviewer reads for each state (the keys stay the page's classes and filter values)."""
+"""A grid cell's state (one per week; the keys are the page's classes and filter values) -> what a reviewer reads
+for it. The order is the legend's."""
+STATES = tuple(STATE_LABELS)
 
 
 @dataclass(frozen=True)

@@ -52,16 +52,15 @@ def first_sentence(text: str) -> str:
     return head.rstrip("；;") or flat
 
 
-def header(stats: dict[str, Any], lang: str, reported: Sequence[WeekEntry] = ()) -> str:
+def header(stats: dict[str, Any], lang: str, sae_reported: bool = False) -> str:
     """The week's counts as one sentence; every number comes from `stats`, zero counts are left out
     (except enrolment, and a "no AE/SAE" when there was none — the absence matters in a trial — and no entry of
-    another type reports one: `reported`). The messages are counted as the stats count them, quoted or not: the
-    guard checks every number the header states against the stats."""
+    another type reports one: `sae_reported`)."""
     other = [(t, n) for t, n in stats.get("by_type", {}).items() if t not in STANDARD]
     zh = lang == "zh"
     parts = [f"入组 {stats['enrolled']} 人（累计 {stats['enrolled_total']} 人）" if zh else
              f"{stats['enrolled']} subjects enrolled ({stats['enrolled_total']} enrolled in total)"]
-    if not stats["ae"] and not stats["sae"] and not reported:
+    if not stats["ae"] and not stats["sae"] and not sae_reported:
         parts.append("无 AE/SAE" if zh else "no AEs/SAEs")
     for key, zh_fmt, en_fmt in (("ae", "新增 AE {} 例", "{} new AEs"), ("sae", "SAE {} 例", "{} SAEs"),
                                 ("deviations", "方案偏离 {} 项", "{} protocol deviations"),
@@ -124,7 +123,7 @@ def offline_report(week: WeekInput, max_chars: int) -> str:
         sections.setdefault(entry.type, []).append(entry)
     if reported := reported_saes(week):
         sections[REPORTED_SAE] = reported
-    head = header(week.stats, lang, reported)
+    head = header(week.stats, lang, bool(reported))
     items = {e.short_id: _item(e) for t, _, _ in FOCUS for e in sections.get(t, [])}
     chosen: set[str] = set()
     # Greedy by salience: an item stays only if the whole report still fits. The report's clean length is the

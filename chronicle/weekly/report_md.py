@@ -17,7 +17,7 @@ from chronicle.weekly.outcome import WeekOutcome, outcome_counts, review_note
 _COUNTS = ("entries", "enrolled", "enrolled_total", "ae", "sae", "deviations", "queries", "decisions", "messages")
 
 
-def stats_table(stats: Mapping[str, Any], text: str = "") -> str:
+def stats_table(stats: Mapping[str, Any], text: str) -> str:
     """The week's counts under the names a reader of the report's language (`text`) uses ("累计入组", not the
     view's `enrolled_total`)."""
     lang = language_of_text([text])

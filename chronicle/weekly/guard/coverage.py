@@ -51,14 +51,14 @@ def reported_saes(week: WeekInput) -> list[WeekEntry]:
     """Entries of another type that report an SAE of a named subject ("XH201-03-011 因肺炎住院，判定为 SAE", in a
     message or a monitoring note): the week's SAE count reads only the `sae` type, so a safety event written under
     another type would otherwise be left out, or denied, by a report that follows the counts."""
-    found = [e for e in week.entries if e.type not in _NOT_REPORTS and _SAE_WORD.search(e.content)
-             and mentions(canonical(e.content)).get("sae") and subjects(e)]
+    found = [(e, named) for e in week.entries if e.type not in _NOT_REPORTS and _SAE_WORD.search(e.content)
+             and mentions(canonical(e.content)).get("sae") and (named := subjects(e))]
     if not found:
-        return found
+        return []
     # A subject whose SAE the week counts is that SAE's follow-up ("XH201-03-007 的 SAE 已收到"): covering the
     # counted entry covers it.
     counted = {sid for e in week.entries if e.type == "sae" for sid in subjects(e)}
-    return [e for e in found if not subjects(e) & counted]
+    return [e for e, named in found if not named & counted]
 
 
 def all_clear(text: str) -> bool:
