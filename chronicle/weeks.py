@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-_WEEK_RE = re.compile(r"^\s*(\d{4})\s*-?\s*[Ww]?\s*(\d{1,2})\s*$")
+_WEEK_RE = re.compile(r"^\s*+(\d{4})\s*+-?\s*+[Ww]?\s*+(\d{1,2})\s*+$")
 
 
 @dataclass(frozen=True, order=True)

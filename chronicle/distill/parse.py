@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript)?[ \t]*\n?(.*?)```", re.S)
+_FENCE = re.compile(r"```[ \t]*+(?:json|JSON|javascript)?[ \t]*+\n?(.*?)```", re.S)
 MAX_DEPTH = 32
 """Memories nest 3 levels deep; anything deeper is not a reply to take (and could exhaust the stack)."""
 MAX_CANDIDATES = 256

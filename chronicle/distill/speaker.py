@@ -70,8 +70,8 @@ _SPEECH_EN = re.compile(
     re.S,
 )
 _SELF = {"我", "i", "本人", "ai", "助手", "ai伴侣", "assistant"}
-_STAMP = re.compile(r"^\s*[\[(（【]?\s*(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}[ T]?)?\d{1,2}:\d{2}(?::\d{2})?\s*[\])）】]?"
-                    r"\s*[-–—|·]?\s+")
+_STAMP = re.compile(r"^\s*+(?:[\[(（【]\s*+)?(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}[ T]?)?\d{1,2}:\d{2}(?::\d{2})?"
+                    r"(?:\s*+[\])）】])?(?:\s*+[-–—|·])?\s+")
 _FIRST_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us)\b", re.I)
 _SECOND_EN = re.compile(r"\b(?:you|you're|you've|you'd|you'll|your|yours|yourself)\b", re.I)
 _THIRD_EN = re.compile(r"\b(?:he|she|they|his|her|hers|their|him|them)\b", re.I)

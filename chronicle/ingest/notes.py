@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+# An ATX heading. Its closing `#`s and blanks are stripped in Python: a pattern that strips them (`(.*?)\s*#*\s*$`)
+# backtracks cubically over a long run of blanks inside the heading.
+_HEADING = re.compile(r"^(#{1,6})\s++(.*)$")
 _BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
 _RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
 
@@ -62,8 +64,8 @@ class _NoteParser:
         elif heading := _HEADING.match(line):
             self.flush()
             self.bullet_stack.clear()
-            level = len(heading.group(1))
-            self.headings = [(lv, h) for lv, h in self.headings if lv < level] + [(level, heading.group(2))]
+            level, text = len(heading.group(1)), heading.group(2).rstrip().rstrip("#").rstrip()
+            self.headings = [(lv, h) for lv, h in self.headings if lv < level] + [(level, text)]
         elif not line.strip() or _RULE.match(line):
             self.flush()
         elif (bullet := _BULLET.match(line)) and not self.para:

@@ -85,7 +85,7 @@ _USER_NAME = re.compile(
 _TITLES = ("老师|医生|大夫|教授|主任|院长|经理|总监|总|先生|女士|小姐|同学|博士|护士|律师|师傅|阿姨|叔叔|"
            "处长|科长|组长|老板|工")
 _TITLED = re.compile(rf"^(?:{'|'.join(COMPOUND_SURNAMES)}|[{''.join(sorted(SURNAMES))}])(?:{_TITLES})")
-_LINE_MARK = re.compile(r"^\s*(?:\*\*|__|[-+•]|\*|\d+[.)])?\s*(?:\*\*|__)?\s*")
+_LINE_MARK = re.compile(r"^\s*+(?:\*\*|__|[-+•]|\*|\d+[.)])?\s*+(?:\*\*|__)?\s*+")
 
 
 def line_person(line: str, known: frozenset[str] = frozenset()) -> str | None:

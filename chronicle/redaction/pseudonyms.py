@@ -27,7 +27,7 @@ LABELS = {"name": "受试者姓名", "resident_id": "身份证号", "phone": "�
 
 _ID_LABEL = r"(?:身份证(?:号码?)?|证件号(?:码)?|公民身份号码|ID[ \t]*card(?:[ \t]*no\.?)?|resident[ \t]*id)"
 _SPREAD = r"[ -]?".join([r"\d"] * 17) + r"[ -]?[\dXx]"
-_RESIDENT = re.compile(rf"(?P<label>{_ID_LABEL}[ \t]*[:：]?[ \t]*)?(?<![\d-])(?P<v>{_SPREAD})(?![\dA-Za-z])", re.I)
+_RESIDENT = re.compile(rf"(?P<label>{_ID_LABEL}[ \t]*+[:：]?[ \t]*+)?(?<![\d-])(?P<v>{_SPREAD})(?![\dA-Za-z])", re.I)
 _PASSPORT = re.compile(r"(?:(?:护照(?:号码?)?|passport(?:[ \t]*(?:no\.?|number|#))?)[ \t]*[:：]?[ \t]*"
                        r"(?P<v>[A-Z]{1,2}\d{7,8})"
                        r"|(?<![A-Za-z0-9])(?P<w>[EGDPS]\d{8}|E[A-Z]\d{7})(?![A-Za-z0-9]))", re.I)

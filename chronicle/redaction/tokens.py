@@ -41,7 +41,7 @@ class SafeShapes:
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
-        parts = [self.subject_id, r"v?\d+(?:[._\-/:]\d+)+(?:[-+.]?[A-Za-z0-9][A-Za-z0-9.]*)*", r"\d{4}-W\d{2}",
+        parts = [self.subject_id, r"v?\d++(?:[._\-/:]\d++)++(?:[-+.]?[A-Za-z0-9][A-Za-z0-9.]*+)*+", r"\d{4}-W\d{2}",
                  r"\d{8}T\d{6}Z?", r"(?:CTCAE|grade|G)[-_ ]?v?\d(?:\.\d+)?",
                  r"(?:LOT|Lot|lot|BATCH|Batch|batch)[-_#]?\d[A-Za-z0-9-]*",
                  r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}",

@@ -46,7 +46,7 @@ _ENR = r"enrol{1,2}"  # enroled / enrolled, enrolment / enrollment  # Chinese co
 
 # (stats key, pattern with one number group, or a fixed value for "no X" phrasings).
 _ZH_CLAIMS: tuple[tuple[str, str], ...] = (
-    ("enrolled_total", rf"(?:累计|总计|累积|共计)\s*(?:入组|纳入)?\s*[:：为达]?\s*{_N}\s*(?:人|例|名)"),
+    ("enrolled_total", rf"(?:累计|总计|累积|共计)\s*+(?:入组|纳入)?\s*+[:：为达]?\s*+{_N}\s*(?:人|例|名)"),
     ("enrolled", rf"(?<!累计)(?<!总计)(?<!累积)(?<!共计)入组(?:人数)?\s*(?:[:：为]\s*)?{_N}\s*(?:人|例|名)"),
     ("enrolled", rf"{_N}\s*(?:人|例|名)\s*(?:受试者)?\s*(?:新)?入组"),
     ("ae", rf"(?<![A-Za-z])(?:新增\s*)?AE\s*[:：]?\s*{_N}\s*{_ZU}"),
