@@ -59,7 +59,7 @@ _SAYS = re.compile(rf"[\u4e00-\u9fff](?:{_ZH_VERBS})$|^\S+\s+(?:[a-z]+ed|says|as
 _TITLE = re.compile(r"(?:Dr|Mr|Mrs|Ms|Prof|Miss)\.?\s+")
 _EN_VERBS = (r"said|says|asked|asks|replied|replies|answered|answers|wrote|writes|added|adds|told (?:me|us)|"
              r"explained|mentions|notes|shares|responds|comments|texts|messages|tells (?:me|us)|"
-             r"(?P<gen>[a-z]{2,}ed|told|spoke|thought|felt)")
+             r"(?P<gen>[a-z]{2,24}ed|told|spoke|thought|felt)")
 _SPEECH_EN = re.compile(
     rf"^\s*(?:\*\*|__)?(?P<name>I|(?:{_TITLE.pattern})?{LATIN_NAME}|[\u4e00-\u9fff·]{{2,4}})"
     rf"(?:\*\*|__)?\s*(?:{_EN_VERBS})(?:\s+(?:me|us))?"

@@ -33,7 +33,9 @@ USER = "user"
 _CJK_NAME = r"[\u4e00-\u9fff·]{2,4}"
 # Latin-script names with their accents (Tomás, Zoë, Søren, Łukasz): an ASCII-only class lost their subject.
 LATIN_UPPER, LATIN_LETTER = "A-ZÀ-ÖØ-ÞĀ-ſ", "A-Za-zÀ-ÖØ-öø-ÿĀ-ſ"
-LATIN_NAME = rf"[{LATIN_UPPER}][{LATIN_LETTER}'’-]+(?: [{LATIN_UPPER}][{LATIN_LETTER}'’-]+){{0,2}}"
+# Each part of a name is bounded: a run of letters is also a verb's or a word's, and an unbounded name tried
+# every split of a long line against them (quadratic in the line).
+LATIN_NAME = rf"[{LATIN_UPPER}][{LATIN_LETTER}'’-]{{1,30}}(?: [{LATIN_UPPER}][{LATIN_LETTER}'’-]{{1,30}}){{0,2}}"
 _EN_NAME = LATIN_NAME
 _ANY_NAME = rf"{_CJK_NAME}?|{_EN_NAME}"
 """Either script in either language's frame: "与 Sarah 的对话", "Conversation with 王芳", "陈静's notes"."""

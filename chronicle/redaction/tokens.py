@@ -202,8 +202,9 @@ _LONG_RUN = re.compile(r"[A-Za-z0-9+/_\-]{16}")
 
 
 @lru_cache(maxsize=1)
-def _vendor_regexes() -> tuple[re.Pattern[str], ...]:
-    """detect-secrets' regex plugins (the vendor formats), without the IP one (an address is no secret)."""
+def _vendor_regexes() -> tuple[tuple[re.Pattern[str], str | None], ...]:
+    """detect-secrets' regex plugins (the vendor formats), without the IP one (an address is no secret), each with
+    the text every match of it holds (`_required`)."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.plugins.base import RegexBasedDetector
 
@@ -212,7 +213,22 @@ def _vendor_regexes() -> tuple[re.Pattern[str], ...]:
     for name, cls in sorted(get_mapping_from_secret_type_to_class().items()):
         if name not in skip and issubclass(cls, RegexBasedDetector):
             patterns += list(cls().denylist)
-    return tuple(patterns)
+    return tuple((pattern, _required(pattern)) for pattern in patterns)
+
+
+def _required(pattern: re.Pattern[str]) -> str | None:
+    """The longest run of plain characters at the pattern's top level (so in every match), or None. A pattern is
+    skipped on a text without it: npm's `//.+/:_authToken=` tried `.+` from every `//` of a line of slashes,
+    quadratic in the line. None under IGNORECASE, whose letters match more than themselves."""
+    if pattern.flags & re.IGNORECASE:
+        return None
+    from re import _constants, _parser  # the stdlib's own parser: what `re.compile` reads the pattern with
+
+    best, run = "", ""
+    for op, arg in _parser.parse(pattern.pattern, pattern.flags):
+        run = run + chr(arg) if op is _constants.LITERAL else ""
+        best = max(best, run, key=len)
+    return best if len(best) >= 4 else None
 
 
 def vendor_spans(text: str) -> list[Span]:
@@ -220,7 +236,9 @@ def vendor_spans(text: str) -> list[Span]:
     if _LONG_RUN.search(text) is None:
         return []
     spans: list[Span] = []
-    for pattern in _vendor_regexes():
+    for pattern, required in _vendor_regexes():
+        if required is not None and required not in text:
+            continue
         for m in pattern.finditer(text):
             groups = [i for i in range(1, (pattern.groups or 0) + 1) if m.group(i)]
             start, end = m.span(groups[-1]) if groups else m.span()
