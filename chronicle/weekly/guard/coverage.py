@@ -12,6 +12,7 @@ deviation is `denied_event`, whatever it cites: that is what a model steered by 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -37,12 +38,19 @@ _ALL_CLEAR = re.compile(
 _SUBJECT = re.compile(r"[a-z]{1,6}\d{2,}(?:-[a-z0-9]+){1,3}")
 
 
+_SUBJECT_HINT = re.compile(r"[A-Za-z]\d\d")
+"""What every subject id holds once NFKC has made its letters and digits plain: an entry without it names none, and
+skips the canonical form and the name reader (most of the guard's time on a week of long entries)."""
+
+
 def subjects(entry: WeekEntry) -> set[str]:
     """Subject-like ids the entry names (XH305-01-004): naming one in the report covers the entry."""
+    if not _SUBJECT_HINT.search(unicodedata.normalize("NFKC", entry.content)):
+        return set()
     return {n.key for n in names(canonical(entry.content)) if n.kind == "code" and _SUBJECT.fullmatch(n.key)}
 
 
-_SAE_WORD = re.compile(r"sae|严重不良|serious\s+adverse", re.I)
+_SAE_WORD = re.compile(r"(?<![a-z])saes?(?![a-z])|严重不良|serious\s+adverse", re.I)
 _NOT_REPORTS = ("sae", "query")
 """Entry types whose SAE words do not report one: the SAE entry itself (counted), a data query about a form."""
 
@@ -88,7 +96,7 @@ def coverage_reasons(report: Sequence[Sentence], week: WeekInput, claims: Iterab
                                   f"{', '.join(ids[:5])} ({EVENT_NOUNS[field]}: not cited, subject not named)"})
     reported = reported_saes(week) if reported is None else reported
     by_id = {e.short_id: e for e in week.entries}
-    cited_subjects = {sid for c in cited if c in by_id for sid in subjects(by_id[c])}
+    cited_subjects = {sid for c in cited if c in by_id for sid in subjects(by_id[c])} if reported else set()
     for e in reported:
         if e.short_id not in cited and not any(sid in said or sid in cited_subjects for sid in subjects(e)):
             out.append({"kind": "omitted_event", "field": "sae", "ids": [e.short_id],

@@ -123,3 +123,22 @@ def test_a_follow_up_of_a_counted_sae_is_covered_with_it() -> None:
     assert not [r for r in covered if r["kind"] == "omitted_event"], covered
     missed = check_report("SAE 1 例：XH201-03-007 上消化道出血 [E1]。", week)
     assert [r["ids"] for r in missed if r["kind"] == "omitted_event" and r["field"] == "sae"] == [["E4"]]
+
+
+def test_an_sae_is_read_as_a_word_and_an_id_in_any_width() -> None:
+    """"SAEs" and a full-width subject id report an SAE of that subject; "usaed"/"caesar" name none (the SAE word
+    is a word, not three letters inside one)."""
+    from chronicle.weekly.guard.coverage import reported_saes, subjects
+    from chronicle.weekly.model import WeekEntry, WeekInput
+    from chronicle.weekly.stats import week_stats
+    from chronicle.weeks import IsoWeek
+
+    rows = [("message", "Two SAEs for XH201-03-011: hospitalised twice"),
+            ("message", "ＸＨ２０１－０３－０１２ 判定为 SAE"),
+            ("note", "caesar salad for XH201-03-013, usaed: pneumonia")]
+    entries = tuple(WeekEntry(f"E{i}", f"id{i}", "03-02 10:00", "CRC-王敏", t, c)
+                    for i, (t, c) in enumerate(rows, start=1))
+    week = WeekInput("XH201", IsoWeek.parse("2026-W10"), entries,
+                     week_stats([{"type": t, "actor": "CRC-王敏"} for t, _ in rows], 5), "h")
+    assert subjects(entries[1]) == {"xh201-03-012"}
+    assert [e.short_id for e in reported_saes(week)] == ["E1", "E2"]
