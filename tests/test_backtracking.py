@@ -10,10 +10,10 @@ shape, took 7 s on `1.2-` followed by 24 letters and `_`, and a heading pattern 
 
 The static check is regexploit's (Doyensec), over every pattern the package holds at run time (module and class
 attributes, the built redactor, the containers they sit in) and every literal in its source. A pattern is judged
-as `search` sees it and as `fullmatch` sees it (ended by `$`), and so is each of its top-level alternatives: the
-tool does not carry an end through an alternation. Python's possessive repeats and atomic groups take no choice
-back, so they are left out of the analysis and their bodies are judged alone. The dynamic check feeds the gates
-lines built to fail after a long run of every character class.
+as `fullmatch` sees it (ended by `$`), each of its top-level alternatives apart: the tool does not carry an end
+through an alternation. Python's possessive repeats and atomic groups take no choice back, so they are left out
+of the analysis and their bodies are judged alone. The tool flags few quadratic shapes, so the lines that stalled
+a gate, quadratic ones included, also run through the gates at a length no quadratic pattern answers in time.
 """
 
 from __future__ import annotations
