@@ -10,8 +10,8 @@ shape, took 7 s on `1.2-` followed by 24 letters and `_`, and a heading pattern 
 
 The static check is regexploit's (Doyensec), over every pattern the package holds at run time (module and class
 attributes, the built redactor, the containers they sit in) and every literal in its source. A pattern is judged
-as `fullmatch` sees it (ended by `$`), each of its top-level alternatives apart: the tool does not carry an end
-through an alternation. Python's possessive repeats and atomic groups take no choice back, so they are left out
+as `fullmatch` sees it, the end carried into each alternative of a trailing alternation: the tool does not carry
+one there itself. Python's possessive repeats and atomic groups take no choice back, so they are left out
 of the analysis and their bodies are judged alone. The tool flags few quadratic shapes, so the lines that stalled
 a gate, quadratic ones included, also run through the gates at a length no quadratic pattern answers in time.
 """
@@ -57,41 +57,29 @@ class _Parser(SreOpParser):
         self.bodies.append(data)
 
 
-def _top_level_branches(pattern: str) -> list[str]:
-    depth, in_class, escaped, start, parts = 0, False, False, 0, []
-    for i, c in enumerate(pattern):
-        if escaped:
-            escaped = False
-        elif c == "\\":
-            escaped = True
-        elif in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c in "()":
-            depth += 1 if c == "(" else -1
-        elif c == "|" and depth == 0:
-            parts.append(pattern[start:i])
-            start = i + 1
-    return [*parts, pattern[start:]] if parts else []
+def _ended(ops: list[Any]) -> list[Any]:
+    """`ops` followed by the end of the text, as `fullmatch` reads them. regexploit does not carry an end into an
+    alternation, so it is put at the end of each alternative of a trailing one, and inside a trailing group."""
+    if ops and ops[-1][0] is sre_parse.BRANCH:
+        return [*ops[:-1], (sre_parse.BRANCH, (None, [_ended(list(alt)) for alt in ops[-1][1][1]]))]
+    if ops and ops[-1][0] is sre_parse.SUBPATTERN:
+        group, add, remove, body = ops[-1][1]
+        return [*ops[:-1], (sre_parse.SUBPATTERN, (group, add, remove, _ended(list(body))))]
+    return [*ops, (sre_parse.AT, sre_parse.AT_END)]
 
 
 def starriness(pattern: str | bytes, flags: int = 0) -> int:
-    """The worst backtracking regexploit finds in `pattern`, as searched and as fully matched."""
-    worst = 0
+    """The worst backtracking regexploit finds in `pattern` as fully matched (an end adds a place to fail, so what
+    `search` would show is among it)."""
     if isinstance(pattern, bytes):
         pattern = pattern.decode("latin-1")
-    # Ended by `$`, as `fullmatch` sees it; an end adds a place to fail, so `search`'s findings are among these.
-    for candidate in (f"(?:{branch})$" for branch in _top_level_branches(pattern) or [pattern]):
-        parser = _Parser()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ops = [parser.sequence_or_singleton(sre_parse.parse(candidate, flags))]
-        while parser.bodies:  # a possessive body is still matched by backtracking inside itself
-            body = parser.bodies.pop()
-            ops.append(parser.sequence_or_singleton([*body, (sre_parse.AT, sre_parse.AT_END)]))
-        worst = max([worst, *(r.starriness for op in ops if op is not None for r in find(op))])
-    return worst
+    parser = _Parser()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ops = [parser.sequence_or_singleton(_ended(list(sre_parse.parse(pattern, flags))))]
+    while parser.bodies:  # a possessive body is still matched by backtracking inside itself
+        ops.append(parser.sequence_or_singleton(_ended(list(parser.bodies.pop()))))
+    return max([0, *(r.starriness for op in ops if op is not None for r in find(op))])
 
 
 def _patterns_in(obj: Any, where: str, depth: int, seen: set[int]) -> Iterator[tuple[str, re.Pattern[str]]]:
