@@ -355,17 +355,17 @@ def deploy_all(env: dict[str, str], repo: Path, timeout: float = 600,
         return
     # Its output to a file: a pipe nobody reads while `meanwhile` runs could fill up and stall it.
     with tempfile.TemporaryFile("w+") as out:
-        deploy = subprocess.Popen([str(BIN / "prefect"), "--no-prompt", "deploy", "--all"], env=env, cwd=repo,
-                                  stdout=out, stderr=subprocess.STDOUT, text=True)
+        deploying = subprocess.Popen([str(BIN / "prefect"), "--no-prompt", "deploy", "--all"], env=env, cwd=repo,
+                                     stdout=out, stderr=subprocess.STDOUT, text=True)
         try:
             if meanwhile is not None:
                 meanwhile()
-            deploy.wait(timeout=timeout)
+            deploying.wait(timeout=timeout)
         finally:
-            if deploy.poll() is None:
-                deploy.kill()
-                deploy.wait()
-        if deploy.returncode != 0:
+            if deploying.poll() is None:
+                deploying.kill()
+                deploying.wait()
+        if deploying.returncode != 0:
             out.seek(0)
             raise ServerError(f"deploy --all failed: {out.read()[-4000:]}")
     pause_schedules(env)
