@@ -127,6 +127,12 @@ END_TO_END = (
 )
 
 
+# Folders whose every test runs a flow or reads the API (their conftest's autouse `_prefect` asks for `prefect_api`):
+# marked `flows` by their path too, so that the quick layer need not import them (`pytest_ignore_collect`).
+RUN_FLOWS = ("tests/analysts/", "tests/deployments/", "tests/distill/", "tests/integration/", "tests/lake/",
+             "tests/ops/", "tests/reliability/", "tests/security/", "tests/weekly/")
+
+
 # The longest files, started first so that no worker is left alone with one of them at the end (the longest-
 # processing-time-first rule; the scheduler hook above hands out units in collection order). Measured with
 # `--durations` on 2 cores: 45 s to 3.5 minutes each; the lake files count their pools' start-up.
@@ -151,7 +157,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`slow`: END_TO_END. `flows`: every test that asked for the session's Prefect API (a flow runs).
+    """`slow`: END_TO_END. `flows`: RUN_FLOWS, and every test that asked for the session's Prefect API.
     Order: LONGEST_FIRST, ONE_EMBEDDER, then the collection order."""
     root = config.rootpath
     rank = {path: i for i, path in enumerate(LONGEST_FIRST + ONE_EMBEDDER)}
@@ -160,8 +166,47 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         where = item.path.relative_to(root).as_posix()
         if where.startswith(END_TO_END):
             item.add_marker(pytest.mark.slow)
-        if "prefect_api" in getattr(item, "fixturenames", ()):
+        if where.startswith(RUN_FLOWS) or "prefect_api" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.flows)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A folder or file of END_TO_END (all `slow`) or RUN_FLOWS (all `flows`) is not even imported when `-m`
+    deselects every test of it whatever their other marks (the quick layer): every xdist worker imports every module
+    it collects, and these bring Prefect's client, the flows, LanceDB, Dask, the MCP client — seconds per worker for
+    tests that `-m` then throws away."""
+    if not collection_path.is_relative_to(config.rootpath):
+        return None
+    where = f"{collection_path.relative_to(config.rootpath).as_posix()}/"  # a folder ("tests/lake/") or a file
+    marked = [mark for mark, paths in (("slow", END_TO_END), ("flows", RUN_FLOWS)) if where.startswith(paths)]
+    return True if any(_deselects(config.option.markexpr, mark) for mark in marked) else None
+
+
+def _deselects(markexpr: str, mark: str) -> bool:
+    """Whether `-m markexpr` is false for every test carrying `mark`, for every truth of the expression's other
+    names. Unsure (a mark with arguments, pytest's parser moved) is "no": collect as usual."""
+    if not markexpr:
+        return False
+    from functools import partial
+    from itertools import product
+
+    try:
+        from _pytest.mark.expression import Expression
+
+        expression = Expression.compile(markexpr)
+        others = sorted(expression.idents() - {mark})
+        for truths in product((False, True), repeat=len(others)):
+            if expression.evaluate(partial(_carries, dict(zip(others, truths, strict=True)) | {mark: True})):
+                return False
+    except (ImportError, AttributeError, LookupError, TypeError, SyntaxError, pytest.UsageError):
+        return False
+    return True
+
+
+def _carries(marks: dict[str, bool], name: str, /, **kwargs: object) -> bool:
+    if kwargs:  # `-m "mark(arg=…)"`: what it matches depends on the test
+        raise LookupError(name)
+    return marks[name]
 
 
 @pytest.fixture(scope="session")
