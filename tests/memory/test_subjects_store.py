@@ -8,6 +8,7 @@ from pathlib import Path
 
 import lancedb
 import pyarrow as pa
+import pytest
 
 from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.offline import distill_entries
@@ -55,6 +56,7 @@ def memorybank_memories(layout: str) -> dict[str, list[Memory]]:
     return out
 
 
+@pytest.mark.slow  # a measurement over a whole real corpus (seconds of CPU): `make test`, not the quick layer
 def test_scoped_search_never_returns_another_users_memories(settings) -> None:
     """MemoryBank's 15 users in the layout where no label names the user: every probing question, scoped to its
     user, returns only that user's memories — and finds some (on the old code there was no subject at all)."""

@@ -126,6 +126,7 @@ def locomo_entries(tmp_path: Path) -> tuple[int, list[NoteEntry]]:
     return turns, entries
 
 
+@pytest.mark.slow  # a measurement over a whole real corpus (seconds of CPU): `make test`, not the quick layer
 def test_locomo_knowledge_files_hold_at_most_20_lines_per_100_turns(tmp_path: Path) -> None:
     """788 turns of conv-26 and conv-30 made 780 knowledge-file bullets before (99 per 100 turns)."""
     turns, entries = locomo_entries(tmp_path)

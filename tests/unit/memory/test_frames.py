@@ -67,6 +67,7 @@ def test_not_an_update(old: str, new: str) -> None:
     assert not superseded(old, new)
 
 
+@pytest.mark.slow  # a measurement over a whole real corpus (seconds of CPU): `make test`, not the quick layer
 def test_real_conversations_supersede_nothing() -> None:
     """MemoryBank's user questions (per user, in time order) and LoCoMo's turns (per speaker): no statement there
     replaces another, so any supersession is a false one."""
