@@ -149,11 +149,15 @@ LONGEST_FIRST = ("tests/lake/test_dead_runs.py", "tests/ops/test_deploy_doc.py",
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto` (pyproject's addopts): one worker more than the cores. Most of the end-to-end tests wait — on a
-    flow run's process start, a worker's poll, a 30 s heartbeat that must lapse before a dead run is Crashed —
-    and a third worker fills those waits: on 2 cores the suite took 18.9 min with 3 workers at load ~9 where 2
-    workers took 22.4 min at load ~5 (2026-12-02); a set of the waiting tests alone used 47 s of CPU in 203 s."""
-    return (os.cpu_count() or 1) + 1
+    """`-n auto` (pyproject's addopts): one worker more than the cores when the run has tests that wait. Most of
+    the end-to-end and flow tests wait — on a flow run's process start, a worker's poll, a 30 s heartbeat that must
+    lapse before a dead run is Crashed — and a third worker fills those waits: on 2 cores the suite took 18.9 min
+    with 3 workers where 2 took 22.4 min. The quick layer (neither slow nor flows) hardly waits, and a third worker
+    only oversubscribes the cores (each process's thread pools — torch, DuckDB, Lance — are sized to the cores): on 2
+    cores it took 57-60 s and ~100 s of CPU with 2 workers, 63-71 s and 120-135 s of CPU with 3."""
+    cores = os.cpu_count() or 1
+    waits = not (_deselects(config.option.markexpr, "slow") and _deselects(config.option.markexpr, "flows"))
+    return cores + 1 if waits else cores
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
