@@ -179,6 +179,11 @@ Prefect's client retries a 503 only 2 s (2 ** attempt, jittered) later: that wai
 backfill's overhead. A share granted after the timeout is released by Prefect's own service."""
 
 
+WAIT_S = 5.0
+"""How long each later request for a share waits: also how long a run cancelled while it waits for slots takes to
+end after its body has stopped."""
+
+
 LEASE_S = 60.0
 """How long a reservation's lease lasts unrenewed (Prefect's shortest; its holder renews it while it runs): the
 slots of a run killed with -9 come back this long after its death (plus the repossessor's 15 s loop), not after
@@ -207,10 +212,13 @@ def _acquire(settings: Settings, n: int, stack: ExitStack) -> LLMGate:
     quick, said = True, False
     while True:
         try:
-            # Short waits for a big share, an unbounded one for a single slot: never starve, never hog, and never
-            # wait in silence (a timed-out request the server grants late holds its slot until its lease ends).
-            wait = QUICK_TRY_S if quick else None if n == 1 else 5.0
-            if wait is None and not said:
+            # Short waits, halving the share down to one slot, asked again for ever: never starve, never hog, never
+            # wait in silence. A wait is never unbounded, even for the last slot: Prefect's slot service finishes
+            # every request in flight before its process may exit, so a cancelled run would wait for slots it no
+            # longer wants until its runner killed it. (A request timed out as the server grants it holds its
+            # slot until its lease ends.)
+            wait = QUICK_TRY_S if quick else WAIT_S
+            if not quick and n == 1 and not said:  # the last share: this wait can be long
                 _say(_waiting(n))
                 said = True
             stack.enter_context(concurrency(LIMIT_NAME, occupy=n, strict=True, timeout_seconds=wait,

@@ -37,6 +37,7 @@ from tests.fakellm import FakeLLMServer, default_responder
 pytestmark = pytest.mark.slow
 
 BACKFILL = "backfill-weeks/backfill-weeks"
+KILL_AFTER_S = 30  # Prefect's runner: SIGTERM, then SIGKILL this long after
 WEEKS = {"start_week": "2026-W01", "end_week": "2026-W05"}  # 2 projects x 5 weeks
 
 
@@ -153,11 +154,13 @@ def test_cancel_while_waiting_for_llm_slots(settings: Settings, served) -> None:
     with concurrency("llm", occupy=2, strict=True, timeout_seconds=60):  # another run holds every slot
         run = run_deployment(BACKFILL, timeout=0, parameters=WEEKS)
         flow_run_logs(run.id, "waiting for")
+        cancelled = time.monotonic()
         _cancel(run.id)
         # Final before the test gives the slots back: a request of the cancelled run granted late would show below.
-        # (It takes Prefect's 30 s kill: an idle non-daemon AnyIO worker thread, left by Prefect's slot request the
-        # SIGTERM interrupted, holds the process's exit.)
         wait_final(run.id)
+        # Its process ended by itself, not by the runner's SIGKILL 30 s after its SIGTERM: Prefect's slot service
+        # finishes a request in flight before the process may exit, and the run's last request was still waiting.
+        assert time.monotonic() - cancelled < KILL_AFTER_S, "the cancelled run's process waited for its kill"
     _assert_cancelled(settings, run.id, log)
 
 

@@ -36,7 +36,8 @@ def test_a_freed_slot_goes_to_the_lowest_turn_not_the_first_to_arrive() -> None:
         slots.release()
 
 
-def test_a_slow_first_reservation_is_asked_again_for_the_same_share(monkeypatch: pytest.MonkeyPatch) -> None:
+def _requests(monkeypatch: pytest.MonkeyPatch, wanted: int, refused: int) -> list[tuple[int, float | None]]:
+    """The requests for `llm` slots a reservation of `wanted` makes when the first `refused` time out."""
     import prefect.concurrency.sync
 
     import chronicle.services.llm_gate as gate
@@ -48,16 +49,33 @@ def test_a_slow_first_reservation_is_asked_again_for_the_same_share(monkeypatch:
     def concurrency(name: str, occupy: int, strict: bool, timeout_seconds: float | None, lease_duration: float) -> Any:
         assert lease_duration == gate.LEASE_S
         asked.append((occupy, timeout_seconds))
-        if len(asked) == 1:  # the API answered 503 and the client waits 2 s before asking again
+        if len(asked) <= refused:
             raise TimeoutError
         yield
 
     monkeypatch.setattr(prefect.concurrency.sync, "concurrency", concurrency)
     monkeypatch.setattr(gate, "ensure_llm_limit", lambda slots: True)
     monkeypatch.setenv("CHRONICLE_LLM_CONCURRENCY", "8")
-    with gate.reserve_llm(Settings(), 8) as held:
-        assert (held.source, held.slots) == ("prefect", 8)
-    assert asked == [(8, gate.QUICK_TRY_S), (8, 5.0)]
+    with gate.reserve_llm(Settings(), wanted) as held:
+        assert (held.source, held.slots) == ("prefect", asked[-1][0])
+    return asked
+
+
+def test_a_slow_first_reservation_is_asked_again_for_the_same_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronicle.services.llm_gate import QUICK_TRY_S, WAIT_S
+
+    # The API answered 503 and the client waits 2 s before asking again.
+    assert _requests(monkeypatch, 8, refused=1) == [(8, QUICK_TRY_S), (8, WAIT_S)]
+
+
+def test_a_reservation_halves_its_share_and_never_waits_unbounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Down to one slot, asked again for ever, each request bounded: Prefect's slot service finishes a request in
+    flight before its process may exit, so an unbounded one kept a cancelled run alive until its runner killed it."""
+    from chronicle.services.llm_gate import QUICK_TRY_S, WAIT_S
+
+    assert _requests(monkeypatch, 8, refused=7) == [(8, QUICK_TRY_S), (8, WAIT_S), (4, WAIT_S), (2, WAIT_S),
+                                                   (1, WAIT_S), (1, WAIT_S), (1, WAIT_S), (1, WAIT_S)]
+    assert _requests(monkeypatch, 1, refused=3)[1:] == [(1, WAIT_S)] * 3
 
 
 def test_flow_runs_leave_the_heartbeat_thread_to_stop_by_itself() -> None:
