@@ -41,8 +41,9 @@ from chronicle.distill.tally import (
 from chronicle.param_checks import name_part
 from chronicle.params import DistillDays, NotesProject, UntilDate
 from chronicle.progress import report
+from chronicle.redaction.redactor import redactor_for
 from chronicle.services.distill import resolve_window
-from chronicle.services.llm_gate import redactor_for, reserve_llm
+from chronicle.services.llm_gate import reserve_llm
 from chronicle.services.param_checks import distill_window
 from chronicle.services.run_tracking import (
     REFUSALS,

@@ -14,7 +14,7 @@ from chronicle.ingest.model import IngestSummary
 from chronicle.param_checks import name_part
 from chronicle.params import OptionalProjectId, Replace, ReRead, SourcePaths
 from chronicle.progress import report
-from chronicle.redaction.redactor import redact_name
+from chronicle.redaction.redactor import redactor_for
 from chronicle.services.param_checks import ingest_paths
 from chronicle.services.run_tracking import REFUSALS, RUN_HOOKS, refused, run_notes, tracked_run
 from chronicle.settings import load_settings
@@ -37,13 +37,13 @@ def _summary_markdown(summary: IngestSummary, notes: list[str]) -> str:
 def _files_markdown(summary: IngestSummary) -> str:
     """The files the operator must hear about: refused whole, repeating other files, already known under
     another name, read while being written."""
-    extra = tuple(load_settings().redact.extra_patterns)
-    out = [f"- `{shown_path(f, extra)}` refused: {redact_name(why, extra)}" for f, why in summary.refused_files.items()]
-    out += [f"- `{shown_path(f, extra)}`: {n} entr(ies) already held by `{shown_path(of, extra)}`, stored once"
+    r = redactor_for(load_settings())
+    out = [f"- `{shown_path(f, r)}` refused: {r.redact(why)}" for f, why in summary.refused_files.items()]
+    out += [f"- `{shown_path(f, r)}`: {n} entr(ies) already held by `{shown_path(of, r)}`, stored once"
             for f, per in summary.duplicates.items() for of, n in per.items()]
-    out += [f"- `{shown_path(f, extra)}` is `{shown_path(of, extra)}` (renamed, rotated or copied): read on from "
+    out += [f"- `{shown_path(f, r)}` is `{shown_path(of, r)}` (renamed, rotated or copied): read on from "
             "where that one stopped" for f, of in summary.known.items()]
-    out += [f"- `{shown_path(f, extra)}`: {note}" for f, note in summary.notes.items()]
+    out += [f"- `{shown_path(f, r)}`: {note}" for f, note in summary.notes.items()]
     return ("\n## Files\n\n" + "\n".join(out) + "\n") if out else ""
 
 
@@ -53,8 +53,8 @@ def _run_name() -> str:
     paths = params.get("paths") or []
     if not isinstance(paths, list | tuple):
         paths = [paths]
-    extra = tuple(load_settings().redact.extra_patterns)
-    what = name_part(shown_path(str(paths[0]), extra).rsplit("/", 1)[-1], "none") if len(paths) == 1 \
+    one = len(paths) == 1
+    what = name_part(shown_path(str(paths[0]), redactor_for(load_settings())).rsplit("/", 1)[-1], "none") if one \
         else f"{len(paths)}-paths"
     return f"ingest-{name_part(params.get('project'), 'all')}-{what}"
 
@@ -77,8 +77,8 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRe
                                   | ({"replace": True} if replace else {}))
         with tracked_run(settings, "ingest-logs", params) as counts:
             files, skipped = discover_files(ingest_paths(settings, paths))
-            extra = tuple(settings.redact.extra_patterns)  # a file name may hold a phone number
-            documents = [shown_path(s, extra) for s in skipped if s.lower().endswith(".json")]
+            redactor = redactor_for(settings)  # a file name may hold a phone number
+            documents = [shown_path(s, redactor) for s in skipped if s.lower().endswith(".json")]
             if documents:
                 logger.warning("skipped %d .json file(s) holding one JSON document, not log lines or LoCoMo: %s",
                                len(documents), ", ".join(d.rsplit("/", 1)[-1] for d in documents[:5]))

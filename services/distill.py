@@ -21,7 +21,8 @@ from chronicle.llm import LLMUnavailableError
 from chronicle.llm.call import LLMCall
 from chronicle.memory.model import Memory, MemoryEvent
 from chronicle.memory.subjects import user_name
-from chronicle.services.llm_gate import llm_call, redactor_for
+from chronicle.redaction.redactor import redactor_for
+from chronicle.services.llm_gate import llm_call
 from chronicle.settings import Settings
 from chronicle.storage import proposals as proposals_sql
 from chronicle.storage.db import connect, transactions
@@ -128,7 +129,8 @@ def write_knowledge(settings: Settings, name: str, items: list[Item]) -> Knowled
         return {m.id: m.importance for m in MemoryStore(settings).get(sorted(ids))}
 
     return sync_file(settings.workspace_dir, name, items, keep=settings.memory.backup_keep, cap=DAILY_CAP,
-                     budget=settings.memory.knowledge_max_chars, importance=importance)
+                     budget=settings.memory.knowledge_max_chars, importance=importance,
+                     redactor=redactor_for(settings))
 
 
 def record_run(settings: Settings, chunks: list[ChunkRecord], quarantine: list[QuarantineRecord],

@@ -12,7 +12,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from chronicle.redaction.redactor import Redactor
+from chronicle.redaction.redactor import redactor_for
 from chronicle.services.llm_gate import llm_call, reserve_llm
 from chronicle.services.run_tracking import current_flow_run_id
 from chronicle.settings import Settings
@@ -139,7 +139,7 @@ def ask_chronicle(settings: Settings, project_id: str, question: str, *, limit: 
     The question is redacted first (a user may paste a credential into it): it goes to the model, into
     `llm_calls` and, offline, back to the screen as the matched terms.
     """
-    question = Redactor.build(settings.redact.extra_patterns).redact(question)
+    question = redactor_for(settings).redact(question)
     if settings.llm.offline:
         with connect(settings) as conn:
             rows = reports.chronicle_rows(conn, project_id)

@@ -21,7 +21,7 @@ from chronicle.ingest.detect import detect_format, gzipped, resolved
 from chronicle.ingest.fingerprint import file_fingerprint, fingerprint
 from chronicle.ingest.identity import Head, candidate_heads, head_of, identity_for, sha256_hex
 from chronicle.ingest.model import FileResult, Reject
-from chronicle.redaction.redactor import Redactor
+from chronicle.redaction.redactor import redactor_for
 from chronicle.services.ingest_read import FileBytes, read_file
 from chronicle.services.ingest_write import Write, mark, plan_lines, plan_text, write_batch
 from chronicle.settings import Settings
@@ -61,7 +61,7 @@ class FileIngestor:
         self.settings = settings
         self.project = project
         self.run_id = run_id
-        self._redact = Redactor.build(settings.redact.extra_patterns).redact  # project ids (one gate at ingest)
+        self._redact = redactor_for(settings).redact  # project ids (one gate at ingest)
 
     def ingest(self, path: Path, *, force: bool = False, replace: bool = False) -> FileResult:
         """Read `path` if it changed since last time (or always, with `force`: re-read whole)."""

@@ -23,7 +23,7 @@ from typing import Any
 
 import attr
 
-from chronicle.redaction.redactor import Redactor, redact_value
+from chronicle.redaction.redactor import redact_value, redactor_for
 from chronicle.settings import KNOWLEDGE_FILES, Settings, load_settings
 
 log = logging.getLogger("chronicle.lineage")
@@ -162,7 +162,7 @@ def run_event(settings: Settings, event_type: str, flow_name: str, run: Any, sta
     )
 
     prefect_facet, partition_facet = _facet_classes()
-    redactor = Redactor.build(settings.redact.extra_patterns)
+    redactor = redactor_for(settings)
     params = redact_value(dict(run.parameters or {}), redactor)
     inputs, outputs = _datasets(settings, flow_name, dict(run.parameters or {}))
     facets: dict[str, Any] = {

@@ -36,15 +36,13 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any
 
 from chronicle.llm import ChatClient, LLMCallRecord
 from chronicle.llm.call import LLMCall
 from chronicle.llm.records import CallLogger, serialise_prompt
-from chronicle.redaction.redactor import Redactor
+from chronicle.redaction.redactor import Redactor, redactor_for
 from chronicle.redaction.text import Redacted, gate
-from chronicle.redaction.tokens import SafeShapes
 from chronicle.settings import Settings
 from chronicle.storage.llm_log import CallRow, DuckDBCallLogger, write_calls
 
@@ -292,17 +290,6 @@ def llm_slot(settings: Settings) -> Iterator[None]:
 
 
 # --- the call --------------------------------------------------------------------------------
-@lru_cache(maxsize=16)
-def _redactor(patterns: tuple[str, ...], subject_id: str, commit_hashes: bool) -> Redactor:
-    return Redactor.build(patterns, SafeShapes(subject_id=subject_id, commit_hashes=commit_hashes))
-
-
-def redactor_for(settings: Settings) -> Redactor:
-    """The redactor of these settings (built-in patterns plus `redact_extra_patterns`), compiled once."""
-    return _redactor(tuple(settings.redact.extra_patterns), settings.redact.subject_id_pattern,
-                     settings.redact.commit_hashes_safe)
-
-
 class HeldCalls:
     """The `llm_calls` rows of one unit of work (a week) waiting to be written with its result."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from chronicle.redaction.redactor import Redactor
+from chronicle.redaction.redactor import redactor_for
 from chronicle.settings import Settings
 from chronicle.storage.memory.mentions import mentions, unknown_mentions
 from chronicle.storage.memory.schema import SearchHit, StoredMemory
@@ -23,7 +23,7 @@ def search_memories(settings: Settings, query: str, *, tags: list[str] | None = 
     person (never another subject's); `as_of`: what was current at the end of that day; `include_mentions`
     (with `about`): also memories whose person is unknown that name them.
     """
-    query = Redactor.build(settings.redact.extra_patterns).redact(query)
+    query = redactor_for(settings).redact(query)
     store = MemoryStore(settings)
     options = {"tags": tags, "min_importance": min_importance, "target_file": target_file, "mode": mode,
                "as_of": as_of}

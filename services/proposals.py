@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from chronicle.distill.knowledge import KnowledgeWrite, effective_action, sync_file
 from chronicle.distill.proposals import Proposal, approved_item, proposals_markdown
+from chronicle.redaction.redactor import redactor_for
 from chronicle.settings import Settings
 from chronicle.storage import proposals as sql
 from chronicle.storage.db import connect, read, write
@@ -61,7 +62,7 @@ def approve(settings: Settings, id_or_prefix: str, by: str | None = None) -> Pro
         raise ProposalError(f"{proposal.proposal_id} was rejected on {proposal.decided_at:%Y-%m-%d}; not writing it")
     action, _ = effective_action(proposal.action, proposal.target_file, settings.memory.overwrite_allowed_files)
     result = sync_file(settings.workspace_dir, proposal.target_file, [approved_item(proposal, action)],
-                       keep=settings.memory.backup_keep)
+                       keep=settings.memory.backup_keep, redactor=redactor_for(settings))
     if result.skipped:
         raise ProposalError(result.skipped)
     if proposal.status == "approved":

@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chronicle.redaction.redactor import Redactor
+from chronicle.redaction.redactor import redactor_for
 from chronicle.services.accounts import Account, authenticate
 from chronicle.services.audit import audit_row
 from chronicle.services.corrections import (
@@ -139,7 +139,7 @@ def content_hash(text: str) -> str:
 def _prepare(settings: Settings, project_id: str, week: IsoWeek, text: str,
              hidden: Counter[str]) -> tuple[str, WeekInput, Any]:
     text = clean_text(text, settings.weekly.edit_max_chars)
-    text = Redactor.build(settings.redact.extra_patterns).redact(text, hidden)
+    text = redactor_for(settings).redact(text, hidden)
     week_input, stored = read_week(settings, project_id, week)
     if stored is None:
         raise NoReportError(f"no report for {project_id} {week}; generate it before correcting it")
@@ -169,7 +169,7 @@ def edit_report(settings: Settings, project_id: str, week: IsoWeek, text: str, *
     reason = clean_field(reason, "the reason", MAX_REASON)
     hidden: Counter[str] = Counter()
     text, week_input, stored = _prepare(settings, project_id, week, text, hidden)
-    redactor = Redactor.build(settings.redact.extra_patterns)
+    redactor = redactor_for(settings)
     # Who and why are stored with the version and shown by `report history`: the same sink as the text.
     author, reason = redactor.redact(author, hidden), redactor.redact(reason, hidden)
     if stored.version == base_version and text == stored.summary.strip():

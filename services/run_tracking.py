@@ -22,7 +22,7 @@ from typing import Any
 from prefect.runtime import flow_run
 
 from chronicle.param_checks import ParameterError
-from chronicle.redaction.redactor import Redactor, redact_value
+from chronicle.redaction.redactor import Redactor, redact_value, redactor_for
 from chronicle.run_rows import CANCELLED_MESSAGE, RunRow
 from chronicle.services.lineage import LINEAGE_HOOKS
 from chronicle.services.run_cancel import stopped_at_cancel
@@ -86,7 +86,7 @@ def tracked_run(settings: Settings, flow_name: str, parameters: dict[str, Any]) 
     own_artifacts()
     run_id = current_flow_run_id()
     counts = RunCounts()
-    redactor = Redactor.build(settings.redact.extra_patterns)
+    redactor = redactor_for(settings)
     shown = redact_value(parameters, redactor)
     me = this_process()
     notes = _NOTES.setdefault(run_id, [])
@@ -242,7 +242,7 @@ def record_unfinished(flow: Any, flow_run: Any, state: Any) -> None:
     if cancelled and not _ends_cancelled(flow_run.id):
         return  # the run ended by itself before the cancel reached it: Prefect keeps its state, and so does the row
     final = "CRASHED" if state.is_crashed() else "CANCELLED" if cancelled else "FAILED"
-    redactor = Redactor.build(settings.redact.extra_patterns)
+    redactor = redactor_for(settings)
     shown = redact_value(dict(flow_run.parameters or {}), redactor)
     message = CANCELLED_MESSAGE if cancelled else redactor.redact(state.message or "") or None
     if any(r["flow_run_id"] == str(flow_run.id) for r in run_journal.pending(settings.db_path)):

@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from chronicle.ingest.detect import discover
 from chronicle.ingest.model import FileResult
 from chronicle.names import bounded_label
-from chronicle.redaction.redactor import redact_name
+from chronicle.redaction.redactor import Redactor, redactor_for
 from chronicle.services.ingest import FileIngestor
 from chronicle.services.run_tracking import current_flow_run_id
 from chronicle.settings import Settings
@@ -24,18 +24,18 @@ def discover_files(paths: list[str]) -> tuple[list[str], list[str]]:
     return [str(f) for f in files], [str(s) for s in skipped]
 
 
-def shown_path(path: str, extra_patterns: tuple[str, ...] = ()) -> str:
+def shown_path(path: str, redactor: Redactor) -> str:
     """`memory/2026-03-02.md`: the file and its folder, any secret in them redacted (a phone number in a
     note's file name), bounded — what run names and logs show of a path."""
     parts = Path(path).parts[-2:]
-    return bounded_label(redact_name("/".join(parts), extra_patterns), limit=100)
+    return bounded_label(redactor.redact("/".join(parts)), limit=100)
 
 
 def ingest_task_name(parameters: dict[str, Any]) -> str:
     settings = parameters.get("settings")
-    extra = tuple(settings.redact.extra_patterns) if isinstance(settings, Settings) else ()
+    redactor = redactor_for(settings) if isinstance(settings, Settings) else Redactor.build()
     paths = parameters.get("paths") or []
-    first = shown_path(str(paths[0]), extra) if paths else "none"
+    first = shown_path(str(paths[0]), redactor) if paths else "none"
     more = f" +{len(paths) - 1} files" if len(paths) > 1 else ""
     return f"ingest {parameters.get('label', '')} {first}{more}".replace("  ", " ")
 
@@ -53,12 +53,13 @@ def ingest_batch(settings: Settings, paths: list[str], project: str | None, forc
 
 
 def _outcome_rows(settings: Settings, results: list[FileResult]) -> list[dict[str, Any]]:
-    extra = tuple(settings.redact.extra_patterns)  # a file name may hold a phone number
-    return [{"file": shown_path(r.path, extra), "format": r.format, "status": r.status, "added": r.entries_added,
-             "removed": r.entries_removed, "rejects": ", ".join(f"{k}: {v}" for k, v in sorted(r.rejects.items())),
-             "duplicates": ", ".join(f"{shown_path(f, extra)}: {n}" for f, n in sorted(r.duplicates.items())),
-             "same as": shown_path(r.same_as, extra) if r.same_as else "",
-             "reason": redact_name(r.reason, extra) if r.reason else ""}
+    redactor = redactor_for(settings)  # a file name may hold a phone number
+    return [{"file": shown_path(r.path, redactor), "format": r.format, "status": r.status,
+             "added": r.entries_added, "removed": r.entries_removed,
+             "rejects": ", ".join(f"{k}: {v}" for k, v in sorted(r.rejects.items())),
+             "duplicates": ", ".join(f"{shown_path(f, redactor)}: {n}" for f, n in sorted(r.duplicates.items())),
+             "same as": shown_path(r.same_as, redactor) if r.same_as else "",
+             "reason": redactor.redact(r.reason) if r.reason else ""}
             for r in results]
 
 

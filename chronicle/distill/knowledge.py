@@ -62,8 +62,8 @@ def safe_path(workspace: Path, name: str) -> Path:
     return path
 
 
-def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: datetime | None = None,
-              cap: int | None = None, budget: int = 0,
+def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, redactor: Redactor,
+              now: datetime | None = None, cap: int | None = None, budget: int = 0,
               importance: Callable[[set[str]], Mapping[str, float]] | None = None) -> KnowledgeWrite:
     """Place `items` in `workspace/name` under the workspace lock; back up and replace only on change.
 
@@ -73,8 +73,8 @@ def sync_file(workspace: Path, name: str, items: list[Item], *, keep: int, now: 
     workspace.mkdir(parents=True, exist_ok=True)
     path = safe_path(workspace, name)
     # The knowledge-file sink's gate: an agent loads these files, so only `Redacted` text is written (text a
-    # caller already redacted passes as it is; anything else is redacted here, with the built-in rules).
-    items = [item if isinstance(item.text, Redacted) else replace(item, text=gate(item.text, Redactor.build()))
+    # caller already redacted passes as it is; anything else is redacted here, by the operator's `redactor`).
+    items = [item if isinstance(item.text, Redacted) else replace(item, text=gate(item.text, redactor))
              for item in items]
     # Markup from a log is text: no HTML, image or link a Markdown viewer would act on (URLs stay readable).
     items = [replace(item, text=inert(item.text, defang=False)) for item in items]

@@ -9,7 +9,7 @@ gate is the last step before the store (`model_copy` keeps the field objects as 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import partial
 
 from chronicle.memory.model import Memory
@@ -37,7 +37,7 @@ def require_redacted_memory(memory: Memory, sink: str = STORE_SINK) -> Memory:
     return memory
 
 
-def text_gate(extra_patterns: Iterable[str] = ()) -> Callable[[str], Redacted]:
-    """`gate` with these settings' redactor: for text that is plain `str` again on its way to the embedder — a row
+def text_gate(redactor: Redactor) -> Callable[[str], Redacted]:
+    """`gate` with the settings' redactor: for text that is plain `str` again on its way to the embedder — a row
     read back from the table (written redacted; redacting is idempotent), a search query."""
-    return partial(gate, redactor=Redactor.build(extra_patterns))
+    return partial(gate, redactor=redactor)

@@ -21,12 +21,15 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chronicle.redaction import checks, shapes
 from chronicle.redaction.clauses import clause_spans, open_clause
 from chronicle.redaction.text import Redacted
 from chronicle.redaction.tokens import SafeShapes, Span, mnemonic_spans, token_spans, url_spans, vendor_spans
+
+if TYPE_CHECKING:
+    from chronicle.settings import Settings
 
 _A = "A-Za-z0-9"  # ASCII only: `\w` would also match CJK text glued to a token
 _NOT_DONE = r"(?!\[REDACTED:)"
@@ -402,11 +405,14 @@ def _keep_span(match: re.Match[str]) -> tuple[int, int] | None:
     return None
 
 
-@lru_cache(maxsize=1024)
-def redact_name(name: str, extra: tuple[str, ...] = ()) -> str:
-    """A file or source name with any secret or personal identifier in it redacted (`13912345678.md` ->
-    `[REDACTED:phone].md`): names travel into run names, run parameters and CLI output."""
-    return Redactor.build(extra).redact(name)
+def redactor_for(settings: Settings) -> Redactor:
+    """The redactor the operator configured (`[redact]`: its extra patterns, the project's subject-id pattern,
+    whether commit hashes are safe), compiled once. Every sink whose caller has the settings gates with this one:
+    a stricter choice that held for the LLM's prompts but not for a clinician's correction or a memory was a leak.
+    """
+    redact = settings.redact
+    return _build(tuple(redact.extra_patterns), SafeShapes(subject_id=redact.subject_id_pattern,
+                                                           commit_hashes=redact.commit_hashes_safe))
 
 
 def split_secret_markers(redactor: Redactor,

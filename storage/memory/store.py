@@ -38,6 +38,7 @@ from chronicle.memory.ranking import Tuning, rerank
 from chronicle.memory.subjects import normalise_subject
 from chronicle.param_checks import ActionNeeded
 from chronicle.redaction.memories import require_redacted_memory, text_gate
+from chronicle.redaction.redactor import redactor_for
 from chronicle.settings import Settings
 from chronicle.storage.lance import open_async, open_lance
 from chronicle.storage.memory import aio, indexes
@@ -93,7 +94,7 @@ class MemoryStore:
                  allow_model_mismatch: bool = False) -> None:
         self.settings = settings
         self.embedder = embedder if embedder is not None else get_embedder(settings)
-        self._redacted = text_gate(settings.redact.extra_patterns)  # for rows read back and queries
+        self._redacted = text_gate(redactor_for(settings))  # for rows read back and queries
         # Folder or object store, and the lock writers take: storage/lance.py (both topologies).
         handle = open_lance(settings, TABLE)
         self.uri, self._db, self._write_lock = handle.uri, handle.db, handle.lock

@@ -35,8 +35,8 @@ def test_a_proposal_is_all_an_assistant_writes(settings) -> None:
 
 
 def test_redacted_tree_gates_every_string(settings) -> None:
+    from chronicle.redaction.redactor import redactor_for
     from chronicle.services.assistant import redacted_tree
-    from chronicle.services.llm_gate import redactor_for
 
     key = "sk-CANARYtree0123456789abcdefXYZ"
     out = redacted_tree({"query": key, "hits": [{"tags": [key], key: 1, "n": 0.5, "ok": True, "none": None}]},

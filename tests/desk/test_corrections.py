@@ -207,3 +207,18 @@ def test_signed_versions_and_audit_rows_survive_every_write_path(written: Settin
     (sig,) = signatures(written, PROJECT, WEEK)
     assert sig.version == edited.version and not sig.current
     assert hashlib.sha256(after[edited.version - 1][2].encode()).hexdigest() == sig.content_hash
+
+
+def test_a_correction_meets_the_redaction_the_operator_configured(written: Settings) -> None:
+    """A clinician's text passes the same gate as the model's: the project's own subject-id pattern stays readable,
+    its extra patterns are hidden, and where commit hashes are declared unsafe a 40-hex run is hidden too."""
+    from chronicle.services.reports import preview_edit
+
+    strict = written.redact.model_copy(update={"subject_id_pattern": r"SUBJ[A-Za-z0-9]{16}",
+                                               "commit_hashes_safe": False, "extra_patterns": [r"STUDY-\d{3}"]})
+    settings = written.model_copy(update={"redact": strict})
+    key = "e6df66213da98871b52d90a24cae413501926061"
+    subject = "SUBJ7Fq9Z2xK4mWbR8tY"  # a generated id: hidden as a secret unless its pattern is declared
+    shown = preview_edit(settings, PROJECT, WEEK, f"受试者 {subject} 随访，STUDY-123，密钥 {key}。{EVENTS}").text
+    assert subject in shown, shown
+    assert "STUDY-123" not in shown and key not in shown, shown

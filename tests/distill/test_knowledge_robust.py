@@ -9,8 +9,11 @@ from pathlib import Path
 
 from chronicle.distill.knowledge import clean_workspace, sync_file
 from chronicle.distill.sections import Item
+from chronicle.redaction.redactor import Redactor
 
 GBK_SOUL = "# 灵魂\n\n说话温和、简洁。这段是人手写的。\n".encode("gbk")
+
+GATE = Redactor.build()  # the knowledge-file sink's own gate, built-in rules
 
 
 def item(text: str, day: str = "2026-02-14") -> Item:
@@ -20,10 +23,11 @@ def item(text: str, day: str = "2026-02-14") -> Item:
 
 def test_a_gbk_file_is_left_byte_identical_with_a_clear_reason(tmp_path: Path) -> None:
     (tmp_path / "MEMORY.md").write_bytes(GBK_SOUL)
-    result = sync_file(tmp_path, "MEMORY.md", [item("会议改到周三")], keep=3)
+    result = sync_file(tmp_path, "MEMORY.md", [item("会议改到周三")], keep=3, redactor=GATE)
     assert not result.changed and result.skipped and "not UTF-8" in result.skipped and "MEMORY.md" in result.skipped
     assert (tmp_path / "MEMORY.md").read_bytes() == GBK_SOUL
-    assert sync_file(tmp_path, "USER.md", [item("喜欢喝美式")], keep=3).changed  # the others are still written
+    # the others are still written
+    assert sync_file(tmp_path, "USER.md", [item("喜欢喝美式")], keep=3, redactor=GATE).changed
 
 
 def test_stale_temp_files_of_a_killed_write_are_removed(tmp_path: Path) -> None:
@@ -38,7 +42,7 @@ def test_stale_temp_files_of_a_killed_write_are_removed(tmp_path: Path) -> None:
     assert not any(p.exists() for p in stale) and all(p.exists() for p in keep)
     # The writer does it too, for the file it writes.
     (tmp_path / ".TOOLS.md.abc.tmp").write_text("half", encoding="utf-8")
-    sync_file(tmp_path, "TOOLS.md", [item("port 8765")], keep=3)
+    sync_file(tmp_path, "TOOLS.md", [item("port 8765")], keep=3, redactor=GATE)
     assert not (tmp_path / ".TOOLS.md.abc.tmp").exists()
     assert clean_workspace(tmp_path / "missing") == []
 

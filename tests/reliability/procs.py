@@ -80,10 +80,11 @@ KNOWLEDGE_DRIVER = f"""
 import sys
 from pathlib import Path
 from chronicle.distill.knowledge import sync_file
+from chronicle.redaction.redactor import Redactor
 from tests.reliability.procs import knowledge_item
 print({MARK!r}, flush=True)
 for k in range(int(sys.argv[2])):
-    sync_file(Path(sys.argv[1]), "MEMORY.md", [knowledge_item(k)], keep=3)
+    sync_file(Path(sys.argv[1]), "MEMORY.md", [knowledge_item(k)], keep=3, redactor=Redactor.build())
 """
 REPO = Path(__file__).resolve().parents[2]
 

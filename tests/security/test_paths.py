@@ -12,6 +12,7 @@ import pytest
 
 from chronicle.distill.knowledge import UnsafePathError, sync_file
 from chronicle.distill.sections import Item
+from chronicle.redaction.redactor import Redactor
 from tests.fakellm import FakeLLMServer
 from tests.security.canaries import write_inputs
 
@@ -44,7 +45,7 @@ def test_only_the_six_names_are_writable(spaces: tuple[Path, Path], name: str) -
     ws, out = spaces
     passwd = Path("/etc/passwd").read_bytes()
     with pytest.raises(UnsafePathError):
-        sync_file(ws, name, [_item()], keep=2)
+        sync_file(ws, name, [_item()], keep=2, redactor=Redactor.build())
     assert _tree(out) == {"victim.md": VICTIM} and _tree(ws) == {}
     assert not (ws.parent / "x.md").exists() and not Path("/tmp/x.md").exists()
     assert Path("/etc/passwd").read_bytes() == passwd
@@ -56,7 +57,7 @@ def test_symlinked_knowledge_file_pointing_outside_is_refused(spaces: tuple[Path
     (ws / "USER.md").symlink_to(Path("..") / "outside" / "victim.md")  # relative link, same escape
     for name in ("MEMORY.md", "USER.md"):
         with pytest.raises(UnsafePathError, match="outside the workspace"):
-            sync_file(ws, name, [_item()], keep=2)
+            sync_file(ws, name, [_item()], keep=2, redactor=Redactor.build())
     assert _tree(out) == {"victim.md": VICTIM}
     assert not (ws / ".backups").exists()
 
@@ -66,7 +67,7 @@ def test_symlinked_backup_folder_pointing_outside_is_refused(spaces: tuple[Path,
     (ws / "MEMORY.md").write_text("# MEMORY\n\nby hand\n", encoding="utf-8")  # so a backup is due
     (ws / ".backups").symlink_to(out, target_is_directory=True)
     with pytest.raises(UnsafePathError, match="outside the workspace"):
-        sync_file(ws, "MEMORY.md", [_item()], keep=2)
+        sync_file(ws, "MEMORY.md", [_item()], keep=2, redactor=Redactor.build())
     assert _tree(out) == {"victim.md": VICTIM}
     assert (ws / "MEMORY.md").read_text(encoding="utf-8") == "# MEMORY\n\nby hand\n"
 
@@ -75,14 +76,14 @@ def test_symlinked_lock_file_is_not_followed(spaces: tuple[Path, Path]) -> None:
     ws, out = spaces
     (ws / ".chronicle-knowledge.lock").symlink_to(out / "victim.md")  # opening it O_TRUNC would empty the victim
     with pytest.raises(OSError):
-        sync_file(ws, "MEMORY.md", [_item()], keep=2)
+        sync_file(ws, "MEMORY.md", [_item()], keep=2, redactor=Redactor.build())
     assert _tree(out) == {"victim.md": VICTIM}
 
 
 def test_hard_linked_knowledge_file_is_replaced_not_written_through(spaces: tuple[Path, Path]) -> None:
     ws, out = spaces
     os.link(out / "victim.md", ws / "MEMORY.md")
-    result = sync_file(ws, "MEMORY.md", [_item()], keep=2)
+    result = sync_file(ws, "MEMORY.md", [_item()], keep=2, redactor=Redactor.build())
     assert result.changed and b"a distilled fact" in (ws / "MEMORY.md").read_bytes()
     assert (out / "victim.md").read_bytes() == VICTIM  # the write replaced the link; the outside inode is intact
     assert (ws / ".backups").exists() and _tree(out) == {"victim.md": VICTIM}

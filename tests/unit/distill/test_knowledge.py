@@ -11,9 +11,12 @@ import pytest
 
 from chronicle.distill.knowledge import UnsafePathError, effective_action, safe_path, sync_file
 from chronicle.distill.sections import Item, apply
+from chronicle.redaction.redactor import Redactor
 
 HUMAN = "# USER\n\nHand-written: prefers tea.\n"
 T0 = datetime(2026, 2, 24, 12, 0, tzinfo=UTC)
+
+GATE = Redactor.build()  # the knowledge-file sink's own gate, built-in rules
 
 
 def item(text: str, day: str = "2026-02-14", action: str = "append", merged: bool = False, h: str = "") -> Item:
@@ -76,14 +79,14 @@ def test_effective_action_downgrades_disallowed_overwrites() -> None:
 
 def test_sync_file_backs_up_on_change_only_and_rotates(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    first = sync_file(ws, "USER.md", [item("one")], keep=2, now=T0)
+    first = sync_file(ws, "USER.md", [item("one")], keep=2, redactor=GATE, now=T0)
     assert first.changed and first.backup is None  # a new file has nothing to back up
     assert oct((ws / "USER.md").stat().st_mode & 0o777) == "0o600"  # a new knowledge file is its owner's only
-    unchanged = sync_file(ws, "USER.md", [item("one")], keep=2, now=T0 + timedelta(seconds=1))
+    unchanged = sync_file(ws, "USER.md", [item("one")], keep=2, redactor=GATE, now=T0 + timedelta(seconds=1))
     assert not unchanged.changed and not (ws / ".backups").exists()
     for n in range(3):
         before = (ws / "USER.md").read_bytes()
-        result = sync_file(ws, "USER.md", [item(f"new {n}")], keep=2, now=T0 + timedelta(minutes=n + 1))
+        result = sync_file(ws, "USER.md", [item(f"new {n}")], keep=2, redactor=GATE, now=T0 + timedelta(minutes=n + 1))
         assert result.backup is not None and result.backup.read_bytes() == before
     backups = sorted(p.name for p in (ws / ".backups").iterdir())
     assert backups == ["USER.md.20260224T120200000000Z", "USER.md.20260224T120300000000Z"]
@@ -102,5 +105,5 @@ def test_symlink_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
     outside.write_text("not yours\n")
     os.symlink(outside, ws / "TOOLS.md")
     with pytest.raises(UnsafePathError):
-        sync_file(ws, "TOOLS.md", [item("x")], keep=3)
+        sync_file(ws, "TOOLS.md", [item("x")], keep=3, redactor=GATE)
     assert outside.read_text() == "not yours\n"

@@ -11,8 +11,11 @@ import pytest
 
 from chronicle.distill.knowledge import sync_file
 from chronicle.distill.sections import Item, apply, fit
+from chronicle.redaction.redactor import Redactor
 
 HUMAN = "# MEMORY\n\nHand-written: the lab phone is at the front desk. Keep this line.\n"
+
+GATE = Redactor.build()  # the knowledge-file sink's own gate, built-in rules
 
 
 def item(mid: str, text: str, importance: float, supersedes: tuple[str, ...] = ()) -> Item:
@@ -83,12 +86,12 @@ def test_sync_file_asks_for_the_importance_of_what_is_already_there(tmp_path: Pa
         asked.append(set(ids))
         return {i.memory_id: i.importance for i in DAYS if i.memory_id in ids}
 
-    first = sync_file(tmp_path, "MEMORY.md", DAYS[:6], keep=2, budget=100_000, importance=importance)
+    first = sync_file(tmp_path, "MEMORY.md", DAYS[:6], keep=2, redactor=GATE, budget=100_000, importance=importance)
     assert first.changed and first.stats.moved_out == 0 and asked == []  # within budget: nothing looked up
     budget = managed_chars((tmp_path / "MEMORY.md").read_text(encoding="utf-8")) // 2
-    second = sync_file(tmp_path, "MEMORY.md", DAYS[6:], keep=2, budget=budget, importance=importance)
+    second = sync_file(tmp_path, "MEMORY.md", DAYS[6:], keep=2, redactor=GATE, budget=budget, importance=importance)
     text = (tmp_path / "MEMORY.md").read_text(encoding="utf-8")
     assert asked == [{i.memory_id for i in DAYS[:6]}]  # only the bullets not among the items
     assert second.stats.moved_out > 0 and managed_chars(text) <= budget and second.backup is not None
-    third = sync_file(tmp_path, "MEMORY.md", DAYS[6:], keep=2, budget=budget, importance=importance)
+    third = sync_file(tmp_path, "MEMORY.md", DAYS[6:], keep=2, redactor=GATE, budget=budget, importance=importance)
     assert not third.changed and (tmp_path / "MEMORY.md").read_text(encoding="utf-8") == text

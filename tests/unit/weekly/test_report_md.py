@@ -18,6 +18,7 @@ from chronicle.distill.proposals import make_proposal, proposals_markdown
 from chronicle.distill.sections import Item
 from chronicle.markup import inert
 from chronicle.memory.model import Memory
+from chronicle.redaction.redactor import Redactor
 from chronicle.weekly.model import WeekReport
 from chronicle.weekly.report_md import outcome_markdown, report_markdown
 from chronicle.weeks import IsoWeek
@@ -94,12 +95,12 @@ def test_proposal_tables_are_inert(text: str) -> None:
 def test_knowledge_files_are_inert_but_keep_urls_readable(tmp_path: Path) -> None:
     items = [Item(memory_id=f"m{i}", content_hash=f"{i:016x}", text=f"note {text}", day="2026-03-01", source="d.md",
                   action="append", importance=0.8) for i, text in enumerate(HOSTILE)]
-    sync_file(tmp_path, "MEMORY.md", items, keep=3, now=datetime(2026, 3, 1, tzinfo=UTC))
+    sync_file(tmp_path, "MEMORY.md", items, keep=3, redactor=Redactor.build(), now=datetime(2026, 3, 1, tzinfo=UTC))
     written = (tmp_path / "MEMORY.md").read_text(encoding="utf-8")
     assert not _ACTIVE.search(render(written)), render(written)
     assert "https://e.example/x" in written  # an agent still reads the URL
     assert written.count("<!-- chronicle:end -->") == 1  # a quoted marker cannot end the managed section
-    again = sync_file(tmp_path, "MEMORY.md", items, keep=3)
+    again = sync_file(tmp_path, "MEMORY.md", items, keep=3, redactor=Redactor.build())
     assert not again.changed
 
 
