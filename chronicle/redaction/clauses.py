@@ -224,7 +224,7 @@ def clause_spans(text: str, safe: SafeShapes) -> list[Span]:
                 spans.append(found)
                 break
         else:
-            found = _key_value(text, start, end, safe)
+            found = _key_value(text, start, end)
             if found:
                 spans.append(found)
     return spans
@@ -267,7 +267,7 @@ _KEY = re.compile(r"(?<![A-Za-z_])keys?(?![A-Za-z_])", re.I)
 _KEY_SHAPED = re.compile(r"(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[A-Za-z0-9+/=_-]{6,}|[0-9a-f]{8,}", re.I)
 
 
-def _key_value(text: str, start: int, end: int, safe: SafeShapes) -> Span | None:
+def _key_value(text: str, start: int, end: int) -> Span | None:
     """"the vault unseal key is 7f3a9c2e": a key of any name whose value is shaped like one (letters and digits,
     or a hex run). A bare "key" is too common a word to scope its clause as the nouns above do — "the key date
     is 2026-03-01", "the primary key is id" — so only a key-shaped value is taken."""
@@ -280,7 +280,7 @@ def _key_value(text: str, start: int, end: int, safe: SafeShapes) -> Span | None
             continue
         v = value.group("v").rstrip(".,;:!?)")
         # Not the statistical safe shapes: after "key", a hex run or a UUID is the key, not a commit or a row id.
-        if _KEY_SHAPED.fullmatch(v) and not any(re.fullmatch(x, v) for x in safe.extra):
+        if _KEY_SHAPED.fullmatch(v):
             return (value.start("v"), value.start("v") + len(v), "secret")
     return None
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from chronicle.redaction import checks, shapes
 from chronicle.redaction.clauses import clause_spans, open_clause
+from chronicle.redaction.operator_patterns import OperatorPattern
 from chronicle.redaction.text import Redacted
 from chronicle.redaction.tokens import SafeShapes, Span, mnemonic_spans, token_spans, url_spans, vendor_spans
 
@@ -266,7 +267,8 @@ _CACHE_MAX = 8192
 class Redactor:
     """Compiled built-in patterns plus the user's `settings.redact.extra_patterns` (kind `custom`)."""
 
-    patterns: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool] | None, tuple[str, ...]], ...]
+    patterns: tuple[tuple[str, re.Pattern[str] | OperatorPattern, Callable[[re.Match[str]], bool] | None,
+                          tuple[str, ...]], ...]
     safe: SafeShapes = field(default_factory=SafeShapes)
     _cache: dict[str, Redacted] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -340,7 +342,7 @@ class Redactor:
 def _build(extra: tuple[str, ...], safe: SafeShapes) -> Redactor:
     compiled = [(kind, re.compile(pattern, flags), check, triggers)
                 for kind, pattern, flags, check, triggers in _PATTERNS]
-    compiled += [("custom", re.compile(p), None, ()) for p in extra]
+    compiled += [("custom", OperatorPattern.of(p), None, ()) for p in extra]
     return Redactor(tuple(compiled), safe)
 
 
@@ -370,8 +372,8 @@ def _fail_closed(text: str, folded: str | None, safe: SafeShapes, counts: Counte
     return "".join([*pieces, text[last:]])
 
 
-def _apply(kind: str, pattern: re.Pattern[str], check: Callable[[re.Match[str]], bool] | None, text: str,
-           folded: str | None, counts: Counter[str] | None,
+def _apply(kind: str, pattern: re.Pattern[str] | OperatorPattern, check: Callable[[re.Match[str]], bool] | None,
+           text: str, folded: str | None, counts: Counter[str] | None,
            found: list[tuple[str, str]] | None) -> tuple[str, str | None]:
     source = text if folded is None else folded
     pieces: list[str] = []

@@ -23,6 +23,7 @@ from functools import cached_property, lru_cache
 from itertools import pairwise
 
 from chronicle.redaction.checks import entropy
+from chronicle.redaction.operator_patterns import OperatorPattern
 
 Span = tuple[int, int, str]
 
@@ -37,23 +38,30 @@ class SafeShapes:
 
     subject_id: str = DEFAULT_SUBJECT_ID
     commit_hashes: bool = True
-    extra: tuple[str, ...] = ()
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
-        parts = [self.subject_id, r"v?\d++(?:[._\-/:]\d++)++(?:[-+.]?[A-Za-z0-9][A-Za-z0-9.]*+)*+", r"\d{4}-W\d{2}",
-                 r"\d{8}T\d{6}Z?", r"(?:CTCAE|grade|G)[-_ ]?v?\d(?:\.\d+)?",
+        """The built-in safe shapes, on `re` (with the default subject-id pattern unless the project has its own)."""
+        parts = [*([DEFAULT_SUBJECT_ID] if self._subject is None else []),
+                 r"v?\d++(?:[._\-/:]\d++)++(?:[-+.]?[A-Za-z0-9][A-Za-z0-9.]*+)*+", r"\d{4}-W\d{2}", r"\d{8}T\d{6}Z?",
+                 r"(?:CTCAE|grade|G)[-_ ]?v?\d(?:\.\d+)?",
                  r"(?:LOT|Lot|lot|BATCH|Batch|batch)[-_#]?\d[A-Za-z0-9-]*",
                  r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}",
                  # LanceDB's own data-file names (24 binary digits, then 26 hex), which a damaged store's repair
                  # message must name; no generated secret starts with 24 characters of 0 and 1.
-                 r"[01]{24}[0-9a-f]{26}(?:\.lance)?", *self.extra]
+                 r"[01]{24}[0-9a-f]{26}(?:\.lance)?"]
         if self.commit_hashes:
             parts.append(r"[0-9a-f]{7,12}|[0-9a-f]{40}")
         return re.compile("|".join(f"(?:{p})" for p in parts))
 
+    @cached_property
+    def _subject(self) -> OperatorPattern | None:
+        """A subject-id pattern of the project's own: bounded, as every pattern an operator writes."""
+        return None if self.subject_id == DEFAULT_SUBJECT_ID else OperatorPattern.of(self.subject_id)
+
     def safe(self, token: str) -> bool:
-        return self.pattern.fullmatch(token) is not None
+        return self.pattern.fullmatch(token) is not None or (self._subject is not None
+                                                             and self._subject.fullmatch(token))
 
 
 def _cls(c: str) -> int:
