@@ -96,18 +96,28 @@ def check_between(value: int, name: str, low: int, high: int) -> int:
     return value
 
 
+def _paths(paths: Sequence[str], chosen: Sequence[str]) -> str:
+    """`chosen` listed, with their places among `paths` when there are several: a path with a generated name
+    (`export_a8Fk29dLq0.jsonl`) is redacted wherever a message is shown, and its place still says which it was."""
+    listed = _listing([str(p) for p in chosen], 5)
+    if len(paths) < 2:
+        return listed
+    places = [str(i) for i, p in enumerate(paths, start=1) if p in set(chosen)]
+    return f"{listed} (no. {_listing(places, 5)} of the {len(paths)} given)"
+
+
 def check_paths(paths: Sequence[str], missing: Sequence[str], name: str = "paths") -> None:
     """`missing` are the paths the caller found not to exist."""
     if not [p for p in paths if str(p).strip()]:
         raise ParameterError(f"{name} is empty: give log files or folders (or set CHRONICLE_SOURCE_PATHS)")
     if missing:
-        raise ParameterError(f"no such file or folder: {_listing([str(m) for m in missing], 5)}")
+        raise ParameterError(f"no such file or folder: {_paths(paths, missing)}")
 
 
 def check_roots(paths: Sequence[str], outside: Sequence[str], name: str = "paths") -> None:
     """`outside`: the paths the caller found outside every input root (the message names the setting)."""
     if outside:
-        raise ParameterError(f"{name}: outside the input roots: {_listing([str(p) for p in outside], 5)} "
+        raise ParameterError(f"{name}: outside the input roots: {_paths(paths, outside)} "
                              "(add the folder to CHRONICLE_INPUT_ROOTS to allow it)")
 
 

@@ -12,6 +12,7 @@ from chronicle.param_checks import (
     check_paths,
     check_project,
     check_range,
+    check_roots,
     name_part,
     parse_day,
     parse_week,
@@ -80,8 +81,22 @@ def test_days_paths_and_ranges() -> None:
         check_between(0, "days", 1, 366)
     with pytest.raises(ParameterError, match="paths is empty"):
         check_paths([], [])
-    with pytest.raises(ParameterError, match="no such file or folder: /nope"):
+    with pytest.raises(ParameterError, match=r"no such file or folder: /nope$"):
         check_paths(["/nope"], ["/nope"])
+
+
+def test_a_refused_path_among_several_is_named_by_its_place_too() -> None:
+    """A generated file name is redacted wherever the message is shown; its place still says which one it was."""
+    from chronicle.redaction.redactor import Redactor
+
+    given = ["/logs/a.jsonl", "/exports/run_a8Fk29dLq0Zx3Vn7.jsonl", "/logs/b.jsonl"]
+    with pytest.raises(ParameterError) as missing:
+        check_paths(given, given[1:2])
+    shown = Redactor.build().redact(str(missing.value))
+    assert shown.endswith("(no. 2 of the 3 given)") and "a8Fk29dLq0Zx3Vn7" not in shown, shown
+    with pytest.raises(ParameterError, match=r"outside the input roots: /logs/a.jsonl, /logs/b.jsonl "
+                                             r"\(no. 1, 3 of the 3 given\) \(add the folder"):
+        check_roots(given, [given[0], given[2]])
 
 
 @pytest.mark.parametrize(("value", "label"), [("2026-W05", "2026W05"), ("", "first"), (None, "first"),
