@@ -63,10 +63,6 @@ class OperatorPattern:
 
         return cls(source, regex.compile(source))
 
-    @property
-    def groupindex(self) -> Any:
-        return self.compiled.groupindex
-
     def finditer(self, text: str) -> list[Any]:
         """Every match; when the search does not end in time, one match of the whole text (it is hidden whole)."""
         import regex

@@ -109,6 +109,12 @@ MISTAKES: list[Mistake] = [
     Mistake("settings", "a number that is not a number", ("runs",),
             "setting CHRONICLE_LLM_CONCURRENCY: Input should be a valid integer", 2,
             env={"CHRONICLE_LLM_CONCURRENCY": "four"}),
+    Mistake("settings", "a redaction pattern that is no regular expression", ("runs",),
+            "setting CHRONICLE_REDACT_EXTRA_PATTERNS: 'XH-(\\\\d+' is not a regular expression", 2,
+            env={"CHRONICLE_REDACT_EXTRA_PATTERNS": '["XH-(\\\\d+"]'}),
+    Mistake("settings", "a subject-id pattern that would stall every gate on a long run of letters", ("weeks",),
+            "setting CHRONICLE_REDACT_SUBJECT_ID_PATTERN: '([A-Z]|[A-Z]{2})+\\\\d*$' backtracks without end", 2,
+            env={"CHRONICLE_REDACT_SUBJECT_ID_PATTERN": "([A-Z]|[A-Z]{2})+\\d*$"}),
     # --- input whose meaning would change ----------------------------------------------------
     Mistake("input", "a JSONL line with a key written twice", ("ingest", "{tmp}/dup.jsonl"), "duplicate_key", 1,
             files={"dup.jsonl": b'{"project_id":"ALPHA","ts":"2026-01-05T10:00:00+08:00","content":"a",'
