@@ -3,7 +3,7 @@ OpenAI-compatible server.
 
 Layers (README "Tests"): `tests/unit/` is the pure core (no Prefect, no database server, no subprocess);
 `tests/memory/` the storage of memories on throw-away files; the other folders run real flows and ask for the
-session Prefect API in their own conftest (`prefect_api` is opt-in) and are marked `flows`; END_TO_END below
+session Prefect API (RUN_FLOWS below; `prefect_api` is opt-in) and are marked `flows`; END_TO_END below
 (kill points, the lake, serve, Dask, the background server, the UI form) is marked `slow`. The quick layer
 (`make test-quick`) is `-m "not slow and not flows"`; `-m "not slow"` adds the flows.
 """
@@ -127,10 +127,21 @@ END_TO_END = (
 )
 
 
-# Folders whose every test runs a flow or reads the API (their conftest's autouse `_prefect` asks for `prefect_api`):
-# marked `flows` by their path too, so that the quick layer need not import them (`pytest_ignore_collect`).
+# Folders whose every test runs a flow or reads the API: each of their modules uses the session's `prefect_api`
+# (`pytest_pycollect_makemodule`), and their tests are marked `flows`, so that the quick layer need not even import
+# them (`pytest_ignore_collect`).
 RUN_FLOWS = ("tests/analysts/", "tests/deployments/", "tests/distill/", "tests/integration/", "tests/lake/",
              "tests/ops/", "tests/reliability/", "tests/security/", "tests/weekly/")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> Iterator[Any]:
+    """A module of RUN_FLOWS uses `prefect_api`, marked before its tests are collected (their fixtures are worked
+    out as they are): the one place that says which tests get a Prefect server. tests/unit never starts one."""
+    module = yield
+    if module is not None and module_path.relative_to(parent.config.rootpath).as_posix().startswith(RUN_FLOWS):
+        module.add_marker(pytest.mark.usefixtures("prefect_api"))
+    return module
 
 
 # The longest files, started first so that no worker is left alone with one of them at the end (the longest-

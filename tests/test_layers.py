@@ -46,9 +46,11 @@ def _pytest(*args: str) -> str:
 
 def test_no_prefect_server_for_the_unit_tests() -> None:
     """`prefect_api` (the session server, ~13 s to start) is opt-in: the unit tests' plan has no such fixture,
-    a flow test's has."""
+    a flow test's has — by its folder (tests/conftest.py RUN_FLOWS), whatever its own fixtures."""
     assert "prefect_api" not in _pytest("--setup-plan", "-q", "tests/unit/test_weeks.py")
-    assert "prefect_api" in _pytest("--setup-plan", "-q", "tests/weekly/test_thinking_model.py")
+    plan = _pytest("--setup-plan", "-q", "tests/weekly/test_thinking_model.py", "tests/security/test_sql_params.py")
+    tests = [line for line in plan.splitlines() if line.strip().startswith("tests/")]
+    assert tests and all("prefect_api" in line for line in tests), plan[-3000:]
 
 
 def _collected(*args: str) -> set[str]:

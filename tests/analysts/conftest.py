@@ -11,11 +11,6 @@ import pytest
 from tests.conftest import SAMPLE_MAP
 
 
-@pytest.fixture(autouse=True)
-def _prefect(prefect_api: None) -> None:
-    """Every test here runs a flow or reads the API (opt-in: tests/unit never starts a Prefect server)."""
-
-
 @pytest.fixture()
 def trial(home: Path, ingested_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """This test's home: a copy of the sample ingested once per session through the real flow."""

@@ -101,7 +101,3 @@ def run_logs(flow_run_id) -> list[str]:
         return [entry.message for entry in client.read_logs(
             log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))]
 
-
-@pytest.fixture(autouse=True)
-def _prefect(prefect_api: None) -> None:
-    """Every test here runs a flow or reads the API (opt-in: tests/unit never starts a Prefect server)."""

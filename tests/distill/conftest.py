@@ -127,7 +127,3 @@ def assert_no_canary(blob: str | bytes, where: str) -> None:
         needle = canary.encode() if isinstance(blob, bytes) else canary
         assert needle not in blob, f"canary {canary[:12]}… leaked into {where}"
 
-
-@pytest.fixture(autouse=True)
-def _prefect(prefect_api: None) -> None:
-    """Every test here runs a flow or reads the API (opt-in: tests/unit never starts a Prefect server)."""

@@ -76,7 +76,3 @@ def lake_settings(home: Path, lake_env: dict[str, str], monkeypatch: pytest.Monk
     yield load_settings()
     lake.close_sessions()
 
-
-@pytest.fixture(autouse=True)
-def _prefect(prefect_api: None) -> None:
-    """Every test here runs a flow or reads the API (opt-in: tests/unit never starts a Prefect server)."""

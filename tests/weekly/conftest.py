@@ -71,7 +71,3 @@ def db_rows(sql: str, params: list[Any] | None = None) -> list[tuple]:
     with connect(Settings()) as conn:
         return conn.execute(sql, params or []).fetchall()
 
-
-@pytest.fixture(autouse=True)
-def _prefect(prefect_api: None) -> None:
-    """Every test here runs a flow or reads the API (opt-in: tests/unit never starts a Prefect server)."""
