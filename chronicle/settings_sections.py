@@ -375,7 +375,9 @@ class RedactSettings(Section):
     ENV_PREFIX: ClassVar[str] = "CHRONICLE_REDACT_"
 
     extra_patterns: list[str] = Field(default_factory=list)
-    """Extra regular expressions redacted before anything reaches the LLM or storage."""
+    """Extra regular expressions redacted before anything reaches the LLM or storage. Checked when the settings
+    load (one that does not compile, matches empty text or backtracks without end is refused); each search is
+    bounded, and a text one cannot finish is hidden whole."""
 
     pseudonymise_families: list[Literal["name", "resident_id", "phone", "passport", "address", "record_no",
                                         "birth_date", "contact"]] = Field(
