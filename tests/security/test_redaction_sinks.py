@@ -149,3 +149,16 @@ def test_new_forms_reach_no_sink(home: Path, tmp_path: Path, fake_llm: FakeLLMSe
         found[f"CLI output {i}"] = leaks(output)
     found["logs"] = leaks("\n".join(r.getMessage() for r in caplog.records))
     assert {where: hits for where, hits in found.items() if hits} == {}
+
+
+def test_what_the_cli_echoes_meets_the_redaction_the_operator_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The terminal is a sink like the others: where commit hashes are declared unsafe, a 40-hex run typed into a
+    parameter is not printed back in the refusal; by default it reads as a commit and stays."""
+    from chronicle.cli.main import app
+
+    key = "e6df66213da98871b52d90a24cae413501926061"
+    shown = CliRunner().invoke(app, ["distill", "--until", key])
+    assert shown.exit_code == 2 and f"--until '{key}' is not a day" in shown.output, shown.output
+    monkeypatch.setenv("CHRONICLE_REDACT_COMMIT_HASHES_SAFE", "false")
+    shown = CliRunner().invoke(app, ["distill", "--until", key])
+    assert shown.exit_code == 2 and "--until '[REDACTED:secret]' is not a day" in shown.output, shown.output
