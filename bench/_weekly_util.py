@@ -71,7 +71,7 @@ def offline_reports(entries: list[Entry], project: str = "BENCH") -> list[Any]:
     """The offline engine's report of every week of `entries` (one project), in week order: real report rows."""
     from collections import defaultdict
 
-    from chronicle.redaction.redactor import redactor_for
+    from chronicle.redaction.configured import redactor_for
     from chronicle.settings import Settings
     from chronicle.weekly.engine import offline_week
     from chronicle.weekly.model import make_week_input

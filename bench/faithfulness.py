@@ -33,7 +33,7 @@ SAMPLE_MAP = {"study": "project_id", "time": "ts", "user": "actor", "event": "ty
 
 
 def _weeks(settings: Any, project: str) -> list[Any]:
-    from chronicle.redaction.redactor import redactor_for
+    from chronicle.redaction.configured import redactor_for
     from chronicle.storage import week_inputs
     from chronicle.storage.db import connect
     from chronicle.weekly.model import make_week_input

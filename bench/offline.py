@@ -58,7 +58,7 @@ def _weeks(settings: Any) -> tuple[list[Any], dict[int, list[dict]], int]:
 
 def engine_pass(settings: Any, weeks: list[Any], rows: dict[int, list[dict]], before: int) -> int:
     """Every week through the offline engine, as `plan_project` + `run_week` do it; returns reports flagged."""
-    from chronicle.redaction.redactor import redactor_for
+    from chronicle.redaction.configured import redactor_for
     from chronicle.weekly.engine import offline_week
     from chronicle.weekly.model import make_week_input
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import date
 
 from chronicle.names import bounded_label
-from chronicle.redaction.redactor import Redactor
+from chronicle.redaction.configured import entry_redactor
 from chronicle.weeks import IsoWeek
 
 WEEK_FORMAT = "YYYY-Www, e.g. 2026-W05"
@@ -135,6 +135,7 @@ def name_part(value: object, fallback: str, limit: int = 40) -> str:
     """A parameter as part of a run name: redacted (a run name is shown in the UI, logs, lineage events and
     artifacts: a secret typed into a parameter must not reach them), bounded, without characters a name
     should not carry. Redacted alone, before it is joined to the rest of the name, so the part is judged as
-    what it is (`…-13912345678` inside `backfill-…-first..last` would read as an id)."""
-    text = re.sub(r"[^\w.-]+", "_", Redactor.build().redact(str(value or "").strip())).strip("_")
+    what it is (`…-13912345678` inside `backfill-…-first..last` would read as an id). By the operator's redaction
+    settings: a run's name is a sink like the others."""
+    text = re.sub(r"[^\w.-]+", "_", entry_redactor().redact(str(value or "").strip())).strip("_")
     return bounded_label(text, limit=limit) if text else fallback

@@ -78,16 +78,10 @@ def known_project(settings: Settings, project: str, name: str = "--project") -> 
 def echo_safe(text: str) -> str:
     """`text` redacted before it is printed: a message or a title that repeats what the user typed (a query, a
     parameter) would otherwise show a token pasted into it back on the terminal and in its scrollback. By the
-    operator's redaction settings, as every other sink; by the built-in rules when the settings are what failed."""
-    from chronicle.redaction.redactor import Redactor, redactor_for
-    from chronicle.settings import load_settings
-    from chronicle.settings_errors import SETTINGS_ERRORS
+    operator's redaction settings, as every other sink."""
+    from chronicle.redaction.configured import entry_redactor
 
-    try:
-        redactor = redactor_for(load_settings())
-    except SETTINGS_ERRORS:
-        redactor = Redactor.build()
-    return redactor.redact(text)
+    return entry_redactor().redact(text)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

@@ -18,7 +18,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-from chronicle.redaction.redactor import Redactor, redactor_for
+from chronicle.redaction.configured import redactor_for
+from chronicle.redaction.redactor import Redactor
 from chronicle.services.assistant import ProposalRefused, propose, redacted_tree
 from chronicle.settings import Settings
 

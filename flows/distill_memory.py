@@ -41,7 +41,7 @@ from chronicle.distill.tally import (
 from chronicle.param_checks import name_part
 from chronicle.params import DistillDays, NotesProject, UntilDate
 from chronicle.progress import report
-from chronicle.redaction.redactor import redactor_for
+from chronicle.redaction.configured import redactor_for
 from chronicle.services.distill import resolve_window
 from chronicle.services.llm_gate import reserve_llm
 from chronicle.services.param_checks import distill_window

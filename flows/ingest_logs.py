@@ -14,7 +14,7 @@ from chronicle.ingest.model import IngestSummary
 from chronicle.param_checks import name_part
 from chronicle.params import OptionalProjectId, Replace, ReRead, SourcePaths
 from chronicle.progress import report
-from chronicle.redaction.redactor import redactor_for
+from chronicle.redaction.configured import redactor_for
 from chronicle.services.param_checks import ingest_paths
 from chronicle.services.run_tracking import REFUSALS, RUN_HOOKS, refused, run_notes, tracked_run
 from chronicle.settings import load_settings

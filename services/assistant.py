@@ -13,7 +13,8 @@ from typing import Any
 from chronicle.distill.injection import looks_like_injection, matched_phrase
 from chronicle.distill.proposals import Proposal, make_proposal
 from chronicle.memory.model import Memory
-from chronicle.redaction.redactor import Redactor, redactor_for
+from chronicle.redaction.configured import redactor_for
+from chronicle.redaction.redactor import Redactor
 from chronicle.settings import KNOWLEDGE_FILES, Settings
 from chronicle.storage import proposals as sql
 from chronicle.storage.db import read, write

@@ -21,7 +21,7 @@ from chronicle.llm import LLMUnavailableError
 from chronicle.llm.call import LLMCall
 from chronicle.memory.model import Memory, MemoryEvent
 from chronicle.memory.subjects import user_name
-from chronicle.redaction.redactor import redactor_for
+from chronicle.redaction.configured import redactor_for
 from chronicle.services.llm_gate import llm_call
 from chronicle.settings import Settings
 from chronicle.storage import proposals as proposals_sql

@@ -20,7 +20,7 @@ from chronicle.distill.reply_checks import Rejection
 from chronicle.memory.forget import Selector, SelectorError, Tombstone, is_forgotten, select, tombstones
 from chronicle.memory.forget import corrected as corrected_row
 from chronicle.memory.records import StoredMemory
-from chronicle.redaction.redactor import redactor_for
+from chronicle.redaction.configured import redactor_for
 from chronicle.services.proposals import _who
 from chronicle.settings import Settings
 from chronicle.storage.db import read, write

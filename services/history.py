@@ -12,7 +12,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from chronicle.redaction.redactor import redactor_for
+from chronicle.redaction.configured import redactor_for
 from chronicle.services.llm_gate import llm_call, reserve_llm
 from chronicle.services.run_tracking import current_flow_run_id
 from chronicle.settings import Settings

@@ -21,7 +21,7 @@ from chronicle.ingest.detect import detect_format, gzipped, resolved
 from chronicle.ingest.fingerprint import file_fingerprint, fingerprint
 from chronicle.ingest.identity import Head, candidate_heads, head_of, identity_for, sha256_hex
 from chronicle.ingest.model import FileResult, Reject
-from chronicle.redaction.redactor import redactor_for
+from chronicle.redaction.configured import redactor_for
 from chronicle.services.ingest_read import FileBytes, read_file
 from chronicle.services.ingest_write import Write, mark, plan_lines, plan_text, write_batch
 from chronicle.settings import Settings

@@ -23,7 +23,8 @@ from typing import Any
 
 import attr
 
-from chronicle.redaction.redactor import redact_value, redactor_for
+from chronicle.redaction.configured import redactor_for
+from chronicle.redaction.redactor import redact_value
 from chronicle.settings import KNOWLEDGE_FILES, Settings, load_settings
 
 log = logging.getLogger("chronicle.lineage")

@@ -41,7 +41,8 @@ from typing import Any
 from chronicle.llm import ChatClient, LLMCallRecord
 from chronicle.llm.call import LLMCall
 from chronicle.llm.records import CallLogger, serialise_prompt
-from chronicle.redaction.redactor import Redactor, redactor_for
+from chronicle.redaction.configured import redactor_for
+from chronicle.redaction.redactor import Redactor
 from chronicle.redaction.text import Redacted, gate
 from chronicle.settings import Settings
 from chronicle.storage.llm_log import CallRow, DuckDBCallLogger, write_calls

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from chronicle.redaction.redactor import redactor_for
+from chronicle.redaction.configured import redactor_for
 from chronicle.settings import Settings
 from chronicle.storage.memory.mentions import mentions, unknown_mentions
 from chronicle.storage.memory.schema import SearchHit, StoredMemory

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from chronicle.distill.knowledge import KnowledgeWrite, effective_action, sync_file
 from chronicle.distill.proposals import Proposal, approved_item, proposals_markdown
-from chronicle.redaction.redactor import redactor_for
+from chronicle.redaction.configured import redactor_for
 from chronicle.settings import Settings
 from chronicle.storage import proposals as sql
 from chronicle.storage.db import connect, read, write

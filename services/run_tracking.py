@@ -22,7 +22,8 @@ from typing import Any
 from prefect.runtime import flow_run
 
 from chronicle.param_checks import ParameterError
-from chronicle.redaction.redactor import Redactor, redact_value, redactor_for
+from chronicle.redaction.configured import redactor_for
+from chronicle.redaction.redactor import Redactor, redact_value
 from chronicle.run_rows import CANCELLED_MESSAGE, RunRow
 from chronicle.services.lineage import LINEAGE_HOOKS
 from chronicle.services.run_cancel import stopped_at_cancel

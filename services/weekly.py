@@ -27,8 +27,8 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
+from chronicle.redaction.configured import redactor_for
 from chronicle.redaction.pseudonyms import Pseudonyms
-from chronicle.redaction.redactor import redactor_for
 from chronicle.services.llm_gate import held_calls, llm_call, llm_turn
 from chronicle.settings import Settings
 from chronicle.storage import claims, reports, week_inputs

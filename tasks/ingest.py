@@ -12,7 +12,8 @@ from prefect.cache_policies import NO_CACHE
 from chronicle.ingest.detect import discover
 from chronicle.ingest.model import FileResult
 from chronicle.names import bounded_label
-from chronicle.redaction.redactor import Redactor, redactor_for
+from chronicle.redaction.configured import redactor_for
+from chronicle.redaction.redactor import Redactor
 from chronicle.services.ingest import FileIngestor
 from chronicle.services.run_tracking import current_flow_run_id
 from chronicle.settings import Settings

@@ -39,7 +39,7 @@ from prefect.utilities.annotations import quote
 
 from chronicle.names import bounded_label, bounded_name
 from chronicle.progress import report
-from chronicle.redaction.redactor import redactor_for
+from chronicle.redaction.configured import redactor_for
 from chronicle.services.llm_gate import ReservationEnded, reserve_llm
 from chronicle.services.run_tracking import current_flow_run_id, run_notes
 from chronicle.services.weekly import ProjectPlan, lease_weeks, run_week_group

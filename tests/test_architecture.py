@@ -259,18 +259,23 @@ def test_only_the_redactor_makes_redacted_text_and_storage_embeds_through_the_ch
     assert "require_redacted_memory(" in store and "embed_redacted(" in store
 
 
+HOME_OF_REDACT = "chronicle/redaction/configured.py"
+
+
 def test_the_operators_redaction_settings_are_read_in_one_place() -> None:
-    """`redactor_for(settings)` is the one reader of `[redact]`'s patterns and safe shapes: a sink that built its
-    redactor from the extra patterns alone kept 40-hex keys where the operator declared commit hashes unsafe, and
-    hid the project's own subject ids. Sinks without settings build the default; none builds a partial one."""
+    """`redactor_for(settings)` (HOME_OF_REDACT) is the one reader of `[redact]`'s patterns and safe shapes: a sink
+    that built its redactor from the extra patterns alone kept 40-hex keys where the operator declared commit hashes
+    unsafe, and hid the project's own subject ids. A sink reached before settings are passed down uses
+    `entry_redactor()`; none builds a partial one."""
     readers, partial = [], []
     fields = {"extra_patterns", "subject_id_pattern", "commit_hashes_safe"}
     for path in sorted(p for folder in LAYERS for p in (REPO / folder).rglob("*.py")):
         where = path.relative_to(REPO).as_posix()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Attribute) and node.attr in fields and where != "chronicle/redaction/redactor.py":
+            if isinstance(node, ast.Attribute) and node.attr in fields and where != HOME_OF_REDACT:
                 readers.append(f"{where}:{node.lineno}")
             if (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "build"
-                    and getattr(node.func.value, "id", None) == "Redactor" and (node.args or node.keywords)):
+                    and getattr(node.func.value, "id", None) == "Redactor" and (node.args or node.keywords)
+                    and where != HOME_OF_REDACT):
                 partial.append(f"{where}:{node.lineno}")
     assert readers == [] and partial == []

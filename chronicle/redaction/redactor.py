@@ -21,16 +21,13 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chronicle.redaction import checks, shapes
 from chronicle.redaction.clauses import clause_spans, open_clause
 from chronicle.redaction.operator_patterns import OperatorPattern
 from chronicle.redaction.text import Redacted
 from chronicle.redaction.tokens import SafeShapes, Span, mnemonic_spans, token_spans, url_spans, vendor_spans
-
-if TYPE_CHECKING:
-    from chronicle.settings import Settings
 
 _A = "A-Za-z0-9"  # ASCII only: `\w` would also match CJK text glued to a token
 _NOT_DONE = r"(?!\[REDACTED:)"
@@ -405,16 +402,6 @@ def _keep_span(match: re.Match[str]) -> tuple[int, int] | None:
         if name in match.re.groupindex and match.group(name) is not None:
             return match.span(name)
     return None
-
-
-def redactor_for(settings: Settings) -> Redactor:
-    """The redactor the operator configured (`[redact]`: its extra patterns, the project's subject-id pattern,
-    whether commit hashes are safe), compiled once. Every sink whose caller has the settings gates with this one:
-    a stricter choice that held for the LLM's prompts but not for a clinician's correction or a memory was a leak.
-    """
-    redact = settings.redact
-    return _build(tuple(redact.extra_patterns), SafeShapes(subject_id=redact.subject_id_pattern,
-                                                           commit_hashes=redact.commit_hashes_safe))
 
 
 def split_secret_markers(redactor: Redactor,

@@ -37,8 +37,8 @@ from chronicle.memory.model import Memory
 from chronicle.memory.ranking import Tuning, rerank
 from chronicle.memory.subjects import normalise_subject
 from chronicle.param_checks import ActionNeeded
+from chronicle.redaction.configured import redactor_for
 from chronicle.redaction.memories import require_redacted_memory, text_gate
-from chronicle.redaction.redactor import redactor_for
 from chronicle.settings import Settings
 from chronicle.storage.lance import open_async, open_lance
 from chronicle.storage.memory import aio, indexes

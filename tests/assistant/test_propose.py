@@ -35,7 +35,7 @@ def test_a_proposal_is_all_an_assistant_writes(settings) -> None:
 
 
 def test_redacted_tree_gates_every_string(settings) -> None:
-    from chronicle.redaction.redactor import redactor_for
+    from chronicle.redaction.configured import redactor_for
     from chronicle.services.assistant import redacted_tree
 
     key = "sk-CANARYtree0123456789abcdefXYZ"

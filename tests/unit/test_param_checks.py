@@ -120,3 +120,12 @@ def test_conninfo_password_is_masked_and_the_message_around_it_kept() -> None:
     assert mask_conninfo('connect "dbname=x password=pw": Unable') == 'connect "dbname=x password=****": Unable'
     assert mask_conninfo("password='a b\\'c' host=h") == "password=**** host=h"
     assert mask_conninfo("postgresql://bob:pw@db/x") == "postgresql://bob:****@db/x"
+
+
+def test_a_run_name_meets_the_redaction_the_operator_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's name is a sink like the others: an identifier shape the operator added is hidden there too."""
+    assert name_part("MRN004211", "none") == "MRN004211"
+    monkeypatch.setenv("CHRONICLE_REDACT_EXTRA_PATTERNS", '["MRN\\\\d{6}"]')
+    assert name_part("MRN004211", "none") == "REDACTED_custom"
+    monkeypatch.setenv("CHRONICLE_REDACT_EXTRA_PATTERNS", "not json")  # settings that fail: the built-in rules
+    assert name_part("13912345678", "none") == "REDACTED_phone"

@@ -13,7 +13,7 @@ from bench.offline_data import DOCS, write_jsonl
 
 
 def _flagged(settings, project: str) -> tuple[int, list[str]]:
-    from chronicle.redaction.redactor import redactor_for
+    from chronicle.redaction.configured import redactor_for
     from chronicle.storage import week_inputs
     from chronicle.storage.db import connect
     from chronicle.weekly.engine import offline_week
