@@ -14,7 +14,7 @@ from chronicle.ingest.model import IngestSummary
 from chronicle.param_checks import name_part
 from chronicle.params import OptionalProjectId, Replace, ReRead, SourcePaths
 from chronicle.progress import report
-from chronicle.redaction.configured import redactor_for
+from chronicle.redaction.configured import entry_redactor, redactor_for
 from chronicle.services.param_checks import ingest_paths
 from chronicle.services.run_tracking import REFUSALS, RUN_HOOKS, refused, run_notes, tracked_run
 from chronicle.settings import load_settings
@@ -54,7 +54,7 @@ def _run_name() -> str:
     if not isinstance(paths, list | tuple):
         paths = [paths]
     one = len(paths) == 1
-    what = name_part(shown_path(str(paths[0]), redactor_for(load_settings())).rsplit("/", 1)[-1], "none") if one \
+    what = name_part(shown_path(str(paths[0]), entry_redactor()).rsplit("/", 1)[-1], "none") if one \
         else f"{len(paths)}-paths"
     return f"ingest-{name_part(params.get('project'), 'all')}-{what}"
 
