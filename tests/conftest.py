@@ -172,7 +172,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`slow`: END_TO_END. `flows`: RUN_FLOWS, and every test that asked for the session's Prefect API.
+    """`slow`: END_TO_END. `flows`: every test that uses the session's Prefect API (all of RUN_FLOWS, marked so as
+    they were collected, and any other that asks for it).
     Order: LONGEST_FIRST, ONE_EMBEDDER, then the collection order."""
     root = config.rootpath
     rank = {path: i for i, path in enumerate(LONGEST_FIRST + ONE_EMBEDDER)}
@@ -181,7 +182,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         where = item.path.relative_to(root).as_posix()
         if where.startswith(END_TO_END):
             item.add_marker(pytest.mark.slow)
-        if where.startswith(RUN_FLOWS) or "prefect_api" in getattr(item, "fixturenames", ()):
+        if "prefect_api" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.flows)
 
 

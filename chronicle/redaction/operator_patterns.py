@@ -65,11 +65,11 @@ class OperatorPattern:
 
     def finditer(self, text: str) -> list[Any]:
         """Every match; when the search does not end in time, one match of the whole text (it is hidden whole)."""
-        import regex
-
         try:
             return list(self.compiled.finditer(text, timeout=SEARCH_S))
         except TimeoutError:
+            import regex
+
             log.warning("the redaction pattern %r did not finish within %.2f s on a text of %d characters; the text "
                         "is hidden whole (rewrite the pattern so that each character is matched one way)",
                         self.source, SEARCH_S, len(text))

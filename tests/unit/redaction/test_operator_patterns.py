@@ -42,7 +42,7 @@ def test_a_stall_the_load_check_missed_hides_the_text_and_returns() -> None:
     bounded, and the text it could not judge is hidden whole rather than let through or waited on."""
     redactor = Redactor.build(["(q|qq)+$"])
     stalling = "q" * 80 + "!"
-    assert redactor.redact(f"{stalling}") == "[REDACTED:custom]"
+    assert redactor.redact(stalling) == "[REDACTED:custom]"
     assert redactor.redact("qq") == "[REDACTED:custom]"  # a match is still a match
     assert redactor.redact("nothing to see") == "nothing to see"
 
