@@ -102,7 +102,8 @@ def _paths(paths: Sequence[str], chosen: Sequence[str]) -> str:
     listed = _listing([str(p) for p in chosen], 5)
     if len(paths) < 2:
         return listed
-    places = [str(i) for i, p in enumerate(paths, start=1) if p in set(chosen)]
+    picked = set(chosen)
+    places = [str(i) for i, p in enumerate(paths, start=1) if p in picked]
     return f"{listed} (no. {_listing(places, 5)} of the {len(paths)} given)"
 
 
