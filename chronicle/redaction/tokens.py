@@ -152,6 +152,7 @@ def url_spans(text: str, safe: SafeShapes) -> list[Span]:
     return spans
 
 
+_PARTS = re.compile(r"[./]")
 _SEGMENT = re.compile(r"[^/?#&=:@]{12,}")
 _DIGEST_BEFORE = re.compile(r"(?:sha\d{0,3}|md5|digest|checksum|hash|(?:trace|span|request|correlation)[_-]?id)"
                             r"[ \t]*[:=@]?[ \t]*$", re.I)
@@ -159,7 +160,9 @@ _DIGEST_BEFORE = re.compile(r"(?:sha\d{0,3}|md5|digest|checksum|hash|(?:trace|sp
 
 
 def token_spans(text: str, safe: SafeShapes) -> list[Span]:
-    """Credential-like tokens; inside a URL each path segment is judged alone (a path is no token)."""
+    """Credential-like tokens; inside a URL each path segment is judged alone (a path is no token). A run is hidden
+    whole when it, or one of its parts between dots (a JWT's) or slashes (a key that names a folder), is
+    credential-like: a key is not diluted by the ordinary path around it, and a path is not half shown."""
     urls = [u.span() for u in _URL.finditer(text)] if "://" in text else []
     spans: list[Span] = []
     for start, end in urls:
@@ -170,7 +173,7 @@ def token_spans(text: str, safe: SafeShapes) -> list[Span]:
         if any(s <= m.start() < e for s, e in urls) or _DIGEST_BEFORE.search(text, max(0, m.start() - 24), m.start()):
             continue
         token = m.group(0).rstrip(".")
-        if credential_like(token, safe) or any(credential_like(p, safe) for p in token.split(".") if len(p) >= 16):
+        if credential_like(token, safe) or any(credential_like(p, safe) for p in _PARTS.split(token) if len(p) >= 16):
             spans.append((m.start(), m.start() + len(token), "jwt" if token.startswith("eyJ") else "secret"))
     return spans
 

@@ -37,6 +37,23 @@ def test_credential_like_tokens_are_hidden_whatever_their_label(text: str, value
     _hidden(text, value)
 
 
+# A key that names a folder or a file is judged alone, not diluted by the ordinary path around it.
+@pytest.mark.parametrize(("path", "key"), [
+    ("/home/clinic/projects/trial-alpha/exports/daily/{}/notes.md", "5d41402abc4b2a76b9719d911017c592"),
+    ("/srv/share/site-office/monthly-reports/archive/backups/{}.tar.gz", "Zx8vQ2mN7pL4kR9sT1wY6uB3eH5jC0dF"),
+    ("~/work/projects/trial/{}/export", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
+])
+def test_a_key_inside_a_path_is_hidden(path: str, key: str) -> None:
+    _hidden(f"copied {path.format(key)} to the share", key)
+
+
+def test_a_forty_hex_folder_is_a_key_where_commit_hashes_are_not_safe() -> None:
+    text = "read /home/clinic/projects/trial-alpha/exports/3f786850e387550fdab836ed7e6dc881de23001b/notes.md"
+    assert R.redact(text) == text
+    assert "3f786850e387550fdab836ed7e6dc881de23001b" not in Redactor.build(
+        safe=SafeShapes(commit_hashes=False)).redact(text)
+
+
 def test_a_jwt_split_over_two_lines_is_hidden_in_both_halves() -> None:
     token = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI0MiIsInJvbGUiOiJzdmMifQ."
              "q9Xk2mP0vL7rT4wZ8nB1cF6hJ3sD5gA0yE2uI9oK7lM")
