@@ -194,8 +194,9 @@ def _gates() -> dict[str, Any]:
     from chronicle.memory.subjects import line_person
     from chronicle.redaction.pseudonyms import Pseudonyms
     from chronicle.redaction.redactor import Redactor
-    from chronicle.weekly.faithfulness import count_claims
+    from chronicle.weekly.faithfulness import check_report, count_claims
     from chronicle.weeks import IsoWeek
+    from tests.weekly.helpers import ZH_WEEK, week_input
 
     def week(text: str) -> None:
         with pytest.raises(ValueError):
@@ -205,7 +206,10 @@ def _gates() -> dict[str, Any]:
         with pytest.raises(ValueError):
             extract_json(text)
 
-    return {"redact": Redactor.build().redact, "pseudonymise": Pseudonyms().apply, "note": parse_note,
+    def guard(text: str) -> None:  # the faithfulness guard on a model's reply or a clinician's correction
+        check_report(text, week_input(ZH_WEEK))
+
+    return {"guard": guard, "redact": Redactor.build().redact, "pseudonymise": Pseudonyms().apply, "note": parse_note,
             "speech": speech, "subject": line_person, "claims": count_claims, "week": week, "reply": reply}
 
 
@@ -227,6 +231,10 @@ blanks took 1.4 s, a line of 20,000 slashes 2.1 s in detect-secrets' npm pattern
     ("speech", "12:00" + " " * LONG + "]"),
     ("subject", " " * LONG + "x"),
     ("claims", "累计" + " " * LONG + "x"),
+    ("claims", "入组 " + "1" * LONG + "x"),  # a number tried from inside its own digits: quadratic
+    ("guard", "." * LONG + "x"),  # a code's lookaheads tried at every separator: quadratic
+    ("guard", "AE " + "-" * LONG),
+    ("guard", "a" * LONG + " 3"),
     ("week", "2026" + " " * LONG + "x"),
     ("reply", "```" + " " * LONG),
 ])

@@ -38,8 +38,10 @@ _SEGMENT_RE = re.compile(r"[\n。；;！!？?]+|(?<=\.)\s+")
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _EN_NUMBERS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                "eight": 8, "nine": 9, "ten": 10}
-_N = r"(\d+|[零一二两三四五六七八九十]{1,3})"
-_EN_N = r"(\d+|zero|one|two|three|four|five|six|seven|eight|nine|ten)"
+# A number starts where its digits start: tried from inside a run of digits too, each claim pattern was quadratic
+# in the run's length.
+_N = r"((?<!\d)\d+|[零一二两三四五六七八九十]{1,3})"
+_EN_N = r"((?<!\d)\d+|zero|one|two|three|four|five|six|seven|eight|nine|ten)"
 _ZU = r"(?:例|起|次|件|个|名|项)"
 _WHO = r"(?:subjects?|patients?|participants?)"
 _ENR = r"enrol{1,2}"  # enroled / enrolled, enrolment / enrollment  # Chinese counters used for events
@@ -118,10 +120,15 @@ _FIELD_WORDS: dict[str, tuple[str, ...]] = {
 }
 
 
+MAX_DIGITS = 18
+"""No count has more digits; a longer number stands for "too many" (still a mismatch with any real count), and
+is never converted (Python refuses to parse a number of over 4,300 digits)."""
+
+
 def parse_number(token: str) -> int:
     token = token.strip().lower()
     if token.isdigit():
-        return int(token)
+        return int(token) if len(token) <= MAX_DIGITS else 10 ** MAX_DIGITS
     if token in _EN_NUMBERS:
         return _EN_NUMBERS[token]
     # Chinese numerals up to 99: 三, 十二, 二十, 二十三.
@@ -196,7 +203,7 @@ def check_report(summary: str, week: WeekInput, *, llm_stats: Mapping[str, Any] 
     return reasons
 
 
-_OTHER_TYPE = re.compile(r"([a-z][a-z_]+)\s+(\d+)(?!\d)")
+_OTHER_TYPE = re.compile(r"(?<![a-z_])([a-z][a-z_]+)\s+(\d+)(?!\d)")
 _CHECKED_EVENTS = ("sae", "ae", "deviations")  # asserted/denied against the stats; the rest only need support
 
 
@@ -263,8 +270,8 @@ def sentence_reasons(summary: str, week: WeekInput, *, claims: list[dict[str, An
         sentence = _short(s.bare)
         if s.line in stats_lines:  # "另有 visit 5 条" / "also visit 5": the week's other entry types
             for type_, number in _OTHER_TYPE.findall(s.bare):
-                if type_ in by_type and int(number) != by_type[type_]:
-                    out.append({"kind": "count_mismatch", "field": type_, "claimed": int(number),
+                if type_ in by_type and parse_number(number) != by_type[type_]:
+                    out.append({"kind": "count_mismatch", "field": type_, "claimed": parse_number(number),
                                 "actual": by_type[type_], "text": f"{type_} {number}", "sentence": sentence})
         # Events on the whole sentence ("无 AE/SAE": the negation of the AE count covers the SAE too); the fields
         # a count claim states are the count rules' business.

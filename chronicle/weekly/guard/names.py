@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_C = r"[a-z0-9._+:~/-]"
-_CODE = re.compile(rf"(?<![a-z0-9])(?={_C}*\d)(?={_C}*[a-z.+:~/-])[a-z0-9]{_C}*[a-z0-9]")
+_RUN = re.compile(r"[a-z0-9._+:~/-]+")
+_ALNUM = re.compile(r"[a-z0-9]")
+_NOT_DIGIT = re.compile(r"[a-z.+:~/-]")
 _LABELLED = re.compile(r"^(?:[a-z]+:)+(?=[a-z0-9])")
 _ZH_UNITS = r"(?:级|天|周|小时|分钟|岁|个月|年|次/日|次/天|毫克|毫升|公斤)"
 _EN_UNITS = r"(?:mg/m2|mg/m²|mg/kg|mg|ml|mmhg|kg|g|%|days?|hours?|weeks?|months?|years?)"
@@ -44,9 +45,9 @@ class Name:
 def names(canonical_text: str) -> list[Name]:
     """Names in a sentence already passed through `text.canonical` (lower case, spaces kept)."""
     out: list[Name] = []
-    for m in _CODE.finditer(canonical_text):
+    for code in _codes(canonical_text):
         # "AE：XH305-01-004" (a full-width colon, folded to ":") is a label and a subject id, not one code.
-        token = _LABELLED.sub("", m.group(0)).strip("._+:~/-")
+        token = _LABELLED.sub("", code).strip("._+:~/-")
         if len(token) >= 2:
             out.append(Name("code", token, token))
     for m in _QUANTITY.finditer(canonical_text):
@@ -60,6 +61,22 @@ def names(canonical_text: str) -> list[Name]:
         who = m.group(1) or m.group(2) or m.group(3)
         out.append(Name("person", who, who))
     return out
+
+
+def _codes(text: str) -> list[str]:
+    """Each run of code characters, from its first letter or digit to its last, when it holds a digit and a letter
+    or a separator. Found run by run: a pattern with lookaheads tried at every separator of a long run of them
+    (a line of dots) scanned the rest of the run each time, quadratic in its length."""
+    codes = []
+    for run in _RUN.finditer(text):
+        start = _ALNUM.search(run.group(0))
+        if start is None:
+            continue
+        body = run.group(0)[start.start():]
+        code = body.rstrip("._+:~/-")
+        if len(code) >= 2 and any(c.isdigit() for c in body) and _NOT_DIGIT.search(body):
+            codes.append(code)
+    return codes
 
 
 def supported(name: Name, cited: str) -> bool:

@@ -55,7 +55,7 @@ def cited_ids(text: str) -> list[str]:
     out: list[str] = []
     for group in CITATION_RE.findall(text):
         for num in _ID_RE.findall(group):
-            sid = f"E{int(num)}"
+            sid = f"E{num.lstrip('0') or '0'}"  # E03 is E3 (never int(): an id of 5,000 digits)
             if sid not in out:
                 out.append(sid)
     return out

@@ -149,3 +149,12 @@ def test_every_reason_reads_in_words_not_internal_names() -> None:
         assert not any(kind in line for kind in REASON_LABELS), line
         assert not raw_key.search(line), line
 
+
+
+def test_a_number_too_long_for_a_count_is_a_mismatch_not_a_crash() -> None:
+    # Python refuses int() of over 4,300 digits: the guard must still answer, and flag the claim.
+    week = week_input(ZH_WEEK)
+    reasons = check_report(f"本周入组 {'9' * 5000} 人 [E2]", week)
+    assert [r["field"] for r in reasons if r["kind"] == "count_mismatch"] == ["enrolled"]
+    assert [r["ids"] for r in check_report(f"见 [E{'0' * 4998}99]", week) if r["kind"] == "unknown_citation"] == [
+        ["E99"]]
