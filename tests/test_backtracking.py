@@ -50,6 +50,19 @@ class _Parser(SreOpParser):
         super().__init__()
         self.bodies: list[list[Any]] = []
 
+    def from_MAX_REPEAT(self, data: Any) -> Any:
+        """A bounded repeat of a starry body (`(?:\\w+\\s*){0,3}`) is as starry as that many copies in a row: a run
+        of word characters splits three ways. regexploit judges it as one copy; it is unrolled here (three copies
+        are enough to show a cubic shape), the copies past the minimum optional."""
+        minimum, maximum, body = data
+        if maximum is sre_parse.MAXREPEAT or maximum < 2:
+            return super().from_MAX_REPEAT(data)
+        copies = [list(body) if i < minimum else [(sre_parse.MAX_REPEAT, (0, 1, body))] for i in range(min(maximum, 3))]
+        return self.sequence_or_singleton([op for copy in copies for op in copy])
+
+    def from_MIN_REPEAT(self, data: Any) -> Any:
+        return self.from_MAX_REPEAT(data)
+
     def from_POSSESSIVE_REPEAT(self, data: Any) -> None:
         self.bodies.append(data[2])
 
@@ -173,6 +186,7 @@ def test_every_part_of_the_package_is_checked() -> None:
     (r"^\s*(\d{4})\s*-?\s*[Ww]?\s*(\d{1,2})\s*$", 3),  # an ISO week typed loosely
     (r"(?:x|(?:a[a.]*)*)", 11),  # only an alternative, ended, shows it
     (r"(?:(?:a+)+b)*+", 11),  # inside a possessive repeat
+    (r"^((?:\w+\s*){0,3}),\s*[A-Z][a-z]+", 3),  # a bounded repeat of a starry body: a vocative, cubic
 ])
 def test_the_check_finds_the_shapes_this_package_once_had(pattern: str, worst: int) -> None:
     assert starriness(pattern) >= worst

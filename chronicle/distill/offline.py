@@ -42,7 +42,8 @@ _KEY_INFO = re.compile(
     r"|\bv?\d+(?:\.\d+){1,3}\b"                         # versions
     r"|\b[Pp]ort\s+\d{2,5}\b|:\d{4,5}\b"                # ports
     r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}\b"         # dates, times
-    r"|\d[\d,.]*\s*(?:%|\+|[kKmM]\b|例|个|天|周|字|words?\b|lines?\b)"  # quantities
+    # quantities, from the first digit of their run only (from every digit, a long run was quadratic)
+    r"|(?<![\d,.])[,.]*+(?P<quantity>\d[\d,.]*+\s*+(?:%|\+|[kKmM]\b|例|个|天|周|字|words?\b|lines?\b))"
     r"|\b[A-Z]{2,}[0-9]*\b"                             # acronyms: JWT, RBAC, SAE, EDC
     r"|\b[A-Z][a-z]+[A-Z][A-Za-z]+\b",                  # CamelCase names: WebSocket, OpenClaw
 )
@@ -58,7 +59,9 @@ CONTEXT_CHARS = 240
 def clean(text: str) -> str:
     """Markdown emphasis and link syntax removed, whitespace folded."""
     text = re.sub(r"\*\*|__", "", text)
-    text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r"\1 (\2)", text)
+    # A link's text holds no bracket, its target no blank and only balanced parentheses (as in Markdown): a `[`
+    # with no `](…)` after it is given up at the next bracket, not at the end of a long line of them.
+    text = re.sub(r"\[([^\[\]\n]+)\]\(((?:[^()\s]|\([^()\s]*+\))++)\)", r"\1 (\2)", text)
     return re.sub(r"\s+", " ", text).strip()
 
 
@@ -84,7 +87,7 @@ def importance(entry: NoteEntry, known_speakers: frozenset[str] = frozenset(), c
 def key_info(text: str, limit: int = 8) -> list[str]:
     found: list[str] = []
     for match in _KEY_INFO.finditer(text):
-        item = match.group(0).strip().strip("`").rstrip(".,;")
+        item = (match.group("quantity") or match.group(0)).strip().strip("`").rstrip(".,;")
         if item and item not in found:
             found.append(item)
     return found[:limit]

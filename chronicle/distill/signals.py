@@ -96,12 +96,14 @@ _FACT_VERB = re.compile(
     r"volunteer|volunteered|teach|taught|play|played|have|has|been|own|married|divorced|born|grew)\b"
     r"|\b(?:my|our)\s+[a-z]+|我(?:是|在|有|叫|的|家|去了|去过|买了|开始|打算|计划|准备|正在|最近|刚|已经|学了|做了|"
     r"参加|一般|每天|会|想去|还想)|我们(?:是|在|有|的|家|去了)", re.I)
+# A number starts where its digits start (`(?<!\d)`): tried inside a long run of digits, it was quadratic.
 _TIME = re.compile(
     r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|weekday|yesterday|today|tomorrow|"
     r"tonight|morning|evening|night|noon|midnight|daily|weekly|monthly|every\s+\w+|last\s+(?:week|month|year|"
     r"night|\w+day)|next\s+(?:week|month|year|\w+day)|ago|\d{1,2}\s*(?:am|pm)|\d{1,2}:\d{2})\b"
     r"|周[一二三四五六日天末]|星期|每天|每周|每月|每晚|早上|上午|中午|下午|晚上|凌晨|昨天|今天|明天|后天|"
-    r"下周|上周|去年|明年|今年|月底|月初|\d+\s*点|\d{1,2}:\d{2}|[一二三四五六七八九十\d]+月[\d一二三四五六七八九十]+[日号]",
+    r"下周|上周|去年|明年|今年|月底|月初|(?<!\d)\d+\s*点|\d{1,2}:\d{2}"
+    r"|(?<![一二三四五六七八九十\d])[一二三四五六七八九十\d]+月[\d一二三四五六七八九十]+[日号]",
     re.I)
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|"
                    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\s+\d{1,2}(?:st|nd|rd|th)?\b|"
@@ -120,7 +122,7 @@ _VOCATIVE = re.compile(r"(?:^|(?<=[!?.] )|\b(?:hey|hi|hello|thanks|thank\s+you|w
 _NAME_ZH = re.compile(r"《[^》]+》|「[^」]+」|“[^”]+”|\"[^\"]+\"|[A-Z]{2,}\d*")
 _NOT_NAMES = {"I", "I'm", "I've", "I'd", "I'll", "OK", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
               "Saturday", "Sunday", "Mom", "Dad", "Mel", "God", "AI"}
-_FIELD = re.compile(r"^\s*(?:\*\*)?[\w\u4e00-\u9fff /&-]{1,16}(?:\*\*)?\s*[:：]\s*\S")
+_FIELD = re.compile(r"^\s*+(?:\*\*)?[\w\u4e00-\u9fff /&-]{1,16}(?:\*\*)?\s*[:：]\s*\S")
 _KEY_HEADING = re.compile(r"key (?:insight|decision|lesson)s?|decisions?|lessons?|important|rules?|决策|决定|教训|"
                           r"重要|原则|规则", re.I)
 _DONE, PENDING = re.compile(r"✅|\bdone\b|完成"), re.compile(r"⏳|🚧|\bTODO\b|待办|进行中", re.I)
@@ -139,9 +141,13 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCES.split(text) if s and s.strip(" \t-*>…~")]
 
 
+_VOCATIVE_AFTER = re.compile(r"^((?:\w++\s*+){0,3}),\s*[A-Z][a-z]+(?=\s*[!,.?])")
+
+
 def _strip_vocative(sentence: str) -> str:
     """"Wow, Caroline! That's…" -> "Wow! That's…": an addressee's name is not content."""
-    return re.sub(r"^((?:\w+\s*){0,3}),\s*[A-Z][a-z]+(?=\s*[!,.?])", r"\1", sentence)
+    # Possessive: a word is taken whole, never split between the repeats (cubic in a long run of digits).
+    return _VOCATIVE_AFTER.sub(r"\1", sentence)
 
 
 def is_small_talk(sentence: str, role: Role) -> bool:

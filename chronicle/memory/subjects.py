@@ -59,7 +59,7 @@ _PERSON_HEADING = re.compile(
 )
 # Reply labels that name the person answered: "AI伴侣（回复张曼婷）", "Assistant (to Caroline)".
 _REPLY_LABEL = re.compile(
-    rf"^\s*(?:\*\*|__)?[^:：\n（(]{{1,20}}\s*[（(]\s*(?:回复|答复|回答|对|给|to|replying to|reply to)\s*"
+    rf"^\s*+(?:\*\*|__)?[^:：\n（(]{{1,20}}\s*[（(]\s*(?:回复|答复|回答|对|给|to|replying to|reply to)\s*"
     rf"(?P<name>{_CJK_NAME}|{_EN_NAME})\s*[）)](?:\*\*|__)?\s*[:：]",
     re.I,
 )
@@ -76,7 +76,9 @@ _NOT_NAMES = {"用户", "助手", "助理", "主人", "老板", "客户", "朋�
               "决策", "决定", "计划", "总结", "笔记", "日志", "记录", "问题", "方案", "进展", "待办", "对话", "聊天"}
 _ROLE_WORDS = re.compile(r"^(?:用户|使用者|主人|我|user|the user|human|me|customer|client)$", re.I)
 _USER_NAME = re.compile(
-    rf"^\s*[-*]?\s*(?:\*\*)?(?:name|full name|preferred name|名字|姓名|称呼|用户名字|用户姓名)(?:\*\*)?\s*[:：]\s*"
+    # (Blanks within the line only: `^\s*` at every line start of a file of blank lines was cubic.)
+    rf"^[^\S\n]*+[-*]?[^\S\n]*+(?:\*\*)?(?:name|full name|preferred name|名字|姓名|称呼|用户名字|用户姓名)(?:\*\*)?"
+    rf"\s*[:：]\s*"
     rf"(?:\*\*)?(?P<name>{_CJK_NAME}|{_EN_NAME})(?:\*\*)?\s*$"
     rf"|(?:我叫|名字是|my name is |the user is |用户是)(?P<name2>{_CJK_NAME}|{_EN_NAME})",
     re.I | re.M,
@@ -186,7 +188,7 @@ def heading_person(heading: str, speakers: frozenset[str] = frozenset()) -> str 
     `speakers`: names (case-folded) speaking in the section; a bare heading that is one of them is that person.
     """
     text = re.sub(r"^#+\s*", "", unicodedata.normalize("NFKC", heading)).strip().strip("*_ ")
-    text = re.sub(r"\s*[-—·|]\s*\d{4}-\d{2}-\d{2}.*$|^\d{4}-\d{2}-\d{2}\s*[-—·|]?\s*", "", text).strip()
+    text = re.sub(r"(?<!\s)\s*+[-—·|]\s*\d{4}-\d{2}-\d{2}.*$|^\d{4}-\d{2}-\d{2}\s*[-—·|]?\s*", "", text).strip()
     match = _CONVERSATION.match(text) or _PERSON_HEADING.match(text)
     if match:
         name = next((g for g in match.groups() if g), None)
