@@ -202,13 +202,16 @@ def test_possessive_repeats_and_atomic_groups_pass(pattern: str) -> None:
 
 
 def _gates() -> dict[str, Any]:
+    from chronicle.distill.gate import carries_knowledge
+    from chronicle.distill.offline import clean, key_info
     from chronicle.distill.parse import extract_json
     from chronicle.distill.speaker import speech
     from chronicle.ingest.notes import parse_note
-    from chronicle.memory.subjects import line_person
+    from chronicle.memory.subjects import heading_person, line_person, reply_target, user_name
     from chronicle.redaction.pseudonyms import Pseudonyms
     from chronicle.redaction.redactor import Redactor
     from chronicle.weekly.faithfulness import check_report, count_claims
+    from chronicle.weekly.search import affirmed
     from chronicle.weeks import IsoWeek
     from tests.weekly.helpers import ZH_WEEK, week_input
 
@@ -224,7 +227,9 @@ def _gates() -> dict[str, Any]:
         check_report(text, week_input(ZH_WEEK))
 
     return {"guard": guard, "redact": Redactor.build().redact, "pseudonymise": Pseudonyms().apply, "note": parse_note,
-            "speech": speech, "subject": line_person, "claims": count_claims, "week": week, "reply": reply}
+            "speech": speech, "subject": line_person, "claims": count_claims, "week": week, "reply": reply,
+            "knowledge": carries_knowledge, "key_info": key_info, "markdown": clean, "user_md": user_name,
+            "reply_label": reply_target, "heading": heading_person, "affirmed": affirmed}
 
 
 LONG = 300_000
@@ -249,6 +254,19 @@ blanks took 1.4 s, a line of 20,000 slashes 2.1 s in detect-secrets' npm pattern
     ("guard", "." * LONG + "x"),  # a code's lookaheads tried at every separator: quadratic
     ("guard", "AE " + "-" * LONG),
     ("guard", "a" * LONG + " 3"),
+    ("knowledge", "1" * LONG + "x!"),  # a vocative's bounded repeat of words: cubic
+    ("user_md", "\n" * LONG + "x"),  # `^\s*` at every line start of a file of blank lines: cubic
+    ("reply_label", " " * LONG + "x"),
+    ("heading", "## a" + " " * LONG + "x"),
+    ("key_info", "1" * LONG + "x"),  # a quantity tried from every digit
+    ("key_info", "1," * (LONG // 2) + "x"),
+    ("markdown", "[" * LONG),  # a link's text scanned to the end from every bracket
+    ("markdown", "[a](" * (LONG // 4)),
+    ("affirmed", "a" * LONG + "x"),
+    ("redact", "password " * (LONG // 9)),  # a copula searched to the clause's end from every noun of it
+    ("redact", "x." * (LONG // 2)),  # a URL's scheme tried from every letter of a dotted run
+    ("pseudonymise", "DOB " + " " * LONG + "x"),  # a label's two runs of blanks
+    ("pseudonymise", "1" * LONG + "x"),  # a subject's age tried from every digit
     ("week", "2026" + " " * LONG + "x"),
     ("reply", "```" + " " * LONG),
 ])

@@ -33,6 +33,11 @@ _COPULA = re.compile(
     r"(?:(?<![A-Za-z])(?:is|was|are|were|became|becomes|has[ \t]+become|have[ \t]+become|reads|set[ \t]+to"
     r"|changed[ \t]+to|updated[ \t]+to|equals)(?:[ \t]+now)?(?![A-Za-z])[ \t]*[:：]?"
     r"|[:：=]|->|=>|←|(?:就是|也是|是|为|為|改为|改成|设为|设置为|换成|变成|更新为)(?:了|成)?[:：]?|如下[:：]?)[ \t]*")
+# Where a copula may start: its first word or mark. A clause with hundreds of nouns (a line of "password password
+# …") searched for a copula from each noun to the clause's end, quadratic in its length; `copula_near` looks only
+# near the noun, at these starts.
+_COPULA_START = re.compile(r"(?<![A-Za-z])(?:is|was|are|were|became|becomes|has|have|reads|set|changed|updated|equals)"
+                           r"(?![A-Za-z])|[:：=←]|->|=>|就是|也是|是|为|為|改|设|换|变|更新|如下")
 _MARK_COPULAS = frozenset([":", "：", "=", "->", "=>", "←"])
 """The copulas of `_COPULA` that are punctuation, not words: a label's mark, never "X is the …"."""
 _CLAUSE_END = re.compile(r"[。；;！？\n，]|[.,!?](?=\s|$)")
@@ -70,6 +75,18 @@ def _clauses(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def copula_near(text: str, at: int, end: int, within: int) -> re.Match[str] | None:
+    """What `_COPULA.search(text, at, end)` finds, when it starts at most `within` characters after `at`; else None.
+    Only the starts near `at` are tried (each matched against the whole clause, so a copula's blanks may be long)."""
+    pos, stop = at, min(end, at + within + 8)  # (8: room for the longest first word after the last start allowed)
+    while (start := _COPULA_START.search(text, pos, stop)) is not None and start.start() - at <= within:
+        cop = _COPULA.match(text, start.start(), end)
+        if cop is not None:
+            return cop
+        pos = start.start() + 1
+    return None
+
+
 def _plain_value(value: str, safe: SafeShapes) -> bool:
     """A value that is prose or safe: stays."""
     v = value.strip(".,;:!?)(\"'")
@@ -92,8 +109,8 @@ _ABOUT = re.compile(r"(?<![A-Za-z])(?:counts?|budget|limits?|length|size|policy|
 def _forward(text: str, start: int, end: int, safe: SafeShapes) -> Span | bool | None:
     """The value after the copula that follows the noun: a span, None when the clause has no copula, False
     when its complement is prose."""
-    cop = _COPULA.search(text, start, end)
-    if cop is None or cop.start() - start > 60:
+    cop = copula_near(text, start, end, 60)
+    if cop is None:
         return None
     if _ABOUT.search(text, start, cop.start()):
         return False
@@ -128,7 +145,12 @@ def _letters_code(value: str) -> bool:
 
 def _backward(text: str, cstart: int, noun_start: int, safe: SafeShapes) -> Span | None:
     """`X is the new passcode`, `X 是登录验证码`: the token before a copula that stands before the noun."""
-    cops = list(_COPULA.finditer(text, cstart, noun_start))
+    # Only a copula ending at most 24 characters before the noun counts (below): the copulas are read from a little
+    # before that, and before the blanks there (a copula's blanks belong to it), not from the clause's start.
+    lo = max(cstart, noun_start - 48)
+    while lo > cstart and text[lo - 1] in " \t":
+        lo -= 1
+    cops = list(_COPULA.finditer(text, max(cstart, lo - 16), noun_start))
     if not cops:
         return None
     cop = cops[-1]
@@ -137,16 +159,23 @@ def _backward(text: str, cstart: int, noun_start: int, safe: SafeShapes) -> Span
     between = text[cop.end():noun_start]
     if cop.group(0).strip() in _MARK_COPULAS or len(between.split()) > 4 or len(between) > 24:
         return None
-    m = re.search(r"(?P<v>[^\s\"'`，。；、（）():：]+)[ \t]*$", text[cstart:cop.start()])
-    if m is None:
+    # The last word before the copula, read backwards (a search for it from the clause's start was quadratic).
+    v_end = len(text[cstart:cop.start()].rstrip(" \t")) + cstart
+    v_start = v_end
+    while v_start > cstart and not (text[v_start - 1].isspace() or text[v_start - 1] in _NOT_IN_VALUE):
+        v_start -= 1
+    if v_start == v_end:
         return None
-    value = m.group("v")
+    value = text[v_start:v_end]
     if _plain_value(value, safe) or (re.search(r"[\u4e00-\u9fff]", value) and len(value) > 10):
         return None
     if not (re.search(r"\d|[A-Z].*[a-z]|[!@#$%^&*]", value) or re.fullmatch(r"[\u4e00-\u9fff]{2,10}", value)
             or _letters_code(value)):
         return None
-    return (cstart + m.start("v"), cstart + m.end("v"), "password")
+    return (v_start, v_end, "password")
+
+
+_NOT_IN_VALUE = frozenset("\"'`，。；、（）():：")
 
 
 def _adjacent(text: str, noun_end: int, end: int, safe: SafeShapes) -> Span | None:
@@ -243,8 +272,8 @@ def _whole_phrase(text: str, noun_end: int, end: int, found: Span | bool | None)
     """A passphrase is words: "passphrase: correct horse battery staple" hides all four, not the first alone, and
     "the passphrase is correct horse battery staple" is not prose for being lower-case words. The words after
     the copula, to the clause's end, are the value unless one of them makes the clause prose again."""
-    cop = _COPULA.search(text, noun_end, end)
-    if cop is None or cop.start() - noun_end > 60 or (isinstance(found, tuple) and found[0] < cop.end()):
+    cop = copula_near(text, noun_end, end, 60)
+    if cop is None or (isinstance(found, tuple) and found[0] < cop.end()):
         return found
     words = _WORDS.match(text, cop.end(), end)
     said = [w.lower().strip(".!?\"'”’") for w in words.group("w").split()] if words else []
@@ -272,8 +301,8 @@ def _key_value(text: str, start: int, end: int) -> Span | None:
     or a hex run). A bare "key" is too common a word to scope its clause as the nouns above do — "the key date
     is 2026-03-01", "the primary key is id" — so only a key-shaped value is taken."""
     for key in _KEY.finditer(text, start, end):
-        cop = _COPULA.search(text, key.end(), end)
-        if cop is None or cop.start() - key.end() > 24 or _ABOUT.search(text, key.end(), cop.start()):
+        cop = copula_near(text, key.end(), end, 24)
+        if cop is None or _ABOUT.search(text, key.end(), cop.start()):
             continue
         value = _VALUE_EN.match(text, cop.end(), end)
         if value is None:

@@ -57,7 +57,7 @@ _LABELLED = {
                 r"@?[A-Za-z][A-Za-z0-9_.-]{3,}|\d{5,12}",
                 ("微信", "qq", "wechat", "telegram", "whatsapp", "line", "skype")),
 }
-_LABEL_VALUE = {family: re.compile(rf"(?<![A-Za-z])(?:{label})(?![A-Za-z])[ \t]*(?:是|为|：|:|=|#|No\.?)?[ \t]*"
+_LABEL_VALUE = {family: re.compile(rf"(?<![A-Za-z])(?:{label})(?![A-Za-z])[ \t]*+(?:是|为|：|:|=|#|No\.?)?[ \t]*+"
                                    rf"(?P<v>{value})", re.I)
                 for family, (label, value, _) in _LABELLED.items()}
 _PATIENT = r"(?:[Pp]atient|[Ss]ubject|[Pp]articipant|Mr\.?|Mrs\.?|Ms\.?|Miss)"
@@ -78,7 +78,7 @@ _AFTER_PATIENT = re.compile(rf"(?:{_KIN})[ \t]*(?P<v>{_CN_NAME}?)"
                             rf"|[A-Z]{{2,6}}\d{{2,4}}(?:-\d{{2,4}}){{1,3}}[ \t，,]+(?P<x>{_CN_NAME})"
                             r"(?=[ \t，,、]+(?:[男女](?![\u4e00-\u9fff])|\d{1,3}岁))")
 _SUBJECT_CONTEXT = re.compile(
-    r"病例|[男女][，,、 ）)]|\d+岁|[A-Z]{2,6}\d{2,4}-\d|访视|复诊|随访|入组|筛选|知情"
+    r"病例|[男女][，,、 ）)]|(?<!\d)\d+岁|[A-Z]{2,6}\d{2,4}-\d|访视|复诊|随访|入组|筛选|知情"
     rf"|用药|给药|不良|住院|出院|病史|联系|电话|姓名|名字|叫|{_KIN}")
 """Where a subject's name may stand: the segmenter (slow: ~1 ms a line) runs only on lines that talk about one."""
 _WHEN = re.compile(r"[于在已](?:今|昨|明|本|当|次|上|下|近|前|同|即|该)")

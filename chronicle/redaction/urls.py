@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote, urlsplit
 
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s:/@\[\]]*)(?::(?P<pw>[^\s/@]*))?@")
+_USERINFO = re.compile(r"(?P<scheme>\b(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://)(?P<user>[^\s:/@\[\]]*)(?::(?P<pw>[^\s/@]*))?@")
 MASK = "****"
 
 

@@ -19,7 +19,8 @@ from typing import Any
 from chronicle.weekly.tokens import is_cjk
 
 # "SAE 0 例" / "0 SAEs": a week saying it had none of something is not about that thing.
-_ZERO_CLAUSE = re.compile(r"[A-Za-z\u4e00-\u9fff]+\s*0\s*(?:例|项|条|人|个)|\b0\s+[A-Za-z]+")
+# (A word from its first letter only: tried from every letter of a long word, it was quadratic.)
+_ZERO_CLAUSE = re.compile(r"(?<![A-Za-z\u4e00-\u9fff])[A-Za-z\u4e00-\u9fff]+\s*0\s*(?:例|项|条|人|个)|\b0\s+[A-Za-z]+")
 # A negation cue and its scope: up to the next clause boundary. "无法" (cannot) is not a negation of a thing.
 _NEGATED = re.compile(
     r"(?:无(?!法|误|异常以外)|没有|没发生|未发生|未出现|未见|未报告?|未有|尚无|暂无|否认|不存在"
