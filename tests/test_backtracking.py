@@ -207,6 +207,7 @@ def _gates() -> dict[str, Any]:
     from chronicle.distill.parse import extract_json
     from chronicle.distill.speaker import speech
     from chronicle.ingest.notes import parse_note
+    from chronicle.memory.search import jieba_words, tokenize
     from chronicle.memory.subjects import heading_person, line_person, reply_target, user_name
     from chronicle.redaction.pseudonyms import Pseudonyms
     from chronicle.redaction.redactor import Redactor
@@ -229,7 +230,8 @@ def _gates() -> dict[str, Any]:
     return {"guard": guard, "redact": Redactor.build().redact, "pseudonymise": Pseudonyms().apply, "note": parse_note,
             "speech": speech, "subject": line_person, "claims": count_claims, "week": week, "reply": reply,
             "knowledge": carries_knowledge, "key_info": key_info, "markdown": clean, "user_md": user_name,
-            "reply_label": reply_target, "heading": heading_person, "affirmed": affirmed}
+            "reply_label": reply_target, "heading": heading_person, "affirmed": affirmed, "search_terms": tokenize,
+            "words": jieba_words}
 
 
 LONG = 300_000
@@ -267,6 +269,8 @@ blanks took 1.4 s, a line of 20,000 slashes 2.1 s in detect-secrets' npm pattern
     ("redact", "x." * (LONG // 2)),  # a URL's scheme tried from every letter of a dotted run
     ("pseudonymise", "DOB " + " " * LONG + "x"),  # a label's two runs of blanks
     ("pseudonymise", "1" * LONG + "x"),  # a subject's age tried from every digit
+    ("search_terms", "入" * LONG),  # jieba's model of unknown characters copies its path at each: quadratic
+    ("words", "王" * LONG),
     ("week", "2026" + " " * LONG + "x"),
     ("reply", "```" + " " * LONG),
 ])

@@ -56,6 +56,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
+from chronicle.segments import pieces
+
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Function words jieba emits as single tokens; they match nearly every Chinese memory and only add noise.
@@ -96,10 +98,11 @@ def tokenize(text: str) -> list[str]:
     pos = 0
     for match in _CJK_RUN.finditer(text):
         tokens.extend(_WORD.findall(text[pos : match.start()]))
-        for word in segmenter().cut_for_search(match.group()):
-            word = word.strip()
-            if word and word not in _ZH_STOP:
-                tokens.append(word)
+        for _, piece in pieces(match.group()):
+            for word in segmenter().cut_for_search(piece):
+                word = word.strip()
+                if word and word not in _ZH_STOP:
+                    tokens.append(word)
         pos = match.end()
     tokens.extend(_WORD.findall(text[pos:]))
     return tokens + day_tokens(text)
@@ -123,7 +126,7 @@ def day_tokens(text: str) -> list[str]:
 
 def jieba_words(text: str) -> list[str]:
     """jieba's precise-mode words of `text` (for the dedup lexical check; search uses `tokenize`)."""
-    return [w for w in segmenter().lcut(text) if w.strip()]
+    return [w for _, piece in pieces(text) for w in segmenter().lcut(piece) if w.strip()]
 
 
 def fts_text(*texts: str) -> str:
