@@ -267,6 +267,7 @@ blanks took 1.4 s, a line of 20,000 slashes 2.1 s in detect-secrets' npm pattern
     ("affirmed", "a" * LONG + "x"),
     ("redact", "password " * (LONG // 9)),  # a copula searched to the clause's end from every noun of it
     ("redact", "x." * (LONG // 2)),  # a URL's scheme tried from every letter of a dotted run
+    ("redact", "password\n" + "x." * (LONG // 2)),  # a pair's name prefix scanned to the run's end from every dot
     ("pseudonymise", "DOB " + " " * LONG + "x"),  # a label's two runs of blanks
     ("pseudonymise", "1" * LONG + "x"),  # a subject's age tried from every digit
     ("search_terms", "入" * LONG),  # jieba's model of unknown characters copies its path at each: quadratic

@@ -43,7 +43,9 @@ _CONT = (rf"(?:\\?[ \t]*\r?\n[ \t]*(?:(?=[A-Za-z_\-+/]*\d)[{_TOKEN}+/]{{8,}}={{0
 _PAIR_VALUE = (rf"""(?:(?P<q>["'])(?P<qv>{_NOT_DONE}[^"'\n]+)|(?P<v>{_NOT_DONE}[^\s"'`<>，。；、（）]+"""
                rf"""{_CONT}*))""")
 _SEP = r"""["']?[ \t]*[:=：][ \t]*"""
-_PREFIX = r"(?:[A-Za-z0-9_.-]*[_.-])?"
+# A name's prefix (`DB_`, `app.db.`) is bounded: a name is tried after every dot of a dotted run, and an unbounded
+# prefix scanned the rest of the run each time (quadratic). A longer prefix gives the same value, from a later dot.
+_PREFIX = r"(?:[A-Za-z0-9_.-]{0,32}[_.-])?"
 
 _PASSWORD_NAMES = r"password|passwd|passphrase|pass_word|pwd|密码|口令"
 _SECRET_NAMES = (r"secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|client[_-]?secret"
@@ -198,8 +200,9 @@ _PATTERNS: list[tuple[str, str, int, Callable[[re.Match[str]], bool] | None, tup
     *shapes.VENDOR,
     *shapes.WRAPPED,
     # `password=…`, `DB_PASSWORD: …`, `*_PASS=…`, `*_PWD=…`, `密码：…` (full-width `＝` is folded to `=`).
-    ("password", rf"(?P<keep>(?<![{_A}])(?:{_PREFIX}(?:{_PASSWORD_NAMES})|[A-Za-z0-9]+(?:[_.-][A-Za-z0-9]+)*[_.-]"
-                 rf"pass){_SEP}){_PAIR_VALUE}", re.I, _password_value, _T_PASSWORD),
+    ("password", rf"(?P<keep>(?<![{_A}])(?:{_PREFIX}(?:{_PASSWORD_NAMES})"
+                 rf"|[A-Za-z0-9]+(?:[_.-][A-Za-z0-9]+){{0,16}}[_.-]pass){_SEP}){_PAIR_VALUE}", re.I, _password_value,
+     _T_PASSWORD),
     # Command lines: `--password X`, `mysql -uroot -pX`, `sshpass -p 'X'`, `curl -u user:X`.
     ("password", rf"(?P<keep>(?<![\w-])--(?:[a-z]+-)?(?:password|passwd|pass)(?:=|[ \t]+)[\"']?){_NOT_DONE}"
                  rf"(?P<val>[^\s\"']+)|(?P<keep2>\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?[ \t]-p){_NOT_DONE}"
