@@ -227,7 +227,11 @@ def _gates() -> dict[str, Any]:
     def guard(text: str) -> None:  # the faithfulness guard on a model's reply or a clinician's correction
         check_report(text, week_input(ZH_WEEK))
 
-    return {"guard": guard, "redact": Redactor.build().redact, "pseudonymise": Pseudonyms().apply, "note": parse_note,
+    def split_secret(text: str) -> None:  # the next entry of a note, read as the value of a clause left open
+        Redactor.build().continuation(text, "x." * (LONG // 2))
+
+    return {"guard": guard, "split_secret": split_secret,
+            "redact": Redactor.build().redact, "pseudonymise": Pseudonyms().apply, "note": parse_note,
             "speech": speech, "subject": line_person, "claims": count_claims, "week": week, "reply": reply,
             "knowledge": carries_knowledge, "key_info": key_info, "markdown": clean, "user_md": user_name,
             "reply_label": reply_target, "heading": heading_person, "affirmed": affirmed, "search_terms": tokenize,
@@ -268,6 +272,7 @@ blanks took 1.4 s, a line of 20,000 slashes 2.1 s in detect-secrets' npm pattern
     ("redact", "password " * (LONG // 9)),  # a copula searched to the clause's end from every noun of it
     ("redact", "x." * (LONG // 2)),  # a URL's scheme tried from every letter of a dotted run
     ("redact", "password\n" + "x." * (LONG // 2)),  # a pair's name prefix scanned to the run's end from every dot
+    ("split_secret", "password " * (LONG // 9)),  # a clause's end read again for every noun of it
     ("pseudonymise", "DOB " + " " * LONG + "x"),  # a label's two runs of blanks
     ("pseudonymise", "1" * LONG + "x"),  # a subject's age tried from every digit
     ("search_terms", "入" * LONG),  # jieba's model of unknown characters copies its path at each: quadratic

@@ -64,6 +64,7 @@ _LOG_PREFIX = re.compile(r"[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*)?(?:[^\s:：\[\]]{1,
                          r"(?:(?:=|:|：|->|is)[ \t]+)?")
 _FILLER = " \t:：如下below-nowherefollowsas"
 """What may stand between a noun and the end of its clause when the value is on the next line."""
+_ONLY_FILLER = re.compile(f"[{re.escape(_FILLER)}]*")
 
 
 def _clauses(text: str) -> list[tuple[int, int]]:
@@ -219,6 +220,10 @@ _TRIGGERS = ("pass", "pwd", "pin", "otp", "2fa", "token", "secret", "credential"
 
 
 _MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
+# Whether a clause ends with its copula (the value is on the next line): read once per clause, not once per noun
+# (for every noun of a clause of many nouns it was quadratic).
+_ENDS_COPULA = re.compile(r"(?:is|was|are|：|:|=|是|为|如下)[ \t]*$")
+_ENDS_SHORT_COPULA = re.compile(r"(?:is|was|:|：|是|为)[ \t]*$")
 
 
 def clause_spans(text: str, safe: SafeShapes) -> list[Span]:
@@ -230,17 +235,17 @@ def clause_spans(text: str, safe: SafeShapes) -> list[Span]:
     spans: list[Span] = []
     clauses = _clauses(text)
     for i, (start, end) in enumerate(clauses):
+        ends_short_copula = _ENDS_SHORT_COPULA.search(text, start, end) is not None
         for noun in _NOUN.finditer(text, start, end):
             if re.match(r"[_-][A-Za-z0-9]", text[noun.end():noun.end() + 2]):
                 continue  # `secret_santa`, `token_type`: the noun qualifies another word
             found = _forward(text, noun.end(), end, safe)
             if found is None:
                 found = _adjacent(text, noun.end(), end, safe) or _backward(text, start, noun.start(), safe)
-            if found is None and i + 1 < len(clauses) and not text[noun.end():end].strip(_FILLER):
-                nxt = clauses[i + 1][0]
-                ends_copula = bool(re.search(r"(?:is|was|are|：|:|=|是|为|如下)[ \t]*$", text[start:end]))
-                found = _next_value(text, nxt, safe, ends_copula)
-            elif found is None and i + 1 < len(clauses) and re.search(r"(?:is|was|:|：|是|为)[ \t]*$", text[start:end]):
+            if found is None and i + 1 < len(clauses) and _ONLY_FILLER.fullmatch(text, noun.end(), end):
+                ends_copula = bool(_ENDS_COPULA.search(text, start, end))
+                found = _next_value(text, clauses[i + 1][0], safe, ends_copula)
+            elif found is None and i + 1 < len(clauses) and ends_short_copula:
                 found = _next_value(text, clauses[i + 1][0], safe, True)
             elif found is None and i + 1 < len(clauses) and text[end:end + 1] in ",，":
                 later = _forward(text, clauses[i + 1][0], clauses[i + 1][1], safe)  # "PIN of X, as of today: V"
