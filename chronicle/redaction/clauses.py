@@ -161,7 +161,9 @@ def _backward(text: str, cstart: int, noun_start: int, safe: SafeShapes) -> Span
     if cop.group(0).strip() in _MARK_COPULAS or len(between.split()) > 4 or len(between) > 24:
         return None
     # The last word before the copula, read backwards (a search for it from the clause's start was quadratic).
-    v_end = len(text[cstart:cop.start()].rstrip(" \t")) + cstart
+    v_end = cop.start()
+    while v_end > cstart and text[v_end - 1] in " \t":
+        v_end -= 1
     v_start = v_end
     while v_start > cstart and not (text[v_start - 1].isspace() or text[v_start - 1] in _NOT_IN_VALUE):
         v_start -= 1
