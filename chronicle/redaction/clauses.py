@@ -164,12 +164,16 @@ def _backward(text: str, cstart: int, noun_start: int, safe: SafeShapes) -> Span
     v_end = cop.start()
     while v_end > cstart and text[v_end - 1] in " \t":
         v_end -= 1
+    # "Hunter2! is the new passcode": a value ending in `!` or `?` before a blank ended the clause before the copula;
+    # the value is the word that mark ends.
+    bang = v_end == cstart and text[cstart - 1:cstart] in ("!", "?") and not text[cstart - 2:cstart - 1].isspace()
+    floor = text.rfind("\n", 0, cstart) + 1 if bang else cstart
     v_start = v_end
-    while v_start > cstart and not (text[v_start - 1].isspace() or text[v_start - 1] in _NOT_IN_VALUE):
+    while v_start > floor and not (text[v_start - 1].isspace() or text[v_start - 1] in _NOT_IN_VALUE):
         v_start -= 1
     if v_start == v_end:
         return None
-    value = text[v_start:v_end]
+    value = text[v_start:v_end - 1] if bang else text[v_start:v_end]  # (the mark alone makes no word a password)
     if _plain_value(value, safe) or (re.search(r"[\u4e00-\u9fff]", value) and len(value) > 10):
         return None
     if not (re.search(r"\d|[A-Z].*[a-z]|[!@#$%^&*]", value) or re.fullmatch(r"[\u4e00-\u9fff]{2,10}", value)

@@ -106,6 +106,8 @@ def test_a_recovery_phrase_is_hidden(words: str) -> None:
     ("for our shared NAS, the passcode we agreed on became Nas_7741", "Nas_7741"),
     ("Blue42xyz 是新的 wifi 密码", "Blue42xyz"),
     ("Kk73O3@zt9 is the new passcode of the CI runner", "Kk73O3@zt9"),
+    ("Xk29fLq! is the new passcode", "Xk29fLq"),  # a `!` and a blank end a clause: the value stands before them
+    ("Hunter2? 是登录验证码", "Hunter2"),
     ("TEELOG2y 就是打印机后台现在的密码", "TEELOG2y"),
     ("口令是 老虎打飞机", "老虎打飞机"),
     ("今晚的接头暗号改成了青山石榴", "青山石榴"),
