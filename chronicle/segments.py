@@ -11,22 +11,31 @@ punctuation long before that, is given to jieba whole, and segmented exactly as 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
+from typing import TypeVar
+
+T = TypeVar("T")
 
 PIECE = 256
 _BLOCK_CHAR = r"[\u4E00-\u9FD5a-zA-Z0-9+#&._%\-]"
 _LONG_BLOCK = re.compile(rf"(?<!{_BLOCK_CHAR}){_BLOCK_CHAR}{{{PIECE + 1},}}")
 
 
-def pieces(text: str) -> Iterator[tuple[int, str]]:
-    """(offset, piece) of `text`, in order: the pieces join to `text`, and only a block of over `PIECE` characters
-    is cut (every `PIECE` characters)."""
+def pieces(text: str) -> Iterator[str]:
+    """`text` in pieces, in order: they join to `text`, and only a block of over `PIECE` characters is cut (every
+    `PIECE` characters)."""
     at = 0
     for block in _LONG_BLOCK.finditer(text):
         if block.start() > at:
-            yield at, text[at:block.start()]
+            yield text[at:block.start()]
         for start in range(block.start(), block.end(), PIECE):
-            yield start, text[start:min(start + PIECE, block.end())]
+            yield text[start:min(start + PIECE, block.end())]
         at = block.end()
     if at < len(text) or not text:
-        yield at, text[at:]
+        yield text[at:]
+
+
+def segmented(cut: Callable[[str], Iterable[T]], text: str) -> Iterator[T]:
+    """What jieba's `cut` (or `lcut`, `cut_for_search`, posseg's `cut`) gives for `text`, piece by piece."""
+    return chain.from_iterable(map(cut, pieces(text)))

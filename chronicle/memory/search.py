@@ -56,7 +56,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
-from chronicle.segments import pieces
+from chronicle.segments import segmented
 
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -98,11 +98,10 @@ def tokenize(text: str) -> list[str]:
     pos = 0
     for match in _CJK_RUN.finditer(text):
         tokens.extend(_WORD.findall(text[pos : match.start()]))
-        for _, piece in pieces(match.group()):
-            for word in segmenter().cut_for_search(piece):
-                word = word.strip()
-                if word and word not in _ZH_STOP:
-                    tokens.append(word)
+        for word in segmented(segmenter().cut_for_search, match.group()):
+            word = word.strip()
+            if word and word not in _ZH_STOP:
+                tokens.append(word)
         pos = match.end()
     tokens.extend(_WORD.findall(text[pos:]))
     return tokens + day_tokens(text)
@@ -126,7 +125,7 @@ def day_tokens(text: str) -> list[str]:
 
 def jieba_words(text: str) -> list[str]:
     """jieba's precise-mode words of `text` (for the dedup lexical check; search uses `tokenize`)."""
-    return [w for _, piece in pieces(text) for w in segmenter().lcut(piece) if w.strip()]
+    return [w for w in segmented(segmenter().lcut, text) if w.strip()]
 
 
 def fts_text(*texts: str) -> str:

@@ -27,7 +27,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from chronicle.segments import pieces
+from chronicle.segments import segmented
 
 USER = "user"
 """Subject of the user when the notes do not name them."""
@@ -117,7 +117,7 @@ def line_person(line: str, known: frozenset[str] = frozenset()) -> str | None:
 def _word_ends_at(text: str, end: int) -> bool:
     """Whether jieba's segmentation of `text` has a word boundary at `end`."""
     at = 0
-    for token in (t for _, piece in pieces(text[:end + 6]) for t in _lexicon()[0].cut(piece)):
+    for token in segmented(_lexicon()[0].cut, text[:end + 6]):
         at += len(token.word)
         if at >= end:
             return at == end
@@ -168,7 +168,7 @@ def common_word(text: str, bare: bool = False) -> bool:
     heading (`bare`), with no "关于" or "的记录" saying a person is meant, a 2-character word frequent in general
     text (高明, 康复) is a word before it is a name."""
     posseg, freq = _lexicon()
-    tokens = [t for _, piece in pieces(text) for t in posseg.cut(piece)]
+    tokens = list(segmented(posseg.cut, text))
     if len(tokens) == 1 and tokens[0].flag not in _PERSON_TAGS:
         return True
     return bare and len(text) == 2 and (freq.get(text) or 0) >= 200

@@ -20,7 +20,7 @@ from functools import lru_cache, partial
 
 from chronicle.memory.subjects import COMPOUND_SURNAMES, SURNAMES
 from chronicle.redaction import checks
-from chronicle.segments import pieces
+from chronicle.segments import segmented
 
 FAMILIES = ("name", "resident_id", "phone", "passport", "address", "record_no", "birth_date", "contact")
 LABELS = {"name": "受试者姓名", "resident_id": "身份证号", "phone": "电话", "passport": "护照号", "address": "住址",
@@ -207,7 +207,7 @@ def _tagged_names(text: str) -> Iterator[tuple[int, str]]:
         if _SURNAMES.isdisjoint(block.group()):
             continue
         at = block.start()
-        for word, flag in (pair for _, piece in pieces(block.group()) for pair in _cut(piece)):
+        for word, flag in segmented(_cut, block.group()):
             start = text.find(word, at)
             at = start + len(word) if start >= 0 else at
             if flag == "nr" and start >= 0:

@@ -270,8 +270,9 @@ def sentence_reasons(summary: str, week: WeekInput, *, claims: list[dict[str, An
         sentence = _short(s.bare)
         if s.line in stats_lines:  # "另有 visit 5 条" / "also visit 5": the week's other entry types
             for type_, number in _OTHER_TYPE.findall(s.bare):
-                if type_ in by_type and parse_number(number) != by_type[type_]:
-                    out.append({"kind": "count_mismatch", "field": type_, "claimed": parse_number(number),
+                claimed = parse_number(number)
+                if type_ in by_type and claimed != by_type[type_]:
+                    out.append({"kind": "count_mismatch", "field": type_, "claimed": claimed,
                                 "actual": by_type[type_], "text": f"{type_} {number}", "sentence": sentence})
         # Events on the whole sentence ("无 AE/SAE": the negation of the AE count covers the SAE too); the fields
         # a count claim states are the count rules' business.
