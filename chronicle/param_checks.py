@@ -96,6 +96,13 @@ def check_between(value: int, name: str, low: int, high: int) -> int:
     return value
 
 
+def check_size(name: str, size: int, most: int, unit: str = "characters") -> None:
+    """Text from an untrusted client (an assistant over MCP) bounded before anything reads it. The text itself is
+    not repeated: it may hold what the redactor hides."""
+    if size > most:
+        raise ParameterError(f"{name}: {size:,} {unit}; at most {most:,}")
+
+
 def _paths(paths: Sequence[str], chosen: Sequence[str]) -> str:
     """`chosen` listed, with their places among `paths` when there are several: a path with a generated name
     (`export_a8Fk29dLq0.jsonl`) is redacted wherever a message is shown, and its place still says which it was."""

@@ -10,8 +10,10 @@ punctuation long before that, is given to jieba whole, and segmented exactly as 
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
 from itertools import chain
 from typing import TypeVar
 
@@ -34,6 +36,18 @@ def pieces(text: str) -> Iterator[str]:
         at = block.end()
     if at < len(text) or not text:
         yield text[at:]
+
+
+@lru_cache(maxsize=1)
+def segmenter():  # type: ignore[no-untyped-def]
+    """jieba with its dictionary loaded, once for every caller (building the prefix dictionary takes ~1 s and logs
+    to stderr; jieba's own lock makes a concurrent first call wait for it). `.posseg` tags parts of speech."""
+    import jieba
+    import jieba.posseg
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
+    return jieba
 
 
 def segmented(cut: Callable[[str], Iterable[T]], text: str) -> Iterator[T]:

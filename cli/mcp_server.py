@@ -76,13 +76,13 @@ def _add_memory_tools(server: MCPServer, settings: Settings, redactor: Redactor)
                         limit: int = 10) -> dict[str, Any]:
         """Search the distilled memory (semantic + full text). tags: any of; min_importance 0..1; file: a knowledge
         file such as USER.md; about: only memories about this person; as_of: YYYY-MM-DD, what was current then."""
-        from chronicle.param_checks import ActionNeeded
+        from chronicle.param_checks import ActionNeeded, ParameterError
         from chronicle.services.memory import search_memories as search
 
         try:
             hits = search(settings, query, tags=tags or None, min_importance=min_importance, target_file=file,
                           limit=max(1, min(limit, 100)), about=about, as_of=_day(as_of, "as_of"))
-        except ActionNeeded as exc:
+        except (ActionNeeded, ParameterError) as exc:
             raise _refusal(exc, redactor) from None
         return _out({"query": query, "hits": _rows(hits)}, redactor)
 
@@ -135,9 +135,11 @@ def _add_propose_tool(server: MCPServer, settings: Settings, redactor: Redactor)
                        tags: list[str] | None = None) -> dict[str, Any]:
         """Propose a memory for a knowledge file. It is only filed as a PENDING proposal: a human approves it
         (`chronicle memory approve ID`) or rejects it; nothing is written to a knowledge file or the memory now."""
+        from chronicle.param_checks import ParameterError
+
         try:
             done = propose(settings, content, target_file, reason=reason, importance=importance, tags=tags)
-        except ProposalRefused as exc:
+        except (ProposalRefused, ParameterError) as exc:
             raise _refusal(exc, redactor) from None
         p = done.proposal
         return _out({"proposal_id": p.proposal_id, "status": p.status,

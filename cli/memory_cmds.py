@@ -166,7 +166,7 @@ def memory_search(query: str = typer.Argument(...), tag: list[str] = typer.Optio
                   as_json: bool = typer.Option(False, "--json", hidden=True, help="Same as --format json."),
                   home: str | None = common.HomeOpt) -> None:
     """Semantic + full-text search, ranked by relevance x 0.7 + importance x 0.3; current facts first."""
-    from chronicle.param_checks import ActionNeeded
+    from chronicle.param_checks import ActionNeeded, ParameterError
     from chronicle.services.memory import search_memories
 
     settings = read_settings(home)
@@ -174,7 +174,7 @@ def memory_search(query: str = typer.Argument(...), tag: list[str] = typer.Optio
         hits = search_memories(settings, query, tags=tag or None, min_importance=min_importance,
                                target_file=file, limit=limit, about=about, as_of=_date(as_of),
                                include_mentions=include_mentions)
-    except ActionNeeded as exc:
+    except (ActionNeeded, ParameterError) as exc:
         fail(str(exc))
     except (RuntimeError, OSError) as exc:
         _fail_if_damaged(settings, exc)

@@ -50,7 +50,7 @@ def _warm_memory() -> None:
 
     for name in MEMORY_IMPORTS:
         importlib.import_module(name)
-    from chronicle.memory.search import segmenter
+    from chronicle.segments import segmenter
 
     segmenter()
 

@@ -13,7 +13,15 @@ from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Re
 from starlette.staticfiles import StaticFiles
 
 from chronicle.desk import actions, pages
-from chronicle.desk.security import COOKIE, CsrfRefused, LoginRequired, SecurityHeaders, session_secret
+from chronicle.desk.security import (
+    COOKIE,
+    BodyLimit,
+    CsrfRefused,
+    LoginRequired,
+    SecurityHeaders,
+    body_limit,
+    session_secret,
+)
 from chronicle.desk.web import render
 from chronicle.settings import Settings
 
@@ -37,6 +45,7 @@ def create_app(settings: Settings, *, https_only: bool = False) -> FastAPI:
     app.state.settings = settings
     # Outermost last: the headers wrap every response, sessions are decoded before the routes run. The cookie
     # itself lives as long as the browser; the idle timeout is checked inside it (security.signed_in).
+    app.add_middleware(BodyLimit, most=body_limit(settings))
     app.add_middleware(SessionMiddleware, secret_key=session_secret(settings), session_cookie=COOKIE,
                        max_age=None, same_site="strict", https_only=https_only)
     app.add_middleware(SecurityHeaders)

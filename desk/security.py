@@ -15,10 +15,12 @@ import secrets
 import time
 from pathlib import Path
 
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, Headers
+from starlette.exceptions import HTTPException
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chronicle.settings import Settings
 
@@ -108,6 +110,42 @@ class SecurityHeaders(BaseHTTPMiddleware):
         for name, value in HEADERS.items():
             response.headers.setdefault(name, value)
         return response
+
+
+def body_limit(settings: Settings) -> int:
+    """The largest request body a desk form needs: a correction of `edit_max_chars` characters, each up to 12 bytes
+    once UTF-8 and form-encoded (`%F0%9F%98%80`), and the form's other fields."""
+    return 12 * settings.weekly.edit_max_chars + 64 * 1024
+
+
+class BodyLimit:
+    """A request body over `most` bytes is refused (413) before a form parser holds it: Starlette reads a form whole
+    into memory, and the sign-in form is open to anyone who reaches the port. A declared length is refused at once,
+    a streamed body as soon as it passes the limit."""
+
+    def __init__(self, app: ASGIApp, most: int) -> None:
+        self.app, self.most = app, most
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        declared = Headers(scope=scope).get("content-length", "") if scope["type"] == "http" else ""
+        if declared.isdigit() and int(declared) > self.most:
+            await PlainTextResponse(self._refusal, status_code=413)(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.most:  # raised inside the route's form read: the app's error page answers it
+                raise HTTPException(413, self._refusal)
+            return message
+
+        await self.app(scope, counted if scope["type"] == "http" else receive, send)
+
+    @property
+    def _refusal(self) -> str:
+        return f"refused: a form of this desk is at most {self.most:,} bytes"
 
 
 def client_address(request: Request) -> str:

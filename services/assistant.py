@@ -13,6 +13,7 @@ from typing import Any
 from chronicle.distill.injection import looks_like_injection, matched_phrase
 from chronicle.distill.proposals import Proposal, make_proposal
 from chronicle.memory.model import Memory
+from chronicle.param_checks import check_size
 from chronicle.redaction.configured import redactor_for
 from chronicle.redaction.redactor import Redactor
 from chronicle.settings import KNOWLEDGE_FILES, Settings
@@ -20,6 +21,12 @@ from chronicle.storage import proposals as sql
 from chronicle.storage.db import read, write
 
 ASSISTANT_SOURCE = "assistant (MCP)"
+# What one proposal may hold: a memory is a fact or a preference, not a document. Longer text is refused with the
+# rule it broke (a ParameterError), before the redactor reads it or a row stores it.
+MAX_CONTENT_CHARS = 4_000
+MAX_REASON_CHARS = 1_000
+MAX_TAGS = 20
+MAX_TAG_CHARS = 64
 
 
 class ProposalRefused(ValueError):
@@ -45,6 +52,10 @@ def propose(settings: Settings, content: str, target_file: str, *, reason: str =
     text = " ".join(content.split())
     if not text:
         raise ProposalRefused("content is empty")
+    check_size("content", len(text), MAX_CONTENT_CHARS)
+    check_size("reason", len(reason), MAX_REASON_CHARS)
+    check_size("tags", len(tags or []), MAX_TAGS, "tags")
+    check_size("a tag", max(map(len, tags or []), default=0), MAX_TAG_CHARS)
     redactor = redactor_for(settings)
     memory = Memory(content=redactor.redact(text), summary=redactor.redact(text[:120]), target_file=target_file,
                     importance=min(1.0, max(0.0, float(importance))), tags=[redactor.redact(t) for t in tags or []],

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from datetime import date
 
+from chronicle.param_checks import check_size
 from chronicle.redaction.configured import redactor_for
 from chronicle.settings import Settings
 from chronicle.storage.memory.mentions import mentions, unknown_mentions
 from chronicle.storage.memory.schema import SearchHit, StoredMemory
 from chronicle.storage.memory.store import MemoryStore, SearchMode
+
+MAX_QUERY_CHARS = 2_000
+"""A query is a question, not a document: a longer one is refused before the redactor and the embedder read it (the
+embedder keeps only its first few hundred tokens anyway), so no client — an assistant over MCP — holds a search
+for the minutes a megabyte of text costs. `about` names a person: `MAX_NAME_CHARS`."""
+MAX_NAME_CHARS = 200
 
 
 def search_memories(settings: Settings, query: str, *, tags: list[str] | None = None,
@@ -23,6 +30,8 @@ def search_memories(settings: Settings, query: str, *, tags: list[str] | None = 
     person (never another subject's); `as_of`: what was current at the end of that day; `include_mentions`
     (with `about`): also memories whose person is unknown that name them.
     """
+    check_size("query", len(query), MAX_QUERY_CHARS)
+    check_size("about", len(about or ""), MAX_NAME_CHARS)
     query = redactor_for(settings).redact(query)
     store = MemoryStore(settings)
     options = {"tags": tags, "min_importance": min_importance, "target_file": target_file, "mode": mode,

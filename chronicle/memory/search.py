@@ -48,15 +48,13 @@ text carries half the weight.
 
 from __future__ import annotations
 
-import logging
 import math
 import re
-import threading
 import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
-from chronicle.segments import segmented
+from chronicle.segments import segmented, segmenter
 
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -72,24 +70,6 @@ _DAY = re.compile(
     rf"|(?<![^\W_])(?P<ed>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH.format(g='em')}(?![^\W_])"
     rf"|(?<![^\W_]){_MONTH.format(g='fm')}\s+(?P<fd>\d{{1,2}})(?:st|nd|rd|th)?(?![^\W_])"
 )
-
-_jieba_lock = threading.Lock()
-_jieba_ready = False
-
-
-def segmenter():  # type: ignore[no-untyped-def]
-    """jieba, initialised once (building its prefix dictionary takes ~1 s and logs to stderr)."""
-    global _jieba_ready
-    import jieba
-
-    if not _jieba_ready:
-        with _jieba_lock:
-            if not _jieba_ready:
-                jieba.setLogLevel(logging.WARNING)
-                jieba.initialize()
-                _jieba_ready = True
-    return jieba
-
 
 def tokenize(text: str) -> list[str]:
     """Search tokens of `text`: NFKC, case-folded; jieba search-mode words for CJK, word tokens otherwise."""

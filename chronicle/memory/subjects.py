@@ -27,7 +27,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from chronicle.segments import segmented
+from chronicle.segments import segmented, segmenter
 
 USER = "user"
 """Subject of the user when the notes do not name them."""
@@ -117,7 +117,7 @@ def line_person(line: str, known: frozenset[str] = frozenset()) -> str | None:
 def _word_ends_at(text: str, end: int) -> bool:
     """Whether jieba's segmentation of `text` has a word boundary at `end`."""
     at = 0
-    for token in segmented(_lexicon()[0].cut, text[:end + 6]):
+    for token in segmented(segmenter().posseg.cut, text[:end + 6]):
         at += len(token.word)
         if at >= end:
             return at == end
@@ -140,20 +140,8 @@ def looks_like_zh_name(text: str) -> bool:
     if text[:2] in COMPOUND_SURNAMES:
         return len(text) >= 3
     if len(text) == 2 and text[0] in "老小" and text[1] in SURNAMES:  # 老王, 小李: how colleagues are named,
-        return (_lexicon()[1].get(text) or 0) < 500  # but 老师, 小时 are words
+        return (segmenter().dt.FREQ.get(text) or 0) < 500  # but 老师, 小时 are words
     return text[0] in SURNAMES and len(text) <= 3
-
-
-@lru_cache(maxsize=1)
-def _lexicon():  # type: ignore[no-untyped-def]
-    import logging
-
-    import jieba
-    import jieba.posseg
-
-    jieba.setLogLevel(logging.WARNING)
-    jieba.dt.check_initialized()
-    return jieba.posseg, jieba.dt.FREQ
 
 
 _PERSON_TAGS = {"nr", "nrfg", "nrt"}
@@ -167,7 +155,8 @@ def common_word(text: str, bare: bool = False) -> bool:
     "部署" — some start with a common surname but are topics. jieba's part-of-speech tag decides; for a bare
     heading (`bare`), with no "关于" or "的记录" saying a person is meant, a 2-character word frequent in general
     text (高明, 康复) is a word before it is a name."""
-    posseg, freq = _lexicon()
+    jieba = segmenter()
+    posseg, freq = jieba.posseg, jieba.dt.FREQ
     tokens = list(segmented(posseg.cut, text))
     if len(tokens) == 1 and tokens[0].flag not in _PERSON_TAGS:
         return True

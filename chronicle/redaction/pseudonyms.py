@@ -20,7 +20,7 @@ from functools import lru_cache, partial
 
 from chronicle.memory.subjects import COMPOUND_SURNAMES, SURNAMES
 from chronicle.redaction import checks
-from chronicle.segments import segmented
+from chronicle.segments import segmented, segmenter
 
 FAMILIES = ("name", "resident_id", "phone", "passport", "address", "record_no", "birth_date", "contact")
 LABELS = {"name": "受试者姓名", "resident_id": "身份证号", "phone": "电话", "passport": "护照号", "address": "住址",
@@ -90,17 +90,6 @@ _PLACEHOLDER = re.compile(rf"\[(?:{'|'.join(LABELS.values())})-\d+\]")
 # A second check on jieba's tag, which also marks place and hospital names (`齐鲁`) and some adverbs `nr`: a
 # person's name starts with a surname (a double one's first character included).
 _SURNAMES = SURNAMES | frozenset("欧阳司马上官诸葛东方皇甫")
-
-
-@lru_cache(maxsize=1)
-def _posseg():  # type: ignore[no-untyped-def]
-    import logging
-
-    import jieba
-    import jieba.posseg
-
-    jieba.setLogLevel(logging.WARNING)
-    return jieba.posseg
 
 
 @dataclass
@@ -202,7 +191,7 @@ def _tagged_names(text: str) -> Iterator[tuple[int, str]]:
     Only blocks holding a surname character are segmented: every name kept starts with one (`_SURNAMES`), and
     the segmenter is most of a new entry's cost.
     """
-    posseg = _posseg()
+    posseg = segmenter().posseg
     for block in posseg.re_han_internal.finditer(text):
         if _SURNAMES.isdisjoint(block.group()):
             continue
@@ -219,15 +208,13 @@ def _cut(block: str) -> tuple[tuple[str, str], ...]:
     """jieba's (word, tag) pairs of one block. A block is cut without regard to its neighbours (see
     `_tagged_names`), so its cut can be kept: a trial log's new lines mostly repeat blocks seen before (visit
     and query phrases around a new subject id), and segmenting is most of a new line's cost."""
-    return tuple((word, flag) for word, flag in _posseg().cut(block))
+    return tuple((word, flag) for word, flag in segmenter().posseg.cut(block))
 
 
 def _dictionary_word(word: str) -> bool:
     """A common word jieba's dictionary also tags `nr` (`安全性`, `宁可`): a name is rare in its corpus (`张建国` 13
     times), a word that frequent is not one."""
-    import jieba
-
-    return (jieba.dt.FREQ.get(word) or 0) >= 100
+    return (segmenter().dt.FREQ.get(word) or 0) >= 100
 
 
 _FINDERS = (

@@ -96,9 +96,14 @@ async def _session_checks(client: Client, settings) -> None:
     after = sorted(p.name for p in settings.workspace_dir.glob("*")) if settings.workspace_dir.exists() else []
     assert after == before
 
-    # Refusals: a path out of the allowlist, and tools that would write do not exist.
+    # Refusals: a path out of the allowlist, text past its bound (named, not repeated), and tools that would write
+    # do not exist.
     escape = await client.call_tool("propose_memory", {"content": "x", "target_file": "../../etc/passwd"})
     assert escape.is_error and "target_file must be one of" in _text(escape)
+    for tool, args in (("search_memories", {"query": f"{KEY} " + "几点睡觉" * 600}),
+                       ("propose_memory", {"content": f"{KEY} " + "跑步" * 3000, "target_file": "USER.md"})):
+        long = await client.call_tool(tool, args)
+        assert long.is_error and "at most" in _text(long) and KEY not in _text(long), _text(long)
     try:
         unknown = await client.call_tool("approve_proposal", {"proposal_id": made["proposal_id"]})
     except MCPError as exc:  # a protocol error or a tool error: either way nothing was approved

@@ -191,3 +191,32 @@ def test_non_loopback_bind_is_refused_in_one_line(people: Settings) -> None:
     assert len(result.output.strip().splitlines()) <= 2  # one sentence (wrapped at most once by the console)
     assert loopback("127.0.0.1") and loopback("::1") and loopback("localhost") and loopback("127.1.2.3")
     assert not loopback("0.0.0.0") and not loopback("192.168.1.5") and not loopback("example.org")
+
+
+def test_a_body_past_the_largest_form_is_refused_before_it_is_read(people: Settings) -> None:
+    """Starlette reads a form whole into memory, and the sign-in form is open to anyone who reaches the port: a body
+    past what the largest correction needs is refused (413), declared or streamed, and the largest real form — a
+    correction of `edit_max_chars` four-byte characters — still goes through."""
+    from chronicle.desk.security import body_limit
+
+    small = people.updated(edit_max_chars=1000)
+    most = body_limit(small)
+    c = client(small)
+    token = csrf(c)
+    declared = c.post("/login", content=b"u" * (most + 1),
+                      headers={"content-type": "application/x-www-form-urlencoded"})
+    assert declared.status_code == 413 and declared.headers["x-frame-options"] == "DENY"
+
+    def chunks():  # no Content-Length: counted as it arrives
+        yield f"csrf={token}&username=ana&password=".encode()
+        for _ in range(most // 4096 + 2):
+            yield b"x" * 4096
+
+    streamed = c.post("/login", content=chunks(), headers={"content-type": "application/x-www-form-urlencoded"})
+    assert streamed.status_code == 413 and "at most" in streamed.text
+
+    login(c, "ana", PASSWORD)
+    largest = {"csrf": csrf(c, f"/p/{PROJECT}/w/{WEEK}/correct"), "text": "😀" * 1000, "reason": "r" * 200,
+               "base_version": "1", "action": "preview"}
+    assert c.post(f"/p/{PROJECT}/w/{WEEK}/correct", data=largest).status_code == 200
+    assert _versions(people) == [1]

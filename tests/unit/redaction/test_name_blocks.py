@@ -8,6 +8,7 @@ import pytest
 
 from chronicle.redaction import pseudonyms
 from chronicle.sample import text as sample_text
+from chronicle.segments import segmenter
 
 LINES = [
     "受试者 XH201-01-003（张建国，男，67岁）今日入组，筛选期检查均符合入排标准",
@@ -23,7 +24,7 @@ LINES = [
 @pytest.mark.parametrize("line", LINES)
 def test_tagging_only_blocks_with_a_surname_finds_what_the_whole_line_finds(line: str) -> None:
     whole, at = [], 0
-    for word, flag in pseudonyms._posseg().cut(line):
+    for word, flag in segmenter().posseg.cut(line):
         start = line.find(word, at)
         at = start + len(word)
         if flag == "nr" and word[0] in pseudonyms._SURNAMES and re.fullmatch(r"[\u4e00-\u9fff]+", word):
