@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from chronicle.desk import actions, pages
+from chronicle.desk import actions, audit, pages
 from chronicle.desk.security import (
     COOKIE,
     BodyLimit,
@@ -52,6 +52,7 @@ def create_app(settings: Settings, *, https_only: bool = False) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.include_router(actions.router)
     app.include_router(pages.router)
+    app.include_router(audit.router)
 
     font = cjk_font()
 

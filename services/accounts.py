@@ -13,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cache
+from typing import Any
 
 from pwdlib import PasswordHash
 
@@ -66,6 +67,18 @@ class Account:
 
     def can_review(self, project_id: str) -> bool:
         return self.role_for(project_id) in ("reviewer", "admin")
+
+    def audit_scope(self) -> list[str] | None:
+        """Whose audit rows this account reads in the desk: an admin of every project ("*") reads every row, sign-ins
+        and account changes included (None); an admin of some projects, their rows ([] for an account that
+        administers none)."""
+        if self.role_for(ALL_PROJECTS) == "admin":
+            return None
+        return sorted(p for p in self.roles if p != ALL_PROJECTS and self.role_for(p) == "admin")
+
+    @property
+    def audits(self) -> bool:
+        return self.audit_scope() != []
 
 
 @cache
@@ -192,23 +205,25 @@ def grant(settings: Settings, username: str, project_id: str, role: str | None, 
 
 
 def _refuse(settings: Settings, username: str, remote: str, reason: str, action: str, *,
-            attempt: bool = True) -> LoginRefused:
+            attempt: bool = True, concerning: dict[str, Any]) -> LoginRefused:
     def log(conn) -> None:  # type: ignore[no-untyped-def]
         if attempt:
             desk.record_attempt(conn, username, remote, False, utc_now())
         desk.insert_audit(conn, audit_row(actor=username, action=action, outcome=f"refused:{reason}",
-                                          remote=remote))
+                                          remote=remote, **concerning))
 
     write(settings, log)
     return LoginRefused(reason)
 
 
 def authenticate(settings: Settings, username: str, password: str, *, remote: str,
-                 action: str = "login") -> Account:
+                 action: str = "login", concerning: dict[str, Any] | None = None) -> Account:
     """The account, when the password is right and the account enabled and not throttled; else LoginRefused.
 
-    Every attempt is an audit row (`action`: login, or reauth when a signature asks for the password again).
+    Every attempt is an audit row (`action`: login, or reauth when a signature asks for the password again;
+    `concerning`: the project, week and version a reauth is for, so the week's trail holds a refused signature).
     """
+    concerning = concerning or {}
     username = (username or "").strip()
     since = utc_now() - timedelta(seconds=settings.desk.login_window_s)
 
@@ -217,18 +232,18 @@ def authenticate(settings: Settings, username: str, password: str, *, remote: st
 
     row, failures = read(settings, look)
     if failures >= settings.desk.login_max_failures:
-        raise _refuse(settings, username, remote, "throttled", action, attempt=False)
+        raise _refuse(settings, username, remote, "throttled", action, attempt=False, concerning=concerning)
     ok = _hasher().verify(password or "", row.password_hash if row else _dummy_hash())
     if row is None:
-        raise _refuse(settings, username, remote, "unknown-user", action)
+        raise _refuse(settings, username, remote, "unknown-user", action, concerning=concerning)
     if not ok:
-        raise _refuse(settings, username, remote, "wrong-password", action)
+        raise _refuse(settings, username, remote, "wrong-password", action, concerning=concerning)
     if row.disabled:
-        raise _refuse(settings, username, remote, "disabled", action)
+        raise _refuse(settings, username, remote, "disabled", action, concerning=concerning)
 
     def log(conn) -> None:  # type: ignore[no-untyped-def]
         desk.record_attempt(conn, username, remote, True, utc_now())
-        desk.insert_audit(conn, audit_row(actor=username, action=action, remote=remote))
+        desk.insert_audit(conn, audit_row(actor=username, action=action, remote=remote, **concerning))
 
     write(settings, log)
     return _account(row)  # type: ignore[return-value]

@@ -216,7 +216,8 @@ def sign_report(settings: Settings, project_id: str, week: IsoWeek, *, version: 
     version only. SignRefused: not a reviewer of the project, or an unknown meaning.
     """
     username = account.username if isinstance(account, Account) else account
-    signer = authenticate(settings, username, password, remote=remote, action="reauth")
+    signer = authenticate(settings, username, password, remote=remote, action="reauth",
+                          concerning={"project_id": project_id, "week_number": week.number, "version": version})
     if meaning not in MEANINGS or not signer.can_review(project_id):
         why = "meaning" if meaning not in MEANINGS else "role"
         for attempt in transactions(settings):

@@ -124,14 +124,57 @@ def insert_audit(conn: duckdb.DuckDBPyConnection, row: AuditRow) -> None:
          row.version, json.dumps(row.detail, ensure_ascii=False, sort_keys=True, default=str), row.remote])
 
 
-def audit_rows(conn: duckdb.DuckDBPyConnection, project_id: str | None,
-               week_number: int | None = None) -> list[AuditRow]:
-    """Audit rows, oldest first: of a project (and week), or every row when `project_id` is None."""
+@dataclass(frozen=True)
+class AuditFilter:
+    """What the desk's audit page asks for; None is "any". `refused`: True only refusals, False only successes."""
+
+    project_id: str | None = None
+    week_number: int | None = None
+    actor: str | None = None
+    action: str | None = None
+    refused: bool | None = None
+
+
+def _audit_where(scope: list[str] | None, f: AuditFilter) -> tuple[str, list[Any]]:
+    """`scope`: the projects whose rows may be shown, or None for every row (those of no project too: sign-ins,
+    account changes)."""
+    clauses, params = [], []
+    if scope is not None:
+        clauses.append(f"project_id IN ({', '.join('?' * len(scope))})" if scope else "FALSE")
+        params += scope
+    for column, value in (("project_id", f.project_id), ("week_number", f.week_number), ("actor", f.actor),
+                          ("action", f.action)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if f.refused is not None:
+        clauses.append(("" if f.refused else "NOT ") + "starts_with(outcome, 'refused')")
+    return " AND ".join(clauses) or "TRUE", params
+
+
+def audit_count(conn: duckdb.DuckDBPyConnection, scope: list[str] | None, f: AuditFilter) -> int:
+    where, params = _audit_where(scope, f)
+    return conn.execute(f"SELECT count(*) FROM desk_audit WHERE {where}", params).fetchall()[0][0]
+
+
+def audit_rows(conn: duckdb.DuckDBPyConnection, scope: list[str] | None, f: AuditFilter, *, newest_first: bool = False,
+               limit: int | None = None, offset: int = 0) -> list[AuditRow]:
+    """The rows `scope` and `f` select, oldest first (`limit` None: all of them)."""
+    where, params = _audit_where(scope, f)
+    order = "DESC" if newest_first else "ASC"
     rows = conn.execute(
-        """SELECT happened_at, actor, action, outcome, project_id, week_number, version, detail, remote FROM desk_audit
-           WHERE (? IS NULL OR project_id = ?) AND (? IS NULL OR week_number = ?) ORDER BY happened_at, id""",
-        [project_id, project_id, week_number, week_number]).fetchall()
+        f"""SELECT happened_at, actor, action, outcome, project_id, week_number, version, detail, remote
+            FROM desk_audit WHERE {where} ORDER BY happened_at {order}, id {order} LIMIT ? OFFSET ?""",
+        [*params, limit, offset]).fetchall()
     return [AuditRow(*r[:7], from_json(r[7]) or {}, r[8]) for r in rows]
+
+
+def audit_actions(conn: duckdb.DuckDBPyConnection, scope: list[str] | None) -> list[str]:
+    """The actions `scope`'s rows hold, for the page's filter list (actors are typed: a failed sign-in's actor is
+    whatever name was tried, so there may be many)."""
+    where, params = _audit_where(scope, AuditFilter())
+    return [r[0] for r in conn.execute(f"SELECT DISTINCT action FROM desk_audit WHERE {where} ORDER BY 1",
+                                       params).fetchall()]
 
 
 # --- signatures ------------------------------------------------------------------------------
