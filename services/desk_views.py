@@ -144,6 +144,7 @@ class ChronicleEntry:
     flagged: bool
     stale: bool
     stats: dict[str, Any]
+    signed: list[str]
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ class SearchResult:
 
 def chronicle(settings: Settings, project_id: str) -> list[ChronicleEntry]:
     return [ChronicleEntry(r.week_number, str(IsoWeek.from_number(r.week_number)),
-                           plain(r.summary), r.status, r.needs_review, r.stale, r.stats)
+                           plain(r.summary), r.status, r.needs_review, r.stale, r.stats, r.signed)
             for r in read(settings, desk_views.chronicle, project_id)]
 
 

@@ -106,15 +106,21 @@ class ChronicleRow:
     stale: bool
     needs_review: bool
     stats: dict[str, Any]
+    signed: list[str]
+    """"<meaning> by <printed name>" of each signature of the text shown (the current version), oldest first."""
 
 
 def chronicle(conn: duckdb.DuckDBPyConnection, project_id: str) -> list[ChronicleRow]:
-    """Every stored week of a project, oldest first (an edit is the text)."""
+    """Every stored week of a project, oldest first (an edit is the text), with the signatures of that text."""
     rows = conn.execute(
-        """SELECT week_number, summary, status, stale, needs_review, stats FROM weekly_reports
-           WHERE project_id = ? ORDER BY week_number""", [project_id]).fetchall()
-    return [ChronicleRow(w, s, st, bool(stale), bool(nr), from_json(stats) or {})
-            for w, s, st, stale, nr, stats in rows]
+        """SELECT r.week_number, r.summary, r.status, r.stale, r.needs_review, r.stats,
+                  list(g.meaning || ' by ' || g.printed_name ORDER BY g.signed_at) FILTER (WHERE g.id IS NOT NULL)
+           FROM weekly_reports r
+           LEFT JOIN report_signatures g
+             ON g.project_id = r.project_id AND g.week_number = r.week_number AND g.version = r.version
+           WHERE r.project_id = ? GROUP BY ALL ORDER BY r.week_number""", [project_id]).fetchall()
+    return [ChronicleRow(w, s, st, bool(stale), bool(nr), from_json(stats) or {}, list(signed or []))
+            for w, s, st, stale, nr, stats, signed in rows]
 
 
 @dataclass(frozen=True)

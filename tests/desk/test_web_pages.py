@@ -70,6 +70,10 @@ def test_the_grid_shows_each_weeks_state(people: Settings) -> None:
     assert "needs review" in legend and "written earlier, still current" in legend
     assert not re.search(r">\s*(?:cached-current|flagged|missing)\s*<", grid)
     assert "shown with a week marked “needs review”" in grid and 'title="2025-W29: needs review, ' in grid
+    # The chronicle read as a book says which weeks' texts are signed, and by whom; W28's edit is not signed.
+    book = c.get(f"/p/{PROJECT}").text
+    w30, w28 = (book[book.index(f'id="w-{w}"'):].split("</article>", 1)[0] for w in ("2025-W30", "2025-W28"))
+    assert '<span class="badge signed">reviewed by Dr. Ana Li</span>' in w30 and "badge signed" not in w28
 
 
 def test_a_weeks_citations_are_its_cited_entries_only(people: Settings) -> None:
