@@ -1,10 +1,10 @@
 """Chronicle's MCP server (the official `mcp` SDK's `MCPServer`): read tools over the memory and the chronicle, and
-one write tool that only files a pending proposal.
+two tools that only file something pending for a human: a memory to add, memories to forget.
 
 Every tool's answer passes the redaction gate (`services.assistant.redacted_tree`: each string, keys included) on
 its way out, error messages too — whatever the store or a report holds, an assistant never receives a secret the
 redactor knows. No tool writes a knowledge file, the memory store or a report: `propose_memory` records a proposal a
-human decides with `chronicle memory approve|reject`.
+human decides with `chronicle memory approve|reject`; `request_forget` likewise records a forget request.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from mcp.types import ToolAnnotations
 
 from chronicle.redaction.configured import redactor_for
 from chronicle.redaction.redactor import Redactor
+from chronicle.services import assistant
 from chronicle.services.assistant import ProposalRefused, propose, redacted_tree
 from chronicle.settings import Settings
 
@@ -27,7 +28,9 @@ INSTRUCTIONS = (
     "Chronicle keeps a distilled memory of daily notes and a weekly chronicle of project logs. Search the memory "
     "(about a person, as of a day, by tag or importance), list it, read a project's chronicle context or one week's "
     "report. To remember something, call propose_memory: it files a proposal a human approves; nothing you send "
-    "is written to a knowledge file or the memory directly. Secrets in answers are shown as [REDACTED:kind]."
+    "is written to a knowledge file or the memory directly. When the user asks you to forget something, call "
+    "request_forget: a human approves it, then it is gone from the memory and the knowledge files. Secrets in "
+    "answers are shown as [REDACTED:kind]."
 )
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 PROPOSE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -146,4 +149,22 @@ def _add_propose_tool(server: MCPServer, settings: Settings, redactor: Redactor)
                      "new": done.new, "target_file": p.target_file, "content": p.content,
                      "suspected_injection": p.suspected_injection,
                      "next": f"a human decides: chronicle memory approve {p.proposal_id} | reject {p.proposal_id}"},
+                    redactor)
+
+    @server.tool(annotations=PROPOSE)
+    def request_forget(reason: str, memory_id: str | None = None, about: str | None = None,
+                       match: str | None = None) -> dict[str, Any]:
+        """Ask for memories to be forgotten (the user asked you to): one memory by id, everything about a person
+        (about), or memories containing a text (match); about and match combine. It is only filed as a PENDING
+        request: nothing is forgotten until a human approves it (`chronicle memory approve ID`)."""
+        from chronicle.param_checks import ParameterError
+
+        try:
+            done = assistant.request_forget(settings, memory_id=memory_id, about=about, match=match, reason=reason)
+        except (ProposalRefused, ParameterError) as exc:
+            raise _refusal(exc, redactor) from None
+        r = done.request
+        return _out({"request_id": r.request_id, "status": r.status, "new": done.new,
+                     "memories_named_now": done.would_take,
+                     "next": f"a human decides: chronicle memory approve {r.request_id} | reject {r.request_id}"},
                     redactor)

@@ -1,6 +1,7 @@
-"""What an assistant may do through Chronicle's MCP server besides reading: propose a memory — a pending proposal
-a human approves or rejects (`chronicle memory approve|reject`). Nothing an assistant sends writes a knowledge
-file or the memory store. And what it receives: every string redacted (`redacted_tree`), whatever tool built it.
+"""What an assistant may do through Chronicle's MCP server besides reading: propose a memory, or ask for memories to
+be forgotten — a pending proposal or forget request a human approves or rejects (`chronicle memory approve|reject`).
+Nothing an assistant sends writes a knowledge file or the memory store. And what it receives: every string
+redacted (`redacted_tree`), whatever tool built it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from chronicle.distill.injection import looks_like_injection, matched_phrase
-from chronicle.distill.proposals import Proposal, make_proposal
+from chronicle.distill.proposals import ForgetRequest, Proposal, make_proposal
 from chronicle.memory.model import Memory
 from chronicle.param_checks import check_size
 from chronicle.redaction.configured import redactor_for
@@ -72,6 +73,42 @@ def propose(settings: Settings, content: str, target_file: str, *, reason: str =
     # Proposed before: the stored row and its status (a rejected text stays rejected).
     stored = proposal if new else read(settings, sql.find_proposal, proposal.proposal_id)[0]
     return Proposed(stored, bool(new))
+
+
+@dataclass(frozen=True)
+class ForgetRequested:
+    request: ForgetRequest
+    new: bool
+    """False when the same selector was asked for before (its status stands)."""
+    would_take: int
+    """How many memories the selector names now (an approval forgets what it names then)."""
+
+
+def request_forget(settings: Settings, *, memory_id: str | None = None, about: str | None = None,
+                   match: str | None = None, reason: str = "") -> ForgetRequested:
+    """A pending forget request from an assistant (a user asked it to forget something): redacted, never carried
+    out until a person approves it. A selector that names no memory now is refused, so the assistant can say so."""
+    from chronicle.services.forget import Selector, SelectorError, forget
+
+    for name, value, most in (("memory_id", memory_id, 64), ("about", about, 200), ("match", match, 500),
+                              ("reason", reason, MAX_REASON_CHARS)):
+        check_size(name, len(value or ""), most)
+    redact = redactor_for(settings).redact
+    fields = [str(redact(" ".join(v.split()))) if v and v.strip() else None for v in (memory_id, about, match)]
+    if not any(fields):
+        raise ProposalRefused("say what to forget: memory_id, about (a person) or match (a text)")
+    selector = Selector(*fields)
+    try:
+        named = forget(settings, selector, reason="a forget request's dry run", dry_run=True).memories
+    except SelectorError as exc:
+        raise ProposalRefused(str(exc)) from None
+    if not named:
+        raise ProposalRefused(f"no memory matches {selector.describe()}: nothing to forget")
+    why = redact(" ".join(reason.split())) or "no reason given"
+    request = ForgetRequest(ForgetRequest.id_for(*fields), *fields, reason=str(why), source=ASSISTANT_SOURCE)
+    new = write(settings, lambda conn: sql.record_forget_request(conn, request))
+    stored = read(settings, sql.forget_requests, None, request.request_id)[0]
+    return ForgetRequested(stored, bool(new), len(named))
 
 
 def redacted_tree(value: Any, redactor: Redactor) -> Any:

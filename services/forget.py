@@ -15,6 +15,7 @@ from functools import partial
 
 from chronicle.distill.engine import ChunkOutcome
 from chronicle.distill.forget_lines import LineChange, Marks, change_files, drop_lines, rewrite_lines
+from chronicle.distill.proposals import ForgetRequest
 from chronicle.distill.records import EventRow
 from chronicle.distill.reply_checks import Rejection
 from chronicle.memory.forget import Selector, SelectorError, Tombstone, is_forgotten, select, tombstones
@@ -23,12 +24,14 @@ from chronicle.memory.records import StoredMemory
 from chronicle.redaction.configured import redactor_for
 from chronicle.services.proposals import _who
 from chronicle.settings import Settings
+from chronicle.storage import proposals as proposals_sql
 from chronicle.storage.db import read, write
 from chronicle.storage.memory import tombstones as sql
 from chronicle.storage.memory.rewrite import rewrite_row
 from chronicle.storage.memory.store import MemoryStore
 
-__all__ = ["EditResult", "ForgetResult", "Selector", "SelectorError", "drop_forgotten", "edit", "forget"]
+__all__ = ["EditResult", "ForgetResult", "Selector", "SelectorError", "decide_forget_request", "drop_forgotten", "edit",
+           "forget"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,29 @@ def edit(settings: Settings, memory_id: str, text: str, *, reason: str, by: str 
     rewrite_row(store, after)
     _finish(settings, change_id, files)
     return EditResult(row, after, files, change_id)
+
+
+def decide_forget_request(settings: Settings, request_id: str, *, approve: bool,
+                          by: str | None = None) -> tuple[ForgetRequest, ForgetResult | None]:
+    """A person's decision on an assistant's forget request (`chronicle memory approve|reject f-…`). Approved, it
+    forgets what its selector names now, as `chronicle memory forget` would, recorded as the approver's change with
+    the assistant's reason; rejected, nothing changes. A decided request stays decided."""
+    found = read(settings, proposals_sql.forget_requests, None, request_id.strip())
+    if len(found) != 1:
+        raise SelectorError(f"no forget request {request_id!r}" if not found else
+                            f"{request_id!r} matches {len(found)} forget requests")
+    request, who = found[0], by or _who()
+    if request.status != "pending":
+        if (request.status == "approved") != approve:
+            raise SelectorError(f"{request.request_id} was {request.status} on {request.decided_at:%Y-%m-%d}")
+        return request, None
+    done = None
+    if approve:
+        done = forget(settings, Selector(request.memory_id, request.about, request.match),
+                      reason=f"{request.source} asked: {request.reason}", by=who)
+    write(settings, lambda conn: proposals_sql.decide_forget_request(
+        conn, request.request_id, "approved" if approve else "rejected", who, done.change_id if done else None))
+    return read(settings, proposals_sql.forget_requests, None, request.request_id)[0], done
 
 
 def _record(settings: Settings, kind: str, selector: str, reason: str, by: str | None,

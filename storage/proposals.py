@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-from chronicle.distill.proposals import Proposal, Status
+from chronicle.distill.proposals import ForgetRequest, Proposal, Status
 from chronicle.weeks import utc_now
 
 _COLUMNS = ("proposal_id, target_file, action, content, content_hash, importance, tags, note_date, source, "
@@ -78,3 +78,37 @@ def _proposal(row: tuple) -> Proposal:
      status, run, created, decided, by) = row
     return Proposal(pid, target, action, content, chash, float(importance or 0.0), list(tags or []), day, source,
                     list(entry_ids or []), memory_id, reason, bool(suspected), run, status, created, decided, by)
+
+
+# --- forget requests (an assistant's, decided by a person) ----------------------------------------------------
+_FORGET_COLUMNS = ('request_id, memory_id, about, "match", reason, source, status, created_at, decided_at, '
+                   'decided_by, change_id')
+
+
+def record_forget_request(conn: duckdb.DuckDBPyConnection, request: ForgetRequest) -> bool:
+    """Insert the request unless a request with its id (the same selector) exists; whether it was new."""
+    before = conn.execute("SELECT count(*) FROM memory_forget_requests WHERE request_id = ?",
+                          [request.request_id]).fetchall()[0][0]
+    conn.execute(
+        f"""INSERT INTO memory_forget_requests ({_FORGET_COLUMNS})
+            SELECT ?, ?, ?, ?, ?, ?, 'pending', ?, NULL, NULL, NULL
+            WHERE NOT EXISTS (SELECT 1 FROM memory_forget_requests WHERE request_id = ?)""",
+        [request.request_id, request.memory_id, request.about, request.match, request.reason, request.source,
+         utc_now(), request.request_id])
+    return not before
+
+
+def forget_requests(conn: duckdb.DuckDBPyConnection, status: Status | None = "pending",
+                    prefix: str | None = None) -> list[ForgetRequest]:
+    """Forget requests (oldest first), of one status or all, optionally only those whose id starts with `prefix`."""
+    rows = conn.execute(
+        f"""SELECT {_FORGET_COLUMNS} FROM memory_forget_requests
+            WHERE (? IS NULL OR status = ?) AND (? IS NULL OR starts_with(request_id, ?))
+            ORDER BY created_at, request_id""", [status, status, prefix, prefix]).fetchall()
+    return [ForgetRequest(*r) for r in rows]
+
+
+def decide_forget_request(conn: duckdb.DuckDBPyConnection, request_id: str, status: Status, by: str,
+                          change_id: str | None) -> None:
+    conn.execute("UPDATE memory_forget_requests SET status = ?, decided_at = ?, decided_by = ?, change_id = ? "
+                 "WHERE request_id = ?", [status, utc_now(), by, change_id, request_id])

@@ -7,7 +7,8 @@ Two kinds land here instead of in a knowledge file:
 - a memory that reads as an instruction to the model (`suspected_injection`), whatever its target.
 
 A proposal's id is derived from its target file and content, so a rerun (or a later note saying the same)
-finds the proposal it made before instead of adding another, and a rejected text stays rejected.
+finds the proposal it made before instead of adding another, and a rejected text stays rejected. A forget request
+(an assistant's, over MCP) waits for a person the same way.
 """
 
 from __future__ import annotations
@@ -50,6 +51,29 @@ class Proposal:
     created_at: datetime | None = None
     decided_at: datetime | None = None
     decided_by: str | None = None
+
+
+@dataclass(frozen=True)
+class ForgetRequest:
+    """One row of `memory_forget_requests`: what an assistant asked to forget, waiting for a person. Its id is derived
+    from the selector, so the same request filed twice is one request (and a rejected one stays rejected)."""
+
+    request_id: str
+    memory_id: str | None
+    about: str | None
+    match: str | None
+    reason: str
+    source: str
+    status: Status = "pending"
+    created_at: datetime | None = None
+    decided_at: datetime | None = None
+    decided_by: str | None = None
+    change_id: str | None = None
+
+    @staticmethod
+    def id_for(memory_id: str | None, about: str | None, match: str | None) -> str:
+        key = "\n".join(v or "" for v in (memory_id, about, match))
+        return "f-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def make_proposal(memory: Memory, *, day: date, source: str, memory_id: str | None, reason: str,

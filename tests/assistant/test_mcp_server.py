@@ -17,7 +17,8 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
 REPO = Path(__file__).resolve().parents[2]
-TOOLS = {"search_memories", "list_memories", "memory_tags", "chronicle_context", "weekly_report", "propose_memory"}
+TOOLS = {"search_memories", "list_memories", "memory_tags", "chronicle_context", "weekly_report", "propose_memory",
+         "request_forget"}
 CODE = "PRJ-CANARY-7788"  # stored before the pattern that hides it was configured: the output gate must catch it
 KEY = "sk-CANARYmcp0123456789abcdefXYZ"
 LAUNCH = "from chronicle.cli.main import app; app()"
@@ -66,7 +67,7 @@ def _text(result) -> str:
 async def _session_checks(client: Client, settings) -> None:
     tools = await client.list_tools()
     assert {t.name for t in tools.tools} == TOOLS
-    assert [t.name for t in tools.tools if not t.annotations.read_only_hint] == ["propose_memory"]
+    assert [t.name for t in tools.tools if not t.annotations.read_only_hint] == ["propose_memory", "request_forget"]
 
     found = _data(await client.call_tool("search_memories", {"query": f"几点睡觉 {KEY}", "about": "张曼婷"}))
     assert found["hits"] and {h["subject"] for h in found["hits"]} == {"张曼婷"}
@@ -93,6 +94,12 @@ async def _session_checks(client: Client, settings) -> None:
     again = _data(await client.call_tool("propose_memory", {
         "content": f"王峰改在钱塘江边跑步，token {KEY}", "target_file": "USER.md"}))
     assert again["proposal_id"] == made["proposal_id"] and not again["new"]
+    # Forgetting on request: a pending request, nothing forgotten until a person approves it (_check_store).
+    forget = _data(await client.call_tool("request_forget", {"about": "王峰", "reason": f"he asked; {KEY}"}))
+    assert forget["status"] == "pending" and forget["memories_named_now"] == 1
+    assert forget["request_id"] in forget["next"]
+    nothing = await client.call_tool("request_forget", {"match": "从未提过的事", "reason": "x"})
+    assert nothing.is_error and "nothing to forget" in _text(nothing)
     after = sorted(p.name for p in settings.workspace_dir.glob("*")) if settings.workspace_dir.exists() else []
     assert after == before
 
@@ -121,6 +128,9 @@ def _check_store(settings, proposal_count: int = 1) -> None:
         rows = conn.execute("SELECT status, content, reason FROM memory_proposals").fetchall()
     assert len(rows) == proposal_count and rows[0][0] == "pending"
     assert KEY not in repr(rows) and "[REDACTED:api_key]" in rows[0][1]
+    with connect(settings, read_only=True) as conn:
+        asked = conn.execute("SELECT status, about, reason FROM memory_forget_requests").fetchall()
+    assert [(status, about) for status, about, _ in asked] == [("pending", "王峰")] and KEY not in repr(asked)
 
 
 def test_mcp_over_stdio(served_home: Path, settings) -> None:

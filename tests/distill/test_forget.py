@@ -169,3 +169,39 @@ def test_edit_corrects_a_memory_and_redistilling_keeps_the_correction(distilled)
     live = _live(settings)
     assert "西湖" not in live and "钱塘江" in live
     assert [c[0] for c in _changes(settings)] == ["correct"]
+
+
+def test_an_assistants_forget_request_waits_for_a_person(distilled) -> None:
+    """`request_forget` (the MCP tool's use case) files a pending request and forgets nothing; `chronicle memory
+    approve f-…` forgets what it names, recorded as the approver's change with the assistant's reason; a rejected
+    request changes nothing and stays rejected; a selector that names nothing is refused."""
+    from chronicle.services.assistant import ProposalRefused, request_forget
+
+    settings = distilled
+    before, files = _rows(settings), snapshot(settings.workspace_dir)
+    asked = request_forget(settings, about="张曼婷", match=FORGET, reason="she asked me to forget her allergy")
+    assert asked.new and asked.request.status == "pending" and asked.would_take == 1
+    again = request_forget(settings, about="张曼婷", match=FORGET, reason="asked twice")
+    assert not again.new and again.request.request_id == asked.request.request_id
+    assert len(_rows(settings)) == len(before) and snapshot(settings.workspace_dir) == files and not _changes(settings)
+    with pytest.raises(ProposalRefused, match="nothing to forget"):
+        request_forget(settings, match="从未提过的事", reason="x")
+    with pytest.raises(ProposalRefused, match="say what to forget"):
+        request_forget(settings, reason="x")
+
+    listed = _invoke("memory", "proposals")
+    assert listed.exit_code == 0 and asked.request.request_id in listed.output and "forget" in listed.output
+    other = request_forget(settings, about="王峰", reason="not really")
+    rejected = _invoke("memory", "reject", other.request.request_id)
+    assert rejected.exit_code == 0 and "nothing was forgotten" in rejected.output
+    assert _invoke("memory", "approve", other.request.request_id).exit_code == 1  # a rejection stands
+
+    approved = _invoke("memory", "approve", asked.request.request_id[:8])
+    assert approved.exit_code == 0 and "1 memory(ies) forgotten" in approved.output, approved.output
+    assert not [r for r in _rows(settings) if FORGET in r.content]
+    assert {r.subject for r in _rows(settings) if r.subject == "王峰"}  # the rejected request took nothing
+    [(kind, actor, reason, selector, _, changed)] = _changes(settings)
+    assert actor != "assistant (MCP)"  # the person who approved it changed the memory
+    assert kind == "forget" and "she asked me to forget her allergy" in reason and selector == \
+        f"about=张曼婷 match={FORGET}" and changed
+    assert "was approved before" in _invoke("memory", "approve", asked.request.request_id).output
