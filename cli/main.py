@@ -104,6 +104,12 @@ def print_ingest_summary(summary: IngestSummary) -> None:
         emit([{"reject reason": reason, "count": n} for reason, n in sorted(summary.rejects.items())],
              title="Rejected (kept in table rejects)")
     print_file_notes(summary)
+    if summary.safety_rejects:
+        lines = ", ".join(f"{path}:{line or '?'}" for path, line in summary.safety_rejects[:10])
+        more = f" and {len(summary.safety_rejects) - 10} more" if len(summary.safety_rejects) > 10 else ""
+        err.print(f"[bold red]{len(summary.safety_rejects)} refused line(s) name a safety event (SAE/AE) and are in "
+                  f"no week's report until fixed and ingested again: {escape(lines)}{more} "
+                  "(their reasons: table rejects)[/]", soft_wrap=True)
 
 
 def print_file_notes(summary: IngestSummary) -> None:

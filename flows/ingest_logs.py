@@ -15,10 +15,12 @@ from chronicle.param_checks import name_part
 from chronicle.params import OptionalProjectId, Replace, ReRead, SourcePaths
 from chronicle.progress import report
 from chronicle.redaction.configured import entry_redactor, redactor_for
+from chronicle.services.ingest import safety_rejects
 from chronicle.services.param_checks import ingest_paths
 from chronicle.services.run_tracking import REFUSALS, RUN_HOOKS, refused, run_notes, tracked_run
 from chronicle.settings import load_settings
 from chronicle.tasks.ingest import discover_files, file_size, ingest_batch, shown_path
+from chronicle.weeks import utc_now
 
 
 def _summary_markdown(summary: IngestSummary, notes: list[str]) -> str:
@@ -44,6 +46,8 @@ def _files_markdown(summary: IngestSummary) -> str:
     out += [f"- `{shown_path(f, r)}` is `{shown_path(of, r)}` (renamed, rotated or copied): read on from "
             "where that one stopped" for f, of in summary.known.items()]
     out += [f"- `{shown_path(f, r)}`: {note}" for f, note in summary.notes.items()]
+    out += [f"- `{shown_path(f, r)}` line {n or '?'} **refused, and it names a safety event (SAE/AE)**: in no week's "
+            "report until it is fixed and ingested again" for f, n in summary.safety_rejects]
     return ("\n## Files\n\n" + "\n".join(out) + "\n") if out else ""
 
 
@@ -83,19 +87,27 @@ def ingest_logs(paths: SourcePaths, project: OptionalProjectId = "", force: ReRe
                 logger.warning("skipped %d .json file(s) holding one JSON document, not log lines or LoCoMo: %s",
                                len(documents), ", ".join(d.rsplit("/", 1)[-1] for d in documents[:5]))
             summary = IngestSummary(skipped_files=len(skipped), skipped_documents=documents)
+            since, read_paths = utc_now(), []
             batches = file_batches([(f, file_size(f)) for f in files], settings.ingest.batch_files)
             for i, batch in enumerate(batches, start=1):
                 label = f"{i}/{len(batches)}"
                 for result in ingest_batch(settings, batch, project.strip() or None, force, label=label,
                                            replace=replace):
                     summary.add(result)
+                    read_paths.append(result.path)
                 report("ingest", summary.files, len(files))
                 logger.info("batch %s: %d/%d files read", label, summary.files, len(files))
+            summary.safety_rejects = safety_rejects(settings, read_paths, since)
+            if summary.safety_rejects:
+                logger.warning("%d refused line(s) name a safety event (SAE/AE) and are in no week's report until "
+                               "fixed: %s", len(summary.safety_rejects), ", ".join(
+                                   f"{shown_path(f, redactor).rsplit('/', 1)[-1]}:{n or ''}"
+                                   for f, n in summary.safety_rejects[:5]))
             # Paths may hold a phone number: the run's row keeps how many, the artifact names them (redacted).
             counts.update({k: v for k, v in summary.as_dict().items()
-                           if k not in ("duplicates", "known", "refused_files", "notes")})
+                           if k not in ("duplicates", "known", "refused_files", "notes", "safety_rejects")})
             counts.update(duplicate_entries=summary.duplicate_entries, known_files=len(summary.known),
-                          refused_files=len(summary.refused_files))
+                          refused_files=len(summary.refused_files), safety_rejects=len(summary.safety_rejects))
             counts.message = summary.message()
             logger.info("ingested %d files: %s; +%d entries, %d rejects", summary.files, summary.by_status,
                         summary.entries_added, sum(summary.rejects.values()))

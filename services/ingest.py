@@ -14,6 +14,7 @@ import stat as stat_mod
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,9 @@ from chronicle.redaction.configured import redactor_for
 from chronicle.services.ingest_read import FileBytes, read_file
 from chronicle.services.ingest_write import Write, mark, plan_lines, plan_text, write_batch
 from chronicle.settings import Settings
-from chronicle.storage import ingest_history, raw_logs
+from chronicle.storage import db, ingest_history, raw_logs
 from chronicle.storage.db import connect
+from chronicle.weekly.guard.events import names_safety_event
 
 _MAX_STALE_ROUNDS = 100
 """Rounds in a row whose every plan another worker made stale before it could be written (each round that
@@ -216,3 +218,15 @@ def _same_content(prev: dict[str, Any], fmt: str, content: bytes) -> bool:
     pb = prev["parsed_bytes"]
     return prev["format"] == fmt and len(content) >= pb and sha256_hex(content[:pb]) == prev["prefix_sha256"]
 
+
+
+# A cheap superset of `names_safety_event`, run in SQL so that only candidate lines leave the database.
+_SAFETY_HINT = r"(?i)ae|不良事件|adverse|susar"
+
+
+def safety_rejects(settings: Settings, paths: Sequence[str], since: datetime) -> list[tuple[str, int | None]]:
+    """(file, line) of the lines of `paths` refused at or after `since` (a run's new rejects) that name a safety
+    event (SAE, AE, SUSAR): such a line is in no week's stats or report until it is fixed and ingested again, so
+    the run must say so rather than count it among the rejects."""
+    rows = db.read(settings, raw_logs.refused_since, paths, since, _SAFETY_HINT)
+    return [(path, line) for path, line, raw in rows if names_safety_event(raw)]

@@ -84,6 +84,19 @@ def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -
         )
 
 
+def refused_since(conn: duckdb.DuckDBPyConnection, paths: Sequence[str], since: datetime,
+                  hint: str) -> list[tuple[str, int | None, str]]:
+    """(file, line, raw) of the lines of `paths` refused at or after `since` (a run's new rejects) whose raw text
+    matches the regular expression `hint` (a cheap superset of what the caller looks for)."""
+    if not paths:
+        return []
+    with registered(conn, refused_paths=strings(paths, "path")):
+        return conn.execute(
+            """SELECT source_file, line_no, raw FROM rejects
+               WHERE source_file IN (SELECT path FROM refused_paths) AND rejected_at >= ?
+                 AND regexp_matches(raw, ?) ORDER BY source_file, line_no""", [since, hint]).fetchall()
+
+
 def file_states(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The stored state of each of `paths` that has one, in one query (a batch of thousands of files)."""
     if not paths:

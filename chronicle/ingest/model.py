@@ -91,6 +91,8 @@ class IngestSummary:
     """file -> why it could not be read at all (permission, vanished, not a regular file, encoding, ...)."""
     notes: dict[str, str] = field(default_factory=dict)
     superseded_weeks: list[int] = field(default_factory=list)
+    safety_rejects: list[tuple[str, int | None]] = field(default_factory=list)
+    """(file, line) of lines this run refused that name a safety event (SAE, AE): in no report until fixed."""
 
     def add(self, result: FileResult) -> None:
         self.files += 1
@@ -130,7 +132,8 @@ class IngestSummary:
         if not self.files:
             return f"nothing to do: no log files under the given paths ({self.skipped_files} other files skipped)"
         if self.nothing_read:
-            return f"nothing could be read: {self.files} file(s), {refused} refused line(s) or file(s) (table rejects)"
+            return (f"nothing could be read: {self.files} file(s), {refused} refused line(s) or file(s) (table rejects)"
+                    + self.safety_warning())
         if self.by_status.get("unchanged") == self.files:
             return f"nothing to do: all {self.files} file(s) unchanged since they were ingested"
         return (f"{self.files} file(s) {dict(sorted(self.by_status.items()))}: +{self.entries_added} entries"
@@ -139,7 +142,13 @@ class IngestSummary:
                 + (f", {self.duplicate_entries} duplicate(s) of entries in other files stored once"
                    if self.duplicates else "")
                 + f", {refused} rejects"
-                + (f", {len(self.refused_files)} file(s) unreadable" if self.refused_files else ""))
+                + (f", {len(self.refused_files)} file(s) unreadable" if self.refused_files else "")
+                + self.safety_warning())
+
+    def safety_warning(self) -> str:
+        n = len(self.safety_rejects)
+        return (f"; {n} refused line(s) name a safety event (SAE/AE) and are in no week's report until fixed and "
+                "ingested again (table rejects)") if n else ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

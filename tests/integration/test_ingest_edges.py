@@ -238,3 +238,36 @@ def test_copies_of_one_content_are_rounds_that_make_progress_not_a_stall(
     assert ingestor.ingest(copies[0]).status == "ingested"
     assert [r.status for r in ingestor.ingest_many(copies[1:])] == ["known", "known", "known"]
     assert rows(home, "SELECT count(*) FROM raw_logs") == [(3,)]
+
+
+# --- (e) a refused line that names a safety event is never just a count of rejects --------------------------------
+def test_a_refused_line_naming_a_safety_event_is_said_by_the_run_and_the_command(home: Path, tmp_path: Path) -> None:
+    """An SAE on a line the ingest must refuse (an impossible date, broken JSON, a time it cannot read) is in no week's
+    stats or report: the run's message, its artifact and the command name the line, in red, rather than count it
+    among the rejects. Refused lines without one (a hex id holding `ae`) are not named; lines refused in an
+    earlier run are not named again."""
+    from typer.testing import CliRunner
+
+    from chronicle.cli.main import app
+
+    log = tmp_path / "site.jsonl"
+    log.write_text("\n".join([
+        line("enrolled XH-01"),
+        line("XH-02 hospitalised with pneumonia", ts="2026-02-30T10:00:00+08:00", type="sae"),  # impossible date
+        '{"project_id": "P", "ts": "2026-01-06T09:00:00+08:00", "content": "受试者 XH-03 发生严重不良事件',  # broken
+        '{"project_id": "P", "ts": "2026-01-07", "content": "checksum 3f2ae19c", ',  # broken, no safety event
+        line("AE grade 2 rash", ts="not a time", type="ae"),
+    ]) + "\n")
+    out = CliRunner().invoke(app, ["ingest", str(log)])
+    assert out.exit_code == 0, out.output
+    named = [f"site.jsonl:{n}" for n in (2, 3, 5)]
+    assert "3 refused line(s) name a safety event" in out.output and all(n in out.output for n in named), out.output
+    assert "site.jsonl:4" not in out.output
+    [(message,)] = rows(home, "SELECT message FROM pipeline_runs WHERE flow_name = 'ingest-logs'")
+    assert "3 refused line(s) name a safety event (SAE/AE)" in message, message
+    [(counted,)] = rows(home, "SELECT counts->>'safety_rejects' FROM pipeline_runs WHERE flow_name = 'ingest-logs'")
+    assert counted == "3"
+
+    log.write_text(log.read_text() + line("a later line") + "\n")  # appended: the old refusals are not new
+    again = CliRunner().invoke(app, ["ingest", str(log)])
+    assert again.exit_code == 0 and "safety event" not in again.output, again.output
