@@ -48,6 +48,8 @@ class AuditPage:
     pages: int
     actions: list[str]
     """Every action the reader's rows hold (the filter's list)."""
+    projects: list[str]
+    """Every project the reader's rows name (the filter's list)."""
 
 
 def audit_page(settings: Settings, scope: list[str] | None, f: AuditFilter, *, page: int, size: int) -> AuditPage:
@@ -57,7 +59,7 @@ def audit_page(settings: Settings, scope: list[str] | None, f: AuditFilter, *, p
         pages = max(1, -(-total // size))
         shown = min(max(1, page), pages)
         rows = desk.audit_rows(conn, scope, f, newest_first=True, limit=size, offset=(shown - 1) * size)
-        return AuditPage(rows, total, shown, pages, desk.audit_actions(conn, scope))
+        return AuditPage(rows, total, shown, pages, *desk.audit_choices(conn, scope))
 
     return read(settings, look)
 

@@ -169,12 +169,14 @@ def audit_rows(conn: duckdb.DuckDBPyConnection, scope: list[str] | None, f: Audi
     return [AuditRow(*r[:7], from_json(r[7]) or {}, r[8]) for r in rows]
 
 
-def audit_actions(conn: duckdb.DuckDBPyConnection, scope: list[str] | None) -> list[str]:
-    """The actions `scope`'s rows hold, for the page's filter list (actors are typed: a failed sign-in's actor is
-    whatever name was tried, so there may be many)."""
+def audit_choices(conn: duckdb.DuckDBPyConnection, scope: list[str] | None) -> tuple[list[str], list[str]]:
+    """The actions and projects `scope`'s rows hold, for the page's filter lists (actors are typed: a failed
+    sign-in's actor is whatever name was tried, so there may be many)."""
     where, params = _audit_where(scope, AuditFilter())
-    return [r[0] for r in conn.execute(f"SELECT DISTINCT action FROM desk_audit WHERE {where} ORDER BY 1",
-                                       params).fetchall()]
+    found = [[r[0] for r in conn.execute(f"SELECT DISTINCT {column} FROM desk_audit WHERE {where} AND {column} "
+                                         "IS NOT NULL ORDER BY 1", params).fetchall()]
+             for column in ("action", "project_id")]
+    return found[0], found[1]
 
 
 # --- signatures ------------------------------------------------------------------------------
