@@ -11,6 +11,9 @@ from starlette.responses import HTMLResponse
 from chronicle.desk.charts import trend_charts
 from chronicle.desk.web import account, iso_week, readable, render, run_link, settings_of
 from chronicle.services import desk_views
+from chronicle.services.accounts import ALL_PROJECTS, Account
+from chronicle.services.ingest import safety_rejects
+from chronicle.settings import Settings
 from chronicle.storage import desk_views as storage_views
 from chronicle.storage.db import one_window, read
 
@@ -27,8 +30,9 @@ def projects(request: Request, state: str | None = None, page: int = 1) -> HTMLR
     with one_window(settings):
         who = account(request)
         found = desk_views.grid_page(settings, who.can_read, state=state, page=page, size=PAGE_SIZE)
+        safety = _safety_rejects(settings, who)
     return render(request, "projects.html", who=who, grids=found.grids, states=desk_views.STATES, state=state,
-                  page=found.page, pages=found.pages, total=found.visible)
+                  page=found.page, pages=found.pages, total=found.visible, safety=safety)
 
 
 @router.get("/p/{project_id}", response_class=HTMLResponse)
@@ -79,7 +83,14 @@ def queue(request: Request) -> HTMLResponse:
     with one_window(settings):
         who = account(request)
         items = desk_views.review_queue(settings, desk_views.visible(settings, who.can_read))
-    return render(request, "queue.html", who=who, items=items,
+        safety = _safety_rejects(settings, who)
+    return render(request, "queue.html", who=who, items=items, safety=safety,
                   reviewable={i.project_id for i in items if who.can_review(i.project_id)})
+
+
+def _safety_rejects(settings: Settings, who: Account) -> list[tuple[str, int | None]]:
+    """Refused log lines that name a safety event, for an account with a role on every project: a refused line
+    names no project the desk could trust (it could not be read), so only such an account may see where they are."""
+    return safety_rejects(settings) if who.role_for(ALL_PROJECTS) else []
 
 

@@ -224,9 +224,10 @@ def _same_content(prev: dict[str, Any], fmt: str, content: bytes) -> bool:
 _SAFETY_HINT = r"(?i)ae|不良事件|adverse|susar"
 
 
-def safety_rejects(settings: Settings, paths: Sequence[str], since: datetime) -> list[tuple[str, int | None]]:
-    """(file, line) of the lines of `paths` refused at or after `since` (a run's new rejects) that name a safety
-    event (SAE, AE, SUSAR): such a line is in no week's stats or report until it is fixed and ingested again, so
-    the run must say so rather than count it among the rejects."""
-    rows = db.read(settings, raw_logs.refused_since, paths, since, _SAFETY_HINT)
+def safety_rejects(settings: Settings, paths: Sequence[str] | None = None,
+                   since: datetime | None = None) -> list[tuple[str, int | None]]:
+    """(file, line) of refused lines that name a safety event (SAE, AE, SUSAR) — of `paths` refused at or after
+    `since` (a run's new rejects), or all of them: such a line is in no week's stats or report until it is fixed and
+    ingested again, so the run and the desk say so rather than count it among the rejects."""
+    rows = db.read(settings, raw_logs.refused_matching, _SAFETY_HINT, paths, since)
     return [(path, line) for path, line, raw in rows if names_safety_event(raw)]

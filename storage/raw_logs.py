@@ -84,17 +84,16 @@ def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -
         )
 
 
-def refused_since(conn: duckdb.DuckDBPyConnection, paths: Sequence[str], since: datetime,
-                  hint: str) -> list[tuple[str, int | None, str]]:
-    """(file, line, raw) of the lines of `paths` refused at or after `since` (a run's new rejects) whose raw text
-    matches the regular expression `hint` (a cheap superset of what the caller looks for)."""
-    if not paths:
-        return []
-    with registered(conn, refused_paths=strings(paths, "path")):
+def refused_matching(conn: duckdb.DuckDBPyConnection, hint: str, paths: Sequence[str] | None = None,
+                     since: datetime | None = None) -> list[tuple[str, int | None, str]]:
+    """(file, line, raw) of refused lines whose raw text matches the regular expression `hint` (a cheap superset of
+    what the caller looks for): of `paths` only, and refused at or after `since` (a run's new rejects), when given."""
+    with registered(conn, refused_paths=strings(list(paths or []), "path")):
         return conn.execute(
             """SELECT source_file, line_no, raw FROM rejects
-               WHERE source_file IN (SELECT path FROM refused_paths) AND rejected_at >= ?
-                 AND regexp_matches(raw, ?) ORDER BY source_file, line_no""", [since, hint]).fetchall()
+               WHERE (? OR source_file IN (SELECT path FROM refused_paths)) AND (? IS NULL OR rejected_at >= ?)
+                 AND regexp_matches(raw, ?) ORDER BY source_file, line_no""",
+            [paths is None, since, since, hint]).fetchall()
 
 
 def file_states(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, dict[str, Any]]:

@@ -105,3 +105,4 @@ def test_the_download_is_audited_and_holds_no_formula(trail: Settings) -> None:
     exported = [r for r in audit_trail(trail, PROJECT) if r.action == "audit-export"]
     assert [(r.actor, r.detail["rows"], r.detail["filter"]) for r in exported] == [
         ("adam", len(rows), {"project_id": PROJECT})]
+

@@ -284,3 +284,28 @@ def test_grid_columns_are_iso_weeks_and_charts_name_their_weeks(people: Settings
         names = re.findall(r"<text [^>]*>([0-9W-]+)</text>", figure)
         assert names and names[0] == weeks[0] and set(names) <= set(weeks)
         assert len(names) >= min(len(weeks), 4)
+
+
+def test_refused_lines_naming_a_safety_event_are_shown_to_whoever_holds_every_project(people: Settings) -> None:
+    """A line the ingest refused is in no report; when it names an SAE, a clinician with a role on every project
+    sees where it is on the projects page and the review queue. A refused line names no project the desk could
+    trust, so an account of some projects does not see it."""
+    from chronicle.ingest.model import Reject
+    from chronicle.services.accounts import add_user
+    from chronicle.storage.db import write
+    from chronicle.storage.raw_logs import insert_rejects
+
+    add_user(people, "root", "Rooted Reader", PASSWORD, {"*": "reader"})
+    before = login(client(people), "root", PASSWORD).get("/").text
+    refused = [Reject("/logs/XH201/site-3.jsonl", 17, 2048, "invalid_json", "unterminated string",
+                      '{"project_id": "XH201", "type": "sae", "content": "受试者 03-011 因肺炎住院'),
+               Reject("/logs/XH201/site-3.jsonl", 18, 2100, "invalid_json", "unterminated string",
+                      '{"project_id": "XH201", "content": "checksum 3f2ae19c')]
+    write(people, lambda conn: insert_rejects(conn, refused))
+
+    root = login(client(people), "root", PASSWORD)
+    home, queue = root.get("/").text, root.get("/queue").text
+    assert 'id="safety-banner"' not in before and 'id="safety-banner"' in home and "1 refused log line(s)" in home
+    assert 'id="safety-rejects"' in queue and "site-3.jsonl, line 17" in queue and "line 18" not in queue
+    ana = login(client(people), "ana", PASSWORD)
+    assert "safety-banner" not in ana.get("/").text and "safety-rejects" not in ana.get("/queue").text
