@@ -49,6 +49,8 @@ WEEK_SCALE = Markup("".join(f'<span class="cell tick">{f"W{n:02d}" if n == 1 or 
                             for n in range(1, 54)))
 """The grid's column heads: W01, W10, ..., W50 above the squares of those weeks."""
 
+# `tojson` (the audit page's details) keeps Chinese readable; it still escapes <, >, & and ' for HTML.
+ENV.policies["json.dumps_kwargs"] = {"sort_keys": True, "ensure_ascii": False}
 ENV.globals["grid_cells"] = grid_cells
 ENV.globals["state_labels"] = STATE_LABELS
 ENV.globals["week_scale"] = WEEK_SCALE
