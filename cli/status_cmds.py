@@ -40,8 +40,9 @@ def register(app: typer.Typer) -> None:
                   "last run": f.last_state or "—", "failures since": report.failures.get(f.flow_name, 0),
                   "verdict": f.verdict} for f in report.flows]
         if fmt is not Format.table:
-            emit([{"kind": "project", **p} for p in projects] + [{"kind": "flow", **f} for f in flows], fmt,
-                 columns=None)
+            emit([{"kind": "project", **p} for p in projects] + [{"kind": "flow", **f} for f in flows]
+                 + [{"kind": "refused safety line", "file": path, "line": line}
+                    for path, line in report.safety_rejects], fmt, columns=None)
         else:
             emit(projects, title="reports per project (pipeline_freshness)", empty="no entries ingested yet")
             emit(flows, title="scheduled flows (pipeline_run_freshness)")

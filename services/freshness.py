@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from chronicle.ops import FlowAge, ProjectFreshness, judge_flows
+from chronicle.services.ingest import safety_rejects
 from chronicle.settings import Settings
 from chronicle.storage.db import connect
 from chronicle.storage.freshness import first_run_at, last_runs, project_freshness
@@ -17,10 +18,13 @@ class Freshness:
     flows: list[FlowAge]
     failures: dict[str, int]
     """Failed or crashed runs of each flow since its last success."""
+    safety_rejects: list[tuple[str, int | None]]
+    """(file, line) of refused lines that name a safety event: in no week's report until fixed."""
 
     @property
     def up_to_date(self) -> bool:
-        return all(p.up_to_date for p in self.projects) and not any(f.overdue for f in self.flows)
+        return (all(p.up_to_date for p in self.projects) and not any(f.overdue for f in self.flows)
+                and not self.safety_rejects)
 
     def problems(self) -> list[str]:
         out = [f"{p.project_id}: {problem}" for p in self.projects for problem in p.problems()]
@@ -31,6 +35,11 @@ class Freshness:
                            f", its schedule allows {f.allowed}; last run {f.last_state or 'none'}"
                            + (f", {self.failures[f.flow_name]} failure(s) since" if self.failures.get(f.flow_name)
                               else ""))
+        if self.safety_rejects:
+            where = ", ".join(f"{path}:{line or '?'}" for path, line in self.safety_rejects[:5])
+            more = f" and {len(self.safety_rejects) - 5} more" if len(self.safety_rejects) > 5 else ""
+            out.append(f"{len(self.safety_rejects)} refused log line(s) name a safety event (SAE/AE) and are in no "
+                       f"week's report until fixed and ingested again: {where}{more} (table rejects)")
         return out
 
 
@@ -43,4 +52,4 @@ def freshness(settings: Settings) -> Freshness:
         first_run = first_run_at(conn)
     flows = judge_flows({name: (done, state) for name, (done, state, _) in runs.items()}, now,
                         settings.ingest.interval_minutes, first_run)
-    return Freshness(projects, flows, {name: n for name, (_, _, n) in runs.items()})
+    return Freshness(projects, flows, {name: n for name, (_, _, n) in runs.items()}, safety_rejects(settings))

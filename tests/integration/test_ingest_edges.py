@@ -271,3 +271,9 @@ def test_a_refused_line_naming_a_safety_event_is_said_by_the_run_and_the_command
     log.write_text(log.read_text() + line("a later line") + "\n")  # appended: the old refusals are not new
     again = CliRunner().invoke(app, ["ingest", str(log)])
     assert again.exit_code == 0 and "safety event" not in again.output, again.output
+    # They are still unfixed: `chronicle status`, what a monitor calls, counts them as a problem until they are.
+    status = CliRunner().invoke(app, ["status"])
+    assert status.exit_code == 1 and "3 refused log line(s) name a safety event" in status.output, status.output
+    assert "site.jsonl:2" in status.output and "site.jsonl:4" not in status.output
+    shown = json.loads(CliRunner().invoke(app, ["status", "--format", "json"]).stdout)
+    assert sorted(r["line"] for r in shown if r["kind"] == "refused safety line") == [2, 3, 5]
