@@ -89,7 +89,10 @@ def _decide_forget(request_id: str, approve: bool, home: str | None) -> None:
     except SelectorError as exc:
         err.print(f"[red]{exc}[/]")
         raise typer.Exit(1) from exc
-    if done is not None:
+    if done is not None and not done.memories:
+        console.print(f"{request.request_id} approved: nothing left to forget"
+                      + (f" (forgotten by change {request.change_id})" if request.change_id else ""))
+    elif done is not None:
         changed = ", ".join(f.name for f in done.files if f.lines) or "no knowledge file"
         console.print(f"{request.request_id} approved: {len(done.memories)} memory(ies) forgotten "
                       f"(change {done.change_id}); {changed} changed")

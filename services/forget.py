@@ -123,12 +123,18 @@ def decide_forget_request(settings: Settings, request_id: str, *, approve: bool,
         if (request.status == "approved") != approve:
             raise SelectorError(f"{request.request_id} was {request.status} on {request.decided_at:%Y-%m-%d}")
         return request, None
-    done = None
+    done, change_id = None, None
     if approve:
-        done = forget(settings, Selector(request.memory_id, request.about, request.match),
-                      reason=f"{request.source} asked: {request.reason}", by=who)
+        selector = Selector(request.memory_id, request.about, request.match)
+        why = f"{request.source} asked: {request.reason}"
+        done = forget(settings, selector, reason=why, by=who)
+        # Nothing left to forget: an approval killed after its forget and before this row finished it (or another
+        # forget did); the request is tied to that change when there is one.
+        redact = redactor_for(settings).redact
+        change_id = done.change_id or read(settings, sql.last_change, "forget", redact(selector.describe()),
+                                           redact(" ".join(why.split())))
     write(settings, lambda conn: proposals_sql.decide_forget_request(
-        conn, request.request_id, "approved" if approve else "rejected", who, done.change_id if done else None))
+        conn, request.request_id, "approved" if approve else "rejected", who, change_id))
     return read(settings, proposals_sql.forget_requests, None, request.request_id)[0], done
 
 

@@ -48,6 +48,13 @@ def forgotten_ids(conn: duckdb.DuckDBPyConnection, prefix: str) -> list[str]:
     return [r[0] for r in rows]
 
 
+def last_change(conn: duckdb.DuckDBPyConnection, kind: str, selector: str, reason: str) -> str | None:
+    """The newest change of `kind` made with this selector and reason (as recorded: redacted), if any."""
+    rows = conn.execute("""SELECT change_id FROM memory_changes WHERE kind = ? AND selector = ? AND reason = ?
+                           ORDER BY "at" DESC LIMIT 1""", [kind, selector, reason]).fetchall()
+    return rows[0][0] if rows else None
+
+
 def record_change(conn: duckdb.DuckDBPyConnection, change: ChangeRecord, stones: list[Tombstone],
                   events: list[EventRow]) -> None:
     """The change, its tombstones (a text tombstoned already keeps its first row) and its events, in the caller's

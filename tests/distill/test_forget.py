@@ -205,3 +205,22 @@ def test_an_assistants_forget_request_waits_for_a_person(distilled) -> None:
     assert kind == "forget" and "she asked me to forget her allergy" in reason and selector == \
         f"about=张曼婷 match={FORGET}" and changed
     assert "was approved before" in _invoke("memory", "approve", asked.request.request_id).output
+
+
+def test_an_approval_killed_after_its_forget_is_finished_by_approving_again(distilled) -> None:
+    """The forget runs before the request's row says approved: a kill between them leaves the request pending with
+    its memories gone. Approving again finds nothing left, and ties the request to the change that forgot them."""
+    from chronicle.services.assistant import request_forget
+    from chronicle.services.forget import Selector, forget
+    from chronicle.storage.db import read
+    from chronicle.storage.proposals import forget_requests
+
+    settings = distilled
+    asked = request_forget(settings, match=FORGET, reason="she asked").request
+    # What the approval does first, and then the process dies.
+    first = forget(settings, Selector(None, None, FORGET), reason=f"{asked.source} asked: {asked.reason}", by="ops")
+    assert first.change_id and read(settings, forget_requests, "pending")[0].request_id == asked.request_id
+    out = _invoke("memory", "approve", asked.request_id)
+    assert out.exit_code == 0 and f"nothing left to forget (forgotten by change {first.change_id})" in out.output
+    [done] = read(settings, forget_requests, None)
+    assert (done.status, done.change_id) == ("approved", first.change_id) and len(_changes(settings)) == 1
