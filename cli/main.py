@@ -27,7 +27,7 @@ from chronicle.cli.common import (
     settings_from_options,
 )
 from chronicle.cli.output import Format, emit, format_option
-from chronicle.ingest.model import IngestSummary
+from chronicle.ingest.model import IngestSummary, refused_lines
 from chronicle.settings import Settings
 from chronicle.settings_checks import env_names
 
@@ -105,11 +105,10 @@ def print_ingest_summary(summary: IngestSummary) -> None:
              title="Rejected (kept in table rejects)")
     print_file_notes(summary)
     if summary.safety_rejects:
-        lines = ", ".join(f"{path}:{line or '?'}" for path, line in summary.safety_rejects[:10])
-        more = f" and {len(summary.safety_rejects) - 10} more" if len(summary.safety_rejects) > 10 else ""
+        where = escape(refused_lines(summary.safety_rejects, 10))
         err.print(f"[bold red]{len(summary.safety_rejects)} refused line(s) name a safety event (SAE/AE) and are in "
-                  f"no week's report until fixed and ingested again: {escape(lines)}{more} "
-                  "(their reasons: table rejects)[/]", soft_wrap=True)
+                  f"no week's report until fixed and ingested again: {where} (their reasons: table rejects)[/]",
+                  soft_wrap=True)
 
 
 def print_file_notes(summary: IngestSummary) -> None:

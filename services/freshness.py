@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from chronicle.ingest.model import refused_lines
 from chronicle.ops import FlowAge, ProjectFreshness, judge_flows
 from chronicle.services.ingest import safety_rejects
 from chronicle.settings import Settings
@@ -36,10 +37,9 @@ class Freshness:
                            + (f", {self.failures[f.flow_name]} failure(s) since" if self.failures.get(f.flow_name)
                               else ""))
         if self.safety_rejects:
-            where = ", ".join(f"{path}:{line or '?'}" for path, line in self.safety_rejects[:5])
-            more = f" and {len(self.safety_rejects) - 5} more" if len(self.safety_rejects) > 5 else ""
             out.append(f"{len(self.safety_rejects)} refused log line(s) name a safety event (SAE/AE) and are in no "
-                       f"week's report until fixed and ingested again: {where}{more} (table rejects)")
+                       f"week's report until fixed and ingested again: {refused_lines(self.safety_rejects, 5)} "
+                       "(table rejects)")
         return out
 
 

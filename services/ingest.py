@@ -219,7 +219,6 @@ def _same_content(prev: dict[str, Any], fmt: str, content: bytes) -> bool:
     return prev["format"] == fmt and len(content) >= pb and sha256_hex(content[:pb]) == prev["prefix_sha256"]
 
 
-
 # A cheap superset of `names_safety_event`, run in SQL so that only candidate lines leave the database.
 _SAFETY_HINT = r"(?i)ae|不良事件|adverse|susar"
 

@@ -154,6 +154,12 @@ class IngestSummary:
         return asdict(self)
 
 
+def refused_lines(where: list[tuple[str, int | None]], most: int) -> str:
+    """`file:line, …` of the first `most` refused lines, and how many more there are."""
+    shown = ", ".join(f"{path}:{line or '?'}" for path, line in where[:most])
+    return shown + (f" and {len(where) - most} more" if len(where) > most else "")
+
+
 def stable_id(*parts: object) -> str:
     """Deterministic id from parts: the same input read twice gets the same id."""
     joined = "\x1f".join("" if p is None else str(p) for p in parts)

@@ -86,7 +86,7 @@ def test_filters_narrow_the_rows_and_pages_hold_the_rest(trail: Settings, monkey
     assert _rows(first) == 2 and 'id="older"' in first and 'id="newer"' not in first
     second = root.get("/audit", params={"outcome": "ok", "page": 2}).text
     assert 'id="newer"' in second and "outcome=ok" in second  # the filter is kept from page to page
-    assert set(first.split("<tr")[1:]) .isdisjoint(second.split("<tr")[2:])
+    assert set(first.split("<tr")[1:]).isdisjoint(second.split("<tr")[2:])
 
 
 def test_the_download_is_audited_and_holds_no_formula(trail: Settings) -> None:

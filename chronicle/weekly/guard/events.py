@@ -20,16 +20,6 @@ EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "decisions": (r"决定|决策|(?<![a-z])(?:decided|decisions?)(?![a-z])", ("decision",)),
 }
 _COMPILED = {key: re.compile(words) for key, (words, _) in EVENTS.items()}
-# A safety event named anywhere in a raw log line, denied or not: a line the ingest refused cannot be judged, so any
-# mention counts. Letters, digits and `_` bound the short words, so a hex id (`…2ae1…`) or `maes` is not one.
-_SAFETY = re.compile(r"(?<![a-z0-9_])s?aes?(?![a-z0-9_])|不良事件|adverse\s+(?:events?|reactions?)|susars?",
-                     re.IGNORECASE)
-
-
-def names_safety_event(raw: str) -> bool:
-    """Whether a raw log line (as refused, JSON or CSV or prose) names an SAE, AE or SUSAR: `"type": "sae"` or the
-    words, in Chinese or English."""
-    return _SAFETY.search(raw) is not None
 _CLAUSE = re.compile(r"[,，、()（）:：]|\band\b|\bbut\b")
 _NEGATION = re.compile(r"(?:无|没有|未|未曾|否认|(?<![a-z])(?:no|not|none|without|never)(?![a-z])|n't)"
                        r"(?:[^,，。;；]{0,8}?)$")
@@ -57,3 +47,15 @@ def mentions(canonical_text: str, skip: Iterable[str] = ()) -> dict[str, bool]:
 def supports(key: str, entry_type: str, entry_text: str) -> bool:
     """Whether one cited entry can back a sentence about event `key`: its type, or its words."""
     return entry_type in EVENTS[key][1] or _COMPILED[key].search(entry_text) is not None
+
+
+# A safety event named anywhere in a raw log line, denied or not: a line the ingest refused cannot be judged, so any
+# mention counts. Letters, digits and `_` bound the short words, so a hex id (`…2ae1…`) or `maes` is not one.
+_SAFETY = re.compile(r"(?<![a-z0-9_])s?aes?(?![a-z0-9_])|不良事件|adverse\s+(?:events?|reactions?)|susars?",
+                     re.IGNORECASE)
+
+
+def names_safety_event(raw: str) -> bool:
+    """Whether a raw log line (as refused, JSON or CSV or prose) names an SAE, AE or SUSAR: `"type": "sae"` or the
+    words, in Chinese or English."""
+    return _SAFETY.search(raw) is not None
