@@ -1,4 +1,4 @@
-"""`chronicle desk user add|disable|enable|passwd|grant|show`: the review desk's accounts, scriptable headless.
+"""`chronicle desk user add|disable|enable|passwd|grant|show|list`: the review desk's accounts, scriptable headless.
 
 A password comes from a hidden prompt, or from standard input with `--password-stdin` (its first line), never
 from an option (it would sit in the shell history and the process list). Every change is an audit row.
@@ -15,6 +15,8 @@ from rich.markup import escape
 from chronicle.cli.common import HomeOpt, console, fail, settings_from_options
 
 StdinOpt = typer.Option(False, "--password-stdin", help="Read the password from the first line of standard input.")
+TemporaryOpt = typer.Option(False, "--temporary", help="A password to hand over: the account must change it at its "
+                                                     "next desk sign-in, and cannot sign until it has.")
 
 
 def _password(from_stdin: bool) -> str:
@@ -47,6 +49,7 @@ def _roles(grants: list[str]) -> dict[str, str]:
 def _describe(account: object) -> str:
     roles = ", ".join(f"{p}={r}" for p, r in sorted(account.roles.items())) or "no roles"  # type: ignore[attr-defined]
     state = " (disabled)" if account.disabled else ""  # type: ignore[attr-defined]
+    state += " (temporary password)" if account.temporary else ""  # type: ignore[attr-defined]
     return f"{escape(account.username)} “{escape(account.printed_name)}”{state}: {escape(roles)}"  # type: ignore[attr-defined]
 
 
@@ -69,16 +72,17 @@ def register(desk: typer.Typer) -> None:
             name: str = typer.Option(..., "--name", help="Printed name, shown with every signature."),
             role: list[str] = typer.Option([], "--role", help="PROJECT=reader|reviewer|admin (* = every project); "
                                                              "repeatable."),
-            password_stdin: bool = StdinOpt, home: str | None = HomeOpt) -> None:
+            password_stdin: bool = StdinOpt, temporary: bool = TemporaryOpt, home: str | None = HomeOpt) -> None:
         """Create an account."""
         settings = settings_from_options(home)
         roles = _roles(role)
-        run("add_user", settings, username, name, _password(password_stdin), roles)
+        run("add_user", settings, username, name, _password(password_stdin), roles, temporary=temporary)
 
     @user.command("passwd")
-    def passwd(username: str, password_stdin: bool = StdinOpt, home: str | None = HomeOpt) -> None:
+    def passwd(username: str, password_stdin: bool = StdinOpt, temporary: bool = TemporaryOpt,
+               home: str | None = HomeOpt) -> None:
         """Set an account's password."""
-        run("set_password", settings_from_options(home), username, _password(password_stdin))
+        run("set_password", settings_from_options(home), username, _password(password_stdin), temporary=temporary)
 
     @user.command("disable")
     def disable(username: str, home: str | None = HomeOpt) -> None:
@@ -107,3 +111,11 @@ def register(desk: typer.Typer) -> None:
         if found is None:
             fail(f"no account {username!r}", code=1)
         console.print(_describe(found))
+
+    @user.command("list")
+    def list_(home: str | None = HomeOpt) -> None:
+        """Every account: printed name, state, roles."""
+        from chronicle.services.accounts import list_accounts
+
+        for found in list_accounts(settings_from_options(home)):
+            console.print(_describe(found))

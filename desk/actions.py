@@ -9,8 +9,8 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from chronicle.desk.security import check_csrf, client_address, start_session
-from chronicle.desk.web import account, iso_week, render, reviewable, settings_of
+from chronicle.desk.security import client_address, start_session
+from chronicle.desk.web import account, form_of, iso_week, render, reviewable, settings_of, text_of
 from chronicle.services import desk_views
 from chronicle.services.accounts import MIN_PASSWORD, AccountError, LoginRefused, authenticate, change_own_password
 from chronicle.services.corrections import InvalidEdit
@@ -27,20 +27,9 @@ from chronicle.services.reports import sign_report as sign_version
 router = APIRouter()
 
 
-async def _form(request: Request) -> FormData:
-    form = await request.form()
-    check_csrf(request, form)
-    return form
-
-
-def _text(form: FormData, name: str) -> str:
-    value = form.get(name)
-    return value if isinstance(value, str) else ""
-
-
 def _int(form: FormData, name: str) -> int:
     try:
-        return int(_text(form, name))
+        return int(text_of(form, name))
     except ValueError:
         raise HTTPException(400, f"{name} is missing") from None
 
@@ -52,9 +41,9 @@ def login_page(request: Request) -> HTMLResponse:
 
 @router.post("/login")
 async def login(request: Request) -> Response:
-    form = await _form(request)
+    form = await form_of(request)
     try:
-        who = authenticate(settings_of(request), _text(form, "username"), _text(form, "password"),
+        who = authenticate(settings_of(request), text_of(form, "username"), text_of(form, "password"),
                            remote=client_address(request))
     except LoginRefused as exc:
         return render(request, "login.html", status_code=401 if exc.reason != "throttled" else 429, error=str(exc))
@@ -64,18 +53,18 @@ async def login(request: Request) -> Response:
 
 @router.get("/account", response_class=HTMLResponse)
 def account_page(request: Request) -> HTMLResponse:
-    return render(request, "account.html", who=account(request), min_password=MIN_PASSWORD)
+    return render(request, "account.html", who=account(request, temporary_ok=True), min_password=MIN_PASSWORD)
 
 
 @router.post("/account", response_class=HTMLResponse)
 async def change_password(request: Request) -> Response:
     """Change one's own password: the current one, then the new one twice. Every other session of the account
-    ends; this one goes on under the new password."""
-    who = account(request)
-    form = await _form(request)
+    ends; this one goes on under the new password (no longer temporary, when an administrator had set it)."""
+    who = account(request, temporary_ok=True)
+    form = await form_of(request)
     try:
-        who = change_own_password(settings_of(request), who.username, _text(form, "current"), _text(form, "new"),
-                                  _text(form, "repeat"), remote=client_address(request))
+        who = change_own_password(settings_of(request), who.username, text_of(form, "current"), text_of(form, "new"),
+                                  text_of(form, "repeat"), remote=client_address(request))
     except LoginRefused as exc:
         return render(request, "account.html", status_code=401 if exc.reason != "throttled" else 429, who=who,
                       error=str(exc), min_password=MIN_PASSWORD)
@@ -87,7 +76,7 @@ async def change_password(request: Request) -> Response:
 
 @router.post("/logout")
 async def logout(request: Request) -> Response:
-    await _form(request)
+    await form_of(request)
     request.session.clear()
     return RedirectResponse("/login", status_code=303)
 
@@ -110,14 +99,14 @@ def correct_page(request: Request, project_id: str, week: str) -> HTMLResponse:
 @router.post("/p/{project_id}/w/{week}/correct", response_class=HTMLResponse)
 async def correct(request: Request, project_id: str, week: str) -> Response:
     who = account(request)
-    form = await _form(request)
+    form = await form_of(request)
     reviewable(who, project_id)
     settings, iso = settings_of(request), iso_week(week)
     page = _current(request, project_id, week)
-    text, reason, base = _text(form, "text"), _text(form, "reason"), _int(form, "base_version")
+    text, reason, base = text_of(form, "text"), text_of(form, "reason"), _int(form, "base_version")
     shown = {"who": who, "p": page, "text": text, "reason": reason, "base": base}
     try:
-        if _text(form, "action") != "save":
+        if text_of(form, "action") != "save":
             return render(request, "correct.html", preview=preview_edit(settings, project_id, iso, text), **shown)
         result = edit_report(settings, project_id, iso, text, author=who.username, reason=reason, base_version=base,
                              remote=client_address(request))
@@ -140,14 +129,14 @@ def sign_page(request: Request, project_id: str, week: str) -> HTMLResponse:
 @router.post("/p/{project_id}/w/{week}/sign", response_class=HTMLResponse)
 async def sign(request: Request, project_id: str, week: str) -> Response:
     who = account(request)
-    form = await _form(request)
+    form = await form_of(request)
     reviewable(who, project_id)
     iso = iso_week(week)
     shown = {"who": who, "p": _current(request, project_id, week), "meanings": MEANINGS}
     try:
         sign_version(settings_of(request), project_id, iso, version=_int(form, "version"), account=who,
-                     password=_text(form, "password"), meaning=_text(form, "meaning"),  # type: ignore[arg-type]
-                     remote=client_address(request), note=_text(form, "note") or None)
+                     password=text_of(form, "password"), meaning=text_of(form, "meaning"),  # type: ignore[arg-type]
+                     remote=client_address(request), note=text_of(form, "note") or None)
     except LoginRefused as exc:
         return render(request, "sign.html", status_code=401 if exc.reason != "throttled" else 429, error=str(exc),
                       **shown)

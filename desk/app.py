@@ -12,12 +12,13 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from chronicle.desk import actions, audit, pages
+from chronicle.desk import accounts, actions, audit, pages
 from chronicle.desk.security import (
     COOKIE,
     BodyLimit,
     CsrfRefused,
     LoginRequired,
+    PasswordChangeRequired,
     SecurityHeaders,
     body_limit,
     session_secret,
@@ -53,6 +54,7 @@ def create_app(settings: Settings, *, https_only: bool = False) -> FastAPI:
     app.include_router(actions.router)
     app.include_router(pages.router)
     app.include_router(audit.router)
+    app.include_router(accounts.router)
 
     font = cjk_font()
 
@@ -66,6 +68,10 @@ def create_app(settings: Settings, *, https_only: bool = False) -> FastAPI:
     @app.exception_handler(LoginRequired)
     def _login(request: Request, exc: LoginRequired) -> Response:
         return RedirectResponse("/login", status_code=303)
+
+    @app.exception_handler(PasswordChangeRequired)
+    def _temporary(request: Request, exc: PasswordChangeRequired) -> Response:
+        return RedirectResponse("/account", status_code=303)
 
     @app.exception_handler(CsrfRefused)
     def _csrf(request: Request, exc: CsrfRefused) -> Response:

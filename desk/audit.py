@@ -32,7 +32,7 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _scope_and_filter(request: Request, who: Account) -> tuple[list[str] | None, AuditFilter]:
-    scope = who.audit_scope()
+    scope = who.admin_scope()
     if scope == []:
         raise HTTPException(404, "no such page")
     q = request.query_params

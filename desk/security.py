@@ -47,6 +47,10 @@ class LoginRequired(Exception):
     """No live session: the visitor is sent to the login page."""
 
 
+class PasswordChangeRequired(Exception):
+    """The account's password is temporary (set by an administrator): the visitor is sent to their own page."""
+
+
 def session_secret(settings: Settings) -> str:
     """The home's signing secret, created on first use readable by its owner only."""
     home = settings.home.expanduser().resolve()

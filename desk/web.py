@@ -10,10 +10,11 @@ from typing import Any
 from fastapi import HTTPException
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from chronicle.desk.security import LoginRequired, csrf_token, signed_in
+from chronicle.desk.security import LoginRequired, PasswordChangeRequired, check_csrf, csrf_token, signed_in
 from chronicle.services.accounts import Account, get_account
 from chronicle.services.desk_views import STATE_LABELS
 from chronicle.settings import Settings
@@ -60,16 +61,31 @@ def settings_of(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def account(request: Request) -> Account:
+def account(request: Request, *, temporary_ok: bool = False) -> Account:
     """The signed-in, enabled account whose password is the one the session signed in with; LoginRequired
-    otherwise."""
+    otherwise. An account whose password an administrator set reaches nothing but its own page
+    (`temporary_ok`) until it has changed it: PasswordChangeRequired."""
     settings = settings_of(request)
     username = signed_in(request, settings.desk.idle_timeout_s)
     found = get_account(settings, username) if username else None
     if found is None or found.disabled or request.session.get("cred") != found.credential:
         request.session.clear()
         raise LoginRequired()
+    if found.temporary and not temporary_ok:
+        raise PasswordChangeRequired()
     return found
+
+
+async def form_of(request: Request) -> FormData:
+    """The POSTed form, once its CSRF token is the session's (CsrfRefused otherwise)."""
+    form = await request.form()
+    check_csrf(request, form)
+    return form
+
+
+def text_of(form: FormData, name: str) -> str:
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
 
 
 def readable(who: Account, project_id: str) -> str:

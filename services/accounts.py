@@ -10,14 +10,14 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
 from pwdlib import PasswordHash
 
-from chronicle.services.audit import audit_row
+from chronicle.services.audit import audit_row, record
 from chronicle.settings import Settings
 from chronicle.storage import desk
 from chronicle.storage.db import read, write
@@ -54,6 +54,9 @@ class Account:
     credential: str = ""
     """A digest of the stored password hash: a desk session carries the one it signed in with, so a password
     change ends every other session of the account (as Django's session auth hash does)."""
+    temporary: bool = False
+    """Its password was set by an administrator: the desk lets it do nothing but change it, and it cannot sign."""
+    last_sign_in: datetime | None = None
 
     def role_for(self, project_id: str) -> str | None:
         """The strongest role on `project_id` (its own or the "*" one); None for a disabled account."""
@@ -68,17 +71,17 @@ class Account:
     def can_review(self, project_id: str) -> bool:
         return self.role_for(project_id) in ("reviewer", "admin")
 
-    def audit_scope(self) -> list[str] | None:
-        """Whose audit rows this account reads in the desk: an admin of every project ("*") reads every row, sign-ins
-        and account changes included (None); an admin of some projects, their rows ([] for an account that
-        administers none)."""
+    def admin_scope(self) -> list[str] | None:
+        """What this account administers in the desk (its audit rows; its accounts' roles): an admin of every
+        project ("*"), everything (None) — every audit row, sign-ins included, and every account; an admin of some
+        projects, those ([] for an account that administers none)."""
         if self.role_for(ALL_PROJECTS) == "admin":
             return None
         return sorted(p for p in self.roles if p != ALL_PROJECTS and self.role_for(p) == "admin")
 
     @property
-    def audits(self) -> bool:
-        return self.audit_scope() != []
+    def administers(self) -> bool:
+        return self.admin_scope() != []
 
 
 @cache
@@ -96,11 +99,80 @@ def _account(row: desk.AccountRow | None) -> Account | None:
     if row is None:
         return None
     credential = hashlib.sha256(row.password_hash.encode()).hexdigest()[:24]
-    return Account(row.username, row.printed_name, row.disabled, dict(row.roles), credential)
+    return Account(row.username, row.printed_name, row.disabled, dict(row.roles), credential, row.temporary,
+                   row.last_sign_in)
 
 
 def get_account(settings: Settings, username: str) -> Account | None:
     return _account(read(settings, desk.get_account, username))
+
+
+def list_accounts(settings: Settings, viewer: Account | None = None) -> list[Account]:
+    """Every account, with the roles it holds on what `viewer` administers: an admin of every project (or the
+    command line's operator, None) sees every role; an admin of some projects sees every account (to grant one a
+    role) but only the roles on their own projects."""
+    scope = viewer.admin_scope() if viewer else None
+    found = [_account(row) for row in read(settings, desk.list_accounts)]
+    if scope is None:
+        return found  # type: ignore[return-value]
+    return [replace(a, roles={p: r for p, r in a.roles.items() if p in scope}) for a in found]  # type: ignore[misc]
+
+
+class ManageRefused(AccountError):
+    """A change the administrator may not make from the desk."""
+
+
+def check_manages(manager: Account, username: str, project_id: str | None = None) -> None:
+    """What an administrator may change in the desk, or ManageRefused. An admin of every project changes any other
+    account: adds it, disables or enables it, gives it a temporary password, grants it any role anywhere. An admin
+    of some projects grants and revokes roles on those projects only (`project_id`). Nobody changes their own
+    account here: their password is changed on their own page and their roles by another admin, so no slip of a
+    click locks the last administrator out."""
+    scope = manager.admin_scope()
+    if scope == []:
+        raise ManageRefused("you administer no project")
+    if username == manager.username:
+        raise ManageRefused("you cannot change your own account here: your password is changed on your own page, "
+                            "your roles by another administrator")
+    if scope is None:
+        return
+    if project_id is None:
+        raise ManageRefused("only an administrator of every project adds accounts, disables them or sets their "
+                            "passwords")
+    if project_id not in scope:
+        raise ManageRefused(f"you do not administer {project_id!r}: you grant roles on "
+                            f"{', '.join(scope)} only")
+
+
+CHANGES = {"add": "user-add", "grant": "grant", "disable": "user-disable", "enable": "user-enable",
+           "password": "user-passwd"}
+"""What an administrator changes in the desk, and the audit action of each (the same as the command line's)."""
+
+
+def manage(settings: Settings, manager: Account, change: str, username: str, *, remote: str, project_id: str = "",
+           role: str = "", printed_name: str = "", password: str = "") -> Account:
+    """`manager`'s change to another account from the desk: `change` is one of CHANGES; a password given here is
+    temporary (to be changed at the account's next sign-in), since the administrator knows it. ManageRefused when
+    `check_manages` says no (audited as a refusal, nothing changed); AccountError when the change is invalid."""
+    if change not in CHANGES:
+        raise AccountError(f"unknown change {change!r}")
+    if change == "grant" and not project_id:
+        raise AccountError("choose a project for the role")
+    try:
+        check_manages(manager, username, project_id if change == "grant" else None)
+    except ManageRefused:
+        record(settings, actor=manager.username, action=CHANGES[change], outcome="refused:not-permitted",
+               detail={"username": username, **({"project_id": project_id} if project_id else {})}, remote=remote)
+        raise
+    by: dict[str, Any] = {"actor": manager.username, "remote": remote}
+    if change == "add":
+        return add_user(settings, username, printed_name, password, {project_id: role} if project_id else {},
+                        temporary=True, **by)
+    if change == "grant":
+        return grant(settings, username, project_id, None if role == "none" else role, **by)
+    if change == "password":
+        return set_password(settings, username, password, temporary=True, **by)
+    return disable_user(settings, username, disabled=change == "disable", **by)
 
 
 def _check_text(value: str, what: str) -> str:
@@ -129,8 +201,10 @@ def _check_roles(roles: dict[str, str]) -> dict[str, str]:
 
 
 def add_user(settings: Settings, username: str, printed_name: str, password: str,
-             roles: dict[str, str] | None = None, *, actor: str = "cli", remote: str | None = "cli") -> Account:
-    """Create an account; AccountError when the name is taken or anything is invalid. Audited."""
+             roles: dict[str, str] | None = None, *, temporary: bool = False, actor: str = "cli",
+             remote: str | None = "cli") -> Account:
+    """Create an account; AccountError when the name is taken or anything is invalid. Audited. `temporary`: the
+    password is one an administrator hands over, to be changed at the first sign-in."""
     if not _USERNAME.fullmatch(username or ""):
         raise AccountError(f"username {username!r}: letters, digits and . _ @ - only (at most 64), "
                            "starting with a letter or digit")
@@ -142,25 +216,26 @@ def add_user(settings: Settings, username: str, printed_name: str, password: str
         if desk.get_account(conn, username) is not None:
             raise AccountError(f"account {username!r} exists already (use `desk user passwd` or `desk user grant`)")
         now = utc_now()
-        desk.insert_account(conn, username, printed, hashed, now)
+        desk.insert_account(conn, username, printed, hashed, now, temporary=temporary)
         for project, role in roles.items():
             desk.set_role(conn, username, project, role, now)
-        desk.insert_audit(conn, audit_row(actor=actor, action="user-add", detail={"username": username,
-                                                                                  "roles": roles}, remote=remote))
+        desk.insert_audit(conn, audit_row(actor=actor, action="user-add", remote=remote, detail={
+            "username": username, "roles": roles, "temporary_password": temporary}))
 
     write(settings, create, guard=desk.account_guard(username))
-    return Account(username, printed, False, roles)
+    return Account(username, printed, False, roles, temporary=temporary)
 
 
 def _change(settings: Settings, username: str, action: str, detail: dict[str, object], *, actor: str,
-            remote: str | None, password_hash: str | None = None, disabled: bool | None = None,
-            role: tuple[str, str | None] | None = None) -> Account:
+            remote: str | None, password_hash: str | None = None, temporary: bool = False,
+            disabled: bool | None = None, role: tuple[str, str | None] | None = None) -> Account:
     def change(conn) -> Account:  # type: ignore[no-untyped-def]
         if desk.get_account(conn, username) is None:
             raise AccountError(f"no account {username!r}")
         now = utc_now()
         if password_hash is not None or disabled is not None:
-            desk.update_account(conn, username, now, password_hash=password_hash, disabled=disabled)
+            desk.update_account(conn, username, now, password_hash=password_hash, temporary=temporary,
+                                disabled=disabled)
         if role is not None:
             desk.set_role(conn, username, role[0], role[1], now)
         desk.insert_audit(conn, audit_row(actor=actor, action=action, detail={"username": username, **detail},
@@ -170,10 +245,13 @@ def _change(settings: Settings, username: str, action: str, detail: dict[str, ob
     return write(settings, change, guard=desk.account_guard(username))
 
 
-def set_password(settings: Settings, username: str, password: str, *, actor: str = "cli",
+def set_password(settings: Settings, username: str, password: str, *, temporary: bool = False, actor: str = "cli",
                  remote: str | None = "cli") -> Account:
+    """Set the password (every session of the account ends with it). `temporary`: one an administrator hands over,
+    to be changed at the next sign-in."""
     hashed = _hasher().hash(_check_password(password))
-    return _change(settings, username, "user-passwd", {}, actor=actor, remote=remote, password_hash=hashed)
+    return _change(settings, username, "user-passwd", {"temporary": True} if temporary else {}, actor=actor,
+                   remote=remote, password_hash=hashed, temporary=temporary)
 
 
 def change_own_password(settings: Settings, username: str, current: str, new: str, repeated: str, *,

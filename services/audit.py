@@ -53,7 +53,7 @@ class AuditPage:
 
 
 def audit_page(settings: Settings, scope: list[str] | None, f: AuditFilter, *, page: int, size: int) -> AuditPage:
-    """One page of the rows `f` selects among those of `scope` (`Account.audit_scope`), in one read window."""
+    """One page of the rows `f` selects among those of `scope` (`Account.admin_scope`), in one read window."""
     def look(conn: Any) -> AuditPage:
         total = desk.audit_count(conn, scope, f)
         pages = max(1, -(-total // size))

@@ -213,20 +213,24 @@ def sign_report(settings: Settings, project_id: str, week: IsoWeek, *, version: 
 
     The signature records the printed name, UTC time and meaning, bound to the sha256 of that version's exact text;
     it must be the week's current version (VersionConflict otherwise), and it clears the review flag of that
-    version only. SignRefused: not a reviewer of the project, or an unknown meaning.
+    version only. SignRefused: not a reviewer of the project, a temporary password, or an unknown meaning.
     """
     username = account.username if isinstance(account, Account) else account
     signer = authenticate(settings, username, password, remote=remote, action="reauth",
                           concerning={"project_id": project_id, "week_number": week.number, "version": version})
-    if meaning not in MEANINGS or not signer.can_review(project_id):
-        why = "meaning" if meaning not in MEANINGS else "role"
+    # A password an administrator set is known to two people: it signs nothing until its owner has changed it.
+    why = ("meaning" if meaning not in MEANINGS else "role" if not signer.can_review(project_id)
+           else "temporary-password" if signer.temporary else None)
+    if why is not None:
         for attempt in transactions(settings):
             with attempt as conn:
                 desk.insert_audit(conn, audit_row(actor=username, action="sign", outcome=f"refused:{why}",
                                                   project_id=project_id, week_number=week.number, version=version,
                                                   detail={"meaning": meaning}, remote=remote))
-        raise SignRefused(f"unknown meaning {meaning!r}: reviewed or approved" if why == "meaning"
-                          else f"{username} is not a reviewer of {project_id}")
+        raise SignRefused({"meaning": f"unknown meaning {meaning!r}: reviewed or approved",
+                           "role": f"{username} is not a reviewer of {project_id}",
+                           "temporary-password": f"{username}'s password was set by an administrator: change it "
+                                                 "(the desk's Your account page) before signing"}[why])
     for attempt in transactions(settings, guard=reports.guard_keys([project_id])):
         with attempt as conn:
             sig = _sign(conn, project_id, week, version, signer, meaning, note, remote)

@@ -26,6 +26,10 @@ class AccountRow:
     password_hash: str
     disabled: bool
     roles: dict[str, str]
+    temporary: bool = False
+    """The password was set by an administrator for this account: it must be changed before anything else."""
+    last_sign_in: datetime | None = None
+    """UTC, of the last successful sign-in (read by `list_accounts` only)."""
 
 
 @dataclass(frozen=True)
@@ -62,28 +66,43 @@ def account_guard(username: str) -> list[str]:
 
 # --- accounts --------------------------------------------------------------------------------
 def get_account(conn: duckdb.DuckDBPyConnection, username: str) -> AccountRow | None:
-    rows = conn.execute("SELECT printed_name, password_hash, disabled FROM desk_accounts WHERE username = ?",
-                        [username]).fetchall()
+    rows = conn.execute("SELECT printed_name, password_hash, disabled, coalesce(password_temporary, false)"
+                        " FROM desk_accounts WHERE username = ?", [username]).fetchall()
     if not rows:
         return None
     roles = dict(conn.execute("SELECT project_id, role FROM desk_roles WHERE username = ? ORDER BY project_id",
                               [username]).fetchall())
-    printed, hashed, disabled = rows[0]
-    return AccountRow(username, printed, hashed, bool(disabled), roles)
+    printed, hashed, disabled, temporary = rows[0]
+    return AccountRow(username, printed, hashed, bool(disabled), roles, bool(temporary))
+
+
+def list_accounts(conn: duckdb.DuckDBPyConnection) -> list[AccountRow]:
+    """Every account by name, with its roles and last successful sign-in: three reads, whatever the count."""
+    roles: dict[str, dict[str, str]] = {}
+    for username, project_id, role in conn.execute("SELECT username, project_id, role FROM desk_roles").fetchall():
+        roles.setdefault(username, {})[project_id] = role
+    last = dict(conn.execute("SELECT username, max(tried_at) FROM desk_login_attempts WHERE ok GROUP BY username")
+                .fetchall())
+    rows = conn.execute("SELECT username, printed_name, password_hash, disabled, coalesce(password_temporary, false)"
+                        " FROM desk_accounts ORDER BY username").fetchall()
+    return [AccountRow(u, printed, hashed, bool(disabled), dict(sorted(roles.get(u, {}).items())), bool(temporary),
+                       last.get(u)) for u, printed, hashed, disabled, temporary in rows]
 
 
 def insert_account(conn: duckdb.DuckDBPyConnection, username: str, printed_name: str, password_hash: str,
-                   now: datetime) -> None:
-    conn.execute("INSERT INTO desk_accounts (username, printed_name, password_hash, disabled, created_at, updated_at)"
-                 " VALUES (?, ?, ?, false, ?, ?)", [username, printed_name, password_hash, now, now])
+                   now: datetime, *, temporary: bool = False) -> None:
+    conn.execute("INSERT INTO desk_accounts (username, printed_name, password_hash, disabled, password_temporary,"
+                 " created_at, updated_at) VALUES (?, ?, ?, false, ?, ?, ?)",
+                 [username, printed_name, password_hash, temporary, now, now])
 
 
 def update_account(conn: duckdb.DuckDBPyConnection, username: str, now: datetime, *,
-                   password_hash: str | None = None, disabled: bool | None = None) -> None:
-    sets, args = ["updated_at = ?"], [now]
+                   password_hash: str | None = None, temporary: bool = False, disabled: bool | None = None) -> None:
+    """`temporary` goes with a new `password_hash` (and is ignored without one)."""
+    sets, args = ["updated_at = ?"], [now]  # type: list[str], list[Any]
     if password_hash is not None:
-        sets.append("password_hash = ?")
-        args.append(password_hash)
+        sets.append("password_hash = ?, password_temporary = ?")
+        args.extend([password_hash, temporary])
     if disabled is not None:
         sets.append("disabled = ?")
         args.append(disabled)

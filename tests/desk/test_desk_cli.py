@@ -42,6 +42,14 @@ def test_accounts_are_managed_from_the_command_line_with_the_password_on_stdin(s
                                   "--password-stdin", stdin=PASSWORD + "\n", code=2)
     assert "exists already" in _cli("desk", "user", "add", "ana", "--name", "X", "--password-stdin",
                                     stdin=PASSWORD + "\n", code=2)
+    # A password handed over: marked temporary until its owner changes it; `list` shows every account.
+    assert "(temporary password)" in _cli("desk", "user", "add", "bo", "--name", "Bo", "--role", "XH201=reviewer",
+                                          "--temporary", "--password-stdin", stdin=PASSWORD + "\n")
+    listed = _cli("desk", "user", "list")
+    assert "ana “Dr. Ana Li” (disabled): *=reader" in listed
+    assert "bo “Bo” (temporary password): XH201=reviewer" in listed
+    assert "temporary" not in _cli("desk", "user", "passwd", "bo", "--password-stdin", stdin="bo's own passphrase\n")
+    assert "temporary" in _cli("desk", "user", "passwd", "bo", "--temporary", "--password-stdin", stdin=PASSWORD + "\n")
 
 
 def test_report_edit_names_its_author_and_reason_and_accept_signs(written: Settings, reviewer: str,
