@@ -28,7 +28,6 @@ from chronicle.services.ingest_write import Write, mark, plan_lines, plan_text, 
 from chronicle.settings import Settings
 from chronicle.storage import db, ingest_history, raw_logs
 from chronicle.storage.db import connect
-from chronicle.weekly.guard.events import names_safety_event
 
 _MAX_STALE_ROUNDS = 100
 """Rounds in a row whose every plan another worker made stale before it could be written (each round that
@@ -219,14 +218,9 @@ def _same_content(prev: dict[str, Any], fmt: str, content: bytes) -> bool:
     return prev["format"] == fmt and len(content) >= pb and sha256_hex(content[:pb]) == prev["prefix_sha256"]
 
 
-# A cheap superset of `names_safety_event`, run in SQL so that only candidate lines leave the database.
-_SAFETY_HINT = r"(?i)ae|不良事件|adverse|susar"
-
-
 def safety_rejects(settings: Settings, paths: Sequence[str] | None = None,
                    since: datetime | None = None) -> list[tuple[str, int | None]]:
     """(file, line) of refused lines that name a safety event (SAE, AE, SUSAR) — of `paths` refused at or after
     `since` (a run's new rejects), or all of them: such a line is in no week's stats or report until it is fixed and
     ingested again, so the run and the desk say so rather than count it among the rejects."""
-    rows = db.read(settings, raw_logs.refused_matching, _SAFETY_HINT, paths, since)
-    return [(path, line) for path, line, raw in rows if names_safety_event(raw)]
+    return db.read(settings, raw_logs.refused_safety_lines, paths, since)

@@ -33,6 +33,8 @@ from chronicle.ingest.zones import (
     UTC_NAMES,
 )
 from chronicle.storage.ingest_history import CONTENT_KEY_SQL, registered
+from chronicle.storage.raw_logs import SAFETY_UNDECIDED_SQL, flag_safety
+from chronicle.weekly.guard.events import SAFETY_HINT
 from chronicle.weeks import utc_now
 
 CANONICAL = ("project_id", "ts", "actor", "type", "content")
@@ -373,16 +375,17 @@ def _insert_good_lines(conn: duckdb.DuckDBPyConnection, sql: str, params: dict[s
 def _store_refused(conn: duckdb.DuckDBPyConnection, files: list[str], now: datetime) -> dict[str, dict[str, int]]:
     """The temp table `refused` into `rejects` (each reject once); refused lines by file and reason."""
     conn.execute(
-        """
-        INSERT INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw, rejected_at)
-        SELECT reject_id, source_file, line_no, byte_offset, reason, detail, raw, $now
+        f"""
+        INSERT INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw, rejected_at, safety)
+        SELECT reject_id, source_file, line_no, byte_offset, reason, detail, raw, $now, {SAFETY_UNDECIDED_SQL}
         FROM (SELECT substr(md5(source_file || chr(31) || line_no::VARCHAR || chr(31) || reason), 1, 24)
                      AS reject_id, source_file, line_no, byte_offset, reason, detail, raw FROM refused)
         WHERE reject_id NOT IN (SELECT reject_id FROM rejects WHERE source_file IN (SELECT unnest($files)))
         QUALIFY row_number() OVER (PARTITION BY reject_id ORDER BY line_no) = 1
         """,
-        {"files": files, "now": now.replace(tzinfo=None)},
+        {"files": files, "now": now.replace(tzinfo=None), "safety_hint": SAFETY_HINT},
     )
+    flag_safety(conn, files)
     counts: dict[str, dict[str, int]] = {}
     for file, reason, n in conn.execute("SELECT source_file, reason, count(*) FROM refused GROUP BY 1, 2").fetchall():
         counts.setdefault(file, {})[reason] = n

@@ -17,6 +17,7 @@ import pyarrow as pa
 from chronicle.ingest.model import Entry, Reject
 from chronicle.storage.db import dict_rows
 from chronicle.storage.ingest_history import CONTENT_KEY_SQL, registered, strings
+from chronicle.weekly.guard.events import SAFETY_HINT, names_safety_event
 from chronicle.weeks import utc_now
 
 KEY = CONTENT_KEY_SQL.format(p="", sid="coalesce(json_extract_string(metadata, '$.id'), "
@@ -75,25 +76,46 @@ def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -
     })
     with registered(conn, new_rejects=table):
         conn.execute(
-            """INSERT INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw, rejected_at)
-               SELECT reject_id, source_file, line_no, byte_offset, reason, detail, raw, ? FROM new_rejects
+            f"""INSERT INTO rejects (reject_id, source_file, line_no, byte_offset, reason, detail, raw, rejected_at,
+                                    safety)
+               SELECT reject_id, source_file, line_no, byte_offset, reason, detail, raw, $now, {SAFETY_UNDECIDED_SQL}
+               FROM new_rejects
                WHERE reject_id NOT IN (SELECT reject_id FROM rejects
                                        WHERE source_file IN (SELECT DISTINCT source_file FROM new_rejects))
                QUALIFY row_number() OVER (PARTITION BY reject_id) = 1""",
-            [utc_now()],
+            {"now": utc_now(), "safety_hint": SAFETY_HINT},
         )
+    flag_safety(conn, sorted({r.source_file for r in rejects}))
 
 
-def refused_matching(conn: duckdb.DuckDBPyConnection, hint: str, paths: Sequence[str] | None = None,
-                     since: datetime | None = None) -> list[tuple[str, int | None, str]]:
-    """(file, line, raw) of refused lines whose raw text matches the regular expression `hint` (a cheap superset of
-    what the caller looks for): of `paths` only, and refused at or after `since` (a run's new rejects), when given."""
+# At insert, a line SQL's cheap superset rules out is decided (false); the rest wait for `flag_safety`.
+SAFETY_UNDECIDED_SQL = "CASE WHEN regexp_matches(raw, $safety_hint) THEN NULL ELSE false END"
+
+
+def flag_safety(conn: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
+    """Decide `safety` for the refused lines of `files` that have no answer yet, by the rule itself. Called in the
+    transaction that stores them, so a line is decided once (not on each read) and no finished ingest leaves one
+    undecided; only `files`, so concurrent ingests of other files never update the same rows."""
+    candidates = conn.execute("SELECT reject_id, raw FROM rejects WHERE safety IS NULL AND source_file IN "
+                              "(SELECT unnest($files))", {"files": list(files)}).fetchall()
+    if candidates:
+        named = [reject_id for reject_id, raw in candidates if raw is not None and names_safety_event(raw)]
+        conn.execute("UPDATE rejects SET safety = list_contains($named, reject_id) WHERE safety IS NULL "
+                     "AND source_file IN (SELECT unnest($files))", {"named": named, "files": list(files)})
+
+
+def refused_safety_lines(conn: duckdb.DuckDBPyConnection, paths: Sequence[str] | None = None,
+                         since: datetime | None = None) -> list[tuple[str, int | None]]:
+    """(file, line) of refused lines that name a safety event: of `paths` only, and refused at or after `since` (a
+    run's new rejects), when given. A line not decided yet (stored before the `safety` column, no ingest since) is
+    judged here by the same rule."""
     with registered(conn, refused_paths=strings(list(paths or []), "path")):
-        return conn.execute(
-            """SELECT source_file, line_no, raw FROM rejects
+        rows = conn.execute(
+            """SELECT source_file, line_no, CASE WHEN safety IS NULL THEN raw END FROM rejects
                WHERE (? OR source_file IN (SELECT path FROM refused_paths)) AND (? IS NULL OR rejected_at >= ?)
-                 AND regexp_matches(raw, ?) ORDER BY source_file, line_no""",
-            [paths is None, since, since, hint]).fetchall()
+                 AND (safety OR (safety IS NULL AND regexp_matches(raw, ?))) ORDER BY source_file, line_no""",
+            [paths is None, since, since, SAFETY_HINT]).fetchall()
+    return [(path, line) for path, line, undecided in rows if undecided is None or names_safety_event(undecided)]
 
 
 def file_states(conn: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> dict[str, dict[str, Any]]:

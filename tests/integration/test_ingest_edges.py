@@ -263,6 +263,9 @@ def test_a_refused_line_naming_a_safety_event_is_said_by_the_run_and_the_command
     named = [f"site.jsonl:{n}" for n in (2, 3, 5)]
     assert "3 refused line(s) name a safety event" in out.output and all(n in out.output for n in named), out.output
     assert "site.jsonl:4" not in out.output
+    # Decided once, as the lines were stored (the SQL ingest path): readers read the flag.
+    assert rows(home, "SELECT line_no, safety FROM rejects ORDER BY line_no") == [(2, True), (3, True), (4, False),
+                                                                                (5, True)]
     [(message,)] = rows(home, "SELECT message FROM pipeline_runs WHERE flow_name = 'ingest-logs'")
     assert "3 refused line(s) name a safety event (SAE/AE)" in message, message
     [(counted,)] = rows(home, "SELECT counts->>'safety_rejects' FROM pipeline_runs WHERE flow_name = 'ingest-logs'")

@@ -54,7 +54,7 @@ def _state(settings) -> dict[str, list[tuple]]:
     return {
         "raw_logs": _rows(settings, "SELECT entry_id, project_id, ts, week_number, type, content, metadata::VARCHAR "
                                     "FROM raw_logs ORDER BY entry_id"),
-        "rejects": _rows(settings, "SELECT reject_id, reason, line_no, raw FROM rejects ORDER BY reject_id"),
+        "rejects": _rows(settings, "SELECT reject_id, reason, line_no, raw, safety FROM rejects ORDER BY reject_id"),
         "files": _rows(settings, "SELECT path, size, parsed_bytes, entries, rejects FROM ingest_files ORDER BY 1"),
     }
 
@@ -80,6 +80,12 @@ def test_ingest_is_idempotent_and_keeps_rejects(backend, sample_dir: Path, tmp_p
     (result,) = _ingest(backend, [target])
     assert (result.status, result.entries_added) == ("appended", 1)
     assert len(_state(backend)["raw_logs"]) == len(first["raw_logs"]) + 1
+    # A refused line naming an SAE is flagged as it is stored (an UPDATE in the lake's commit too); none undecided.
+    with target.open("a", encoding="utf-8") as f:
+        f.write('{"project_id": "XH201", "ts": "2025-06-03T09:00:00+08:00", "type": "sae", "content": "住院\n')
+    _ingest(backend, [target])
+    flagged = _rows(backend, "SELECT source_file, safety FROM rejects WHERE safety OR safety IS NULL")
+    assert flagged == [(str(target), True)], flagged
 
 
 def test_reports_versions_and_edits_are_truth(backend, sample_dir: Path, tmp_path: Path) -> None:

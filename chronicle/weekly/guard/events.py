@@ -55,6 +55,10 @@ _SAFETY = re.compile(r"(?<![a-z0-9_])s?aes?(?![a-z0-9_])|不良事件|adverse\s+
                      re.IGNORECASE)
 
 
+SAFETY_HINT = r"(?i)ae|不良事件|adverse|susar"
+"""A cheap superset of `names_safety_event` for SQL's `regexp_matches`, so the rule runs on few lines."""
+
+
 def names_safety_event(raw: str) -> bool:
     """Whether a raw log line (as refused, JSON or CSV or prose) names an SAE, AE or SUSAR: `"type": "sae"` or the
     words, in Chinese or English."""
