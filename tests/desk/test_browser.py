@@ -299,3 +299,50 @@ def test_chronicle_desk_starts_in_one_command_and_prints_where(tmp_path: Path, p
     linked = people.updated(desk_prefect_ui_url="http://prefect.test:4200/")
     week = login(client(linked), "rita", PASSWORD).get("/p/XH201/w/2025-W30").text
     assert 'href="http://prefect.test:4200/runs/flow-run/test-run"' in week
+
+
+def test_an_administrator_adds_a_nurse_who_chooses_her_own_password(people: Settings, tmp_path: Path) -> None:
+    """As people do it: an admin of every project adds an account on the Accounts page with a temporary password;
+    the new account signs in, lands on its own page whatever it asks for, chooses its own password and reads the
+    project. Disabling an account asks once more first: dismissed, nothing changes."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from chronicle.services.accounts import add_user, get_account
+    from tests.desk.conftest import PROJECT
+
+    add_user(people, "root", "Rooted Admin", PASSWORD, {"*": "admin"})
+    temporary, own = "handed over 1234", "nina's own passphrase"
+    driver = _chromium(tmp_path / "chromium-profile", "en-US")
+    try:
+        with _served(people) as url:
+            _login(driver, url, "root")
+            driver.find_element(By.ID, "nav-accounts").click()
+            _await(driver, By.ID, "add-form")
+            for field, value in (("add-username", "nina"), ("add-name", "Nina Nurse"), ("add-password", temporary),
+                                 ("add-project", PROJECT)):
+                driver.find_element(By.ID, field).send_keys(value)
+            Select(driver.find_element(By.ID, "add-role")).select_by_visible_text("reader")
+            driver.find_element(By.ID, "add-btn").click()
+            assert "nina added" in _await(driver, By.ID, "done").text
+            _shot(driver, "accounts")
+            driver.find_element(By.ID, "disable-rita").click()
+            driver.switch_to.alert.dismiss()
+            assert not get_account(people, "rita").disabled
+
+            driver.delete_all_cookies()
+            driver.get(f"{url}/p/{PROJECT}")
+            driver.find_element(By.ID, "username").send_keys("nina")
+            driver.find_element(By.ID, "password").send_keys(temporary)
+            driver.find_element(By.ID, "login").click()
+            assert "set by an administrator" in _await(driver, By.ID, "temporary").text
+            driver.get(f"{url}/p/{PROJECT}")
+            assert driver.current_url.endswith("/account")
+            for field, value in (("current", temporary), ("new", own), ("repeat", own)):
+                driver.find_element(By.ID, field).send_keys(value)
+            driver.find_element(By.ID, "password-btn").click()
+            _await(driver, By.ID, "changed")
+            driver.get(f"{url}/p/{PROJECT}")
+            assert driver.current_url.endswith(f"/p/{PROJECT}") and "Nina Nurse" in driver.page_source
+    finally:
+        driver.quit()
