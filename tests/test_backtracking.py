@@ -19,6 +19,7 @@ a gate, quadratic ones included, also run through the gates at a length no quadr
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import pkgutil
 import re
@@ -33,9 +34,15 @@ with warnings.catch_warnings():  # regexploit parses with `sre_parse`, deprecate
     warnings.simplefilter("ignore", DeprecationWarning)
     import sre_parse
 
+    import regexploit.ast.char
+    from regexploit.ast.categories import list_category
     from regexploit.ast.sre import SreOpParser
     from regexploit.languages.python_node_visitor import PythonNodeVisitor
     from regexploit.redos import find
+
+# regexploit lists the characters of `\w` or `\s` afresh (256 `unicodedata` calls) each time it intersects one with
+# another character class; its own cache of them is never filled. Listed once here: nine tenths of this file's CPU.
+regexploit.ast.char.list_category = functools.cache(lambda category: tuple(list_category(category)))
 
 
 CUBIC = 3
