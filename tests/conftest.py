@@ -231,9 +231,32 @@ def prefect_api() -> Iterator[None]:
     (~13 s): folders whose tests run flows request it in their conftest; tests/unit never does."""
     from prefect.testing.utilities import prefect_test_harness
 
+    _one_ssl_context_per_ca_file()
     with prefect_test_harness(server_startup_timeout=120):
         yield
         flush_prefect_queues()
+
+
+def _one_ssl_context_per_ca_file() -> None:
+    """Prefect makes a new verified SSL context, the CA bundle parsed again (~50 ms of CPU), for every client it
+    builds — each flow run, each slot released, each test's limit reset — though the session server is plain http
+    (PrefectHQ/prefect#19106 would let a caller hand it one). The test processes keep one per CA file: the same
+    context, shared as one httpx client shares it between its connections. Only that call, with its `cafile`, is
+    kept; any other (the unverified one Prefect then changes) is made afresh."""
+    import functools
+    import ssl
+    import types
+
+    import prefect.client.orchestration as orchestration
+
+    verified = functools.cache(lambda cafile: ssl.create_default_context(cafile=cafile))
+
+    def create_default_context(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        if not args and kwargs.keys() == {"cafile"}:
+            return verified(kwargs["cafile"])
+        return ssl.create_default_context(*args, **kwargs)
+
+    orchestration.ssl = types.SimpleNamespace(**{**vars(ssl), "create_default_context": create_default_context})
 
 
 @pytest.fixture(autouse=True)
