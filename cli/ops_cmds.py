@@ -16,9 +16,10 @@ def prefect_states(run_ids: list[str]) -> dict[str, str]:
     """Prefect's state name of these flow runs, from the API commands use (`--prefect` only: it starts one)."""
     import uuid
 
-    from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
     from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from chronicle.services.prefect_client import prefect_client
 
     ids = []
     for run_id in run_ids:
@@ -28,7 +29,7 @@ def prefect_states(run_ids: list[str]) -> dict[str, str]:
             continue
     api = common.ensure_api()
     with temporary_settings(updates={PREFECT_API_URL: api.url} if api.url else {}), \
-            get_client(sync_client=True) as client:
+            prefect_client() as client:
         runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids)), limit=len(ids))
     return {str(r.id): r.state.name if r.state else "?" for r in runs}
 

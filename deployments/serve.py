@@ -42,9 +42,9 @@ def serve_all(settings: Settings, *, limit: int | None = None) -> None:
     if not settings.ingest.source_paths:
         log.warning("source_paths is empty: the ingest schedule is paused until CHRONICLE_SOURCE_PATHS is set")
     # Flows take slots of `llm`; a limit that does not exist would not limit anything.
-    from prefect.client.orchestration import get_client
+    from chronicle.services.prefect_client import prefect_client
 
-    with get_client(sync_client=True) as client:
+    with prefect_client() as client:
         for line in ensure_concurrency_limits(settings, client):
             log.info(line)
     from prefect.settings import temporary_settings

@@ -61,13 +61,12 @@ def ensure_work_pool(client: SyncPrefectClient, name: str = WORK_POOL) -> str:
 
 def run_setup(settings: Settings, *, work_pool: bool = True) -> list[str]:
     """Everything `chronicle setup` does: the storage (embedded file or lake), then the Prefect objects."""
-    from prefect.client.orchestration import get_client
-
     from chronicle.deployments.automations import ensure_automations
+    from chronicle.services.prefect_client import prefect_client
     from chronicle.storage.setup import ensure_storage
 
     done = ensure_storage(settings)
-    with get_client(sync_client=True) as client:
+    with prefect_client() as client:
         done += ensure_concurrency_limits(settings, client)
         if work_pool:
             done.append(ensure_work_pool(client))
@@ -78,13 +77,13 @@ def run_setup(settings: Settings, *, work_pool: bool = True) -> list[str]:
 def check_setup(settings: Settings) -> tuple[list[str], bool]:
     """`chronicle setup --check`: what exists on the Prefect server (limits, pool, block, automations), changing
     nothing; (lines, whether everything `chronicle setup` would create is there)."""
-    from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
     from chronicle.deployments.automations import ALERT_BLOCK_NAME, check_automations
+    from chronicle.services.prefect_client import prefect_client
 
     lines, ok = [], True
-    with get_client(sync_client=True) as client:
+    with prefect_client() as client:
         for name, slots in wanted_limits(settings).items():
             try:
                 current = client.read_global_concurrency_limit_by_name(name)

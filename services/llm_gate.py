@@ -151,12 +151,13 @@ class LLMGate:
 
 def ensure_llm_limit(slots: int) -> bool:
     """Create the `llm` limit, or resize it to `slots`; idempotent. False when the API refuses."""
-    from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectAlreadyExists
+
+    from chronicle.services.prefect_client import prefect_client
 
     try:
         # ObjectAlreadyExists: another run created it between our read and our create — same outcome.
-        with get_client(sync_client=True) as client, suppress(ObjectAlreadyExists):
+        with prefect_client() as client, suppress(ObjectAlreadyExists):
             client.upsert_global_concurrency_limit_by_name(LIMIT_NAME, slots)
         return True
     except Exception as exc:
@@ -256,10 +257,10 @@ logging.getLogger("prefect._internal.concurrency").addFilter(_QuietTimeouts())
 
 def _waiting(n: int) -> str:
     """What a waiting reservation waits for: the limit, who holds it, and when a dead holder's slots return."""
-    from prefect.client.orchestration import get_client
+    from chronicle.services.prefect_client import prefect_client
 
     held = ""
-    with suppress(Exception), get_client(sync_client=True) as client:
+    with suppress(Exception), prefect_client() as client:
         limit = client.read_global_concurrency_limit_by_name(LIMIT_NAME)
         held = f" ({limit.active_slots} of {limit.limit} held by other runs)"
     return (f"waiting for {n} slot(s) of the Prefect concurrency limit '{LIMIT_NAME}'{held}: LLM calls of other "

@@ -52,10 +52,10 @@ def stopped_at_cancel(run_id: str) -> Iterator[None]:
 
 
 def _watch_cancel(run_id: str, done: threading.Event, lock: threading.Lock, fire: Callable[[], bool]) -> None:
-    from prefect.client.orchestration import get_client
+    from chronicle.services.prefect_client import prefect_client
 
     try:
-        with get_client(sync_client=True) as client:
+        with prefect_client() as client:
             while not done.wait(CANCEL_READ_EVERY_S):
                 try:
                     state = client.read_flow_run(uuid.UUID(run_id)).state

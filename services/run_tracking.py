@@ -163,9 +163,9 @@ def _cancelling(exc: BaseException) -> bool:
 def _prefect_state(flow_run_id: Any) -> Any:
     """The run's state as the Prefect API has it now; raises when the API does not answer (each caller decides what
     not knowing means)."""
-    from prefect.client.orchestration import get_client
+    from chronicle.services.prefect_client import prefect_client
 
-    with get_client(sync_client=True) as client:
+    with prefect_client() as client:
         return client.read_flow_run(uuid.UUID(str(flow_run_id))).state
 
 
@@ -181,7 +181,6 @@ def settle_in_prefect(rows: list[RunRow]) -> None:
     tell the API), stayed Running in Prefect for ever: the `chronicle-zombie-runs` automation covers deployment runs
     only. Only rows whose process is gone are settled (a live process is still ending its run), with one read for
     all of them; an API that does not answer changes nothing here."""
-    from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowRunFilter,
         FlowRunFilterId,
@@ -190,6 +189,8 @@ def settle_in_prefect(rows: list[RunRow]) -> None:
     )
     from prefect.client.schemas.objects import StateType
     from prefect.states import Cancelled, Completed, Crashed, Failed
+
+    from chronicle.services.prefect_client import prefect_client
 
     gone: dict[uuid.UUID, RunRow] = {}
     for row in rows:
@@ -201,7 +202,7 @@ def settle_in_prefect(rows: list[RunRow]) -> None:
     final = {"COMPLETED": Completed, "FAILED": Failed, "CRASHED": Crashed, "CANCELLED": Cancelled}
     unfinished = FlowRunFilterStateType(any_=[StateType.RUNNING, StateType.PENDING, StateType.CANCELLING])
     try:
-        with get_client(sync_client=True) as client:
+        with prefect_client() as client:
             for run in client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=list(gone)),
                                                                            state=FlowRunFilterState(type=unfinished)),
                                              limit=len(gone)):
@@ -264,11 +265,12 @@ def _end_cancelled(flow_run_id: Any) -> None:
     would end it, and it stayed Cancelling for ever while its row said CANCELLED. Such a run stops itself at the
     Cancel (`run_cancel.stopped_at_cancel`); this is the Cancel that came after its body had ended, answered at its
     next state request."""
-    from prefect.client.orchestration import get_client
     from prefect.states import Cancelled
 
+    from chronicle.services.prefect_client import prefect_client
+
     try:
-        with get_client(sync_client=True) as client:
+        with prefect_client() as client:
             client.set_flow_run_state(flow_run_id, Cancelled(message=CANCELLED_MESSAGE), force=True)
     except Exception as exc:  # the next flow start settles it (`settle_in_prefect`)
         logging.getLogger("chronicle.runs").warning("could not set cancelled run %s Cancelled: %s: %s", flow_run_id,
@@ -336,14 +338,15 @@ def own_artifacts() -> None:
     first one's (whose failures this attempt may have fixed). Once per attempt; a first attempt has none."""
     from uuid import UUID
 
-    from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    from chronicle.services.prefect_client import prefect_client
 
     run_id, attempt = flow_run.get_id(), flow_run.get_run_count()
     if not run_id or attempt <= 1 or (run_id, attempt) in _cleaned:
         return
     _cleaned.add((run_id, attempt))
-    with get_client(sync_client=True) as client:
+    with prefect_client() as client:
         for artifact in client.read_artifacts(artifact_filter=ArtifactFilter(
                 flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(run_id)]))):
             client.delete_artifact(artifact.id)

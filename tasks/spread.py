@@ -245,12 +245,13 @@ class _Children:
         cancelled. A child that started and whose heartbeat lapsed died (worker killed, host lost): it is set
         Crashed, as `chronicle runs` says, not Cancelled, and the weeks it wrote are credited to it by the caller.
         """
-        from prefect.client.orchestration import get_client
         from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+        from chronicle.services.prefect_client import prefect_client
 
         ended: list[UUID] = []
         settled: list[int] = []
-        with get_client(sync_client=True) as client:
+        with prefect_client() as client:
             while not settled:
                 runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
                     id=FlowRunFilterId(any_=list(self.pending.values()))))
@@ -303,7 +304,6 @@ def _free_workers() -> int | None:
     """How many other workers of this run's pool are online and running no flow run (a child started now would
     find one at once), or None when it cannot be told (no worker runs this run: a local `chronicle` command or
     `serve`). With `--limit 1` on every worker (docs/deploy.md) the parent's own worker cannot take the child."""
-    from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowRunFilter,
         FlowRunFilterState,
@@ -313,7 +313,9 @@ def _free_workers() -> int | None:
     )
     from prefect.client.schemas.objects import StateType, WorkerStatus
 
-    with get_client(sync_client=True) as client:
+    from chronicle.services.prefect_client import prefect_client
+
+    with prefect_client() as client:
         me = client.read_flow_run(UUID(current_flow_run_id()))
         pool = me.work_pool_name
         if not pool or WORKER_LABEL not in me.labels:
@@ -336,10 +338,11 @@ def _rows_of(run_ids: list[UUID]) -> list[WeekOutcome]:
     """The outcome rows the children published (their table artifacts)."""
     if not run_ids:
         return []
-    from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterType
 
-    with get_client(sync_client=True) as client:
+    from chronicle.services.prefect_client import prefect_client
+
+    with prefect_client() as client:
         found = client.read_artifacts(artifact_filter=ArtifactFilter(
             flow_run_id=ArtifactFilterFlowRunId(any_=run_ids), type=ArtifactFilterType(any_=["table"])))
     rows: list[WeekOutcome] = []
