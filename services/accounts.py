@@ -108,14 +108,15 @@ def get_account(settings: Settings, username: str) -> Account | None:
 
 
 def list_accounts(settings: Settings, viewer: Account | None = None) -> list[Account]:
-    """Every account, with the roles it holds on what `viewer` administers: an admin of every project (or the
-    command line's operator, None) sees every role; an admin of some projects sees every account (to grant one a
-    role) but only the roles on their own projects."""
+    """The accounts `viewer` administers: an admin of every project (or the command line's operator, None) sees
+    every account and role; an admin of some projects sees the accounts that hold a role on them, with those roles
+    only — not who else uses the desk or when they signed in (they grant a role to another account by its name)."""
     scope = viewer.admin_scope() if viewer else None
     found = [_account(row) for row in read(settings, desk.list_accounts)]
     if scope is None:
         return found  # type: ignore[return-value]
-    return [replace(a, roles={p: r for p, r in a.roles.items() if p in scope}) for a in found]  # type: ignore[misc]
+    shown = [replace(a, roles={p: r for p, r in a.roles.items() if p in scope}) for a in found]  # type: ignore[misc]
+    return [a for a in shown if a.roles]
 
 
 class ManageRefused(AccountError):

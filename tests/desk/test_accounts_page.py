@@ -90,10 +90,12 @@ def test_a_project_admin_grants_roles_on_their_projects_only(admins: Settings) -
 
     adam = login(client(admins), "adam", PASSWORD)
     page = adam.get("/accounts").text
-    assert "otto" in page and "XH305" not in page  # every account, only the roles on his projects
-    assert 'id="add-form"' not in page and 'id="disable-otto"' not in page
-    ok = _change(adam, change="grant", username="otto", project=PROJECT, role="reader")
+    # The accounts of his project, with their roles there; not who else uses the desk, nor another project's roles.
+    assert 'id="account-rita"' in page and 'id="account-otto"' not in page and "XH305" not in page
+    assert 'id="add-form"' not in page and 'id="disable-rita"' not in page
+    ok = _change(adam, change="grant", username="otto", project=PROJECT, role="reader")  # granted by name
     assert ok.status_code == 303, ok.text[:500]
+    assert 'id="account-otto"' in adam.get("/accounts").text and "XH305" not in adam.get("/accounts").text
     otto = login(client(admins), "otto", PASSWORD)
     assert otto.get(f"/p/{PROJECT}").status_code == 200
 
