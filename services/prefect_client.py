@@ -14,7 +14,8 @@ from typing import Any
 
 
 @cache
-def _verified(cafile: str) -> ssl.SSLContext:
+def verified_context(cafile: str) -> ssl.SSLContext:
+    """The process's one verified context for `cafile`."""
     return ssl.create_default_context(cafile=cafile)
 
 
@@ -26,5 +27,5 @@ def prefect_client() -> Any:
 
     if PREFECT_API_TLS_INSECURE_SKIP_VERIFY.value():
         return get_client(sync_client=True)
-    context = _verified(PREFECT_API_SSL_CERT_FILE.value() or certifi.where())
+    context = verified_context(PREFECT_API_SSL_CERT_FILE.value() or certifi.where())
     return get_client(sync_client=True, httpx_settings={"verify": context})

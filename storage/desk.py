@@ -65,9 +65,12 @@ def account_guard(username: str) -> list[str]:
 
 
 # --- accounts --------------------------------------------------------------------------------
+_ACCOUNT_COLUMNS = "printed_name, password_hash, disabled, coalesce(password_temporary, false)"
+"""An account row's columns after its name (NULL temporary: an account made before the column, not temporary)."""
+
+
 def get_account(conn: duckdb.DuckDBPyConnection, username: str) -> AccountRow | None:
-    rows = conn.execute("SELECT printed_name, password_hash, disabled, coalesce(password_temporary, false)"
-                        " FROM desk_accounts WHERE username = ?", [username]).fetchall()
+    rows = conn.execute(f"SELECT {_ACCOUNT_COLUMNS} FROM desk_accounts WHERE username = ?", [username]).fetchall()
     if not rows:
         return None
     roles = dict(conn.execute("SELECT project_id, role FROM desk_roles WHERE username = ? ORDER BY project_id",
@@ -83,8 +86,7 @@ def list_accounts(conn: duckdb.DuckDBPyConnection) -> list[AccountRow]:
         roles.setdefault(username, {})[project_id] = role
     last = dict(conn.execute("SELECT username, max(tried_at) FROM desk_login_attempts WHERE ok GROUP BY username")
                 .fetchall())
-    rows = conn.execute("SELECT username, printed_name, password_hash, disabled, coalesce(password_temporary, false)"
-                        " FROM desk_accounts ORDER BY username").fetchall()
+    rows = conn.execute(f"SELECT username, {_ACCOUNT_COLUMNS} FROM desk_accounts ORDER BY username").fetchall()
     return [AccountRow(u, printed, hashed, bool(disabled), dict(sorted(roles.get(u, {}).items())), bool(temporary),
                        last.get(u)) for u, printed, hashed, disabled, temporary in rows]
 

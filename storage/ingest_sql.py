@@ -34,7 +34,6 @@ from chronicle.ingest.zones import (
 )
 from chronicle.storage.ingest_history import CONTENT_KEY_SQL, registered
 from chronicle.storage.raw_logs import SAFETY_UNDECIDED_SQL, flag_safety
-from chronicle.weekly.guard.events import SAFETY_HINT
 from chronicle.weeks import utc_now
 
 CANONICAL = ("project_id", "ts", "actor", "type", "content")
@@ -383,7 +382,7 @@ def _store_refused(conn: duckdb.DuckDBPyConnection, files: list[str], now: datet
         WHERE reject_id NOT IN (SELECT reject_id FROM rejects WHERE source_file IN (SELECT unnest($files)))
         QUALIFY row_number() OVER (PARTITION BY reject_id ORDER BY line_no) = 1
         """,
-        {"files": files, "now": now.replace(tzinfo=None), "safety_hint": SAFETY_HINT},
+        {"files": files, "now": now.replace(tzinfo=None)},
     )
     flag_safety(conn, files)
     counts: dict[str, dict[str, int]] = {}

@@ -83,13 +83,13 @@ def insert_rejects(conn: duckdb.DuckDBPyConnection, rejects: Sequence[Reject]) -
                WHERE reject_id NOT IN (SELECT reject_id FROM rejects
                                        WHERE source_file IN (SELECT DISTINCT source_file FROM new_rejects))
                QUALIFY row_number() OVER (PARTITION BY reject_id) = 1""",
-            {"now": utc_now(), "safety_hint": SAFETY_HINT},
+            {"now": utc_now()},
         )
     flag_safety(conn, sorted({r.source_file for r in rejects}))
 
 
 # At insert, a line SQL's cheap superset rules out is decided (false); the rest wait for `flag_safety`.
-SAFETY_UNDECIDED_SQL = "CASE WHEN regexp_matches(raw, $safety_hint) THEN NULL ELSE false END"
+SAFETY_UNDECIDED_SQL = f"""CASE WHEN regexp_matches(raw, '{SAFETY_HINT.replace("'", "''")}') THEN NULL ELSE false END"""
 
 
 def flag_safety(conn: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:

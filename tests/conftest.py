@@ -243,17 +243,16 @@ def _one_ssl_context_per_ca_file() -> None:
     (PrefectHQ/prefect#19106 would let a caller hand it one). The test processes keep one per CA file: the same
     context, shared as one httpx client shares it between its connections. Only that call, with its `cafile`, is
     kept; any other (the unverified one Prefect then changes) is made afresh."""
-    import functools
     import ssl
     import types
 
     import prefect.client.orchestration as orchestration
 
-    verified = functools.cache(lambda cafile: ssl.create_default_context(cafile=cafile))
+    from chronicle.services.prefect_client import verified_context
 
     def create_default_context(*args: Any, **kwargs: Any) -> ssl.SSLContext:
         if not args and kwargs.keys() == {"cafile"}:
-            return verified(kwargs["cafile"])
+            return verified_context(kwargs["cafile"])
         return ssl.create_default_context(*args, **kwargs)
 
     orchestration.ssl = types.SimpleNamespace(**{**vars(ssl), "create_default_context": create_default_context})

@@ -21,7 +21,7 @@ def test_clients_share_one_tls_context_and_reach_the_api(monkeypatch: pytest.Mon
         return made[-1]
 
     monkeypatch.setattr(module.ssl, "create_default_context", counted)
-    module._verified.cache_clear()
+    module.verified_context.cache_clear()
     for _ in range(3):
         with module.prefect_client() as client:
             assert client.api_healthcheck() is None  # None: healthy
