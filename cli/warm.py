@@ -23,8 +23,8 @@ from typing import Any
 from chronicle.cli.launch import CHILD_ENV, ROOT, private_state_dir, read_runner_state, runner_env, runner_files
 
 WARM_IMPORTS = (
-    # Not the distill flow: LanceDB starts a background thread at import, and a forked child would inherit
-    # its objects without the thread. Nothing here may start a thread (checked after the imports).
+    # Nothing here may start a thread (checked after the imports): a forked child would inherit its objects
+    # without it. LanceDB starts one at import, so it is imported by a child's first connection to the store.
     "prefect", "prefect.flows", "prefect.tasks", "prefect.artifacts", "prefect.client.orchestration",
     "prefect.task_runners", "prefect.states", "prefect.settings", "prefect.logging.configuration",
     "chronicle.flows.ingest_logs", "chronicle.flows.backfill_weeks", "chronicle.flows.weekly_chronicle",
@@ -33,11 +33,11 @@ WARM_IMPORTS = (
     "click", "rich.console",
     "rich.table", "rich.progress", "rich.markup", "pydantic_settings", "duckdb", "psutil", "filelock",
 )
-MEMORY_IMPORTS = ("pyarrow", "lance_namespace", "chronicle.memory.search")
+MEMORY_IMPORTS = ("pyarrow", "lance_namespace", "chronicle.memory.search", "chronicle.flows.distill_memory")
 """What a memory command needs that can be warmed, loaded once the first command is on its way (a flow
-command need not wait ~1.2 s for them): what `lancedb` imports before its thread starts — its generated REST
-client `lance_namespace` (~0.6 s) and pyarrow — and the keyword leg's segmenter dictionary (~0.6 s, only read
-afterwards, so forked children share it)."""
+command need not wait for them): what `lancedb` imports before its thread starts — its generated REST
+client `lance_namespace` (its pydantic models are most of LanceDB's import) and pyarrow —, the distill flow, and
+the keyword leg's segmenter dictionary (only read afterwards, so forked children share it)."""
 
 
 def _threads_started() -> list[str] | None:

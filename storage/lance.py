@@ -21,7 +21,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-import lancedb
 from filelock import FileLock
 
 from chronicle.settings import Settings
@@ -65,12 +64,21 @@ def _shared_session() -> Any:
     search path's async one (`open_async`) then hold each index once."""
     global _session
     if _session is None:
+        import lancedb  # here, not at the top: see `open_lance`
+
         _session = lancedb.Session()
     return _session
 
 
 def open_lance(settings: Settings, table: str = "memories") -> LanceHandle:
-    """Connect to the memory store's LanceDB and the lock its writers take."""
+    """Connect to the memory store's LanceDB and the lock its writers take.
+
+    LanceDB is imported by the first connection, not by the modules above it: its import costs ~2 s of CPU (its
+    generated REST client's pydantic models) and starts a thread, and a flow run or command that ends before it
+    touches the store (a refused run, one with nothing to distill, `chronicle serve` loading the flows) need
+    not pay for it."""
+    import lancedb
+
     uri = settings.lance_uri
     if is_remote(uri):
         db = lancedb.connect(uri, read_consistency_interval=timedelta(0),
@@ -87,6 +95,8 @@ async def open_async(settings: Settings, handle: LanceHandle, table: str) -> Any
     """`table` through LanceDB's async API (the search path: storage/memory/aio.py), on the sync connections'
     session so both share one index and metadata cache, and checking for other processes' commits on every read
     as the sync connection does."""
+    import lancedb
+
     options = None if handle.local else lance_storage_options(settings)
     db = await lancedb.connect_async(handle.uri, read_consistency_interval=timedelta(0), storage_options=options,
                                      session=_shared_session())

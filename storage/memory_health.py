@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import lancedb
-
 from chronicle.settings import Settings
 
 TABLE = "memories"
@@ -73,6 +71,8 @@ def check(settings: Settings) -> str | None:
     Run before a distillation starts, so a damaged store is one line and not a flow's traceback."""
     if "://" in settings.lance_uri and not settings.lance_uri.startswith("file://"):
         return None  # object stores: their reads fail with the store's own errors, mapped by the caller
+    import lancedb  # where the store is read (storage/lance.py `open_lance` says why)
+
     try:
         db = lancedb.connect(settings.lance_uri)
         try:

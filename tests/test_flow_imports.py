@@ -15,10 +15,14 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 # Deployment → modules its entrypoint's import must not load: the `openai` SDK (and its HTTP stack) only when
 # an LLM client is built, matplotlib only when a chart's stats changed, the vector store and embedding models
-# only where memory is searched or distilled.
+# only where memory is searched or distilled — and there by the first connection or encoding, so that a run
+# refused or with nothing to do does not pay LanceDB's import (its REST client's models, ~2 s of CPU).
 LAZY = ("openai", "httpx2", "matplotlib", "PIL", "numpy", "lancedb", "pyarrow", "polars", "torch",
         "sentence_transformers", "transformers", "pandas")
-CASES = {"backfill-shard": LAZY, "backfill-weeks": LAZY, "weekly-chronicle": LAZY}
+ARROW = ("numpy", "pyarrow")  # the raw-log batches (ingest) and the memory rows (distill) are Arrow
+CASES = {"backfill-shard": LAZY, "backfill-weeks": LAZY, "weekly-chronicle": LAZY,
+         "distill-memory": (*(m for m in LAZY if m not in ARROW), "lance_namespace"),
+         "ingest": tuple(m for m in LAZY if m not in ARROW)}
 
 # Imports each entrypoint in turn in one fresh interpreter, noting which of its modules were loaded before the
 # import (by an entrypoint imported earlier) and after it. With none before, "after" is exactly what this

@@ -9,22 +9,23 @@ import logging
 from typing import Any
 
 import pyarrow as pa
-from lancedb.index import FTS, Bitmap, BTree, IvfRq, LabelList
 
 log = logging.getLogger("chronicle.storage.memory")
 
-SCALAR_INDEXES: tuple[tuple[str, Any], ...] = (
-    ("id", BTree),
-    ("content_hash", BTree),
-    ("importance", BTree),
-    ("target_file", Bitmap),
-    ("tags", LabelList),
-    ("merged_hashes", LabelList),
+# Column -> the `lancedb.index` config class, by name: LanceDB is imported where a table is touched, not by every
+# module that imports this one (its import is ~2 s of CPU, mostly its generated REST client's pydantic models).
+SCALAR_INDEXES: tuple[tuple[str, str], ...] = (
+    ("id", "BTree"),
+    ("content_hash", "BTree"),
+    ("importance", "BTree"),
+    ("target_file", "Bitmap"),
+    ("tags", "LabelList"),
+    ("merged_hashes", "LabelList"),
     # Columns of schema 3, indexed once a table has them: a search about one person of 10,000
     # prefilters on `subject` (BTREE: too many distinct values for a bitmap), and `superseded_by = ''` keeps
     # replaced memories out of every search.
-    ("subject", BTree),
-    ("superseded_by", BTree),
+    ("subject", "BTree"),
+    ("superseded_by", "BTree"),
 )
 # ANN query knobs (only used once the vector index exists): partitions probed, per kind of index, and — for the
 # dedup neighbour lookup only — how many times `limit` candidates are re-ranked on the full float32 vectors. Search
@@ -63,6 +64,8 @@ def ensure_indexes(table: Any, ann_min_rows: int) -> list[str]:
     text searches; the ANN index only pays off on big tables (below `ann_min_rows` an exact scan is fast
     and exact), so it is created once the table reaches that size.
     """
+    from lancedb import index
+
     rows = table.count_rows()
     if rows == 0:
         return []
@@ -71,18 +74,18 @@ def ensure_indexes(table: Any, ann_min_rows: int) -> list[str]:
     names = set(table.schema.names)
     for column, config in SCALAR_INDEXES:
         if (column,) not in have and column in names:
-            table.create_index(column, config=config(), replace=True)
+            table.create_index(column, config=getattr(index, config)(), replace=True)
             created.append(column)
     if ("fts_text",) not in have:
         # Text is pre-tokenised (jieba for Chinese), so split on whitespace only; stemming and English
         # stop words still apply to English tokens.
-        table.create_index("fts_text", config=FTS(base_tokenizer="whitespace", with_position=False))
+        table.create_index("fts_text", config=index.FTS(base_tokenizer="whitespace", with_position=False))
         created.append("fts_text")
     if ("vector",) not in have and rows >= ann_min_rows:
         # IVF partitions of RaBitQ codes, 4 bits per dimension: their distance estimates keep the true top 10
         # among the best 20 of the pool, at about half the probe cost of IVF_SQ's 8-bit codes. 1 bit lost the top
         # 10, IVF_PQ was no faster, IVF_HNSW_SQ far slower to build (docs/design/memory-search-scale.md).
-        table.create_index("vector", config=IvfRq(distance_type="cosine", num_bits=4))
+        table.create_index("vector", config=index.IvfRq(distance_type="cosine", num_bits=4))
         created.append("vector")
     if created:
         log.info("memory table: created indexes %s", ", ".join(created))

@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from lancedb.query import MatchQuery
 
 from chronicle.memory.search import Candidate, QueryCost, Scored, ScoreRule, fuse, tokenize
 from chronicle.storage.memory import aio
@@ -290,6 +289,8 @@ async def dense_query(table: Any, qvec: np.ndarray, where: str | None, pool: int
 
 async def fts_query(table: Any, tokens: list[str], where: str | None, pool: int, columns: list[str]) -> Any:
     """The full-text leg's LanceDB query (tests read its plan)."""
+    from lancedb.query import MatchQuery
+
     query = table.query().nearest_to_text(MatchQuery(" ".join(tokens), "fts_text"))
     query = query.select([*columns, "_score"]).with_row_id()
     if where:
