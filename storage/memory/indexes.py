@@ -12,8 +12,8 @@ import pyarrow as pa
 
 log = logging.getLogger("chronicle.storage.memory")
 
-# Column -> the `lancedb.index` config class, by name: LanceDB is imported where a table is touched, not by every
-# module that imports this one (its import is ~2 s of CPU, mostly its generated REST client's pydantic models).
+# Column -> the `lancedb.index` config class, by name: LanceDB is imported where a table is touched
+# (storage/lance.py `open_lance` says why).
 SCALAR_INDEXES: tuple[tuple[str, str], ...] = (
     ("id", "BTree"),
     ("content_hash", "BTree"),
