@@ -34,7 +34,7 @@ def test_claim_expire_renew_release(backend: tuple[str, dict[str, str]], home: P
     b = claims.Leases(s, owner="B", ttl_s=60)
     b.acquire("week:P:202605", timeout_s=30)                       # a waiter sees it expire and takes over
     assert not claim("week:P:202605", "A")                         # A learns it lost the claim
-    claims.release(s, "week:P:202605", "A")                        # not A's any more: no effect
+    claims.release(s, ["week:P:202605"], "A")                      # not A's any more: no effect
     assert claims.holder(s, "week:P:202605") == "B"
     b.close()                                                      # B's leases end: the key is released
     assert claims.holder(s, "week:P:202605") is None

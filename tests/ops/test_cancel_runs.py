@@ -76,7 +76,7 @@ def _assert_cancelled(settings: Settings, flow_run_id: Any, log: Path) -> None:
     row = _listed(flow_run_id)
     assert (row["state"], row["message"]) == ("CANCELLED", CANCELLED_MESSAGE), row
     lines = flow_run_logs(flow_run_id, "Flow run was cancelled")  # the process ended by itself, its logs sent
-    assert any("Flow run was cancelled" in line for line in lines), lines
+    assert any("Flow run was cancelled" in line for line in lines), f"{lines}\n{log.read_text()[-4000:]}"
     assert not any("Traceback" in line for line in lines), lines
     assert "Traceback" not in log.read_text(), log.read_text()[-4000:]
     with get_client(sync_client=True) as client:  # its `llm` slots are back

@@ -92,3 +92,28 @@ def test_a_heartbeat_does_not_deadlock_with_a_window_that_ends_claims(settings) 
             ender.join(timeout=5)
             assert forgot.is_set(), "forgetting a claim inside a window waited on the heartbeat, which waits on it"
         assert not leases.holds("week:A") and leases.holds("week:B")
+
+
+def test_leases_end_in_one_window_and_leave_other_owners_keys(settings, monkeypatch) -> None:
+    """A fan-out cancelled mid-way gives back every week it still leases as it unwinds, inside the grace Prefect's
+    runner allows before SIGKILL: one write window for all of them (a commit and a checkpoint each on the embedded
+    file, seconds on a busy disk), and a key another owner took over meanwhile stays that owner's."""
+    from chronicle.storage import files
+
+    keys = [f"week:P:2026{w:02d}" for w in range(1, 9)]
+    leases = claims.Leases(settings, owner="A", ttl_s=60)
+    with leases:
+        assert all(t.won for t in leases.take(keys).values())
+        claims.release(settings, [keys[0]], "A")  # A's claim on the first week ends and B takes it
+        assert _claim(settings, keys[0], "B", ttl_s=60)
+        windows = []
+        real = files.connect_file
+
+        def counted(settings, read_only):
+            windows.append(read_only)
+            return real(settings, read_only)
+
+        monkeypatch.setattr(files, "connect_file", counted)
+    assert windows == [False]
+    assert claims.holder(settings, keys[0]) == "B"
+    assert [claims.holder(settings, k) for k in keys[1:]] == [None] * 7
