@@ -167,10 +167,10 @@ def take(settings: Settings, keys: Iterable[str], owner: str, ttl_s: float = DEF
     wanted = sorted(set(keys))
     if not wanted:
         return {}
-    listed = ", ".join(_lit(k) for k in wanted)
+    among = _key_in(wanted)
     with _coord(settings) as coord:
         coord.execute(_upsert(wanted, owner, ttl_s))
-        rows = coord.query(f"SELECT key, owner, prev_end FROM {TABLE} WHERE key IN ({listed})")
+        rows = coord.query(f"SELECT key, owner, prev_end FROM {TABLE} WHERE {among}")
         orphans = [] if coord.remote else _orphaned(rows, owner)
         if orphans:  # expire the dead holders' claims, then take those keys like expired ones
             log.info("claims of %d key(s) held by processes that are gone: taken now, not after the ttl",
@@ -178,7 +178,7 @@ def take(settings: Settings, keys: Iterable[str], owner: str, ttl_s: float = DEF
             coord.execute(f"UPDATE {TABLE} SET expires_at = now() - INTERVAL '1 millisecond' WHERE "
                           + " OR ".join(f"(key = {_lit(k)} AND owner = {_lit(o)})" for k, o in orphans))
             coord.execute(_upsert([k for k, _ in orphans], owner, ttl_s))
-            rows = coord.query(f"SELECT key, owner, prev_end FROM {TABLE} WHERE key IN ({listed})")
+            rows = coord.query(f"SELECT key, owner, prev_end FROM {TABLE} WHERE {among}")
     found = {key: (holder_, prev_end) for key, holder_, prev_end in rows}
     return {key: Taken(found[key][0] == owner, found[key][1]) if key in found else Taken(False) for key in wanted}
 
@@ -205,9 +205,14 @@ def _orphaned(rows: list[tuple], owner: str) -> list[tuple[str, str]]:
     return [(key, holder) for key, holder, _ in rows if holder != owner and _process_gone(holder)]
 
 
+def _key_in(keys: list[str]) -> str:
+    """The condition for the rows of `keys`, in one statement whatever their number."""
+    return f"key IN ({', '.join(_lit(k) for k in keys)})"
+
+
 def _owned(keys: list[str], owner: str) -> str:
     """The WHERE clause for `owner`'s rows of `keys`."""
-    return f"WHERE key IN ({', '.join(_lit(k) for k in keys)}) AND owner = {_lit(owner)}"
+    return f"WHERE {_key_in(keys)} AND owner = {_lit(owner)}"
 
 
 def _finish_sql(keys: list[str], owner: str) -> str:

@@ -101,8 +101,7 @@ def test_leases_end_in_one_window_and_leave_other_owners_keys(settings, monkeypa
     from chronicle.storage import files
 
     keys = [f"week:P:2026{w:02d}" for w in range(1, 9)]
-    leases = claims.Leases(settings, owner="A", ttl_s=60)
-    with leases:
+    with claims.Leases(settings, owner="A", ttl_s=60) as leases:
         assert all(t.won for t in leases.take(keys).values())
         claims.release(settings, [keys[0]], "A")  # A's claim on the first week ends and B takes it
         assert _claim(settings, keys[0], "B", ttl_s=60)
