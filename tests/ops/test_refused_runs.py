@@ -18,6 +18,7 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
 
+from chronicle.deployments.serve import build_deployments
 from chronicle.deployments.setup import run_setup
 from chronicle.settings import Settings
 from tests.deployments.conftest import CHRONICLE, serving, wait_final, write_jsonl
@@ -59,22 +60,28 @@ def test_typos_give_failed_runs_that_name_the_problem(home: Path, tmp_path: Path
     ingest_logs([str(tmp_path / "logs")])
     run_setup(settings, work_pool=False)
 
+    # Every run is created before `chronicle serve` starts, none while others run. Prefect's server creates a run
+    # in a deferred SQLite transaction that reads the deployment and then writes; if any other write commits in
+    # between, SQLite refuses the write at once (SQLITE_BUSY_SNAPSHOT, a 503). With eight flow processes logging,
+    # CI saw that go on for longer than Prefect's client retries.
+    for deployment in build_deployments(settings)[0]:
+        deployment.apply()
     started: dict[str, tuple[str, str]] = {}  # run id -> (case, expected message)
-    with serving(tmp_path, proc_env):
-        # Each case through one path, alternating (every run is a fresh flow process: ~4 s of CPU each); the
-        # issue's own case through all three. The messages themselves are unit-tested (tests/unit).
-        for i, (case, (params, says)) in enumerate(REFUSED.items()):
-            if case == "week 60" or i % 2 == 0:
-                started[str(run_deployment(BACKFILL, parameters=params, timeout=0).id)] = (f"{case} (API)", says)
-            for validate in (True, False) if case == "week 60" else (True,) if i % 2 else ():
-                run_id = _ui_form_run(api_url, BACKFILL, params, validate)
-                started[run_id] = (f"{case} (UI form, validate={validate})", says)
-        weekly = run_deployment(WEEKLY, parameters={"week": "2025-W53"}, timeout=0)
-        started[str(weekly.id)] = ("weekly, no such week", "week '2025-W53' does not exist")
-        # Prefect's own type check (the form's "Validate parameters" unticked): refused before the body runs.
-        typed = _ui_form_run(api_url, BACKFILL, {"max_workers": "many"}, validate=False)
-        started[typed] = ("wrong type", "Validation of flow parameters failed")
+    # Each case through one path, alternating (every run is a fresh flow process: ~4 s of CPU each); the
+    # issue's own case through all three. The messages themselves are unit-tested (tests/unit).
+    for i, (case, (params, says)) in enumerate(REFUSED.items()):
+        if case == "week 60" or i % 2 == 0:
+            started[str(run_deployment(BACKFILL, parameters=params, timeout=0).id)] = (f"{case} (API)", says)
+        for validate in (True, False) if case == "week 60" else (True,) if i % 2 else ():
+            run_id = _ui_form_run(api_url, BACKFILL, params, validate)
+            started[run_id] = (f"{case} (UI form, validate={validate})", says)
+    weekly = run_deployment(WEEKLY, parameters={"week": "2025-W53"}, timeout=0)
+    started[str(weekly.id)] = ("weekly, no such week", "week '2025-W53' does not exist")
+    # Prefect's own type check (the form's "Validate parameters" unticked): refused before the body runs.
+    typed = _ui_form_run(api_url, BACKFILL, {"max_workers": "many"}, validate=False)
+    started[typed] = ("wrong type", "Validation of flow parameters failed")
 
+    with serving(tmp_path, proc_env):
         for run_id, (case, says) in started.items():
             run = wait_final(run_id)
             assert run.state.is_failed(), f"{case}: {run.state.type} {run.state.message}"  # not Completed/Crashed
