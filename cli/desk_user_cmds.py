@@ -53,19 +53,21 @@ def _describe(account: object) -> str:
     return f"{escape(account.username)} “{escape(account.printed_name)}”{state}: {escape(roles)}"  # type: ignore[attr-defined]
 
 
+def _change(change: str, *args: object, **kwargs: object) -> None:
+    """Make one change of `chronicle.services.accounts` as this shell account, and print the account after it."""
+    from chronicle.services import accounts  # imported when a command runs: the CLI starts without DuckDB
+
+    try:
+        account = getattr(accounts, change)(*args, actor=_actor(), remote="cli", **kwargs)
+    except accounts.AccountError as exc:
+        fail(str(exc), code=2)
+    console.print(_describe(account))
+
+
 def register(desk: typer.Typer) -> None:
     user = typer.Typer(help="Desk accounts: add, disable, change a password, grant roles per project.",
                        no_args_is_help=True)
     desk.add_typer(user, name="user")
-
-    def run(change: str, *args: object, **kwargs: object) -> None:
-        from chronicle.services import accounts  # imported when a command runs: the CLI starts without DuckDB
-
-        try:
-            account = getattr(accounts, change)(*args, actor=_actor(), remote="cli", **kwargs)
-        except accounts.AccountError as exc:
-            fail(str(exc), code=2)
-        console.print(_describe(account))
 
     @user.command("add")
     def add(username: str = typer.Argument(..., help="Sign-in name."),
@@ -76,23 +78,23 @@ def register(desk: typer.Typer) -> None:
         """Create an account."""
         settings = settings_from_options(home)
         roles = _roles(role)
-        run("add_user", settings, username, name, _password(password_stdin), roles, temporary=temporary)
+        _change("add_user", settings, username, name, _password(password_stdin), roles, temporary=temporary)
 
     @user.command("passwd")
     def passwd(username: str, password_stdin: bool = StdinOpt, temporary: bool = TemporaryOpt,
                home: str | None = HomeOpt) -> None:
         """Set an account's password."""
-        run("set_password", settings_from_options(home), username, _password(password_stdin), temporary=temporary)
+        _change("set_password", settings_from_options(home), username, _password(password_stdin), temporary=temporary)
 
     @user.command("disable")
     def disable(username: str, home: str | None = HomeOpt) -> None:
         """Disable an account (it can no longer sign in or sign; its history stays)."""
-        run("disable_user", settings_from_options(home), username)
+        _change("disable_user", settings_from_options(home), username)
 
     @user.command("enable")
     def enable(username: str, home: str | None = HomeOpt) -> None:
         """Enable a disabled account again."""
-        run("disable_user", settings_from_options(home), username, disabled=False)
+        _change("disable_user", settings_from_options(home), username, disabled=False)
 
     @user.command("grant")
     def grant(username: str,
@@ -100,7 +102,7 @@ def register(desk: typer.Typer) -> None:
               role: str = typer.Option(..., "--role", help="reader | reviewer | admin | none (revoke)."),
               home: str | None = HomeOpt) -> None:
         """Give an account a role on a project (replacing the one it had there)."""
-        run("grant", settings_from_options(home), username, project, None if role == "none" else role)
+        _change("grant", settings_from_options(home), username, project, None if role == "none" else role)
 
     @user.command("show")
     def show(username: str, home: str | None = HomeOpt) -> None:

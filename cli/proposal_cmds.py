@@ -4,6 +4,7 @@ asked to forget (ids `f-…`), decided by a human."""
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 import typer
 
@@ -41,17 +42,9 @@ def register(memory: typer.Typer) -> None:
                 home: str | None = HomeOpt) -> None:
         """Write a proposal into its knowledge file (managed section, backup, atomic replace); for a forget
         request (`f-…`), forget what it names, as `chronicle memory forget` does."""
-        from chronicle.services.proposals import ProposalError
-        from chronicle.services.proposals import approve as approve_proposal
-
-        if proposal_id.startswith("f-"):
-            _decide_forget(proposal_id, True, home)
+        decision = _decided(proposal_id, True, home)
+        if decision is None:
             return
-        try:
-            decision = approve_proposal(read_settings(home), proposal_id)
-        except ProposalError as exc:
-            err.print(f"[red]{exc}[/]")
-            raise typer.Exit(1) from exc
         p = decision.proposal
         where = f"written to {p.target_file}" if decision.file and decision.file.changed else \
             f"already in {p.target_file}"
@@ -61,18 +54,24 @@ def register(memory: typer.Typer) -> None:
     def reject(proposal_id: str = typer.Argument(..., help="Proposal id (or a unique prefix)."),
                home: str | None = HomeOpt) -> None:
         """Drop a proposal (or a forget request); no knowledge file is touched."""
-        from chronicle.services.proposals import ProposalError
-        from chronicle.services.proposals import reject as reject_proposal
-
-        if proposal_id.startswith("f-"):
-            _decide_forget(proposal_id, False, home)
+        decision = _decided(proposal_id, False, home)
+        if decision is None:
             return
-        try:
-            decision = reject_proposal(read_settings(home), proposal_id)
-        except ProposalError as exc:
-            err.print(f"[red]{exc}[/]")
-            raise typer.Exit(1) from exc
         console.print(f"{decision.proposal.proposal_id} rejected" + ("" if decision.changed else " (already)"))
+
+
+def _decided(proposal_id: str, approve: bool, home: str | None) -> Any:
+    """Approve or reject a proposal; None for a forget request (`f-…`), decided as `chronicle memory forget` does."""
+    from chronicle.services import proposals
+
+    if proposal_id.startswith("f-"):
+        _decide_forget(proposal_id, approve, home)
+        return None
+    try:
+        return (proposals.approve if approve else proposals.reject)(read_settings(home), proposal_id)
+    except proposals.ProposalError as exc:
+        err.print(f"[red]{exc}[/]")
+        raise typer.Exit(1) from exc
 
 
 def _selector(f: object) -> str:

@@ -203,6 +203,15 @@ def test_every_module_fits_in_one_sitting() -> None:
     assert long == {}
 
 
+def test_every_function_fits_on_a_screen_or_two() -> None:
+    """No function (a nested one counted inside its parent, as it is read) is longer than 60 lines."""
+    long = {f"{p.relative_to(REPO)}:{node.lineno} {node.name}": n for p in _modules()
+            for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and (n := node.end_lineno - node.lineno + 1) > 60}
+    assert long == {}
+
+
 def _storage_imports() -> dict[str, set[str]]:
     """storage module -> the storage modules it imports, anywhere in it (imports hidden in functions count)."""
     graph: dict[str, set[str]] = {}
