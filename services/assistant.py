@@ -13,6 +13,7 @@ from typing import Any
 
 from chronicle.distill.injection import looks_like_injection, matched_phrase
 from chronicle.distill.proposals import ForgetRequest, Proposal, make_proposal
+from chronicle.distill.reply_checks import MAX_CONTENT
 from chronicle.memory.model import Memory
 from chronicle.param_checks import check_size
 from chronicle.redaction.configured import redactor_for
@@ -22,9 +23,9 @@ from chronicle.storage import proposals as sql
 from chronicle.storage.db import read, write
 
 ASSISTANT_SOURCE = "assistant (MCP)"
-# What one proposal may hold: a memory is a fact or a preference, not a document. Longer text is refused with the
-# rule it broke (a ParameterError), before the redactor reads it or a row stores it.
-MAX_CONTENT_CHARS = 4_000
+# What one proposal may hold: a memory is a fact or a preference, not a document (MAX_CONTENT, the most a distilled
+# memory holds). Longer text is refused with the rule it broke (a ParameterError), before the redactor reads it or a
+# row stores it: an assistant can send it again shorter, where a note's long line is cut.
 MAX_REASON_CHARS = 1_000
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
@@ -53,7 +54,7 @@ def propose(settings: Settings, content: str, target_file: str, *, reason: str =
     text = " ".join(content.split())
     if not text:
         raise ProposalRefused("content is empty")
-    check_size("content", len(text), MAX_CONTENT_CHARS)
+    check_size("content", len(text), MAX_CONTENT)
     check_size("reason", len(reason), MAX_REASON_CHARS)
     check_size("tags", len(tags or []), MAX_TAGS, "tags")
     check_size("a tag", max(map(len, tags or []), default=0), MAX_TAG_CHARS)

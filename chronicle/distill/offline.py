@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import replace
 from datetime import date
 
 from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.orders import reads_as_order
-from chronicle.distill.reply_checks import first_sentence
+from chronicle.distill.reply_checks import cut_content, first_sentence
 from chronicle.distill.routing import IDENTITY, SOUL, TABLE, USER, target_file
 from chronicle.distill.signals import PENDING, analyse
 from chronicle.distill.speaker import speakers_of, split_speaker
@@ -28,7 +29,8 @@ from chronicle.memory.supersede import facts
 
 # Raised whenever the rules change what a note distills to, except where re-reading cached days would store the
 # same line twice: "a line that opens with a person is about them" gives a known subject to lines that had none,
-# and a new version would add each such line again beside its old row (8 on the demo), so new notes only get it.
+# and a new version would add each such line again beside its old row (8 on the demo), so new notes only get it;
+# the same holds for an entry cut at MAX_CONTENT (`distill_entries`).
 OFFLINE_ENGINE_VERSION = "offline-v9"
 OFFLINE_MODEL = "offline-rules"
 PROFILE = (SOUL, USER, IDENTITY)
@@ -206,6 +208,8 @@ def entry_memory(entry: NoteEntry, known_speakers: frozenset[str] = frozenset(),
 
 def distill_entries(entries: list[NoteEntry], user: str | None = None) -> list[Memory]:
     """Memories of a chunk's entries, in note order, exact duplicates (same content hash) dropped."""
+    # A memory reads and holds at most MAX_CONTENT characters of its entry.
+    entries = [replace(e, content=cut_content(e.content)) for e in entries]
     seen: set[str] = set()
     out = []
     speakers = speakers_of([e.content for e in entries])

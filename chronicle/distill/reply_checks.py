@@ -76,6 +76,13 @@ def importance_of(value: Any, warnings: Counter[str]) -> float | None:
     return clamped
 
 
+def cut_content(text: str) -> str:
+    """A memory's text, at most MAX_CONTENT characters whichever engine writes it. The note entry it cites keeps the
+    whole text, while everything read from a memory's text is read whole: the offline rules, the injection screen
+    and the packaged embedder (512 tokens at a time), which spent minutes of CPU on one pasted megabyte line."""
+    return text if len(text) <= MAX_CONTENT else text[: MAX_CONTENT - 1] + "…"
+
+
 def first_sentence(text: str, limit: int = 160) -> str:
     head = _SENTENCE_END.split(text.strip(), maxsplit=1)[0].strip()
     return head if len(head) <= limit else head[: limit - 1] + "…"
@@ -97,7 +104,7 @@ def validate(items: list[Any], *, source: str, entry_ids: list[str]) -> Validate
             out.rejections.append(Rejection("not_an_object"))
             continue
         content = item.get("content")
-        content = content.strip()[:MAX_CONTENT] if isinstance(content, str) else ""
+        content = cut_content(content.strip()) if isinstance(content, str) else ""
         tags = _strings(item.get("tags"))
         offered = item.get("targetFile", item.get("target_file"))
         target = normalise_target(offered)

@@ -49,15 +49,16 @@ def test_redacted_tree_gates_every_string(settings) -> None:
 def test_oversized_text_from_an_assistant_is_refused_before_anything_reads_or_stores_it(settings) -> None:
     """An MCP client is untrusted: a megabyte of text would hold the redactor, the embedder and a row for minutes.
     Each bound is refused by name, without repeating the text (it may hold a secret), and nothing is stored."""
+    from chronicle.distill.reply_checks import MAX_CONTENT
     from chronicle.param_checks import ParameterError
     from chronicle.services import assistant, memory
     from chronicle.storage.db import read
     from chronicle.storage.proposals import list_proposals
 
     key = "sk-CANARYsize0123456789abcdefXYZ"
-    within = assistant.MAX_CONTENT_CHARS - len(key) - 1
+    within = MAX_CONTENT - len(key) - 1
     assert propose_ok(settings, "a" * within + " " + key).new  # at the bound: filed (and redacted)
-    over = {"content": ("a" * assistant.MAX_CONTENT_CHARS + " " + key, "USER.md"),
+    over = {"content": ("a" * MAX_CONTENT + " " + key, "USER.md"),
             "reason": ("fine", "USER.md", "x" * (assistant.MAX_REASON_CHARS + 1)),
             "tags": ("fine", "USER.md", "", [f"t{i}" for i in range(assistant.MAX_TAGS + 1)]),
             "a tag": ("fine", "USER.md", "", ["t" * (assistant.MAX_TAG_CHARS + 1)])}

@@ -12,6 +12,7 @@ from chronicle.distill.chunks import NoteEntry, make_chunks, redact_entries
 from chronicle.distill.offline import distill_entries, entry_memory
 from chronicle.distill.orders import reads_as_order
 from chronicle.distill.prompt import BEGIN, END, SYSTEM, distill_messages
+from chronicle.distill.reply_checks import MAX_CONTENT, validate
 from chronicle.ingest.notes import parse_note
 from chronicle.memory.search import tokenize
 from chronicle.redaction.redactor import Redactor
@@ -63,6 +64,22 @@ def test_memory_fields_are_extracted() -> None:
     assert {"v0.3.0", "Port 8765"} <= set(memory.key_info)
     assert memory.tags[:2] == ["decision", "Key Decisions"] and "Session Log" not in memory.tags
     assert memory.importance == 0.7 and memory.source == "2026-02-16.md" and memory.source_entry_ids == ["e1"]
+
+
+@pytest.mark.parametrize("line", [
+    "今天和王老师讨论了项目进度，决定下周开始测试。" * 12_000,  # a pasted megabyte of Chinese, one line
+    "Build log: " + " ".join(f"step {i} ok" for i in range(60_000)),
+])
+def test_a_huge_line_makes_a_memory_of_bounded_size_whichever_engine_writes_it(line: str) -> None:
+    """A memory holding a whole pasted log cost its distillation minutes (the packaged embedder reads all of a text,
+    512 tokens at a time; the offline rules and the injection screen read it too). Both engines make a memory of the
+    first MAX_CONTENT characters; the note entry it cites keeps every one."""
+    (memory,) = distill_entries([entry(line)])
+    assert len(memory.content) <= MAX_CONTENT and memory.content.endswith("…")
+    assert line.startswith(memory.content[:-1]) and len(memory.summary) <= 160
+    (from_model,) = validate([{"content": line, "summary": "s", "targetFile": "MEMORY.md", "importance": 0.5}],
+                             source="2026-02-16.md", entry_ids=["e1"]).memories
+    assert len(from_model.content) == MAX_CONTENT and line.startswith(from_model.content[:-1])
 
 
 def test_a_reply_keeps_the_turn_it_answers_as_key_info() -> None:
