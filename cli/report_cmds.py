@@ -68,7 +68,7 @@ def print_outcomes(rows: list[WeekOutcome], limit: int = 30) -> None:
             console.print(f"[yellow]needs review {row.project} {row.week}: {escape('; '.join(row.reasons))}[/]")
 
 
-def run_weeks(settings: Settings, flow: Any, **params: Any) -> tuple[list[WeekOutcome], bool]:
+def run_weekly_flow(settings: Settings, flow: Any, **params: Any) -> tuple[list[WeekOutcome], bool]:
     """Run a weekly flow with a progress bar; (outcome rows, all weeks succeeded)."""
     try:
         with progress_bar():
@@ -223,7 +223,7 @@ def demo_weekly(settings: Settings) -> None:
 
     console.print(engine_banner(settings))
     started = time.perf_counter()
-    rows, ok = run_weeks(settings, backfill_weeks, project_id="all")
+    rows, ok = run_weekly_flow(settings, backfill_weeks, project_id="all")
     print_run_summary(rows, time.perf_counter() - started)
     projects = read(settings, report_projects)
     if not projects:
@@ -296,7 +296,7 @@ def weekly(week: str | None = typer.Option(None, "--week", "-w",
     from chronicle.flows.weekly_chronicle import weekly_chronicle
 
     console.print(engine_banner(settings))
-    rows, ok = run_weeks(settings, weekly_chronicle, week=week or "", force=force)
+    rows, ok = run_weekly_flow(settings, weekly_chronicle, week=week or "", force=force)
     print_outcomes(rows)
     if not ok:
         raise typer.Exit(1)
@@ -325,7 +325,7 @@ def backfill(project: str | None = typer.Option(None, "--project", "-p", help="O
     from chronicle.flows.backfill_weeks import backfill_weeks
 
     console.print(engine_banner(settings))
-    rows, ok = run_weeks(settings, backfill_weeks, project_id=project or "all", start_week=start or "",
+    rows, ok = run_weekly_flow(settings, backfill_weeks, project_id=project or "all", start_week=start or "",
                          end_week=end or "", only_missing=not every_week, force=force,
                          overwrite_edited=overwrite_edited, max_workers=workers or 0)
     print_outcomes(rows)
