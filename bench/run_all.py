@@ -29,10 +29,10 @@ README = ROOT / "bench" / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 BENCHES = ["ingest", "backfill", "offline", "context", "search", "embed", "locomo", "embedders", "memory_e2e",
            "redaction", "cli", "scale", "faithfulness", "compaction", "desk", "mcp",
-           "memory_decisions", "llm_slots"]
+           "memory_decisions", "llm_slots", "long_lines"]
 RUNS = {"locomo": 1, "embedders": 1, "memory_e2e": 1, "redaction": 1, "offline": 1, "scale": 1, "faithfulness": 1,
         "compaction": 1, "desk": 1, "mcp": 1, "memory_decisions": 1,
-        "llm_slots": 1}
+        "llm_slots": 1, "long_lines": 1}
 """Runs of benches whose figure is deterministic (hit@k, recall), that take many minutes, or that take the median
 of their own repetitions inside one run (offline, scale); others: `--repeat`."""
 RUNS_DIR = OUT / "runs"
