@@ -191,20 +191,41 @@ def split_extras(text: str) -> tuple[str, Any | None, str | None]:
 
 
 def chunk_lines(lines: Sequence[str], budget: int) -> list[list[str]]:
-    """Consecutive groups of whole lines, each within `budget` tokens (a single huge line stands alone)."""
+    """Consecutive groups of whole lines, each within `budget` tokens; a line over it is cut into pieces that are."""
     chunks: list[list[str]] = []
     current: list[str] = []
     used = 0
     for line in lines:
-        cost = estimate_tokens(line) + 1
-        if current and used + cost > budget:
-            chunks.append(current)
-            current, used = [], 0
-        current.append(line)
-        used += cost
+        for piece in _pieces(line, budget) if estimate_tokens(line) + 1 > budget else (line,):
+            cost = estimate_tokens(piece) + 1
+            if current and used + cost > budget:
+                chunks.append(current)
+                current, used = [], 0
+            current.append(piece)
+            used += cost
     if current:
         chunks.append(current)
     return chunks
+
+
+_LABEL = re.compile(r"\[E\d+\]")
+
+
+def _pieces(line: str, budget: int) -> list[str]:
+    """A line over `budget` tokens (a document pasted into one log entry) as consecutive pieces within it, each
+    after the first opened by the line's citation label: the map steps read every character of it and can cite it,
+    where one request holding it whole was over any model's context and failed its week."""
+    label = f"{m.group(0)} … " if (m := _LABEL.match(line)) else ""
+    room = max(1, budget - 1 - estimate_tokens(label))
+    pieces, start = [], 0
+    while start < len(line):
+        lo, hi = start + 1, min(len(line), start + 4 * room)  # a token is at most 4 characters
+        while lo < hi:  # the longest piece from `start` within `room`
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if estimate_tokens(line[start:mid]) <= room else (lo, mid - 1)
+        pieces.append(line[start:lo])
+        start = lo
+    return [pieces[0], *(label + piece for piece in pieces[1:])]
 
 
 def _condense(week: WeekInput, lines: list[str], call: LLMCall, *, budget: int, max_chars: int,

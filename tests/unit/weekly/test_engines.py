@@ -173,6 +173,21 @@ def test_llm_week_map_reduce_when_the_week_exceeds_the_context_budget() -> None:
     assert not report.needs_review
 
 
+def test_a_line_over_the_context_is_read_in_pieces_that_each_fit_and_keep_its_citation() -> None:
+    """A document pasted into one log entry: sent whole in one map request it was over any model's context, and the
+    week failed. Its pieces fit the budget, each opened by its entry's label, and together hold every character."""
+    pasted = "".join(f"第{i}段：受试者随访记录同步，血压 120/80 mmHg，step {i} ok。" for i in range(2_000))
+    items = [("message", "本周例会照常"), ("ae", pasted), ("query", "【Query Q-0001】请核实")]
+    script = Script("要点：AE 记录一份长文档 [E2]")
+    report = llm_week(week_input(items), script, model="m", max_chars=500, context_tokens=400)
+    maps = [m[1]["content"].split("\n\n", 1)[1].splitlines() for p, m in script.calls if p == "map"]
+    assert len(maps) > 10 and all(sum(estimate_tokens(x) + 1 for x in lines) <= 400 for lines in maps)
+    pieces = [x for lines in maps for x in lines if x.startswith("[E2]")]
+    assert all(x.startswith("[E2] … ") for x in pieces[1:])
+    assert "".join([pieces[0], *(x.removeprefix("[E2] … ") for x in pieces[1:])]).endswith(" ".join(pasted.split()))
+    assert {"[E1]", "[E3]"} <= {x[:4] for lines in maps for x in lines} and not report.needs_review
+
+
 def test_chunks_respect_the_budget_and_keep_whole_lines() -> None:
     lines = [f"[E{i}] " + "字" * 50 for i in range(30)]
     chunks = chunk_lines(lines, 200)
