@@ -10,7 +10,15 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
-from tests.fakellm.replies import REFUSED_FORMAT, Reply, chat_body, embeddings_body, error_body, refuses_format
+from tests.fakellm.replies import (
+    REFUSED_FORMAT,
+    Reply,
+    chat_body,
+    embeddings_body,
+    error_body,
+    over_context,
+    refuses_format,
+)
 
 if TYPE_CHECKING:
     from tests.fakellm.server import FakeLLMServer
@@ -84,6 +92,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_json(400, error_body(400, "request body is not a JSON object"))
         if path == CHAT_PATH and refuses_format(self.fake.style, payload):
             return self._send_json(400, error_body(400, REFUSED_FORMAT))
+        if path == CHAT_PATH and (too_long := over_context(payload, self.fake.max_prompt_chars)) is not None:
+            return self._send_json(400, too_long)
         action = self.fake._next_action()
         if isinstance(action, Reply):
             return self._scripted(path, payload, action)

@@ -96,6 +96,16 @@ REASONING = ("好的，我先逐条阅读这些日志，判断哪些值得记住
 REFUSED_FORMAT = "This response_format type is unavailable now"
 
 
+def over_context(request: dict[str, Any], max_chars: int | None) -> dict[str, Any] | None:
+    """OpenAI's 400 body for a request over the model's context window (here counted in characters), else None."""
+    held = sum(len(m.get("content") or "") for m in request.get("messages") or [] if isinstance(m, dict))
+    if max_chars is None or held <= max_chars:
+        return None
+    return {"error": {"message": f"This model's maximum context length is {max_chars} characters. However, your "
+                                 f"messages resulted in {held} characters. Please reduce the length of the messages.",
+                      "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+
+
 def refuses_format(style: str, request: dict[str, Any]) -> bool:
     """Whether an endpoint of this style answers 400 to the request's `response_format`."""
     kind = (request.get("response_format") or {}).get("type")

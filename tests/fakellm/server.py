@@ -38,6 +38,9 @@ class FakeLLMServer:
         self.responder: Callable[[dict[str, Any]], str] = default_responder
         self.style = style
         """Reply shape of a real endpoint (`tests.fakellm.replies.STYLES`); may be changed between requests."""
+        self.max_prompt_chars: int | None = None
+        """A chat request whose messages hold more characters than this is refused, as a model refuses one over its
+        context window (400, `context_length_exceeded`); None: any length is read."""
         self.embedding_dim = embedding_dim
         self.timeout_sleep_s = timeout_sleep_s
         self.models = models or ("fake-model",)

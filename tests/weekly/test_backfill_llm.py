@@ -170,6 +170,42 @@ def test_over_long_answers_are_shortened_and_big_weeks_map_reduced(
         ("本周入组 3 人 [E9]，SAE 1 例 [E30]，AE 1 例 [E21]，方案偏离 1 例 [E12]，其余按计划推进。",)]
 
 
+def test_a_document_pasted_into_one_entry_is_read_whole_by_a_model_with_a_context_window(
+        trial: Path, online: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One log line holding a pasted document, longer than the model's context on its own: the week is still
+    written, no request goes over the window, and every part of the document reaches a map step (nothing cut)."""
+    from chronicle.flows.ingest_logs import ingest_logs
+    from chronicle.flows.summarize_week import summarize_week
+
+    parts = 3_000
+    pasted = "".join(f"第{i}段：受试者随访记录已同步至 EDC。" for i in range(parts))  # ~60k characters
+    logs = tmp_path / "pasted"
+    logs.mkdir()
+    (logs / "pasted.jsonl").write_text(json.dumps({"project_id": "XH201", "ts": "2025-07-23T09:00:00+08:00",
+                                                   "type": "message", "actor": "CRC", "content": pasted},
+                                                  ensure_ascii=False) + "\n", encoding="utf-8")
+    ingest_logs([str(logs)])
+    monkeypatch.setenv("CHRONICLE_LLM_CONTEXT_TOKENS", "1500")
+    online.max_prompt_chars = 6_000  # the window: the document is ten times that
+
+    def responder(request: dict[str, Any]) -> str:
+        if "段。请只提取要点" in request["messages"][-1]["content"]:
+            return "- 随访记录同步 [E9]"
+        return cite_first(request)
+
+    online.responder = responder
+    row = summarize_week("XH201", "2025-W30")
+    assert row.outcome == "generated"
+    chats = [r.json for r in online.requests if r.path.endswith("/chat/completions")]
+    assert all(sum(len(m["content"]) for m in c["messages"]) <= 6_000 for c in chats)
+    mapped = [line for c in chats if "段。请只提取要点" in c["messages"][-1]["content"]
+              for line in c["messages"][-1]["content"].split("\n\n", 1)[1].splitlines()]
+    label = next(line for line in mapped if "第0段" in line).split(" ", 1)[0]  # the entry's [E#]
+    read = "".join(line.removeprefix(f"{label} … ") for line in mapped if line.startswith(label))
+    assert len([line for line in mapped if line.startswith(f"{label} … ")]) >= 10
+    assert all(f"第{i}段" in read for i in range(parts))
+
+
 def test_a_week_that_fails_after_good_attempts_keeps_their_llm_calls_rows(
         trial: Path, online: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """A week's successful attempts are held to be stored with its report (one write window per week):
