@@ -13,7 +13,6 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,9 @@ PASTED = "构建日志：第{i}步完成，耗时 {i}ms，受试者随访记录�
 def note_entries(line: str) -> list[Any]:
     """The OpenClaw notes' entries, and `line` as one more bullet of the last day."""
     from chronicle.distill.chunks import NoteEntry
-    from chronicle.ingest.notes import parse_note
+    from tests.distill.locomo_notes import note_file_entries
 
-    entries = []
-    for path in sorted(NOTES.glob("*.md")):
-        day = date.fromisoformat(path.stem[:10])
-        entries += [NoteEntry(f"{path.name}:{b.line_no}", "assistant", day, str(path), b.line_no, b.kind, b.text,
-                              tuple(b.heading_path), b.parent) for b in parse_note(path.read_text(encoding="utf-8"))]
+    entries = [e for path in sorted(NOTES.glob("*.md")) for e in note_file_entries(path)]
     last = entries[-1]
     return [*entries, NoteEntry("pasted", "assistant", last.day, last.source_file, None, "bullet", line)]
 
@@ -48,8 +43,8 @@ def cpu_s(embedder: Any, entries: list[Any]) -> tuple[float, int]:
 
 
 def main() -> None:
-    from chronicle.distill.reply_checks import MAX_CONTENT
     from chronicle.memory.embedder import get_embedder
+    from chronicle.memory.model import MAX_CONTENT
     from chronicle.settings import Settings
 
     embedder = get_embedder(Settings(home=Path(tempfile.mkdtemp(prefix="bench-long-lines-"))))

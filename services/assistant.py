@@ -13,8 +13,7 @@ from typing import Any
 
 from chronicle.distill.injection import looks_like_injection, matched_phrase
 from chronicle.distill.proposals import ForgetRequest, Proposal, make_proposal
-from chronicle.distill.reply_checks import MAX_CONTENT
-from chronicle.memory.model import Memory
+from chronicle.memory.model import MAX_CONTENT, Memory
 from chronicle.param_checks import check_size
 from chronicle.redaction.configured import redactor_for
 from chronicle.redaction.redactor import Redactor
@@ -23,9 +22,9 @@ from chronicle.storage import proposals as sql
 from chronicle.storage.db import read, write
 
 ASSISTANT_SOURCE = "assistant (MCP)"
-# What one proposal may hold: a memory is a fact or a preference, not a document (MAX_CONTENT, the most a distilled
-# memory holds). Longer text is refused with the rule it broke (a ParameterError), before the redactor reads it or a
-# row stores it: an assistant can send it again shorter, where a note's long line is cut.
+# What one proposal may hold, its content at most MAX_CONTENT as any memory's. Longer text is refused with the rule it
+# broke (a ParameterError), before the redactor reads it or a row stores it: an assistant can send it again shorter,
+# where a note's long line is cut.
 MAX_REASON_CHARS = 1_000
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64

@@ -18,11 +18,11 @@ from datetime import date
 
 from chronicle.distill.chunks import NoteEntry
 from chronicle.distill.orders import reads_as_order
-from chronicle.distill.reply_checks import cut_content, first_sentence
+from chronicle.distill.reply_checks import first_sentence
 from chronicle.distill.routing import IDENTITY, SOUL, TABLE, USER, target_file
 from chronicle.distill.signals import PENDING, analyse
 from chronicle.distill.speaker import speakers_of, split_speaker
-from chronicle.memory.model import Memory, detect_language
+from chronicle.memory.model import Memory, cut_content, detect_language
 from chronicle.memory.subjects import USER as USER_SUBJECT
 from chronicle.memory.subjects import entry_subject, normalise_subject
 from chronicle.memory.supersede import facts

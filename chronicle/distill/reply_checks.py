@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chronicle.distill.orders import order_reason
-from chronicle.memory.model import Memory, content_hash
+from chronicle.memory.model import Memory, content_hash, cut_content
 from chronicle.settings import KNOWLEDGE_FILES
 
 _SENTENCE_END = re.compile(r"(?<=[。！？!?])|(?<=\.)\s")
 DEFAULT_IMPORTANCE = 0.5
-MAX_CONTENT, MAX_ITEMS, MAX_ITEM_CHARS = 4000, 12, 200
+MAX_ITEMS, MAX_ITEM_CHARS = 12, 200
 
 
 @dataclass
@@ -74,13 +74,6 @@ def importance_of(value: Any, warnings: Counter[str]) -> float | None:
     if clamped != number:
         warnings["importance_clamped"] += 1
     return clamped
-
-
-def cut_content(text: str) -> str:
-    """A memory's text, at most MAX_CONTENT characters whichever engine writes it. The note entry it cites keeps the
-    whole text, while everything read from a memory's text is read whole: the offline rules, the injection screen
-    and the packaged embedder (512 tokens at a time), which spent minutes of CPU on one pasted megabyte line."""
-    return text if len(text) <= MAX_CONTENT else text[: MAX_CONTENT - 1] + "…"
 
 
 def first_sentence(text: str, limit: int = 160) -> str:

@@ -16,6 +16,8 @@ from chronicle.settings import KNOWLEDGE_FILES
 
 TargetFile = Literal["MEMORY.md", "SOUL.md", "USER.md", "IDENTITY.md", "AGENTS.md", "TOOLS.md"]
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+MAX_CONTENT = 4000
+"""The most characters a memory's content holds: a memory is a fact or a preference, not a document."""
 
 
 class Memory(BaseModel):
@@ -75,6 +77,13 @@ class Memory(BaseModel):
         folded in when there is one: two people's same words on one day are two rows)."""
         suffix = content_hash(f"{self.subject}\n{self.content}") if self.subject else self.content_hash
         return f"{created:%Y-%m-%d}-{suffix[:12]}"
+
+
+def cut_content(text: str) -> str:
+    """A memory's text, at most MAX_CONTENT characters whichever engine writes it. The note entry it cites keeps the
+    whole text, while everything read from a memory's text is read whole: the offline rules, the injection screen
+    and the packaged embedder (512 tokens at a time), which spent minutes of CPU on one pasted megabyte line."""
+    return text if len(text) <= MAX_CONTENT else text[: MAX_CONTENT - 1] + "…"
 
 
 def normalise(text: str) -> str:

@@ -196,13 +196,14 @@ def chunk_lines(lines: Sequence[str], budget: int) -> list[list[str]]:
     current: list[str] = []
     used = 0
     for line in lines:
-        for piece in _pieces(line, budget) if estimate_tokens(line) + 1 > budget else (line,):
-            cost = estimate_tokens(piece) + 1
-            if current and used + cost > budget:
+        cost = estimate_tokens(line) + 1
+        sized = [(line, cost)] if cost <= budget else [(p, estimate_tokens(p) + 1) for p in _pieces(line, budget)]
+        for piece, size in sized:
+            if current and used + size > budget:
                 chunks.append(current)
                 current, used = [], 0
             current.append(piece)
-            used += cost
+            used += size
     if current:
         chunks.append(current)
     return chunks

@@ -49,7 +49,7 @@ def test_redacted_tree_gates_every_string(settings) -> None:
 def test_oversized_text_from_an_assistant_is_refused_before_anything_reads_or_stores_it(settings) -> None:
     """An MCP client is untrusted: a megabyte of text would hold the redactor, the embedder and a row for minutes.
     Each bound is refused by name, without repeating the text (it may hold a secret), and nothing is stored."""
-    from chronicle.distill.reply_checks import MAX_CONTENT
+    from chronicle.memory.model import MAX_CONTENT
     from chronicle.param_checks import ParameterError
     from chronicle.services import assistant, memory
     from chronicle.storage.db import read

@@ -2,15 +2,19 @@
 
 The knowledge files were measured on conversations conv-26 and conv-30 (788 turns over 38 days) written
 this way; the tests use the same layout: a file per session date, a heading per session, and each turn as
-`- Speaker: text` (a shared photo's caption appended as `[shares a photo of …]`).
+`- Speaker: text` (a shared photo's caption appended as `[shares a photo of …]`). `note_file_entries` reads any
+daily note back as the distiller's entries.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
+
+from chronicle.distill.chunks import NoteEntry
+from chronicle.ingest.notes import parse_note
 
 LOCOMO = Path(__file__).parents[1] / "data" / "locomo" / "locomo10.json"
 _SESSION = re.compile(r"session_(\d+)$")
@@ -42,3 +46,10 @@ def write_locomo_notes(out: Path, sample_ids: tuple[str, ...] = ("conv-26", "con
     for day, lines in days.items():
         (folder / f"{day}.md").write_text(f"# {day}\n\n" + "\n".join(lines), encoding="utf-8")
     return turns
+
+
+def note_file_entries(path: Path, project_id: str = "assistant") -> list[NoteEntry]:
+    """The entries of one daily note file (`YYYY-MM-DD.md`) as the distiller reads them, dated by its name."""
+    day = date.fromisoformat(path.stem[:10])
+    return [NoteEntry(f"{path.name}:{b.line_no}", project_id, day, str(path), b.line_no, b.kind, b.text,
+                      tuple(b.heading_path), b.parent) for b in parse_note(path.read_text(encoding="utf-8"))]

@@ -15,10 +15,9 @@ from chronicle.distill.gate import KnowledgePolicy, verdict
 from chronicle.distill.offline import distill_entries, entry_memory
 from chronicle.distill.sections import Item, apply
 from chronicle.distill.speaker import speakers_of
-from chronicle.ingest.notes import parse_note
 from chronicle.memory.model import Memory
 from tests.conftest import DATA
-from tests.distill.locomo_notes import write_locomo_notes
+from tests.distill.locomo_notes import note_file_entries, write_locomo_notes
 
 LABELLED = DATA / "memory_gate" / "labelled.jsonl"
 PROFILE_FILES = {"SOUL.md", "IDENTITY.md", "USER.md"}
@@ -118,12 +117,7 @@ def test_daily_cap_keeps_the_most_important_in_note_order_and_is_idempotent() ->
 
 def locomo_entries(tmp_path: Path) -> tuple[int, list[NoteEntry]]:
     turns = write_locomo_notes(tmp_path)
-    entries = []
-    for path in sorted((tmp_path / "memory").glob("*.md")):
-        day = date.fromisoformat(path.stem)
-        entries += [NoteEntry(f"{path.name}:{b.line_no}", "assistant", day, str(path), b.line_no, b.kind, b.text,
-                              tuple(b.heading_path), b.parent) for b in parse_note(path.read_text(encoding="utf-8"))]
-    return turns, entries
+    return turns, [e for path in sorted((tmp_path / "memory").glob("*.md")) for e in note_file_entries(path)]
 
 
 @pytest.mark.slow  # a measurement over a whole real corpus (seconds of CPU): `make test`, not the quick layer

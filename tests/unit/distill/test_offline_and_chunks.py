@@ -12,8 +12,9 @@ from chronicle.distill.chunks import NoteEntry, make_chunks, redact_entries
 from chronicle.distill.offline import distill_entries, entry_memory
 from chronicle.distill.orders import reads_as_order
 from chronicle.distill.prompt import BEGIN, END, SYSTEM, distill_messages
-from chronicle.distill.reply_checks import MAX_CONTENT, validate
+from chronicle.distill.reply_checks import validate
 from chronicle.ingest.notes import parse_note
+from chronicle.memory.model import MAX_CONTENT
 from chronicle.memory.search import tokenize
 from chronicle.redaction.redactor import Redactor
 from tests.distill.conftest import OPENCLAW
